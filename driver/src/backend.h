@@ -1,0 +1,48 @@
+// The interface every driver backend implements: device memory, the compute
+// units' AXI4-Lite register files, and a wait for ap_done. The device API in
+// device.cpp drives the kernel through registers only, so the register
+// sequence is the same for every backend.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "systole/driver.h"
+#include "systole/status.h"
+
+namespace systole::detail {
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+
+  virtual std::string name() const = 0;  // e.g. "sw_emu[0] 16x16 hls"
+  virtual uint32_t compute_units() const = 0;
+  virtual uint32_t hbm_banks() const = 0;
+  virtual uint64_t bank_bytes() const = 0;
+
+  // Device memory. Addresses are device byte addresses.
+  virtual Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) = 0;
+  virtual void release(uint64_t address) = 0;
+  virtual Status write_memory(uint64_t address, const void* src,
+                              std::size_t bytes) = 0;
+  virtual Status read_memory(uint64_t address, void* dst,
+                             std::size_t bytes) = 0;
+
+  // AXI4-Lite registers of one compute unit (offsets from spec::reg).
+  virtual uint32_t read_register(uint32_t unit, uint32_t offset) = 0;
+  virtual void write_register(uint32_t unit, uint32_t offset,
+                              uint32_t value) = 0;
+
+  // Blocks until the unit raises ap_done or the timeout passes; true if done.
+  virtual bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) = 0;
+};
+
+// Constructors of the compiled-in backends.
+Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index,
+                                                   const DeviceOptions& options);
+
+}  // namespace systole::detail

@@ -1,0 +1,260 @@
+// The device API on top of a backend: identification from the ID registers,
+// buffers with host copies, and the ap_ctrl_hs launch sequence.
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "systole/driver.h"
+
+namespace systole {
+
+namespace detail {
+
+struct BufferState {
+  std::shared_ptr<DeviceBackend> backend;
+  uint64_t address = 0;
+  uint32_t bank = 0;
+  std::vector<uint8_t> host;
+
+  ~BufferState() { backend->release(address); }
+};
+
+struct RunState {
+  std::shared_ptr<DeviceBackend> backend;
+  uint32_t unit = 0;
+  std::mutex mutex;
+  bool finished = false;
+  spec::ErrorCode error = spec::ErrorCode::kOk;
+  uint32_t error_index = 0;
+  spec::PerfCounters counters;
+};
+
+}  // namespace detail
+
+namespace {
+
+uint64_t read_register64(detail::DeviceBackend& backend, uint32_t unit,
+                         uint32_t offset_lo) {
+  return backend.read_register(unit, offset_lo) |
+         uint64_t(backend.read_register(unit, offset_lo + 4)) << 32;
+}
+
+void write_register64(detail::DeviceBackend& backend, uint32_t unit,
+                      uint32_t offset_lo, uint64_t value) {
+  backend.write_register(unit, offset_lo, uint32_t(value));
+  backend.write_register(unit, offset_lo + 4, uint32_t(value >> 32));
+}
+
+Status check_range(std::size_t size, std::size_t bytes, std::size_t offset,
+                   const char* what) {
+  if (offset > size || bytes > size - offset)
+    return Status(StatusCode::kInvalidArgument,
+                  std::string(what) + ": range [" + std::to_string(offset) +
+                      ", " + std::to_string(offset + bytes) +
+                      ") is outside the buffer of " + std::to_string(size) +
+                      " bytes");
+  return ok_status();
+}
+
+Result<DeviceInfo> identify(detail::DeviceBackend& backend,
+                            const std::string& backend_name, uint32_t index) {
+  namespace reg = spec::reg;
+  if (backend.compute_units() == 0)
+    return Status(StatusCode::kUnavailable, backend.name() + " has no compute units");
+  const uint32_t id = backend.read_register(0, reg::kId);
+  if (id != spec::kDeviceId)
+    return Status(StatusCode::kUnavailable,
+                  backend.name() + ": not a Systole kernel (ID register " +
+                      std::to_string(id) + ")");
+  DeviceInfo info;
+  info.backend = backend_name;
+  info.index = index;
+  info.name = backend.name();
+  info.version = backend.read_register(0, reg::kVersion);
+  if ((info.version >> 16) != spec::kVersionMajor)
+    return Status(StatusCode::kUnavailable,
+                  backend.name() + ": kernel interface version " +
+                      std::to_string(info.version >> 16) + " but this driver speaks " +
+                      std::to_string(spec::kVersionMajor));
+  info.shape = {backend.read_register(0, reg::kArrayRows),
+                backend.read_register(0, reg::kArrayCols)};
+  info.max_m = backend.read_register(0, reg::kMaxM);
+  info.max_n = backend.read_register(0, reg::kMaxN);
+  info.max_k = backend.read_register(0, reg::kMaxK);
+  info.max_descriptors = backend.read_register(0, reg::kMaxDescriptors);
+  info.beat_bytes = backend.read_register(0, reg::kBeatBytes);
+  info.compute_units = backend.compute_units();
+  info.hbm_banks = backend.hbm_banks();
+  info.bank_bytes = backend.bank_bytes();
+  return info;
+}
+
+}  // namespace
+
+const char* status_code_name(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid_argument";
+    case StatusCode::kNotFound: return "not_found";
+    case StatusCode::kTimeout: return "timeout";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kDeviceError: return "device_error";
+    case StatusCode::kDataLoss: return "data_loss";
+    case StatusCode::kInternal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string Status::to_string() const {
+  if (ok()) return "ok";
+  return std::string(status_code_name(code_)) + ": " + message_;
+}
+
+// ---------------------------------------------------------------------------
+// Device
+
+std::vector<std::string> Device::backends() { return {"sw_emu"}; }
+
+Result<Device> Device::open(const std::string& backend_name, uint32_t index,
+                            const DeviceOptions& options) {
+  Result<std::shared_ptr<detail::DeviceBackend>> backend =
+      Status(StatusCode::kNotFound, "unknown backend '" + backend_name +
+                                        "' (this build has: sw_emu)");
+  if (backend_name == "sw_emu") backend = detail::open_sw_emu(index, options);
+  if (!backend.ok()) return backend.status();
+
+  Result<DeviceInfo> info = identify(**backend, backend_name, index);
+  if (!info.ok()) return info.status();
+  Device device;
+  device.backend_ = std::move(backend).value();
+  device.info_ = std::make_shared<const DeviceInfo>(std::move(info).value());
+  return device;
+}
+
+Result<Buffer> Device::allocate(std::size_t bytes, uint32_t bank) {
+  Result<uint64_t> address = backend_->allocate(bytes, bank);
+  if (!address.ok()) return address.status();
+  auto state = std::make_shared<detail::BufferState>();
+  state->backend = backend_;
+  state->address = *address;
+  state->bank = bank;
+  state->host.assign(bytes, 0);
+  return Buffer(std::move(state));
+}
+
+Result<Run> Device::start(uint32_t unit, const Buffer& command_list) {
+  namespace reg = spec::reg;
+  if (unit >= backend_->compute_units())
+    return Status(StatusCode::kInvalidArgument,
+                  "compute unit " + std::to_string(unit) + " does not exist (device has " +
+                      std::to_string(backend_->compute_units()) + ")");
+  if (!command_list || command_list.state_->backend != backend_)
+    return Status(StatusCode::kInvalidArgument,
+                  "the command list is not a buffer of this device");
+  if (!(backend_->read_register(unit, reg::kControl) & spec::ctrl::kApIdle))
+    return Status(StatusCode::kUnavailable,
+                  "compute unit " + std::to_string(unit) + " is busy");
+
+  // Ports a, b and c see device memory from address 0, so descriptor
+  // addresses are device addresses.
+  write_register64(*backend_, unit, reg::kCommandAddrLo, command_list.address());
+  write_register64(*backend_, unit, reg::kABaseLo, 0);
+  write_register64(*backend_, unit, reg::kBBaseLo, 0);
+  write_register64(*backend_, unit, reg::kCBaseLo, 0);
+  write_register64(*backend_, unit, reg::kMemBytesLo,
+                   uint64_t(backend_->hbm_banks()) * backend_->bank_bytes());
+  backend_->write_register(unit, reg::kControl, spec::ctrl::kApStart);
+
+  auto state = std::make_shared<detail::RunState>();
+  state->backend = backend_;
+  state->unit = unit;
+  return Run(std::move(state));
+}
+
+// ---------------------------------------------------------------------------
+// Buffer
+
+std::size_t Buffer::size() const { return state_->host.size(); }
+uint32_t Buffer::bank() const { return state_->bank; }
+uint64_t Buffer::address() const { return state_->address; }
+
+Status Buffer::write(const void* src, std::size_t bytes, std::size_t offset) {
+  SYSTOLE_RETURN_IF_ERROR(check_range(size(), bytes, offset, "Buffer::write"));
+  if (bytes > 0) std::memcpy(state_->host.data() + offset, src, bytes);
+  return ok_status();
+}
+
+Status Buffer::read(void* dst, std::size_t bytes, std::size_t offset) const {
+  SYSTOLE_RETURN_IF_ERROR(check_range(size(), bytes, offset, "Buffer::read"));
+  if (bytes > 0) std::memcpy(dst, state_->host.data() + offset, bytes);
+  return ok_status();
+}
+
+Status Buffer::sync(SyncDirection direction) {
+  return sync(direction, size(), 0);
+}
+
+Status Buffer::sync(SyncDirection direction, std::size_t bytes,
+                    std::size_t offset) {
+  SYSTOLE_RETURN_IF_ERROR(check_range(size(), bytes, offset, "Buffer::sync"));
+  uint8_t* host = state_->host.data() + offset;
+  const uint64_t address = state_->address + offset;
+  return direction == SyncDirection::kToDevice
+             ? state_->backend->write_memory(address, host, bytes)
+             : state_->backend->read_memory(address, host, bytes);
+}
+
+// ---------------------------------------------------------------------------
+// Run
+
+Status Run::wait(std::chrono::milliseconds timeout) {
+  namespace reg = spec::reg;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  detail::DeviceBackend& backend = *state_->backend;
+  const uint32_t unit = state_->unit;
+  if (!state_->finished) {
+    if (!backend.wait_done(unit, timeout))
+      return Status(StatusCode::kTimeout,
+                    "compute unit " + std::to_string(unit) + " not done after " +
+                        std::to_string(timeout.count()) + " ms");
+    backend.read_register(unit, reg::kControl);  // clears ap_done
+    state_->finished = true;
+    state_->error =
+        static_cast<spec::ErrorCode>(backend.read_register(unit, reg::kStatus));
+    state_->error_index = backend.read_register(unit, reg::kErrorIndex);
+    spec::PerfCounters& counters = state_->counters;
+    counters.busy_cycles = read_register64(backend, unit, reg::kBusyCyclesLo);
+    counters.macs = read_register64(backend, unit, reg::kMacsLo);
+    counters.dma_read_bytes = read_register64(backend, unit, reg::kDmaReadBytesLo);
+    counters.dma_write_bytes = read_register64(backend, unit, reg::kDmaWriteBytesLo);
+    counters.stall_cycles = read_register64(backend, unit, reg::kStallCyclesLo);
+    counters.descriptors_done = backend.read_register(unit, reg::kDescriptorsDone);
+  }
+  if (state_->error == spec::ErrorCode::kOk) return ok_status();
+  const std::string where = state_->error_index == spec::kHeaderErrorIndex
+                                ? std::string("the command-list header")
+                                : "descriptor " + std::to_string(state_->error_index);
+  return Status(StatusCode::kDeviceError,
+                std::string("kernel error ") + spec::error_code_name(state_->error) +
+                    " (" + std::to_string(static_cast<uint32_t>(state_->error)) +
+                    ") in " + where);
+}
+
+spec::ErrorCode Run::error_code() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->error;
+}
+
+uint32_t Run::error_index() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->error_index;
+}
+
+spec::PerfCounters Run::counters() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->counters;
+}
+
+}  // namespace systole

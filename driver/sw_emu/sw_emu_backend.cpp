@@ -1,0 +1,373 @@
+// The sw_emu backend: device memory in host memory, and per compute unit a
+// register file and a worker thread that runs the kernel when ap_start is
+// written — either the hw/hls kernel compiled natively or the fast bit-exact
+// engine, which shares the kernel's command-list walker and validation.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "../src/backend.h"
+#include "../src/bank_allocator.h"
+#include "fast_gemm.h"
+#include "systole_kernel.h"
+
+namespace systole::detail {
+namespace {
+
+using hls_kernel::Beat;
+using hls_kernel::LaunchResult;
+namespace reg = spec::reg;
+
+// One compute unit's AXI4-Lite registers, indexed by offset / 4.
+using RegisterFile = std::array<uint32_t, reg::kMapEnd / 4>;
+
+// Runs one command list. The ports point at their base addresses.
+class KernelEngine {
+ public:
+  virtual ~KernelEngine() = default;
+  virtual LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b,
+                           Beat* c, uint64_t mem_bytes) = 0;
+};
+
+template <uint32_t Rows, uint32_t Cols>
+class HlsEngine final : public KernelEngine {
+ public:
+  LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c,
+                   uint64_t mem_bytes) override {
+    return hls_kernel::systole_kernel(cmd, a, b, c, mem_bytes, *onchip_);
+  }
+
+ private:
+  std::unique_ptr<hls_kernel::OnChip<Rows, Cols>> onchip_ =
+      std::make_unique<hls_kernel::OnChip<Rows, Cols>>();
+};
+
+class FastEngine final : public KernelEngine {
+ public:
+  FastEngine(spec::ArrayShape shape, uint32_t threads)
+      : shape_(shape), threads_(threads) {}
+
+  LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c,
+                   uint64_t mem_bytes) override {
+    auto bytes = [](const Beat* port) {
+      return reinterpret_cast<const uint8_t*>(port);
+    };
+    return hls_kernel::run_command_list(
+        cmd, mem_bytes, shape_,
+        [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
+          sw_emu::FastGemmArgs args;
+          args.a = bytes(a) + d.a_addr;
+          args.b = bytes(b) + d.b_addr;
+          args.c = reinterpret_cast<uint8_t*>(c) + d.c_addr;
+          args.bias = (d.flags & spec::flag::kBias) ? bytes(c) + d.bias_addr : nullptr;
+          args.m = d.m;
+          args.n = d.n;
+          args.k = d.k;
+          args.lda = d.lda;
+          args.ldb = d.ldb;
+          args.ldc = d.ldc;
+          args.flags = d.flags;
+          args.k_tile = shape_.rows;
+          sw_emu::fast_gemm(args, threads_);
+          counters.macs += uint64_t(d.m) * d.n * d.k;
+          counters.busy_cycles += hls_kernel::array_schedule_cycles(d, shape_);
+          hls_kernel::add_descriptor_traffic(d, shape_, counters);
+        });
+  }
+
+ private:
+  spec::ArrayShape shape_;
+  uint32_t threads_;
+};
+
+std::unique_ptr<KernelEngine> make_hls_engine(spec::ArrayShape shape) {
+  if (shape.rows != shape.cols) return nullptr;
+  switch (shape.rows) {
+    case 4: return std::make_unique<HlsEngine<4, 4>>();
+    case 8: return std::make_unique<HlsEngine<8, 8>>();
+    case 16: return std::make_unique<HlsEngine<16, 16>>();
+    case 32: return std::make_unique<HlsEngine<32, 32>>();
+    case 64: return std::make_unique<HlsEngine<64, 64>>();
+    case 128: return std::make_unique<HlsEngine<128, 128>>();
+    default: return nullptr;
+  }
+}
+
+bool is_supported(spec::ArrayShape shape) {
+  return std::any_of(std::begin(spec::kSupportedShapes),
+                     std::end(spec::kSupportedShapes), [&](spec::ArrayShape s) {
+                       return s.rows == shape.rows && s.cols == shape.cols;
+                     });
+}
+
+// Device memory: one anonymous mapping for all banks. Pages are committed
+// when first touched, so a large address space costs nothing until used.
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(uint64_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    base_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+  }
+  ~DeviceMemory() {
+    if (base_) munmap(base_, bytes_);
+  }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  uint8_t* base() const { return base_; }
+  uint64_t bytes() const { return bytes_; }
+  // Gives the pages of a released buffer back to the host.
+  void discard(uint64_t address, uint64_t bytes) {
+    madvise(base_ + address, bytes, MADV_DONTNEED);
+  }
+
+ private:
+  uint64_t bytes_;
+  uint8_t* base_;
+};
+
+class SwEmuBackend final : public DeviceBackend {
+ public:
+  SwEmuBackend(uint32_t index, const DeviceOptions& options)
+      : options_(options),
+        shape_{options.array_rows, options.array_cols},
+        memory_(uint64_t(options.hbm_banks) * options.bank_bytes),
+        allocator_(options.hbm_banks, options.bank_bytes) {
+    const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const uint32_t threads =
+        options.threads_per_unit
+            ? options.threads_per_unit
+            : std::max(1u, cores / std::max(1u, options.compute_units));
+    name_ = "sw_emu[" + std::to_string(index) + "] " +
+            std::to_string(shape_.rows) + "x" + std::to_string(shape_.cols) +
+            (options.engine == EmuEngine::kHls ? " hls" : " fast");
+    for (uint32_t i = 0; i < options.compute_units; ++i) {
+      auto unit = std::make_unique<Unit>();
+      unit->engine = options.engine == EmuEngine::kHls
+                         ? make_hls_engine(shape_)
+                         : std::make_unique<FastEngine>(shape_, threads);
+      unit->worker = std::thread([this, u = unit.get()] { serve(*u); });
+      units_.push_back(std::move(unit));
+    }
+  }
+
+  ~SwEmuBackend() override {
+    for (auto& unit : units_) {
+      {
+        std::lock_guard<std::mutex> lock(unit->mutex);
+        unit->stop = true;
+      }
+      unit->wake.notify_all();
+      unit->worker.join();
+    }
+  }
+
+  bool usable() const { return memory_.base() != nullptr; }
+
+  std::string name() const override { return name_; }
+  uint32_t compute_units() const override { return uint32_t(units_.size()); }
+  uint32_t hbm_banks() const override { return options_.hbm_banks; }
+  uint64_t bank_bytes() const override { return options_.bank_bytes; }
+
+  Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
+    return allocator_.allocate(bytes, bank);
+  }
+
+  void release(uint64_t address) override {
+    const uint64_t bytes = allocator_.release(address);
+    if (bytes) memory_.discard(address, bytes);
+  }
+
+  Status write_memory(uint64_t address, const void* src,
+                      std::size_t bytes) override {
+    SYSTOLE_RETURN_IF_ERROR(check_memory_range(address, bytes));
+    if (bytes) std::memcpy(memory_.base() + address, src, bytes);
+    return ok_status();
+  }
+
+  Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
+    SYSTOLE_RETURN_IF_ERROR(check_memory_range(address, bytes));
+    if (bytes) std::memcpy(dst, memory_.base() + address, bytes);
+    return ok_status();
+  }
+
+  uint32_t read_register(uint32_t index, uint32_t offset) override {
+    Unit& unit = *units_.at(index);
+    std::lock_guard<std::mutex> lock(unit.mutex);
+    switch (offset) {
+      case reg::kControl: {
+        uint32_t value = unit.busy ? 0 : spec::ctrl::kApIdle;
+        if (unit.done) value |= spec::ctrl::kApDone | spec::ctrl::kApReady;
+        unit.done = false;  // ap_done is clear-on-read
+        return value;
+      }
+      case reg::kId: return spec::kDeviceId;
+      case reg::kVersion: return spec::kVersion;
+      case reg::kArrayRows: return shape_.rows;
+      case reg::kArrayCols: return shape_.cols;
+      case reg::kMaxM: return shape_.max_m();
+      case reg::kMaxN: return shape_.max_n();
+      case reg::kMaxK: return shape_.max_k();
+      case reg::kBeatBytes: return spec::kBeatBytes;
+      case reg::kMaxDescriptors: return shape_.max_descriptors();
+      default:
+        return offset < reg::kMapEnd && offset % 4 == 0 ? unit.registers[offset / 4] : 0;
+    }
+  }
+
+  void write_register(uint32_t index, uint32_t offset, uint32_t value) override {
+    Unit& unit = *units_.at(index);
+    {
+      std::lock_guard<std::mutex> lock(unit.mutex);
+      if (offset == reg::kControl) {
+        if (!(value & spec::ctrl::kApStart) || unit.busy) return;
+        unit.busy = true;
+        unit.done = false;
+      } else if (offset >= reg::kCommandAddrLo && offset < reg::kStatus &&
+                 offset % 4 == 0) {
+        unit.registers[offset / 4] = value;  // only the arguments are writable
+        return;
+      } else {
+        return;
+      }
+    }
+    unit.wake.notify_all();
+  }
+
+  bool wait_done(uint32_t index, std::chrono::milliseconds timeout) override {
+    Unit& unit = *units_.at(index);
+    std::unique_lock<std::mutex> lock(unit.mutex);
+    return unit.wake.wait_for(lock, timeout, [&] { return unit.done; });
+  }
+
+ private:
+  struct Unit {
+    std::mutex mutex;
+    std::condition_variable wake;
+    RegisterFile registers{};
+    bool busy = false;
+    bool done = false;
+    bool stop = false;
+    std::unique_ptr<KernelEngine> engine;
+    std::thread worker;
+  };
+
+  Status check_memory_range(uint64_t address, std::size_t bytes) const {
+    if (!spec::in_range(address, bytes, memory_.bytes()))
+      return Status(StatusCode::kInvalidArgument,
+                    "device range [" + std::to_string(address) + ", +" +
+                        std::to_string(bytes) + ") is outside device memory");
+    return ok_status();
+  }
+
+  static uint64_t argument64(const RegisterFile& registers, uint32_t offset_lo) {
+    return registers[offset_lo / 4] | uint64_t(registers[offset_lo / 4 + 1]) << 32;
+  }
+
+  // The launch arguments are checked here, where a board's interconnect
+  // would answer DECERR: the ports must be beat-aligned and their windows,
+  // and the command list, inside device memory.
+  LaunchResult launch(KernelEngine& engine, const RegisterFile& arguments) {
+    const uint64_t cmd = argument64(arguments, reg::kCommandAddrLo);
+    const uint64_t bases[] = {argument64(arguments, reg::kABaseLo),
+                              argument64(arguments, reg::kBBaseLo),
+                              argument64(arguments, reg::kCBaseLo)};
+    const uint64_t window = argument64(arguments, reg::kMemBytesLo);
+    LaunchResult result;
+    result.error_index = spec::kHeaderErrorIndex;
+    for (uint64_t base : {cmd, bases[0], bases[1], bases[2]})
+      if (base % spec::kBeatBytes != 0) {
+        result.status = spec::ErrorCode::kMisalignedAddress;
+        return result;
+      }
+    bool fits = spec::in_range(cmd, spec::kBeatBytes, memory_.bytes());
+    for (uint64_t base : bases) fits = fits && spec::in_range(base, window, memory_.bytes());
+    if (fits) {
+      const auto header = spec::decode<spec::CommandListHeader>(memory_.base() + cmd);
+      fits = header.count > shape_.max_descriptors() ||
+             spec::in_range(cmd, spec::command_list_bytes(header.count), memory_.bytes());
+    }
+    if (!fits) {
+      result.status = spec::ErrorCode::kAddressOutOfRange;
+      return result;
+    }
+    auto port = [&](uint64_t address) {
+      return reinterpret_cast<Beat*>(memory_.base() + address);
+    };
+    return engine.run(port(cmd), port(bases[0]), port(bases[1]),
+                            port(bases[2]), window);
+  }
+
+  void serve(Unit& unit) {
+    std::unique_lock<std::mutex> lock(unit.mutex);
+    for (;;) {
+      unit.wake.wait(lock, [&] { return unit.stop || (unit.busy && !unit.done); });
+      if (unit.stop) return;
+      const RegisterFile arguments = unit.registers;  // as latched at ap_start
+      lock.unlock();
+      const LaunchResult result = launch(*unit.engine, arguments);
+      lock.lock();
+      auto set64 = [&](uint32_t offset_lo, uint64_t value) {
+        unit.registers[offset_lo / 4] = uint32_t(value);
+        unit.registers[offset_lo / 4 + 1] = uint32_t(value >> 32);
+      };
+      unit.registers[reg::kStatus / 4] = static_cast<uint32_t>(result.status);
+      unit.registers[reg::kErrorIndex / 4] = result.error_index;
+      unit.registers[reg::kDescriptorsDone / 4] = result.counters.descriptors_done;
+      set64(reg::kBusyCyclesLo, result.counters.busy_cycles);
+      set64(reg::kMacsLo, result.counters.macs);
+      set64(reg::kDmaReadBytesLo, result.counters.dma_read_bytes);
+      set64(reg::kDmaWriteBytesLo, result.counters.dma_write_bytes);
+      set64(reg::kStallCyclesLo, result.counters.stall_cycles);
+      unit.busy = false;
+      unit.done = true;
+      unit.wake.notify_all();
+    }
+  }
+
+  DeviceOptions options_;
+  spec::ArrayShape shape_;
+  std::string name_;
+  DeviceMemory memory_;
+  BankAllocator allocator_;
+  std::vector<std::unique_ptr<Unit>> units_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index,
+                                                   const DeviceOptions& options) {
+  constexpr uint32_t kEmulatedDevices = 16;
+  if (index >= kEmulatedDevices)
+    return Status(StatusCode::kNotFound,
+                  "sw_emu device " + std::to_string(index) + " does not exist (sw_emu emulates " +
+                      std::to_string(kEmulatedDevices) + " devices, 0-" +
+                      std::to_string(kEmulatedDevices - 1) + ")");
+  const spec::ArrayShape shape{options.array_rows, options.array_cols};
+  if (!is_supported(shape))
+    return Status(StatusCode::kInvalidArgument,
+                  "sw_emu has no " + std::to_string(shape.rows) + "x" +
+                      std::to_string(shape.cols) +
+                      " array (supported: 4x4, 8x8, 16x16, 32x32, 64x64, 128x128)");
+  if (options.compute_units == 0 || options.compute_units > 64)
+    return Status(StatusCode::kInvalidArgument,
+                  "compute_units must be 1..64, got " + std::to_string(options.compute_units));
+  if (options.hbm_banks == 0 || options.bank_bytes == 0 ||
+      options.bank_bytes % BankAllocator::kAlignment != 0)
+    return Status(StatusCode::kInvalidArgument,
+                  "hbm_banks must be > 0 and bank_bytes a nonzero multiple of 4096");
+  auto backend = std::make_shared<SwEmuBackend>(index, options);
+  if (!backend->usable())
+    return Status(StatusCode::kUnavailable,
+                  "sw_emu: cannot map " + std::to_string(options.hbm_banks) + " x " +
+                      std::to_string(options.bank_bytes) + " bytes of device memory");
+  return std::shared_ptr<DeviceBackend>(std::move(backend));
+}
+
+}  // namespace systole::detail

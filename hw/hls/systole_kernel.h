@@ -1,0 +1,402 @@
+// The Systole kernel in HLS C++: command-list walker, DMA, and a
+// weight-stationary ROWS x COLS array in a load -> compute -> store dataflow.
+// This is the executable specification: the RTL and the fast sw_emu path must
+// produce its bits. It builds with g++ through hls_compat.h; systole_top.cpp
+// is the Vitis top function.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "hls_compat.h"
+#include "systole/descriptor.h"
+#include "systole/numerics.h"
+#include "systole/spec.h"
+#include "systole/validate.h"
+
+namespace systole::hls_kernel {
+
+using numerics::bf16_t;
+using spec::kBeatBytes;
+
+// One beat of an AXI4 data channel (512 bits).
+struct Beat {
+  uint8_t bytes[kBeatBytes];
+};
+static_assert(sizeof(Beat) == kBeatBytes, "a beat is the AXI data width");
+
+// What a launch leaves in the result registers.
+struct LaunchResult {
+  spec::ErrorCode status = spec::ErrorCode::kOk;
+  uint32_t error_index = 0;
+  spec::PerfCounters counters;
+};
+
+// A vector crossing a stream: one array row or column of values.
+template <class T, uint32_t N>
+struct Lanes {
+  T lane[N];
+};
+
+constexpr uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+constexpr uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+constexpr uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+// The array's schedule without memory stalls: per (N tile, K tile) the array
+// streams max(M, ROWS) rows (the next tile's ROWS weight rows shift in while
+// M activation rows compute), plus ROWS + COLS cycles of fill and drain per N
+// tile. sw_emu reports this as busy_cycles; hw_emu measures real cycles.
+constexpr uint64_t array_schedule_cycles(const spec::GemmDescriptor& d,
+                                         const spec::ArrayShape& shape) {
+  const uint64_t n_tiles = ceil_div(d.n, shape.cols);
+  const uint64_t k_tiles = ceil_div(d.k, shape.rows);
+  return n_tiles * (k_tiles * max_u32(d.m, shape.rows) + shape.rows +
+                    shape.cols);
+}
+
+// Beats touched by a transfer of `bytes` bytes starting at `addr`.
+constexpr uint64_t beats_spanned(uint64_t addr, uint64_t bytes) {
+  return (addr + bytes - 1) / kBeatBytes - addr / kBeatBytes + 1;
+}
+
+// ---------------------------------------------------------------------------
+// DMA: whole beats on the bus, bytes in and out of on-chip buffers. Each call
+// is one row of a matrix, which Vitis turns into bursts (<= 256 beats, split
+// at 4 KiB boundaries by the m_axi adapter).
+
+inline void dma_read(const Beat* port, uint64_t addr, uint32_t bytes,
+                     uint8_t* dst, uint64_t& bus_bytes) {
+  const uint64_t first = addr / kBeatBytes;
+  const uint64_t last = (addr + bytes - 1) / kBeatBytes;
+  uint32_t out = 0;
+READ_BEATS:
+  for (uint64_t beat = first; beat <= last; ++beat) {
+#pragma HLS PIPELINE II = 1
+    const Beat word = port[beat];
+    const uint32_t lo = beat == first ? uint32_t(addr % kBeatBytes) : 0;
+    const uint32_t hi =
+        beat == last ? uint32_t((addr + bytes - 1) % kBeatBytes) + 1
+                     : kBeatBytes;
+    for (uint32_t i = lo; i < hi; ++i) dst[out++] = word.bytes[i];
+  }
+  bus_bytes += (last - first + 1) * kBeatBytes;
+}
+
+// Writes with byte strobes: bytes of a beat outside the row keep their value.
+inline void dma_write(Beat* port, uint64_t addr, uint32_t bytes,
+                      const uint8_t* src, uint64_t& bus_bytes) {
+  const uint64_t first = addr / kBeatBytes;
+  const uint64_t last = (addr + bytes - 1) / kBeatBytes;
+  uint32_t in = 0;
+WRITE_BEATS:
+  for (uint64_t beat = first; beat <= last; ++beat) {
+#pragma HLS PIPELINE II = 1
+    const uint32_t lo = beat == first ? uint32_t(addr % kBeatBytes) : 0;
+    const uint32_t hi =
+        beat == last ? uint32_t((addr + bytes - 1) % kBeatBytes) + 1
+                     : kBeatBytes;
+    for (uint32_t i = lo; i < hi; ++i) port[beat].bytes[i] = src[in++];
+  }
+  bus_bytes += (last - first + 1) * kBeatBytes;
+}
+
+// Bus bytes one GEMM descriptor moves, following the access pattern of
+// execute_gemm below (the fast sw_emu path reports this; a test checks that
+// the kernel's own count agrees).
+inline void add_descriptor_traffic(const spec::GemmDescriptor& d,
+                                   const spec::ArrayShape& shape,
+                                   spec::PerfCounters& counters) {
+  using spec::kBf16Bytes;
+  using spec::kFp32Bytes;
+  const uint32_t c_bytes = spec::output_element_bytes(d.flags);
+  for (uint32_t m = 0; m < d.m; ++m)
+    counters.dma_read_bytes +=
+        beats_spanned(d.a_addr + uint64_t(m) * d.lda * kBf16Bytes,
+                      uint64_t(d.k) * kBf16Bytes) * kBeatBytes;
+  for (uint32_t n0 = 0; n0 < d.n; n0 += shape.cols) {
+    const uint32_t cols = min_u32(shape.cols, d.n - n0);
+    for (uint32_t k = 0; k < d.k; ++k)
+      counters.dma_read_bytes +=
+          beats_spanned(d.b_addr + (uint64_t(k) * d.ldb + n0) * kBf16Bytes,
+                        uint64_t(cols) * kBf16Bytes) * kBeatBytes;
+    if (d.flags & spec::flag::kBias)
+      counters.dma_read_bytes +=
+          beats_spanned(d.bias_addr + uint64_t(n0) * kFp32Bytes,
+                        uint64_t(cols) * kFp32Bytes) * kBeatBytes;
+    for (uint32_t m = 0; m < d.m; ++m) {
+      const uint64_t row = d.c_addr + (uint64_t(m) * d.ldc + n0) * c_bytes;
+      const uint64_t beats =
+          beats_spanned(row, uint64_t(cols) * c_bytes) * kBeatBytes;
+      if (d.flags & spec::flag::kAccumulate) counters.dma_read_bytes += beats;
+      counters.dma_write_bytes += beats;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// On-chip memories of one compute unit.
+template <uint32_t Rows, uint32_t Cols>
+struct OnChip {
+  static constexpr spec::ArrayShape kShape{Rows, Cols};
+  // The A block, zero-padded along K to whole K tiles.
+  bf16_t activations[kShape.max_m()][kShape.max_k()];
+  // fp32 partial sums of one N tile; K tiles accumulate here.
+  float accumulators[kShape.max_m()][Cols];
+};
+
+// LOAD_A: the whole M x K block of A into the activation buffer, once per
+// descriptor (it is reused by every N tile).
+template <uint32_t Rows, uint32_t Cols>
+void load_activations(const Beat* a_port, const spec::GemmDescriptor& d,
+                      OnChip<Rows, Cols>& onchip, uint64_t& bus_bytes) {
+  constexpr uint32_t kMaxK = OnChip<Rows, Cols>::kShape.max_k();
+  const uint32_t k_padded = ceil_div(d.k, Rows) * Rows;
+  uint8_t row_bytes[kMaxK * sizeof(bf16_t)];
+LOAD_A:
+  for (uint32_t m = 0; m < d.m; ++m) {
+    dma_read(a_port, d.a_addr + uint64_t(m) * d.lda * sizeof(bf16_t),
+             d.k * sizeof(bf16_t), row_bytes, bus_bytes);
+    std::memcpy(onchip.activations[m], row_bytes, d.k * sizeof(bf16_t));
+  PAD_A:
+    for (uint32_t k = d.k; k < k_padded; ++k) onchip.activations[m][k] = 0;
+  }
+}
+
+// Streams ROWS weight rows per K tile of the N tile starting at n0,
+// zero-padded past K and past N.
+template <uint32_t Rows, uint32_t Cols>
+void stream_weights(const Beat* b_port, const spec::GemmDescriptor& d,
+                    uint32_t n0, hls::stream<Lanes<bf16_t, Cols>>& weights_out,
+                    uint64_t& bus_bytes) {
+  const uint32_t cols = min_u32(Cols, d.n - n0);
+  const uint32_t k_tiles = ceil_div(d.k, Rows);
+  uint8_t row_bytes[Cols * sizeof(bf16_t)];
+LOAD_B:
+  for (uint32_t k = 0; k < k_tiles * Rows; ++k) {
+    Lanes<bf16_t, Cols> row = {};
+    if (k < d.k) {
+      dma_read(b_port, d.b_addr + (uint64_t(k) * d.ldb + n0) * sizeof(bf16_t),
+               cols * sizeof(bf16_t), row_bytes, bus_bytes);
+      std::memcpy(row.lane, row_bytes, cols * sizeof(bf16_t));
+    }
+    weights_out.write(row);
+  }
+}
+
+// Streams, per K tile, the M activation rows' slices of ROWS elements.
+template <uint32_t Rows, uint32_t Cols>
+void stream_activations(const OnChip<Rows, Cols>& onchip,
+                        const spec::GemmDescriptor& d,
+                        hls::stream<Lanes<bf16_t, Rows>>& activations_out) {
+  const uint32_t k_tiles = ceil_div(d.k, Rows);
+FEED_A:
+  for (uint32_t t = 0; t < k_tiles; ++t) {
+    for (uint32_t m = 0; m < d.m; ++m) {
+#pragma HLS PIPELINE II = 1
+      Lanes<bf16_t, Rows> slice;
+      for (uint32_t r = 0; r < Rows; ++r)
+        slice.lane[r] = onchip.activations[m][t * Rows + r];
+      activations_out.write(slice);
+    }
+  }
+}
+
+// The weight-stationary array. Each K tile: ROWS weight rows shift in (into
+// the shadow registers, while the previous tile computes), then M activation
+// rows flow through. Column c's partial sum starts at +0 in the top PE and
+// each PE row r adds a[r] * w[r][c] on its way down (NUMERICS.md order).
+template <uint32_t Rows, uint32_t Cols>
+void systolic_array(const spec::GemmDescriptor& d,
+                    hls::stream<Lanes<bf16_t, Cols>>& weights_in,
+                    hls::stream<Lanes<bf16_t, Rows>>& activations_in,
+                    hls::stream<Lanes<float, Cols>>& column_sums_out) {
+  bf16_t weights[Rows][Cols];
+#pragma HLS ARRAY_PARTITION variable = weights complete dim = 0
+  const uint32_t k_tiles = ceil_div(d.k, Rows);
+TILES:
+  for (uint32_t t = 0; t < k_tiles; ++t) {
+  SHIFT_WEIGHTS:
+    for (uint32_t r = 0; r < Rows; ++r) {
+      const Lanes<bf16_t, Cols> row = weights_in.read();
+      for (uint32_t c = 0; c < Cols; ++c) weights[r][c] = row.lane[c];
+    }
+  ROWS_OF_A:
+    for (uint32_t m = 0; m < d.m; ++m) {
+#pragma HLS PIPELINE II = 1
+      const Lanes<bf16_t, Rows> a = activations_in.read();
+      Lanes<float, Cols> sums;
+    PE_COLUMNS:
+      for (uint32_t c = 0; c < Cols; ++c) {
+#pragma HLS UNROLL
+        float partial = 0.0f;
+      PE_ROWS:
+        for (uint32_t r = 0; r < Rows; ++r) {
+#pragma HLS UNROLL
+          partial = numerics::add(partial, numerics::mul(a.lane[r], weights[r][c]));
+        }
+        sums.lane[c] = partial;
+      }
+      column_sums_out.write(sums);
+    }
+  }
+}
+
+// Reads one row of C (the accumulate input) in the output precision and
+// canonicalises it.
+template <uint32_t Cols>
+void read_c_row(const Beat* c_port, uint64_t addr, uint32_t cols, bool bf16,
+                float* out, uint64_t& bus_bytes) {
+  uint8_t row_bytes[Cols * sizeof(float)];
+  const uint32_t element_bytes = bf16 ? sizeof(bf16_t) : sizeof(float);
+  dma_read(c_port, addr, cols * element_bytes, row_bytes, bus_bytes);
+  for (uint32_t c = 0; c < cols; ++c) {
+    if (bf16) {
+      bf16_t value;
+      std::memcpy(&value, row_bytes + c * sizeof(bf16_t), sizeof value);
+      out[c] = numerics::bf16_to_f32(value);
+    } else {
+      uint32_t bits;
+      std::memcpy(&bits, row_bytes + c * sizeof(float), sizeof bits);
+      out[c] = numerics::f32_from_bits(numerics::f32_canonical_bits(bits));
+    }
+  }
+}
+
+// STORE: initialises the accumulators (C or +0), adds each K tile's column
+// sums, then applies bias, ReLU and the output conversion and writes C.
+template <uint32_t Rows, uint32_t Cols>
+void accumulate_and_store(Beat* c_port, const spec::GemmDescriptor& d,
+                          uint32_t n0,
+                          hls::stream<Lanes<float, Cols>>& column_sums_in,
+                          OnChip<Rows, Cols>& onchip, uint64_t& read_bytes,
+                          uint64_t& write_bytes) {
+  const uint32_t cols = min_u32(Cols, d.n - n0);
+  const uint32_t k_tiles = ceil_div(d.k, Rows);
+  const bool out_bf16 = (d.flags & spec::flag::kOutputBf16) != 0;
+  const uint32_t c_bytes = spec::output_element_bytes(d.flags);
+  auto c_row_addr = [&](uint32_t m) {
+    return d.c_addr + (uint64_t(m) * d.ldc + n0) * c_bytes;
+  };
+
+INIT_ACC:
+  for (uint32_t m = 0; m < d.m; ++m) {
+    if (d.flags & spec::flag::kAccumulate) {
+      read_c_row<Cols>(c_port, c_row_addr(m), cols, out_bf16,
+                       onchip.accumulators[m], read_bytes);
+    } else {
+      for (uint32_t c = 0; c < cols; ++c) onchip.accumulators[m][c] = 0.0f;
+    }
+  }
+ACCUMULATE:
+  for (uint32_t t = 0; t < k_tiles; ++t) {
+    for (uint32_t m = 0; m < d.m; ++m) {
+#pragma HLS PIPELINE II = 1
+      const Lanes<float, Cols> sums = column_sums_in.read();
+      for (uint32_t c = 0; c < cols; ++c)
+        onchip.accumulators[m][c] =
+            numerics::add(onchip.accumulators[m][c], sums.lane[c]);
+    }
+  }
+
+  float bias[Cols];
+  if (d.flags & spec::flag::kBias) {
+    uint8_t bias_bytes[Cols * sizeof(float)];
+    dma_read(c_port, d.bias_addr + uint64_t(n0) * sizeof(float),
+             cols * sizeof(float), bias_bytes, read_bytes);
+    for (uint32_t c = 0; c < cols; ++c) {
+      uint32_t bits;
+      std::memcpy(&bits, bias_bytes + c * sizeof(float), sizeof bits);
+      bias[c] = numerics::f32_from_bits(numerics::f32_canonical_bits(bits));
+    }
+  }
+  uint8_t row_bytes[Cols * sizeof(float)];
+STORE_C:
+  for (uint32_t m = 0; m < d.m; ++m) {
+    for (uint32_t c = 0; c < cols; ++c) {
+      float value = onchip.accumulators[m][c];
+      if (d.flags & spec::flag::kBias) value = numerics::add(value, bias[c]);
+      if (d.flags & spec::flag::kRelu) value = numerics::relu(value);
+      if (out_bf16) {
+        const bf16_t out = numerics::f32_to_bf16(value);
+        std::memcpy(row_bytes + c * sizeof(bf16_t), &out, sizeof out);
+      } else {
+        std::memcpy(row_bytes + c * sizeof(float), &value, sizeof value);
+      }
+    }
+    dma_write(c_port, c_row_addr(m), cols * c_bytes, row_bytes, write_bytes);
+  }
+}
+
+// One validated GEMM descriptor.
+template <uint32_t Rows, uint32_t Cols>
+void execute_gemm(const Beat* a_port, const Beat* b_port, Beat* c_port,
+                  const spec::GemmDescriptor& d, OnChip<Rows, Cols>& onchip,
+                  spec::PerfCounters& counters) {
+  load_activations(a_port, d, onchip, counters.dma_read_bytes);
+N_TILES:
+  for (uint32_t n0 = 0; n0 < d.n; n0 += Cols) {
+#pragma HLS DATAFLOW
+    hls::stream<Lanes<bf16_t, Cols>> weights("weights");
+    hls::stream<Lanes<bf16_t, Rows>> activations("activations");
+    hls::stream<Lanes<float, Cols>> column_sums("column_sums");
+    stream_weights<Rows, Cols>(b_port, d, n0, weights, counters.dma_read_bytes);
+    stream_activations(onchip, d, activations);
+    systolic_array<Rows, Cols>(d, weights, activations, column_sums);
+    accumulate_and_store(c_port, d, n0, column_sums, onchip,
+                         counters.dma_read_bytes, counters.dma_write_bytes);
+  }
+  counters.macs += uint64_t(d.m) * d.n * d.k;
+  counters.busy_cycles += array_schedule_cycles(d, OnChip<Rows, Cols>::kShape);
+}
+
+// Fetches and validates the whole command list, then executes it. Nothing is
+// written unless every descriptor is valid. `execute` runs one descriptor and
+// adds to the counters; the HLS kernel passes execute_gemm, the fast sw_emu
+// path its own engine, so both share the fetch, validation and accounting of
+// the list itself.
+template <class ExecuteDescriptor>
+LaunchResult run_command_list(const Beat* cmd_port, uint64_t mem_bytes,
+                              const spec::ArrayShape& shape,
+                              ExecuteDescriptor&& execute) {
+  LaunchResult result;
+  spec::PerfCounters& counters = result.counters;
+  const auto header = spec::decode<spec::CommandListHeader>(cmd_port[0].bytes);
+  counters.dma_read_bytes += kBeatBytes;
+  result.status = spec::validate_header(header, shape);
+  if (result.status != spec::ErrorCode::kOk) {
+    result.error_index = spec::kHeaderErrorIndex;
+    return result;
+  }
+VALIDATE:
+  for (uint32_t i = 0; i < header.count; ++i) {
+    const auto d = spec::decode<spec::GemmDescriptor>(cmd_port[1 + i].bytes);
+    counters.dma_read_bytes += kBeatBytes;
+    result.status = spec::validate_descriptor(d, mem_bytes, shape);
+    if (result.status != spec::ErrorCode::kOk) {
+      result.error_index = i;
+      return result;
+    }
+  }
+EXECUTE:
+  for (uint32_t i = 0; i < header.count; ++i) {
+    const auto d = spec::decode<spec::GemmDescriptor>(cmd_port[1 + i].bytes);
+    counters.dma_read_bytes += kBeatBytes;
+    execute(d, counters);
+    ++counters.descriptors_done;
+  }
+  return result;
+}
+
+// The kernel: runs a command list on an array of Rows x Cols PEs.
+template <uint32_t Rows, uint32_t Cols>
+LaunchResult systole_kernel(const Beat* cmd_port, const Beat* a_port,
+                            const Beat* b_port, Beat* c_port,
+                            uint64_t mem_bytes, OnChip<Rows, Cols>& onchip) {
+  return run_command_list(
+      cmd_port, mem_bytes, OnChip<Rows, Cols>::kShape,
+      [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
+        execute_gemm(a_port, b_port, c_port, d, onchip, counters);
+      });
+}
+
+}  // namespace systole::hls_kernel

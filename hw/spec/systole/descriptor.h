@@ -1,0 +1,96 @@
+// Binary format of a command list in device memory: a 64-byte header followed
+// by 64-byte GEMM descriptors. Little-endian, one AXI beat per record.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "systole/spec.h"
+
+namespace systole::spec {
+
+inline constexpr uint32_t kCommandListMagic = 0x4C434D53;  // "SMCL"
+
+struct CommandListHeader {
+  uint32_t magic;          // kCommandListMagic
+  uint16_t version_major;  // kVersionMajor
+  uint16_t version_minor;  // any; newer minors only add reserved-field uses
+  uint32_t count;          // number of descriptors that follow
+  uint32_t reserved[13];   // must be zero
+};
+
+enum class Opcode : uint8_t {
+  kGemm = 1,
+};
+
+// Flags of a GEMM descriptor.
+namespace flag {
+inline constexpr uint8_t kAccumulate = 1u << 0;  // C = C + A*B (C read first)
+inline constexpr uint8_t kBias = 1u << 1;        // add fp32 bias[N] per column
+inline constexpr uint8_t kRelu = 1u << 2;        // max(x, +0) after the bias
+inline constexpr uint8_t kOutputBf16 = 1u << 3;  // C is bf16 (else fp32)
+inline constexpr uint8_t kAll = 0x0F;
+}  // namespace flag
+
+// C[M x N] (+)= A[M x K] * B[K x N] (+ bias) (ReLU), all row-major.
+// A and B are bf16; C is fp32 or bf16 (kOutputBf16), read in that same
+// precision when kAccumulate is set; bias is fp32. Leading dimensions count
+// elements. Addresses are byte addresses in device memory, aligned to their
+// element size. C must not overlap A, B or bias.
+struct GemmDescriptor {
+  uint8_t opcode;     // Opcode::kGemm
+  uint8_t flags;      // flag::*
+  uint16_t reserved0; // must be zero
+  uint32_t m;
+  uint32_t n;
+  uint32_t k;
+  uint32_t lda;       // >= k
+  uint32_t ldb;       // >= n
+  uint32_t ldc;       // >= n
+  uint32_t reserved1; // must be zero
+  uint64_t a_addr;
+  uint64_t b_addr;
+  uint64_t c_addr;
+  uint64_t bias_addr; // read only with flag::kBias
+};
+
+static_assert(sizeof(CommandListHeader) == kBeatBytes, "header is one beat");
+static_assert(sizeof(GemmDescriptor) == kBeatBytes, "descriptor is one beat");
+static_assert(offsetof(GemmDescriptor, m) == 4);
+static_assert(offsetof(GemmDescriptor, lda) == 16);
+static_assert(offsetof(GemmDescriptor, a_addr) == 32);
+static_assert(offsetof(GemmDescriptor, bias_addr) == 56);
+static_assert(offsetof(CommandListHeader, count) == 8);
+
+// Byte size of a command list holding `count` descriptors.
+constexpr uint64_t command_list_bytes(uint64_t count) {
+  return sizeof(CommandListHeader) + count * sizeof(GemmDescriptor);
+}
+
+// Element sizes of the operands.
+inline constexpr uint32_t kBf16Bytes = 2;
+inline constexpr uint32_t kFp32Bytes = 4;
+
+constexpr uint32_t output_element_bytes(uint8_t flags) {
+  return (flags & flag::kOutputBf16) ? kBf16Bytes : kFp32Bytes;
+}
+
+// The records are stored little-endian; every supported host is little-endian
+// too, so encoding is a byte copy (checked here, once).
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "command lists are little-endian; add byte swaps for this host");
+
+template <class Record>
+inline void encode(const Record& record, uint8_t* out) {
+  std::memcpy(out, &record, sizeof(Record));
+}
+
+template <class Record>
+inline Record decode(const uint8_t* in) {
+  Record record;
+  std::memcpy(&record, in, sizeof(Record));
+  return record;
+}
+
+}  // namespace systole::spec
