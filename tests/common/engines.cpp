@@ -1,0 +1,133 @@
+// Runs workloads through the kernel's models.
+#include "common/engines.h"
+
+#include <cstdio>
+
+#include "fast_gemm.h"
+#include "reference/reference.h"
+#include "systole/gemm_plan.h"
+
+namespace systole::testing {
+namespace {
+
+constexpr auto kTimeout = std::chrono::minutes(5);
+
+DeviceOptions emu_options(spec::ArrayShape shape, EmuEngine engine, uint32_t threads) {
+  DeviceOptions options;
+  options.array_rows = shape.rows;
+  options.array_cols = shape.cols;
+  options.engine = engine;
+  options.threads_per_unit = threads;
+  options.hbm_banks = 2;
+  options.bank_bytes = 64ull << 20;
+  return options;
+}
+
+// Places `memory` at the start of bank 0 (device address 0), runs `list`
+// from bank 1, and reads the image back.
+Outcome run_at_zero(const std::vector<uint8_t>& memory, const std::vector<uint8_t>& list,
+                    spec::ArrayShape shape, EmuEngine engine, uint32_t threads) {
+  Outcome outcome;
+  Result<Device> device = Device::open("sw_emu", 0, emu_options(shape, engine, threads));
+  if (!device.ok()) {
+    outcome.status = device.status();
+    return outcome;
+  }
+  Result<Buffer> data = device->allocate(memory.size(), 0);
+  Result<Buffer> commands = device->allocate(list.size(), 1);
+  if (!data.ok() || !commands.ok() || data->address() != 0) {
+    outcome.status = Status(StatusCode::kInternal, "test buffers not placed as expected");
+    return outcome;
+  }
+  auto check = [&](Status status) {
+    if (!status.ok() && outcome.status.ok()) outcome.status = status;
+  };
+  check(data->write(memory.data(), memory.size()));
+  check(data->sync(Buffer::SyncDirection::kToDevice));
+  check(commands->write(list.data(), list.size()));
+  check(commands->sync(Buffer::SyncDirection::kToDevice));
+  if (!outcome.status.ok()) return outcome;
+  Result<Run> run = device->start(0, *commands);
+  if (!run.ok()) {
+    outcome.status = run.status();
+    return outcome;
+  }
+  outcome.status = run->wait(kTimeout);
+  outcome.error = run->error_code();
+  outcome.error_index = run->error_index();
+  outcome.counters = run->counters();
+  outcome.memory.resize(memory.size());
+  check(data->sync(Buffer::SyncDirection::kFromDevice));
+  check(data->read(outcome.memory.data(), memory.size()));
+  return outcome;
+}
+
+}  // namespace
+
+Outcome run_sw_emu(const Workload& workload, spec::ArrayShape shape, EmuEngine engine,
+                   uint32_t threads) {
+  const auto lists = encode_command_lists(workload.rebased(0), shape.max_descriptors());
+  return run_at_zero(workload.memory, lists.at(0), shape, engine, threads);
+}
+
+Outcome run_sw_emu_list(const std::vector<uint8_t>& memory, const std::vector<uint8_t>& list,
+                        spec::ArrayShape shape, EmuEngine engine) {
+  return run_at_zero(memory, list, shape, engine, 1);
+}
+
+Outcome run_reference(const Workload& workload, uint32_t rows) {
+  Outcome outcome;
+  outcome.memory = workload.memory;
+  for (const spec::GemmDescriptor& d : workload.descriptors)
+    reference::gemm(d, rows, outcome.memory);
+  return outcome;
+}
+
+Outcome run_portable(const Workload& workload, uint32_t rows) {
+  Outcome outcome;
+  outcome.memory = workload.memory;
+  uint8_t* base = outcome.memory.data();
+  for (const spec::GemmDescriptor& d : workload.descriptors) {
+    sw_emu::FastGemmArgs args;
+    args.a = base + d.a_addr;
+    args.b = base + d.b_addr;
+    args.c = base + d.c_addr;
+    args.bias = (d.flags & spec::flag::kBias) ? base + d.bias_addr : nullptr;
+    args.m = d.m;
+    args.n = d.n;
+    args.k = d.k;
+    args.lda = d.lda;
+    args.ldb = d.ldb;
+    args.ldc = d.ldc;
+    args.flags = d.flags;
+    args.k_tile = rows;
+    sw_emu::fast_gemm(args, 1, sw_emu::FastGemmIsa::kPortable);
+  }
+  return outcome;
+}
+
+std::string first_difference(const std::vector<uint8_t>& expected,
+                             const std::vector<uint8_t>& actual) {
+  if (expected.size() != actual.size())
+    return "image sizes differ: " + std::to_string(expected.size()) + " vs " +
+           std::to_string(actual.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (expected[i] != actual[i]) {
+      // Show the aligned 4-byte word around the first differing byte.
+      const std::size_t word = i / 4 * 4;
+      char text[160];
+      uint32_t e = 0, a = 0;
+      for (std::size_t j = 0; j < 4 && word + j < expected.size(); ++j) {
+        e |= uint32_t(expected[word + j]) << (8 * j);
+        a |= uint32_t(actual[word + j]) << (8 * j);
+      }
+      std::snprintf(text, sizeof text,
+                    "first difference at byte %zu: word at %zu is 0x%08x, expected 0x%08x",
+                    i, word, a, e);
+      return text;
+    }
+  }
+  return "";
+}
+
+}  // namespace systole::testing
