@@ -41,6 +41,11 @@ class DeviceBackend {
   virtual bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) = 0;
 };
 
+// A Device on top of `backend`, after reading and checking its ID registers.
+// Device::open uses it for the compiled-in backends; tests attach fakes.
+Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend,
+                             const std::string& backend_name, uint32_t index);
+
 // Constructors of the compiled-in backends.
 Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index,
                                                    const DeviceOptions& options);

@@ -124,11 +124,15 @@ Result<Device> Device::open(const std::string& backend_name, uint32_t index,
                                         "' (this build has: sw_emu)");
   if (backend_name == "sw_emu") backend = detail::open_sw_emu(index, options);
   if (!backend.ok()) return backend.status();
+  return detail::attach_device(std::move(backend).value(), backend_name, index);
+}
 
-  Result<DeviceInfo> info = identify(**backend, backend_name, index);
+Result<Device> detail::attach_device(std::shared_ptr<DeviceBackend> backend,
+                                     const std::string& backend_name, uint32_t index) {
+  Result<DeviceInfo> info = identify(*backend, backend_name, index);
   if (!info.ok()) return info.status();
   Device device;
-  device.backend_ = std::move(backend).value();
+  device.backend_ = std::move(backend);
   device.info_ = std::make_shared<const DeviceInfo>(std::move(info).value());
   return device;
 }

@@ -17,10 +17,13 @@
 
 namespace systole {
 
+class Device;
 namespace detail {
 class DeviceBackend;
 struct BufferState;
 struct RunState;
+Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend,
+                             const std::string& backend_name, uint32_t index);
 }  // namespace detail
 
 // How the sw_emu backend executes a command list.
@@ -128,6 +131,8 @@ class Device {
   Result<Run> start(uint32_t compute_unit, const Buffer& command_list);
 
  private:
+  friend Result<Device> detail::attach_device(std::shared_ptr<detail::DeviceBackend>,
+                                              const std::string&, uint32_t);
   std::shared_ptr<detail::DeviceBackend> backend_;
   std::shared_ptr<const DeviceInfo> info_;
 };

@@ -1,0 +1,191 @@
+// The sw_emu backend through the public API (label emu): opening, buffers,
+// launch-argument checks, timeouts, busy units, several compute units.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "../../driver/src/bank_allocator.h"
+#include "common/engines.h"
+#include "common/random_workload.h"
+#include "systole/driver.h"
+#include "systole/gemm_plan.h"
+
+namespace systole {
+namespace {
+
+using std::chrono::milliseconds;
+
+DeviceOptions small_device(uint32_t size = 8) {
+  DeviceOptions options;
+  options.array_rows = options.array_cols = size;
+  options.hbm_banks = 2;
+  options.bank_bytes = 1 << 20;
+  return options;
+}
+
+TEST(SwEmu, OpenReportsWhatIsWrong) {
+  Result<Device> device = Device::open("gpu", 0);
+  EXPECT_EQ(device.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(device.status().message().find("'gpu'"), std::string::npos);
+
+  DeviceOptions options = small_device();
+  options.array_rows = 5;
+  device = Device::open("sw_emu", 0, options);
+  EXPECT_EQ(device.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(device.status().message().find("5x8"), std::string::npos);
+
+  device = Device::open("sw_emu", 16, small_device());
+  EXPECT_EQ(device.status().code(), StatusCode::kNotFound);
+
+  options = small_device();
+  options.compute_units = 0;
+  EXPECT_EQ(Device::open("sw_emu", 0, options).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(SwEmu, ReportsItsShapeAndLimits) {
+  DeviceOptions options = small_device(16);
+  options.compute_units = 3;
+  Device device = Device::open("sw_emu", 2, options).value();
+  const DeviceInfo& info = device.info();
+  EXPECT_EQ(info.backend, "sw_emu");
+  EXPECT_EQ(info.shape.rows, 16u);
+  EXPECT_EQ(info.max_k, (spec::ArrayShape{16, 16}.max_k()));
+  EXPECT_EQ(info.max_m, 256u);
+  EXPECT_EQ(info.compute_units, 3u);
+  EXPECT_EQ(info.version, spec::kVersion);
+  EXPECT_NE(info.name.find("16x16"), std::string::npos);
+}
+
+TEST(SwEmu, BuffersCheckTheirRanges) {
+  Device device = Device::open("sw_emu", 0, small_device()).value();
+  EXPECT_EQ(device.allocate(100, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(device.allocate(0, 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(device.allocate((1 << 20) + 1, 0).status().code(), StatusCode::kUnavailable);
+
+  Buffer buffer = device.allocate(100, 1).value();
+  EXPECT_EQ(buffer.bank(), 1u);
+  EXPECT_EQ(buffer.address(), 1u << 20);
+  uint8_t bytes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_TRUE(buffer.write(bytes, 8, 92).ok());
+  Status status = buffer.write(bytes, 8, 93);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("[93, 101)"), std::string::npos) << status.message();
+  EXPECT_EQ(buffer.read(bytes, 1, 100).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(buffer.sync(Buffer::SyncDirection::kToDevice, 10, 95).code(),
+            StatusCode::kInvalidArgument);
+
+  // Round trip through device memory.
+  ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kToDevice).ok());
+  uint8_t zeros[8] = {};
+  ASSERT_TRUE(buffer.write(zeros, 8, 92).ok());
+  ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kFromDevice).ok());
+  uint8_t back[8];
+  ASSERT_TRUE(buffer.read(back, 8, 92).ok());
+  EXPECT_EQ(std::vector<uint8_t>(back, back + 8), std::vector<uint8_t>(bytes, bytes + 8));
+}
+
+TEST(SwEmu, AllocatorReusesAndCoalescesFreedSpace) {
+  detail::BankAllocator allocator(1, 4 * 4096);
+  const uint64_t a = allocator.allocate(4096, 0).value();
+  const uint64_t b = allocator.allocate(4096, 0).value();
+  const uint64_t c = allocator.allocate(8192, 0).value();
+  EXPECT_EQ(allocator.allocate(1, 0).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(allocator.release(b), 4096u);
+  EXPECT_EQ(allocator.release(a), 4096u);
+  EXPECT_EQ(allocator.release(a), 0u) << "double release is ignored";
+  EXPECT_EQ(allocator.allocate(8192, 0).value(), a) << "a and b coalesced";
+  EXPECT_EQ(allocator.release(c), 8192u);
+}
+
+TEST(SwEmu, ACommandListRunningOffDeviceMemoryIsRejected) {
+  Device device = Device::open("sw_emu", 0, small_device()).value();
+  // Fill bank 1 so that the list buffer is its last 4 KiB.
+  Buffer filler = device.allocate((1 << 20) - 4096, 1).value();
+  Buffer list = device.allocate(4096, 1).value();
+  spec::CommandListHeader header{};
+  header.magic = spec::kCommandListMagic;
+  header.version_major = spec::kVersionMajor;
+  header.count = 1000;  // 64 KB of descriptors past a 4 KiB buffer
+  ASSERT_TRUE(list.write(&header, sizeof header).ok());
+  ASSERT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
+  systole::Run run = device.start(0, list).value();
+  const Status status = run.wait(milliseconds(10'000));
+  EXPECT_EQ(status.code(), StatusCode::kDeviceError);
+  EXPECT_EQ(run.error_code(), spec::ErrorCode::kAddressOutOfRange);
+  EXPECT_EQ(run.error_index(), spec::kHeaderErrorIndex);
+}
+
+// A list of big descriptors on the HLS engine, which takes a while.
+Buffer long_running_list(Device& device) {
+  const uint32_t m = 256, n = 2048, k = 128;
+  Buffer data = device.allocate(uint64_t(m) * k * 2 + uint64_t(k) * n * 2 + uint64_t(m) * n * 4,
+                                0).value();
+  GemmProblem problem;
+  problem.m = m;
+  problem.n = n;
+  problem.k = k;
+  problem.a = {data.address(), k};
+  problem.b = {data.address() + uint64_t(m) * k * 2, n};
+  problem.c = {data.address() + uint64_t(m) * k * 2 + uint64_t(k) * n * 2, n};
+  const auto lists =
+      encode_command_lists(plan_gemm(device.info(), problem).value(), device.info().max_descriptors);
+  Buffer list = device.allocate(lists.at(0).size(), 1).value();
+  EXPECT_TRUE(list.write(lists[0].data(), lists[0].size()).ok());
+  EXPECT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
+  return list;
+}
+
+TEST(SwEmu, WaitTimesOutAndABusyUnitRefusesAStart) {
+  DeviceOptions options = small_device(16);
+  options.engine = EmuEngine::kHls;
+  options.bank_bytes = 16 << 20;
+  Device device = Device::open("sw_emu", 0, options).value();
+  Buffer list = long_running_list(device);
+  systole::Run run = device.start(0, list).value();
+  EXPECT_EQ(run.wait(milliseconds(0)).code(), StatusCode::kTimeout);
+  Result<systole::Run> second = device.start(0, list);
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(run.wait(milliseconds(120'000)).ok());
+  EXPECT_EQ(run.counters().macs, 256ull * 2048 * 128);
+  // Idle again: a new run starts.
+  Result<systole::Run> third = device.start(0, list);
+  ASSERT_TRUE(third.ok()) << third.status().to_string();
+  EXPECT_TRUE(third->wait(milliseconds(120'000)).ok());
+}
+
+TEST(SwEmu, ComputeUnitsRunConcurrentlyAndCorrectly) {
+  const spec::ArrayShape shape{8, 8};
+  DeviceOptions options = small_device(8);
+  options.compute_units = 2;
+  options.bank_bytes = 4 << 20;
+  Device device = Device::open("sw_emu", 0, options).value();
+  std::vector<testing::Workload> workloads;
+  std::vector<Buffer> data, lists;
+  testing::WorkloadOptions workload_options;
+  workload_options.shape = shape;
+  for (uint32_t unit = 0; unit < 2; ++unit) {
+    workloads.push_back(testing::make_workload(100 + unit, workload_options));
+    data.push_back(device.allocate(workloads[unit].memory.size(), unit).value());
+    ASSERT_TRUE(data[unit].write(workloads[unit].memory.data(), workloads[unit].memory.size()).ok());
+    ASSERT_TRUE(data[unit].sync(Buffer::SyncDirection::kToDevice).ok());
+    const auto list = encode_command_lists(workloads[unit].rebased(data[unit].address()), 100).at(0);
+    lists.push_back(device.allocate(list.size(), 0).value());
+    ASSERT_TRUE(lists[unit].write(list.data(), list.size()).ok());
+    ASSERT_TRUE(lists[unit].sync(Buffer::SyncDirection::kToDevice).ok());
+  }
+  systole::Run first = device.start(0, lists[0]).value();
+  systole::Run second = device.start(1, lists[1]).value();
+  ASSERT_TRUE(second.wait(milliseconds(60'000)).ok());
+  ASSERT_TRUE(first.wait(milliseconds(60'000)).ok());
+  for (uint32_t unit = 0; unit < 2; ++unit) {
+    std::vector<uint8_t> memory(workloads[unit].memory.size());
+    ASSERT_TRUE(data[unit].sync(Buffer::SyncDirection::kFromDevice).ok());
+    ASSERT_TRUE(data[unit].read(memory.data(), memory.size()).ok());
+    EXPECT_EQ(testing::first_difference(testing::run_reference(workloads[unit], 8).memory, memory),
+              "")
+        << "seed " << 100 + unit << " on unit " << unit;
+  }
+}
+
+}  // namespace
+}  // namespace systole

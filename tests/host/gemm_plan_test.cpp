@@ -1,0 +1,123 @@
+// GEMM tiling (labels unit and emu): descriptors stay inside the device's
+// limits, and a tiled GEMM on the device gives the same bits as one long-K
+// descriptor would (the chaining claim of NUMERICS.md), through the reference.
+#include "systole/gemm_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "common/engines.h"
+#include "reference/reference.h"
+#include "systole/numerics.h"
+#include "systole/validate.h"
+
+namespace systole {
+namespace {
+
+DeviceInfo device_info(uint32_t size) {
+  DeviceInfo info;
+  const spec::ArrayShape shape{size, size};
+  info.shape = shape;
+  info.max_m = shape.max_m();
+  info.max_n = shape.max_n();
+  info.max_k = shape.max_k();
+  info.max_descriptors = shape.max_descriptors();
+  return info;
+}
+
+TEST(GemmPlan, RejectsWhatTheDeviceCannotDo) {
+  GemmProblem problem;
+  problem.m = 0;
+  problem.n = problem.k = 4;
+  EXPECT_EQ(plan_gemm(device_info(4), problem).status().code(), StatusCode::kInvalidArgument);
+  problem.m = 4;
+  problem.a.ld = 3;  // < K
+  problem.b.ld = problem.c.ld = 4;
+  EXPECT_EQ(plan_gemm(device_info(4), problem).status().code(), StatusCode::kInvalidArgument);
+  problem.a.ld = 100;
+  problem.k = 100;
+  problem.output_bf16 = true;  // K > max_k = 32 with bf16 output
+  const Status status = plan_gemm(device_info(4), problem).status();
+  EXPECT_NE(status.message().find("max_k"), std::string::npos) << status.message();
+}
+
+TEST(GemmPlan, SplitsIntoDeviceSizedChains) {
+  GemmProblem problem;
+  problem.m = 300;  // 256 + 44
+  problem.n = 5;
+  problem.k = 70;   // 32 + 32 + 6 on a 4x4 array
+  problem.a = {0x1000, 72};
+  problem.b = {0x100000, 5};
+  problem.c = {0x200000, 8};
+  problem.bias = problem.relu = true;
+  problem.bias_address = 0x300000;
+  const auto descriptors = plan_gemm(device_info(4), problem).value();
+  ASSERT_EQ(descriptors.size(), 6u);
+  for (std::size_t i = 0; i < descriptors.size(); ++i) {
+    const spec::GemmDescriptor& d = descriptors[i];
+    EXPECT_EQ(spec::validate_descriptor(d, 1ull << 32, {4, 4}), spec::ErrorCode::kOk);
+    const bool first = i % 3 == 0, last = i % 3 == 2;
+    EXPECT_EQ((d.flags & spec::flag::kAccumulate) != 0, !first) << i;
+    EXPECT_EQ((d.flags & spec::flag::kBias) != 0, last) << i;
+    EXPECT_EQ((d.flags & spec::flag::kRelu) != 0, last) << i;
+  }
+  EXPECT_EQ(descriptors[3].m, 44u);
+  EXPECT_EQ(descriptors[4].a_addr, 0x1000 + (256ull * 72 + 32) * 2);
+  EXPECT_EQ(descriptors[4].b_addr, 0x100000 + 32ull * 5 * 2);
+  EXPECT_EQ(descriptors[4].c_addr, 0x200000 + 256ull * 8 * 4);
+
+  const auto lists = encode_command_lists(descriptors, 4);
+  ASSERT_EQ(lists.size(), 2u);
+  EXPECT_EQ(spec::decode<spec::CommandListHeader>(lists[1].data()).count, 2u);
+  EXPECT_EQ(spec::decode<spec::GemmDescriptor>(lists[1].data() + 128).m, 44u);
+}
+
+TEST(GemmPlan, ATiledGemmOnTheDeviceEqualsOneLongDescriptor) {
+  const uint32_t seed = 7, size = 8, m = 261, n = 19, k = 150;  // K: 64+64+22
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  const uint64_t a_at = 0, b_at = a_at + uint64_t(m) * k * 2, c_at = b_at + uint64_t(k) * n * 2;
+  const uint64_t bias_at = c_at + uint64_t(m) * n * 4;
+  std::vector<uint8_t> memory(bias_at + n * 4);
+  for (uint64_t i = 0; i < uint64_t(m) * k + uint64_t(k) * n; ++i) {
+    const uint16_t v = numerics::f32_to_bf16(normal(rng));
+    std::memcpy(memory.data() + i * 2, &v, 2);
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const float v = normal(rng);
+    std::memcpy(memory.data() + bias_at + i * 4, &v, 4);
+  }
+
+  GemmProblem problem;
+  problem.m = m;
+  problem.n = n;
+  problem.k = k;
+  problem.a = {a_at, k};
+  problem.b = {b_at, n};
+  problem.c = {c_at, n};
+  problem.bias = problem.relu = true;
+  problem.bias_address = bias_at;
+  testing::Workload tiled;
+  tiled.memory = memory;
+  tiled.descriptors = plan_gemm(device_info(size), problem).value();
+  ASSERT_EQ(tiled.descriptors.size(), 6u);
+  const testing::Outcome device =
+      testing::run_sw_emu(tiled, {size, size}, EmuEngine::kFast, 2);
+  ASSERT_TRUE(device.status.ok()) << device.status.to_string();
+
+  // One descriptor with the whole problem, beyond the device's limits: only
+  // the reference can run it.
+  spec::GemmDescriptor whole = tiled.descriptors[0];
+  whole.m = m;
+  whole.k = k;
+  whole.flags = spec::flag::kBias | spec::flag::kRelu;
+  whole.bias_addr = bias_at;
+  std::vector<uint8_t> expected = memory;
+  reference::gemm(whole, size, expected);
+  EXPECT_EQ(testing::first_difference(expected, device.memory), "") << "seed " << seed;
+}
+
+}  // namespace
+}  // namespace systole
