@@ -11,7 +11,6 @@
 #include "fast_gemm.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -41,29 +40,29 @@ bf16_t load_bf16(const uint8_t* p) {
   return value;
 }
 
-// Unbiased exponents of the nonzero finite values of a panel.
+// Biased exponents of a panel's values: the smallest over the nonzero ones
+// (255 when all are zero) and the largest (255 when any is Inf or NaN).
+// Branchless, because every packed element passes through it.
 struct ExponentRange {
-  int min = INT_MAX;
-  int max = INT_MIN;
-  bool special = false;  // holds an Inf or NaN
+  uint32_t min_nonzero = 255;
+  uint32_t max = 0;
 
   void add(bf16_t bits) {
-    const int biased = (bits >> 7) & 0xFF;
-    if (biased == 0xFF) {
-      special = true;
-    } else if (biased != 0) {
-      min = std::min(min, biased - 127);
-      max = std::max(max, biased - 127);
-    }
+    const uint32_t biased = (bits >> 7) & 0xFF;
+    min_nonzero = std::min(min_nonzero, biased == 0 ? 255u : biased);
+    max = std::max(max, biased);
   }
 };
 
 // Every product of a value from `a` and one from `w` lies in the fp32 normal
-// range (or is an exact zero), so FMA rounds exactly like mul-then-add.
+// range (or is an exact zero), so FMA rounds exactly like mul-then-add:
+// unbiased exponents ea + ew within [-126, 126] for all nonzero pairs.
 bool fma_safe(const ExponentRange& a, const ExponentRange& w) {
-  if (a.special || w.special) return false;
-  if (a.min > a.max || w.min > w.max) return true;  // a panel of zeros
-  return a.min + w.min >= -126 && a.max + w.max <= 126;
+  if (a.max == 255 || w.max == 255) return false;  // Inf or NaN
+  if (a.min_nonzero == 255 || w.min_nonzero == 255) return true;  // all zero
+  const int lowest = int(a.min_nonzero) + int(w.min_nonzero) - 254;
+  const int highest = int(a.max) + int(w.max) - 254;
+  return lowest >= -126 && highest <= 126;
 }
 
 // The accumulator's starting value: C when accumulating, else +0.
@@ -177,107 +176,151 @@ __attribute__((target("avx2,fma"))) void micro_kernel(const float* a,
   }
 }
 
-struct AlignedFree {
-  void operator()(float* p) const { std::free(p); }
-};
-using FloatArray = std::unique_ptr<float[], AlignedFree>;
+// A 64-byte aligned float array that keeps its memory between calls, so that
+// repeated GEMMs do not pay page faults for fresh packing buffers.
+class Workspace {
+ public:
+  float* get(std::size_t count) {
+    if (count > capacity_) {
+      const std::size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+      data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+      capacity_ = count;
+    }
+    return data_.get();
+  }
 
-FloatArray allocate_floats(std::size_t count) {
-  const std::size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
-  return FloatArray(static_cast<float*>(std::aligned_alloc(64, bytes ? bytes : 64)));
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float[], Free> data_;
+  std::size_t capacity_ = 0;
+};
+
+// Packs rows [row0, row0 + kMr) of A, all K tiles, MR-interleaved:
+// out[(t * tile + kk) * kMr + r]; rows past M and K past the end are +0.
+void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles, float* out,
+            ExponentRange* ranges) {
+  const uint32_t tile = args.k_tile;
+  for (uint32_t t = 0; t < k_tiles; ++t) ranges[t] = ExponentRange();
+  for (uint32_t r = 0; r < kMr; ++r) {
+    const uint32_t m = row0 + r;
+    const uint8_t* row = args.a + uint64_t(m) * args.lda * sizeof(bf16_t);
+    const uint32_t valid = m < args.m ? args.k : 0;
+    for (uint32_t t = 0; t < k_tiles; ++t) {
+      ExponentRange range = ranges[t];
+      for (uint32_t k = t * tile; k < (t + 1) * tile; ++k) {
+        const bf16_t bits = k < valid ? load_bf16(row + k * sizeof(bf16_t)) : 0;
+        range.add(bits);
+        out[uint64_t(k) * kMr + r] = numerics::bf16_to_f32(bits);
+      }
+      ranges[t] = range;
+    }
+  }
 }
 
+// Packs columns [col0, col0 + kNr) of B, all K tiles, NR-interleaved:
+// out[(t * tile + kk) * kNr + c]; columns past N and K past the end are +0.
+void pack_b(const FastGemmArgs& args, uint32_t col0, uint32_t k_tiles, float* out,
+            ExponentRange* ranges) {
+  const uint32_t tile = args.k_tile;
+  const uint32_t cols = col0 < args.n ? std::min(kNr, args.n - col0) : 0;
+  for (uint32_t t = 0; t < k_tiles; ++t) ranges[t] = ExponentRange();
+  for (uint32_t k = 0; k < k_tiles * tile; ++k) {
+    const uint8_t* row = args.b + (uint64_t(k) * args.ldb + col0) * sizeof(bf16_t);
+    const uint32_t valid = k < args.k ? cols : 0;
+    ExponentRange& range = ranges[k / tile];
+    for (uint32_t c = 0; c < kNr; ++c) {
+      const bf16_t bits = c < valid ? load_bf16(row + c * sizeof(bf16_t)) : 0;
+      range.add(bits);
+      out[uint64_t(k) * kNr + c] = numerics::bf16_to_f32(bits);
+    }
+  }
+}
+
+// Loop nest: for each kNc-column block of B (packed by all threads), each
+// thread takes kMc-row blocks of C; for each K tile, each NR-column micro
+// panel of that tile (8 KiB at k_tile 128, kept in L1) meets every MR-row
+// micro panel of A in the block. The block's fp32 accumulators stay in L2
+// across K tiles and are finished (bias, ReLU, conversion) at the end.
 void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
+  constexpr uint32_t kMc = 8 * kMr;  // rows of C per thread work item
   const uint32_t tile = args.k_tile;
   const uint32_t k_tiles = (args.k + tile - 1) / tile;
-  const uint32_t k_padded = k_tiles * tile;
-  const uint32_t row_blocks = (args.m + kMr - 1) / kMr;
-  const uint32_t col_blocks = (args.n + kNr - 1) / kNr;
-  const uint32_t col_blocks_per_nc = kNc / kNr;
+  const uint64_t k_padded = uint64_t(k_tiles) * tile;
+  const uint32_t row_panels = (args.m + kMr - 1) / kMr;
+  const uint32_t col_panels = (args.n + kNr - 1) / kNr;
+  const uint32_t panels_per_nc = kNc / kNr;
+  const uint32_t panels_per_mc = kMc / kMr;
+  const uint32_t row_blocks = (row_panels + panels_per_mc - 1) / panels_per_mc;
 
-  // A is packed once: [row block][k][MR]. B is packed kNc columns at a time:
-  // [column block within kNc][k][NR].
-  FloatArray a_packed = allocate_floats(std::size_t(row_blocks) * k_padded * kMr);
-  FloatArray b_packed = allocate_floats(std::size_t(col_blocks_per_nc) * k_padded * kNr);
-  std::vector<ExponentRange> a_ranges(std::size_t(row_blocks) * k_tiles);
-  std::vector<ExponentRange> b_ranges(std::size_t(col_blocks_per_nc) * k_tiles);
+  thread_local Workspace a_workspace, b_workspace;
+  float* const a_packed = a_workspace.get(row_panels * k_padded * kMr);
+  float* const b_packed = b_workspace.get(panels_per_nc * k_padded * kNr);
+  std::vector<ExponentRange> a_ranges(std::size_t(row_panels) * k_tiles);
+  std::vector<ExponentRange> b_ranges(std::size_t(panels_per_nc) * k_tiles);
 
 #pragma omp parallel num_threads(threads)
   {
     FlushToZeroGuard flush_to_zero;
+    thread_local Workspace accumulator_workspace;
+    float* const accumulators = accumulator_workspace.get(std::size_t(kMc) * kNc);
 
 #pragma omp for schedule(static)
-    for (uint32_t block = 0; block < row_blocks; ++block) {
-      float* out = a_packed.get() + std::size_t(block) * k_padded * kMr;
-      for (uint32_t t = 0; t < k_tiles; ++t) {
-        ExponentRange& range = a_ranges[std::size_t(block) * k_tiles + t];
-        for (uint32_t kk = 0; kk < tile; ++kk) {
-          const uint32_t k = t * tile + kk;
-          for (uint32_t r = 0; r < kMr; ++r) {
-            const uint32_t m = block * kMr + r;
-            bf16_t bits = 0;
-            if (m < args.m && k < args.k)
-              bits = load_bf16(args.a + (uint64_t(m) * args.lda + k) * 2);
-            range.add(bits);
-            *out++ = numerics::bf16_to_f32(bits);
-          }
-        }
-      }
-    }
+    for (uint32_t panel = 0; panel < row_panels; ++panel)
+      pack_a(args, panel * kMr, k_tiles, a_packed + panel * k_padded * kMr,
+             &a_ranges[std::size_t(panel) * k_tiles]);
 
-    for (uint32_t nc0 = 0; nc0 < col_blocks; nc0 += col_blocks_per_nc) {
-      const uint32_t nc_blocks = std::min(col_blocks_per_nc, col_blocks - nc0);
+    for (uint32_t nc_panel0 = 0; nc_panel0 < col_panels; nc_panel0 += panels_per_nc) {
+      const uint32_t nc_panels = std::min(panels_per_nc, col_panels - nc_panel0);
 #pragma omp for schedule(static)
-      for (uint32_t local = 0; local < nc_blocks; ++local) {
-        float* out = b_packed.get() + std::size_t(local) * k_padded * kNr;
-        for (uint32_t t = 0; t < k_tiles; ++t) {
-          ExponentRange& range = b_ranges[std::size_t(local) * k_tiles + t];
-          range = ExponentRange();
-          for (uint32_t kk = 0; kk < tile; ++kk) {
-            const uint32_t k = t * tile + kk;
-            for (uint32_t c = 0; c < kNr; ++c) {
-              const uint32_t n = (nc0 + local) * kNr + c;
-              bf16_t bits = 0;
-              if (n < args.n && k < args.k)
-                bits = load_bf16(args.b + (uint64_t(k) * args.ldb + n) * 2);
-              range.add(bits);
-              *out++ = numerics::bf16_to_f32(bits);
-            }
-          }
-        }
-      }  // implicit barrier: B block packed before anyone computes with it
+      for (uint32_t local = 0; local < nc_panels; ++local)
+        pack_b(args, (nc_panel0 + local) * kNr, k_tiles,
+               b_packed + local * k_padded * kNr, &b_ranges[std::size_t(local) * k_tiles]);
+      // (implicit barrier: the B block is packed before anyone uses it)
 
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
       for (uint32_t block = 0; block < row_blocks; ++block) {
-        const float* a_panel = a_packed.get() + std::size_t(block) * k_padded * kMr;
-        for (uint32_t local = 0; local < nc_blocks; ++local) {
-          const float* b_panel = b_packed.get() + std::size_t(local) * k_padded * kNr;
-          alignas(32) float accumulator[kMr * kNr];
-          for (uint32_t r = 0; r < kMr; ++r)
-            for (uint32_t c = 0; c < kNr; ++c) {
-              const uint32_t m = block * kMr + r;
-              const uint32_t n = (nc0 + local) * kNr + c;
-              accumulator[r * kNr + c] =
-                  m < args.m && n < args.n ? initial_accumulator(args, m, n) : 0.0f;
+        const uint32_t panel0 = block * panels_per_mc;
+        const uint32_t mc_panels = std::min(panels_per_mc, row_panels - panel0);
+        auto accumulator = [&](uint32_t i, uint32_t j) {
+          return accumulators + (std::size_t(i) * panels_per_nc + j) * kMr * kNr;
+        };
+        for (uint32_t i = 0; i < mc_panels; ++i)
+          for (uint32_t j = 0; j < nc_panels; ++j)
+            for (uint32_t r = 0; r < kMr; ++r)
+              for (uint32_t c = 0; c < kNr; ++c) {
+                const uint32_t m = (panel0 + i) * kMr + r;
+                const uint32_t n = (nc_panel0 + j) * kNr + c;
+                accumulator(i, j)[r * kNr + c] =
+                    m < args.m && n < args.n ? initial_accumulator(args, m, n) : 0.0f;
+              }
+        for (uint32_t t = 0; t < k_tiles; ++t) {
+          for (uint32_t j = 0; j < nc_panels; ++j) {
+            const float* b_tile = b_packed + (j * k_padded + uint64_t(t) * tile) * kNr;
+            const ExponentRange& b_range = b_ranges[std::size_t(j) * k_tiles + t];
+            for (uint32_t i = 0; i < mc_panels; ++i) {
+              const uint32_t panel = panel0 + i;
+              const float* a_tile =
+                  a_packed + (panel * k_padded + uint64_t(t) * tile) * kMr;
+              if (fma_safe(a_ranges[std::size_t(panel) * k_tiles + t], b_range))
+                micro_kernel<true>(a_tile, b_tile, tile, accumulator(i, j));
+              else
+                micro_kernel<false>(a_tile, b_tile, tile, accumulator(i, j));
             }
-          for (uint32_t t = 0; t < k_tiles; ++t) {
-            const float* a_tile = a_panel + std::size_t(t) * tile * kMr;
-            const float* b_tile = b_panel + std::size_t(t) * tile * kNr;
-            if (fma_safe(a_ranges[std::size_t(block) * k_tiles + t],
-                         b_ranges[std::size_t(local) * k_tiles + t]))
-              micro_kernel<true>(a_tile, b_tile, tile, accumulator);
-            else
-              micro_kernel<false>(a_tile, b_tile, tile, accumulator);
           }
-          for (uint32_t r = 0; r < kMr; ++r)
-            for (uint32_t c = 0; c < kNr; ++c) {
-              const uint32_t m = block * kMr + r;
-              const uint32_t n = (nc0 + local) * kNr + c;
-              if (m < args.m && n < args.n)
-                store_output(args, m, n, accumulator[r * kNr + c]);
-            }
         }
-      }  // implicit barrier: everyone is done with this B block
+        for (uint32_t i = 0; i < mc_panels; ++i)
+          for (uint32_t j = 0; j < nc_panels; ++j)
+            for (uint32_t r = 0; r < kMr; ++r)
+              for (uint32_t c = 0; c < kNr; ++c) {
+                const uint32_t m = (panel0 + i) * kMr + r;
+                const uint32_t n = (nc_panel0 + j) * kNr + c;
+                if (m < args.m && n < args.n)
+                  store_output(args, m, n, accumulator(i, j)[r * kNr + c]);
+              }
+      }
+      // (implicit barrier: everyone is done with this B block)
     }
   }
 }
