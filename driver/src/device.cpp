@@ -23,6 +23,7 @@ struct BufferState {
 
 struct RunState {
   std::shared_ptr<DeviceBackend> backend;
+  std::shared_ptr<BufferState> command_list;  // kept alive while the run is
   uint32_t unit = 0;
   std::mutex mutex;
   bool finished = false;
@@ -173,6 +174,7 @@ Result<Run> Device::start(uint32_t unit, const Buffer& command_list) {
 
   auto state = std::make_shared<detail::RunState>();
   state->backend = backend_;
+  state->command_list = command_list.state_;
   state->unit = unit;
   return Run(std::move(state));
 }

@@ -219,22 +219,63 @@ void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles, float* ou
   }
 }
 
+// Decodes 16 bf16 values (one full row of an NR panel) into out[0..16) and
+// folds their exponents into the running minimum (nonzero) and maximum.
+__attribute__((target("avx2"))) void decode_row16(const uint8_t* in, float* out,
+                                                  __m256i& min_nonzero, __m256i& max) {
+  const __m256i exponent_mask = _mm256_set1_epi32(0xFF);
+  const __m256i sign_mask = _mm256_set1_epi32(int(0x80000000u));
+  const __m256i all_zero_exponent = _mm256_set1_epi32(255);
+  for (int half = 0; half < 2; ++half) {
+    const __m256i raw = _mm256_cvtepu16_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + half * 16)));
+    const __m256i exponent = _mm256_and_si256(_mm256_srli_epi32(raw, 7), exponent_mask);
+    const __m256i zero = _mm256_cmpeq_epi32(exponent, _mm256_setzero_si256());
+    const __m256i bits = _mm256_slli_epi32(raw, 16);
+    // Subnormal or zero: keep only the sign (DAZ).
+    const __m256i value = _mm256_blendv_epi8(bits, _mm256_and_si256(bits, sign_mask), zero);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + half * 8), value);
+    min_nonzero = _mm256_min_epu32(min_nonzero,
+                                   _mm256_blendv_epi8(exponent, all_zero_exponent, zero));
+    max = _mm256_max_epu32(max, exponent);
+  }
+}
+
+__attribute__((target("avx2"))) uint32_t horizontal(__m256i v, bool take_min) {
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+  uint32_t result = lanes[0];
+  for (uint32_t lane : lanes) result = take_min ? std::min(result, lane) : std::max(result, lane);
+  return result;
+}
+
 // Packs columns [col0, col0 + kNr) of B, all K tiles, NR-interleaved:
 // out[(t * tile + kk) * kNr + c]; columns past N and K past the end are +0.
-void pack_b(const FastGemmArgs& args, uint32_t col0, uint32_t k_tiles, float* out,
-            ExponentRange* ranges) {
+__attribute__((target("avx2"))) void pack_b(const FastGemmArgs& args, uint32_t col0,
+                                            uint32_t k_tiles, float* out,
+                                            ExponentRange* ranges) {
   const uint32_t tile = args.k_tile;
   const uint32_t cols = col0 < args.n ? std::min(kNr, args.n - col0) : 0;
-  for (uint32_t t = 0; t < k_tiles; ++t) ranges[t] = ExponentRange();
-  for (uint32_t k = 0; k < k_tiles * tile; ++k) {
-    const uint8_t* row = args.b + (uint64_t(k) * args.ldb + col0) * sizeof(bf16_t);
-    const uint32_t valid = k < args.k ? cols : 0;
-    ExponentRange& range = ranges[k / tile];
-    for (uint32_t c = 0; c < kNr; ++c) {
-      const bf16_t bits = c < valid ? load_bf16(row + c * sizeof(bf16_t)) : 0;
-      range.add(bits);
-      out[uint64_t(k) * kNr + c] = numerics::bf16_to_f32(bits);
+  for (uint32_t t = 0; t < k_tiles; ++t) {
+    ExponentRange range;
+    __m256i min_nonzero = _mm256_set1_epi32(255), max = _mm256_setzero_si256();
+    for (uint32_t k = t * tile; k < (t + 1) * tile; ++k) {
+      const uint8_t* row = args.b + (uint64_t(k) * args.ldb + col0) * sizeof(bf16_t);
+      float* packed = out + uint64_t(k) * kNr;
+      if (k < args.k && cols == kNr) {
+        decode_row16(row, packed, min_nonzero, max);
+        continue;
+      }
+      const uint32_t valid = k < args.k ? cols : 0;
+      for (uint32_t c = 0; c < kNr; ++c) {
+        const bf16_t bits = c < valid ? load_bf16(row + c * sizeof(bf16_t)) : 0;
+        range.add(bits);
+        packed[c] = numerics::bf16_to_f32(bits);
+      }
     }
+    range.min_nonzero = std::min(range.min_nonzero, horizontal(min_nonzero, true));
+    range.max = std::max(range.max, horizontal(max, false));
+    ranges[t] = range;
   }
 }
 

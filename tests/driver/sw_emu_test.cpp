@@ -115,8 +115,13 @@ TEST(SwEmu, ACommandListRunningOffDeviceMemoryIsRejected) {
   EXPECT_EQ(run.error_index(), spec::kHeaderErrorIndex);
 }
 
-// A list of big descriptors on the HLS engine, which takes a while.
-Buffer long_running_list(Device& device) {
+// A list of big descriptors on the HLS engine, which takes a while, and the
+// buffer its descriptors point into (which must outlive the run).
+struct LongRun {
+  Buffer data, list;
+};
+
+LongRun long_running_list(Device& device) {
   const uint32_t m = 256, n = 2048, k = 128;
   Buffer data = device.allocate(uint64_t(m) * k * 2 + uint64_t(k) * n * 2 + uint64_t(m) * n * 4,
                                 0).value();
@@ -132,7 +137,7 @@ Buffer long_running_list(Device& device) {
   Buffer list = device.allocate(lists.at(0).size(), 1).value();
   EXPECT_TRUE(list.write(lists[0].data(), lists[0].size()).ok());
   EXPECT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
-  return list;
+  return {data, list};
 }
 
 TEST(SwEmu, WaitTimesOutAndABusyUnitRefusesAStart) {
@@ -140,7 +145,8 @@ TEST(SwEmu, WaitTimesOutAndABusyUnitRefusesAStart) {
   options.engine = EmuEngine::kHls;
   options.bank_bytes = 16 << 20;
   Device device = Device::open("sw_emu", 0, options).value();
-  Buffer list = long_running_list(device);
+  const LongRun work = long_running_list(device);
+  const Buffer& list = work.list;
   systole::Run run = device.start(0, list).value();
   EXPECT_EQ(run.wait(milliseconds(0)).code(), StatusCode::kTimeout);
   Result<systole::Run> second = device.start(0, list);

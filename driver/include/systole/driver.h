@@ -61,7 +61,10 @@ struct DeviceInfo {
 
 // A buffer object in one HBM bank, with a host-side copy (as xrt::bo).
 // write/read move data between the caller and the host copy; sync moves it
-// between the host copy and device memory.
+// between the host copy and device memory. The device memory is released
+// when the last handle goes: keep every buffer that a command list's
+// descriptors point into alive until its run has been waited on (a Run keeps
+// only the command list itself).
 class Buffer {
  public:
   enum class SyncDirection { kToDevice, kFromDevice };
@@ -127,7 +130,8 @@ class Device {
   Result<Buffer> allocate(std::size_t bytes, uint32_t bank);
 
   // Starts `command_list` (a buffer holding a header and descriptors, synced
-  // to the device) on a compute unit. Fails if that unit is still busy.
+  // to the device) on a compute unit. Fails if that unit is still busy. The
+  // Run holds a handle to `command_list`.
   Result<Run> start(uint32_t compute_unit, const Buffer& command_list);
 
  private:

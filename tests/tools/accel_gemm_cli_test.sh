@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# accel_gemm end to end (label emu): a run that verifies, .npy round trip,
+# and bad input that must end with exit code 2 and a message naming it.
+set -u
+tool=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0 passes=0
+
+# expect CODE REGEX ARGS...: the tool exits with CODE and prints REGEX.
+expect() {
+  local code=$1 regex=$2
+  shift 2
+  local output status
+  output=$("$tool" "$@" 2>&1)
+  status=$?
+  if [[ $status -ne $code ]] || ! grep -qE -- "$regex" <<<"$output"; then
+    echo "FAIL: accel_gemm $* -> exit $status (want $code), output:"
+    echo "$output" | sed 's/^/    /'
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+common=(--array 8x8 --repeat 1)
+expect 0 "bit-exact against the HLS kernel" "${common[@]}" --m 37 --n 19 --k 70 --bias --relu --units 3
+expect 0 "wrote" "${common[@]}" --m 5 --n 7 --k 3 --out "$work/a.npy"
+expect 0 "wrote" "${common[@]}" --m 7 --n 4 --k 2 --out "$work/b.npy"
+expect 0 "C\[5x4\] = A\[5x7\] \* B\[7x4\]" "${common[@]}" --a "$work/a.npy" --b "$work/b.npy"
+ls "$work"/*.tmp >/dev/null 2>&1 && { echo "FAIL: a temporary file was left behind"; failures=$((failures + 1)); }
+
+head -c 100 "$work/a.npy" >"$work/truncated.npy"
+printf 'not a numpy file at all' >"$work/garbage.npy"
+expect 2 "truncated" "${common[@]}" --a "$work/truncated.npy" --b "$work/b.npy"
+expect 2 "--a: .*garbage.npy is not a float32 .npy" "${common[@]}" --a "$work/garbage.npy" --b "$work/b.npy"
+expect 2 "--b: cannot open" "${common[@]}" --a "$work/a.npy" --b "$work/missing.npy"
+expect 2 "A's columns must equal B's rows" "${common[@]}" --a "$work/a.npy" --b "$work/a.npy"
+expect 2 "--a and --b go together" "${common[@]}" --a "$work/a.npy"
+expect 2 "--array: expected ROWSxCOLS" --array 8by8
+expect 2 "sw_emu has no 5x5 array" --array 5x5 --m 4 --n 4 --k 4
+expect 2 "unknown backend 'fpga'" --backend fpga --m 4 --n 4 --k 4
+expect 2 "--engine: expected fast or hls" --engine slow
+expect 2 "bf16 output needs K <= max_k" "${common[@]}" --m 4 --n 4 --k 100 --bf16-out
+expect 2 "no free block" "${common[@]}" --m 200000 --n 1 --k 1000
+expect 2 "--units: Value 0 not in range" --units 0
+[[ -e "$work/out.npy" ]] && { echo "FAIL: out.npy exists before any run"; failures=$((failures + 1)); }
+expect 2 "--out: cannot" "${common[@]}" --m 2 --n 2 --k 2 --out "$work/no/such/dir/c.npy"
+
+echo "$passes passed, $failures failed"
+[[ $failures -eq 0 ]]
