@@ -1,0 +1,80 @@
+// Data for training: IDX files (gzip or plain, as MNIST and Fashion-MNIST
+// ship them) and a shuffled, batched, prefetched stream of examples.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "systole/status.h"
+
+namespace systole {
+
+// Images as rows of `features` floats in [0, 1], and their class labels.
+struct Dataset {
+  uint32_t examples = 0;
+  uint32_t features = 0;
+  uint32_t classes = 0;
+  std::vector<float> images;    // examples x features, row-major
+  std::vector<uint8_t> labels;  // examples
+
+  // Examples [first, first + count) as a new dataset.
+  Dataset slice(uint32_t first, uint32_t count) const;
+};
+
+// Where Debian's dataset-fashion-mnist package installs the files.
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// Reads an IDX image file (magic 0x00000803, uint8 pixels) and its label file
+// (0x00000801). Errors name the file and what is wrong with it: a bad magic
+// number, dimensions, a count that differs between the two, a label out of
+// range, or data that ends early.
+Result<Dataset> read_idx(const std::string& images_path, const std::string& labels_path,
+                         uint32_t classes);
+
+// The training or test split of Fashion-MNIST (or MNIST) in `directory`.
+Result<Dataset> load_fashion_mnist(const std::string& directory, bool train);
+
+// One batch: `size` examples' features (row-major) and labels.
+struct Batch {
+  std::vector<float> images;
+  std::vector<uint8_t> labels;
+  uint32_t size = 0;
+};
+
+// The batches of one epoch: examples shuffled with (seed, epoch), cut into
+// batches of `batch_size` with the remainder dropped, assembled on a
+// background thread `prefetch` batches ahead of the consumer.
+class BatchStream {
+ public:
+  BatchStream(const Dataset& data, uint32_t batch_size, uint64_t seed, uint32_t epoch,
+              bool shuffle, uint32_t prefetch = 4);
+  ~BatchStream();
+  BatchStream(const BatchStream&) = delete;
+  BatchStream& operator=(const BatchStream&) = delete;
+
+  uint32_t batches() const { return batches_; }
+  // The next batch; false after the last one.
+  bool next(Batch& batch);
+
+ private:
+  void produce();
+
+  const Dataset& data_;
+  uint32_t batch_size_;
+  uint32_t batches_;
+  uint32_t prefetch_;
+  std::vector<uint32_t> order_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Batch> ready_;
+  uint32_t produced_ = 0;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+}  // namespace systole

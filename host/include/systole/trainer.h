@@ -1,0 +1,68 @@
+// Synchronous data-parallel training of an MLP on a device's compute units,
+// with TensorFlow's distribution semantics: the model is replicated and kept
+// identical; a global batch is split evenly over the replicas; each
+// replica's loss is its examples' loss sum over the GLOBAL batch size; the
+// gradients are summed by all-reduce, so N replicas take the same step as
+// one device on the whole batch.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "systole/dataset.h"
+#include "systole/mlp.h"
+#include "systole/replica.h"
+#include "systole/strategy.h"
+
+namespace systole {
+
+struct TrainerConfig {
+  MlpShape shape;
+  OptimizerConfig optimizer;
+  uint32_t global_batch = 256;
+  uint64_t seed = 1;
+};
+
+class Trainer {
+ public:
+  // One replica on each of `units` of `device`. Fails before any step when
+  // the global batch does not divide evenly over the replicas.
+  static Result<std::unique_ptr<Trainer>> create(Device device, const std::vector<uint32_t>& units,
+                                                 const TrainerConfig& config);
+
+  uint32_t replicas() const { return strategy_.num_replicas_in_sync(); }
+  uint32_t per_replica_batch() const { return config_.global_batch / replicas(); }
+  const TrainerConfig& config() const { return config_; }
+  uint32_t launches_per_step() const { return replicas_[0].engine->launches_per_step(); }
+
+  // One synchronous step on a global batch of config().global_batch examples.
+  Result<StepResult> step(const Batch& batch);
+  // Loss and accuracy over a data set (each replica evaluates a shard).
+  Result<StepResult> evaluate(const Dataset& data);
+
+  // Replica 0's fp32 master parameters (all replicas hold the same bits).
+  const std::vector<float>& parameters() const { return replicas_[0].parameters; }
+  const Optimizer& optimizer() const { return replicas_[0].optimizer; }
+  bool replicas_identical() const;
+
+  // Replaces every replica's parameters and optimizer state (resume).
+  Status restore(const std::vector<float>& parameters,
+                 const std::vector<std::pair<std::string, std::vector<float>>>& optimizer_state,
+                 uint64_t optimizer_steps);
+
+ private:
+  struct ReplicaState {
+    std::unique_ptr<Replica> engine;
+    std::vector<float> parameters;
+    Optimizer optimizer;
+    std::vector<float> gradients;
+  };
+
+  Trainer(const TrainerConfig& config, uint32_t replicas) : config_(config), strategy_(replicas) {}
+
+  TrainerConfig config_;
+  Strategy strategy_;
+  std::vector<ReplicaState> replicas_;
+};
+
+}  // namespace systole

@@ -1,0 +1,180 @@
+// IDX reading through zlib, and the shuffled, prefetched batch stream.
+#include "systole/dataset.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <random>
+
+namespace systole {
+namespace {
+
+struct GzCloser {
+  void operator()(gzFile_s* file) const { gzclose(file); }
+};
+
+// The whole (decompressed) content of a gzip or plain file.
+Result<std::vector<uint8_t>> read_all(const std::string& path) {
+  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
+  if (!file) return Status(StatusCode::kNotFound, path + ": cannot open");
+  std::vector<uint8_t> bytes;
+  uint8_t chunk[1 << 16];
+  for (;;) {
+    const int got = gzread(file.get(), chunk, sizeof chunk);
+    if (got < 0) {
+      int code = 0;
+      return Status(StatusCode::kDataLoss,
+                    path + ": corrupt gzip data (" + gzerror(file.get(), &code) + ")");
+    }
+    if (got == 0) break;
+    bytes.insert(bytes.end(), chunk, chunk + got);
+  }
+  return bytes;
+}
+
+uint32_t big_endian32(const uint8_t* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+
+// Checks the IDX header: magic (uint8 data, `dimensions` dimensions), the
+// dimensions, and that the data is exactly as long as they say.
+Result<std::vector<uint32_t>> idx_shape(const std::vector<uint8_t>& bytes, const std::string& path,
+                                        uint32_t dimensions) {
+  const uint32_t magic = 0x00000800u | dimensions;
+  const std::size_t header = 4 + 4 * std::size_t(dimensions);
+  if (bytes.size() < header)
+    return Status(StatusCode::kDataLoss, path + ": truncated header (" +
+                                             std::to_string(bytes.size()) + " bytes)");
+  if (big_endian32(bytes.data()) != magic) {
+    char text[80];
+    std::snprintf(text, sizeof text, ": bad magic 0x%08x (expected 0x%08x)",
+                  big_endian32(bytes.data()), magic);
+    return Status(StatusCode::kInvalidArgument, path + text);
+  }
+  std::vector<uint32_t> shape(dimensions);
+  uint64_t elements = 1;
+  for (uint32_t d = 0; d < dimensions; ++d) {
+    shape[d] = big_endian32(bytes.data() + 4 + 4 * d);
+    if (shape[d] == 0)
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": dimension " + std::to_string(d) + " is zero");
+    elements *= shape[d];
+  }
+  if (bytes.size() - header != elements)
+    return Status(bytes.size() - header < elements ? StatusCode::kDataLoss
+                                                   : StatusCode::kInvalidArgument,
+                  path + ": header declares " + std::to_string(elements) + " bytes of data, file has " +
+                      std::to_string(bytes.size() - header));
+  return shape;
+}
+
+}  // namespace
+
+Dataset Dataset::slice(uint32_t first, uint32_t count) const {
+  Dataset out;
+  out.examples = count;
+  out.features = features;
+  out.classes = classes;
+  out.images.assign(images.begin() + std::size_t(first) * features,
+                    images.begin() + std::size_t(first + count) * features);
+  out.labels.assign(labels.begin() + first, labels.begin() + first + count);
+  return out;
+}
+
+Result<Dataset> read_idx(const std::string& images_path, const std::string& labels_path,
+                         uint32_t classes) {
+  auto image_bytes = read_all(images_path);
+  if (!image_bytes.ok()) return image_bytes.status();
+  auto image_shape = idx_shape(*image_bytes, images_path, 3);
+  if (!image_shape.ok()) return image_shape.status();
+  auto label_bytes = read_all(labels_path);
+  if (!label_bytes.ok()) return label_bytes.status();
+  auto label_shape = idx_shape(*label_bytes, labels_path, 1);
+  if (!label_shape.ok()) return label_shape.status();
+  if ((*label_shape)[0] != (*image_shape)[0])
+    return Status(StatusCode::kInvalidArgument,
+                  labels_path + ": " + std::to_string((*label_shape)[0]) + " labels for " +
+                      std::to_string((*image_shape)[0]) + " images in " + images_path);
+
+  Dataset data;
+  data.examples = (*image_shape)[0];
+  data.features = (*image_shape)[1] * (*image_shape)[2];
+  data.classes = classes;
+  data.images.resize(std::size_t(data.examples) * data.features);
+  const uint8_t* pixels = image_bytes->data() + 16;
+  for (std::size_t i = 0; i < data.images.size(); ++i) data.images[i] = pixels[i] / 255.0f;
+  data.labels.assign(label_bytes->begin() + 8, label_bytes->end());
+  for (uint32_t i = 0; i < data.examples; ++i)
+    if (data.labels[i] >= classes)
+      return Status(StatusCode::kInvalidArgument,
+                    labels_path + ": label " + std::to_string(data.labels[i]) + " of example " +
+                        std::to_string(i) + " is not below " + std::to_string(classes));
+  return data;
+}
+
+Result<Dataset> load_fashion_mnist(const std::string& directory, bool train) {
+  const std::string prefix = directory + (train ? "/train" : "/t10k");
+  return read_idx(prefix + "-images-idx3-ubyte.gz", prefix + "-labels-idx1-ubyte.gz", 10);
+}
+
+BatchStream::BatchStream(const Dataset& data, uint32_t batch_size, uint64_t seed,
+                         uint32_t epoch, bool shuffle, uint32_t prefetch)
+    : data_(data),
+      batch_size_(batch_size),
+      batches_(batch_size ? data.examples / batch_size : 0),
+      prefetch_(std::max(1u, prefetch)),
+      order_(data.examples) {
+  std::iota(order_.begin(), order_.end(), 0u);
+  if (shuffle) {
+    // One generator per epoch, from (seed, epoch): any epoch can be
+    // replayed on its own, which resuming from a checkpoint needs.
+    std::seed_seq sequence{uint32_t(seed), uint32_t(seed >> 32), epoch};
+    std::mt19937_64 rng(sequence);
+    std::shuffle(order_.begin(), order_.end(), rng);
+  }
+  worker_ = std::thread([this] { produce(); });
+}
+
+BatchStream::~BatchStream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+}
+
+void BatchStream::produce() {
+  for (uint32_t b = 0; b < batches_; ++b) {
+    Batch batch;
+    batch.size = batch_size_;
+    batch.images.resize(std::size_t(batch_size_) * data_.features);
+    batch.labels.resize(batch_size_);
+    for (uint32_t i = 0; i < batch_size_; ++i) {
+      const uint32_t example = order_[std::size_t(b) * batch_size_ + i];
+      std::copy_n(data_.images.begin() + std::size_t(example) * data_.features, data_.features,
+                  batch.images.begin() + std::size_t(i) * data_.features);
+      batch.labels[i] = data_.labels[example];
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return stop_ || ready_.size() < prefetch_; });
+    if (stop_) return;
+    ready_.push_back(std::move(batch));
+    ++produced_;
+    changed_.notify_all();
+  }
+}
+
+bool BatchStream::next(Batch& batch) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return !ready_.empty() || produced_ == batches_; });
+  if (ready_.empty()) return false;
+  batch = std::move(ready_.front());
+  ready_.pop_front();
+  changed_.notify_all();
+  return true;
+}
+
+}  // namespace systole

@@ -1,0 +1,131 @@
+// MLP parameters and optimizers.
+#include "systole/mlp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace systole {
+
+std::vector<uint32_t> MlpShape::widths() const {
+  std::vector<uint32_t> widths{inputs};
+  widths.insert(widths.end(), hidden.begin(), hidden.end());
+  widths.push_back(outputs);
+  return widths;
+}
+
+std::size_t Parameters::size() const {
+  std::size_t total = 0;
+  for (std::size_t l = 0; l < weights.size(); ++l) total += weights[l].size() + biases[l].size();
+  return total;
+}
+
+void Parameters::flatten(std::vector<float>& out) const {
+  out.clear();
+  out.reserve(size());
+  for (std::size_t l = 0; l < weights.size(); ++l) {
+    out.insert(out.end(), weights[l].begin(), weights[l].end());
+    out.insert(out.end(), biases[l].begin(), biases[l].end());
+  }
+}
+
+void Parameters::unflatten(const std::vector<float>& in) {
+  std::size_t at = 0;
+  for (std::size_t l = 0; l < weights.size(); ++l) {
+    std::copy_n(in.begin() + at, weights[l].size(), weights[l].begin());
+    at += weights[l].size();
+    std::copy_n(in.begin() + at, biases[l].size(), biases[l].begin());
+    at += biases[l].size();
+  }
+}
+
+bool Parameters::operator==(const Parameters& other) const {
+  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  if (weights.size() != other.weights.size()) return false;
+  for (std::size_t l = 0; l < weights.size(); ++l)
+    if (!same(weights[l], other.weights[l]) || !same(biases[l], other.biases[l])) return false;
+  return true;
+}
+
+Parameters init_parameters(const MlpShape& shape, uint64_t seed) {
+  const std::vector<uint32_t> widths = shape.widths();
+  Parameters p;
+  std::mt19937_64 rng(seed);
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    const float limit = std::sqrt(6.0f / float(widths[l] + widths[l + 1]));
+    std::uniform_real_distribution<float> uniform(-limit, limit);
+    p.weights.emplace_back(std::size_t(widths[l]) * widths[l + 1]);
+    for (float& w : p.weights.back()) w = uniform(rng);
+    p.biases.emplace_back(widths[l + 1], 0.0f);
+  }
+  return p;
+}
+
+Optimizer::Optimizer(const OptimizerConfig& config, std::size_t parameters)
+    : config_(config), first_(parameters, 0.0f) {
+  if (config.name == "adam") second_.assign(parameters, 0.0f);
+}
+
+Status Optimizer::validate(const OptimizerConfig& config) {
+  if (config.name != "adam" && config.name != "sgd")
+    return Status(StatusCode::kInvalidArgument,
+                  "optimizer: expected adam or sgd, got '" + config.name + "'");
+  if (!(config.learning_rate > 0) || !std::isfinite(config.learning_rate))
+    return Status(StatusCode::kInvalidArgument, "learning_rate must be a positive number");
+  if (!(config.momentum >= 0 && config.momentum < 1))
+    return Status(StatusCode::kInvalidArgument, "momentum must be in [0, 1)");
+  return ok_status();
+}
+
+void Optimizer::apply(std::vector<float>& parameters, const std::vector<float>& gradients) {
+  ++steps_;
+  const float lr = config_.learning_rate;
+  if (config_.name == "sgd") {
+    // Keras SGD: velocity = momentum * velocity - lr * g; w += velocity.
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      first_[i] = config_.momentum * first_[i] - lr * gradients[i];
+      parameters[i] += first_[i];
+    }
+    return;
+  }
+  const float b1 = config_.beta1, b2 = config_.beta2;
+  const double t = double(steps_);
+  const float correction1 = float(1.0 - std::pow(double(b1), t));
+  const float correction2 = float(1.0 - std::pow(double(b2), t));
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const float g = gradients[i];
+    first_[i] = b1 * first_[i] + (1.0f - b1) * g;
+    second_[i] = b2 * second_[i] + (1.0f - b2) * g * g;
+    const float m_hat = first_[i] / correction1;
+    const float v_hat = second_[i] / correction2;
+    parameters[i] -= lr * m_hat / (std::sqrt(v_hat) + config_.epsilon);
+  }
+}
+
+std::vector<std::pair<std::string, const std::vector<float>*>> Optimizer::state() const {
+  if (config_.name == "sgd") return {{"velocity", &first_}};
+  return {{"m", &first_}, {"v", &second_}};
+}
+
+Status Optimizer::restore(const std::string& name, const std::vector<float>& values,
+                          uint64_t steps) {
+  std::vector<float>* target = nullptr;
+  if (name == "velocity" && config_.name == "sgd") target = &first_;
+  if (name == "m" && config_.name == "adam") target = &first_;
+  if (name == "v" && config_.name == "adam") target = &second_;
+  if (!target)
+    return Status(StatusCode::kInvalidArgument,
+                  "optimizer state '" + name + "' does not belong to " + config_.name);
+  if (values.size() != target->size())
+    return Status(StatusCode::kInvalidArgument,
+                  "optimizer state '" + name + "' has " + std::to_string(values.size()) +
+                      " values, the model has " + std::to_string(target->size()));
+  *target = values;
+  steps_ = steps;
+  return ok_status();
+}
+
+}  // namespace systole

@@ -1,0 +1,173 @@
+// YAML configuration of accel_train.
+#include "train_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace systole {
+namespace {
+
+// Reads `key` of `node` into `out` when present; `field` names it in errors.
+template <class T>
+Status read(const YAML::Node& node, const char* key, const std::string& field, T& out) {
+  const YAML::Node value = node[key];
+  if (!value) return ok_status();
+  try {
+    out = value.as<T>();
+  } catch (const YAML::Exception&) {
+    return Status(StatusCode::kInvalidArgument,
+                  field + ": cannot read '" + YAML::Dump(value) + "' as the expected type");
+  }
+  return ok_status();
+}
+
+Status known_keys(const YAML::Node& node, const std::string& section,
+                  const std::set<std::string>& keys) {
+  if (!node.IsMap())
+    return Status(StatusCode::kInvalidArgument,
+                  (section.empty() ? std::string("the file") : section) + " must be a mapping");
+  for (const auto& entry : node) {
+    const std::string key = entry.first.as<std::string>();
+    if (!keys.count(key)) {
+      std::string expected;
+      for (const std::string& k : keys) expected += (expected.empty() ? "" : ", ") + k;
+      return Status(StatusCode::kInvalidArgument,
+                    (section.empty() ? "" : section + ".") + key + ": unknown key (expected one of " +
+                        expected + ")");
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Status load_train_config(const std::string& path, TrainConfig& c) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return Status(StatusCode::kNotFound, path + ": cannot open");
+  } catch (const YAML::Exception& e) {
+    return Status(StatusCode::kInvalidArgument, path + ": " + e.what());
+  }
+  auto in_file = [&](Status status) {
+    return status.ok() ? status : Status(status.code(), path + ": " + status.message());
+  };
+  if (root.IsNull()) return ok_status();  // an empty file: all defaults
+  SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
+      root, "", {"backend", "devices", "array", "engine", "model", "data", "train", "checkpoint"})));
+  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "backend", "backend", c.backend)));
+  if (root["devices"] && root["devices"].IsSequence()) {
+    std::vector<uint32_t> units;
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "devices", "devices", units)));
+    std::ostringstream text;
+    text << "[";
+    for (std::size_t i = 0; i < units.size(); ++i) text << (i ? "," : "") << units[i];
+    text << "]";
+    c.devices = text.str();
+  } else {
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "devices", "devices", c.devices)));
+  }
+  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "array", "array", c.array)));
+  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "engine", "engine", c.engine)));
+  if (const YAML::Node model = root["model"]) {
+    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(model, "model", {"hidden"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(model, "hidden", "model.hidden", c.hidden)));
+  }
+  if (const YAML::Node data = root["data"]) {
+    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(data, "data", {"dir", "validation_examples"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "dir", "data.dir", c.data_dir)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(
+        read(data, "validation_examples", "data.validation_examples", c.validation_examples)));
+  }
+  if (const YAML::Node train = root["train"]) {
+    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
+        train, "train",
+        {"epochs", "global_batch", "optimizer", "learning_rate", "momentum", "seed"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "epochs", "train.epochs", c.epochs)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "global_batch", "train.global_batch", c.global_batch)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "optimizer", "train.optimizer", c.optimizer)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "learning_rate", "train.learning_rate", c.learning_rate)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "momentum", "train.momentum", c.momentum)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "seed", "train.seed", c.seed)));
+  }
+  if (const YAML::Node checkpoint = root["checkpoint"]) {
+    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(checkpoint, "checkpoint", {"dir", "resume"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "dir", "checkpoint.dir", c.checkpoint_dir)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "resume", "checkpoint.resume", c.resume)));
+  }
+  return ok_status();
+}
+
+Status validate_train_config(const TrainConfig& c) {
+  auto invalid = [](const std::string& message) {
+    return Status(StatusCode::kInvalidArgument, message);
+  };
+  if (c.engine != "fast" && c.engine != "hls")
+    return invalid("engine: expected fast or hls, got '" + c.engine + "'");
+  if (c.hidden.empty() || std::count(c.hidden.begin(), c.hidden.end(), 0u))
+    return invalid("model.hidden: expected a list of positive layer widths");
+  if (c.epochs == 0) return invalid("train.epochs: must be >= 1");
+  if (c.global_batch == 0) return invalid("train.global_batch: must be >= 1");
+  if (c.optimizer != "adam" && c.optimizer != "sgd")
+    return invalid("train.optimizer: expected adam or sgd, got '" + c.optimizer + "'");
+  if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))
+    return invalid("train.learning_rate: must be a positive number");
+  if (!(c.momentum >= 0 && c.momentum < 1)) return invalid("train.momentum: must be in [0, 1)");
+  if (c.resume && c.checkpoint_dir.empty())
+    return invalid("checkpoint.resume: needs checkpoint.dir");
+  return ok_status();
+}
+
+Result<std::vector<uint32_t>> select_units(const std::string& devices, bool emulated,
+                                           uint32_t available) {
+  auto invalid = [&](const std::string& why) {
+    return Status(StatusCode::kInvalidArgument, "devices: " + why + " (got '" + devices + "')");
+  };
+  std::vector<uint32_t> units;
+  if (devices == "auto") {
+    const uint32_t count = emulated ? std::max(1u, std::thread::hardware_concurrency()) : available;
+    for (uint32_t u = 0; u < count; ++u) units.push_back(u);
+  } else if (!devices.empty() && devices.front() == '[') {
+    if (devices.back() != ']') return invalid("a list looks like [0, 2]");
+    std::stringstream text(devices.substr(1, devices.size() - 2));
+    std::string item;
+    while (std::getline(text, item, ',')) {
+      try {
+        std::size_t used = 0;
+        const unsigned long unit = std::stoul(item, &used);
+        if (item.find_first_not_of(" ", used) != std::string::npos) throw std::invalid_argument(item);
+        units.push_back(uint32_t(unit));
+      } catch (const std::exception&) {
+        return invalid("'" + item + "' is not a unit index");
+      }
+    }
+    std::vector<uint32_t> sorted = units;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      return invalid("a unit is listed twice");
+  } else {
+    try {
+      std::size_t used = 0;
+      const unsigned long count = std::stoul(devices, &used);
+      if (used != devices.size() || count == 0) throw std::invalid_argument(devices);
+      for (uint32_t u = 0; u < count; ++u) units.push_back(u);
+    } catch (const std::exception&) {
+      return invalid("expected auto, a count or a list of unit indices");
+    }
+  }
+  if (units.empty()) return invalid("no unit selected");
+  const uint32_t highest = *std::max_element(units.begin(), units.end());
+  if (!emulated && highest >= available)
+    return invalid("unit " + std::to_string(highest) + " does not exist (the device has " +
+                   std::to_string(available) + ")");
+  if (emulated && highest >= 64) return invalid("sw_emu emulates at most 64 units");
+  return units;
+}
+
+}  // namespace systole

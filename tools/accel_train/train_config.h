@@ -1,0 +1,43 @@
+// accel_train's configuration: a YAML file, then command-line overrides.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "systole/mlp.h"
+#include "systole/status.h"
+
+namespace systole {
+
+struct TrainConfig {
+  std::string backend = "sw_emu";
+  std::string devices = "auto";  // "auto", a count "4", or indices "[0, 2]"
+  std::string array = "128x128";
+  std::string engine = "fast";
+  std::vector<uint32_t> hidden = {256, 128};
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  uint32_t validation_examples = 5000;
+  uint32_t epochs = 10;
+  uint32_t global_batch = 128;
+  std::string optimizer = "adam";
+  float learning_rate = 1e-3f;
+  float momentum = 0.9f;
+  uint64_t seed = 1;
+  std::string checkpoint_dir;  // empty: no checkpoints
+  bool resume = false;
+};
+
+// Fills `config` from a YAML file. Unknown keys and values of the wrong type
+// are errors that name the file and the field ("train.epochs").
+Status load_train_config(const std::string& path, TrainConfig& config);
+
+// Checks values that no type can (ranges, names); errors name the field.
+Status validate_train_config(const TrainConfig& config);
+
+// The compute units `devices` selects on a device with `available` units
+// (sw_emu creates as many as asked for): auto = one per core.
+Result<std::vector<uint32_t>> select_units(const std::string& devices, bool emulated,
+                                           uint32_t available);
+
+}  // namespace systole
