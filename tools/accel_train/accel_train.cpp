@@ -265,7 +265,9 @@ int main(int argc, char** argv) {
   std::string config_path;
   app.add_option("--config", config_path, "YAML configuration (see configs/)");
   TrainConfig config;
-  // Overrides: each names the config field it sets.
+  // Overrides: each names the config field it sets; a repeated one takes
+  // its last value, so appending to a command line overrides it.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string hidden;
   auto* o_backend = app.add_option("--backend", config.backend, "backend");
   auto* o_devices = app.add_option("--devices", config.devices, "devices: auto, a count, or [0,2]");

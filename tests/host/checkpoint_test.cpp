@@ -1,0 +1,90 @@
+// safetensors checkpoints (label unit): round trip, the exact byte layout,
+// atomic writes, and every kind of corrupt file.
+#include "systole/checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace systole {
+namespace {
+
+class Checkpoints : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("systole_ckpt_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const char* name) const { return (dir_ / name).string(); }
+  void write_raw(const std::string& file, const std::string& header, std::size_t data_bytes) {
+    std::ofstream out(file, std::ios::binary);
+    uint64_t length = header.size();
+    out.write(reinterpret_cast<const char*>(&length), 8);
+    out << header << std::string(data_bytes, '\0');
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(Checkpoints, RoundTripAndLayout) {
+  Checkpoint checkpoint;
+  checkpoint.tensors = {{"layers.0.weight", {2, 3}, {1, 2, 3, 4, 5, 6}}, {"layers.0.bias", {2}, {-1, 0.5f}}};
+  checkpoint.metadata = {{"epochs_done", "3"}};
+  ASSERT_TRUE(write_safetensors(path("a.safetensors"), checkpoint).ok());
+  EXPECT_FALSE(std::filesystem::exists(path("a.safetensors.tmp")));
+
+  std::ifstream in(path("a.safetensors"), std::ios::binary);
+  uint64_t length = 0;
+  in.read(reinterpret_cast<char*>(&length), 8);
+  std::string header(length, '\0');
+  in.read(header.data(), std::streamsize(length));
+  EXPECT_EQ(length % 8, 0u) << "data starts 8-byte aligned";
+  EXPECT_NE(header.find(R"("layers.0.weight":{"data_offsets":[0,24],"dtype":"F32","shape":[2,3]})"),
+            std::string::npos) << header;
+  EXPECT_EQ(std::filesystem::file_size(path("a.safetensors")), 8 + length + 32);
+
+  auto back = read_safetensors(path("a.safetensors"));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  ASSERT_NE(back->find("layers.0.bias"), nullptr);
+  EXPECT_EQ(back->find("layers.0.bias")->values, (std::vector<float>{-1, 0.5f}));
+  EXPECT_EQ(back->find("layers.0.weight")->shape, (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(back->metadata.at("epochs_done"), "3");
+}
+
+TEST_F(Checkpoints, CorruptFilesAreRejectedWithTheReason) {
+  auto expect = [&](const std::string& header, std::size_t data, const std::string& text) {
+    write_raw(path("bad.safetensors"), header, data);
+    auto result = read_safetensors(path("bad.safetensors"));
+    ASSERT_FALSE(result.ok()) << header;
+    EXPECT_NE(result.status().message().find(text), std::string::npos) << result.status().message();
+  };
+  expect("{not json", 0, "header is not JSON");
+  expect(R"({"w":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}})", 2, "tensor 'w': dtype \"F16\"");
+  expect(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8, "shape holds 2 floats");
+  expect(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8, "outside the file's 8 data bytes");
+  expect(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"v":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+         8, "tensors overlap");
+  expect(R"({"w":{"dtype":"F32"}})", 0, "needs dtype, shape and data_offsets");
+  {
+    std::ofstream out(path("bad.safetensors"), std::ios::binary);
+    const uint64_t length = 1000;
+    out.write(reinterpret_cast<const char*>(&length), 8);
+  }
+  auto result = read_safetensors(path("bad.safetensors"));
+  EXPECT_NE(result.status().message().find("runs past the end"), std::string::npos);
+  EXPECT_EQ(read_safetensors(path("none")).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(Checkpoints, AFailedWriteLeavesNothingBehind) {
+  Checkpoint checkpoint;
+  checkpoint.tensors = {{"w", {1}, {1}}};
+  const Status status = write_safetensors(path("no/such/dir/c.safetensors"), checkpoint);
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+}  // namespace
+}  // namespace systole

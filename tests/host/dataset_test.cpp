@@ -1,0 +1,136 @@
+// IDX reading and the batch stream (label unit).
+#include "systole/dataset.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <set>
+
+namespace systole {
+namespace {
+
+class IdxFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("systole_idx_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static void put32(std::vector<uint8_t>& out, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(uint8_t(v >> shift));
+  }
+  // Writes gzip-compressed bytes.
+  std::string write(const std::string& name, const std::vector<uint8_t>& bytes) {
+    const std::string path = (dir_ / name).string();
+    gzFile file = gzopen(path.c_str(), "wb");
+    gzwrite(file, bytes.data(), unsigned(bytes.size()));
+    gzclose(file);
+    return path;
+  }
+  std::vector<uint8_t> images(uint32_t count, uint32_t rows, uint32_t cols) {
+    std::vector<uint8_t> out;
+    put32(out, 0x803);
+    put32(out, count);
+    put32(out, rows);
+    put32(out, cols);
+    for (uint32_t i = 0; i < count * rows * cols; ++i) out.push_back(uint8_t(i * 7));
+    return out;
+  }
+  std::vector<uint8_t> labels(uint32_t count) {
+    std::vector<uint8_t> out;
+    put32(out, 0x801);
+    put32(out, count);
+    for (uint32_t i = 0; i < count; ++i) out.push_back(uint8_t(i % 10));
+    return out;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(IdxFiles, ReadsImagesAndLabels) {
+  auto data = read_idx(write("i.gz", images(5, 2, 3)), write("l.gz", labels(5)), 10);
+  ASSERT_TRUE(data.ok()) << data.status().to_string();
+  EXPECT_EQ(data->examples, 5u);
+  EXPECT_EQ(data->features, 6u);
+  EXPECT_FLOAT_EQ(data->images[1], 7 / 255.0f);
+  EXPECT_EQ(data->labels[4], 4);
+  const Dataset tail = data->slice(3, 2);
+  EXPECT_EQ(tail.examples, 2u);
+  EXPECT_FLOAT_EQ(tail.images[0], uint8_t(18 * 7) / 255.0f);
+}
+
+TEST_F(IdxFiles, ErrorsNameTheFileAndTheProblem) {
+  const std::string good_labels = write("l.gz", labels(5));
+  auto expect = [&](const Result<Dataset>& result, StatusCode code, const std::string& text) {
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.status().code(), code) << result.status().to_string();
+    EXPECT_NE(result.status().message().find(text), std::string::npos) << result.status().message();
+  };
+  std::vector<uint8_t> bad_magic = images(5, 2, 3);
+  bad_magic[3] = 0x02;
+  expect(read_idx(write("magic.gz", bad_magic), good_labels, 10), StatusCode::kInvalidArgument,
+         "magic.gz: bad magic 0x00000802");
+  std::vector<uint8_t> truncated = images(5, 2, 3);
+  truncated.resize(truncated.size() - 1);
+  expect(read_idx(write("short.gz", truncated), good_labels, 10), StatusCode::kDataLoss,
+         "short.gz: header declares 30 bytes of data, file has 29");
+  expect(read_idx(write("head.gz", {0, 0, 8}), good_labels, 10), StatusCode::kDataLoss,
+         "head.gz: truncated header");
+  expect(read_idx(write("i.gz", images(4, 2, 3)), good_labels, 10), StatusCode::kInvalidArgument,
+         "5 labels for 4 images");
+  expect(read_idx(write("i.gz", images(5, 2, 3)), good_labels, 3), StatusCode::kInvalidArgument,
+         "label 3 of example 3 is not below 3");
+  expect(read_idx((dir_ / "missing.gz").string(), good_labels, 10), StatusCode::kNotFound,
+         "missing.gz: cannot open");
+  expect(read_idx(write("zero.gz", images(0, 2, 3)), good_labels, 10), StatusCode::kInvalidArgument,
+         "dimension 0 is zero");
+}
+
+TEST(BatchStream, ShufflesDeterministicallyAndDropsTheRemainder) {
+  Dataset data;
+  data.examples = 103;
+  data.features = 1;
+  data.classes = 10;
+  for (uint32_t i = 0; i < data.examples; ++i) {
+    data.images.push_back(float(i));
+    data.labels.push_back(uint8_t(i % 10));
+  }
+  auto epoch = [&](uint64_t seed, uint32_t number) {
+    BatchStream stream(data, 10, seed, number, true, 2);
+    EXPECT_EQ(stream.batches(), 10u);
+    std::vector<float> order;
+    Batch batch;
+    while (stream.next(batch)) {
+      EXPECT_EQ(batch.size, 10u);
+      for (uint32_t i = 0; i < batch.size; ++i) {
+        EXPECT_EQ(batch.labels[i], uint32_t(batch.images[i]) % 10);
+        order.push_back(batch.images[i]);
+      }
+    }
+    return order;
+  };
+  const std::vector<float> first = epoch(7, 0);
+  EXPECT_EQ(first.size(), 100u);
+  EXPECT_EQ(std::set<float>(first.begin(), first.end()).size(), 100u) << "no example twice";
+  EXPECT_EQ(epoch(7, 0), first) << "same seed and epoch, same order";
+  EXPECT_NE(epoch(7, 1), first) << "the next epoch reshuffles";
+  EXPECT_NE(epoch(8, 0), first) << "another seed, another order";
+}
+
+TEST(BatchStream, StopsEarlyWithoutHanging) {
+  Dataset data;
+  data.examples = 1000;
+  data.features = 4;
+  data.images.assign(4000, 0.0f);
+  data.labels.assign(1000, 0);
+  BatchStream stream(data, 10, 1, 0, true, 1);
+  Batch batch;
+  ASSERT_TRUE(stream.next(batch));
+  // The destructor must stop the producer that waits for room.
+}
+
+}  // namespace
+}  // namespace systole

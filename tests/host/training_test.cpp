@@ -1,0 +1,378 @@
+// Training on the device (label emu): gradients against finite differences,
+// one step against a plain reference of the same numerics (bit for bit),
+// N replicas against one device, engines against each other.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "reference/reference.h"
+#include "systole/numerics.h"
+#include "systole/replica.h"
+#include "systole/trainer.h"
+
+namespace systole {
+namespace {
+
+constexpr uint32_t kArray = 16;  // per-replica batch 16 = one K tile
+
+MlpShape small_shape() {
+  MlpShape shape;
+  shape.inputs = 20;
+  shape.hidden = {12, 9};
+  shape.outputs = 3;
+  return shape;
+}
+
+// A learnable synthetic set: labels are the arg-max of a fixed linear map.
+Dataset synthetic(uint32_t examples, uint32_t seed) {
+  const MlpShape shape = small_shape();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  std::vector<float> map(shape.inputs * shape.outputs);
+  for (float& w : map) w = uniform(rng) - 0.5f;
+  Dataset data;
+  data.examples = examples;
+  data.features = shape.inputs;
+  data.classes = shape.outputs;
+  for (uint32_t e = 0; e < examples; ++e) {
+    std::vector<float> score(shape.outputs, 0.0f);
+    for (uint32_t f = 0; f < shape.inputs; ++f) {
+      const float x = uniform(rng);
+      data.images.push_back(x);
+      for (uint32_t c = 0; c < shape.outputs; ++c) score[c] += x * map[f * shape.outputs + c];
+    }
+    data.labels.push_back(uint8_t(std::max_element(score.begin(), score.end()) - score.begin()));
+  }
+  return data;
+}
+
+Batch whole(const Dataset& data) {
+  return {data.images, data.labels, data.examples};
+}
+
+Device open_device(uint32_t units, EmuEngine engine = EmuEngine::kFast) {
+  DeviceOptions options;
+  options.array_rows = options.array_cols = kArray;
+  options.compute_units = units;
+  options.engine = engine;
+  options.threads_per_unit = 1;
+  options.hbm_banks = 8;
+  options.bank_bytes = 4 << 20;
+  return Device::open("sw_emu", 0, options).value();
+}
+
+// ---------------------------------------------------------------------------
+// (a) The math: a double-precision MLP, checked by finite differences; the
+// device's gradients must agree with it to bf16 precision.
+
+double reference_loss(const MlpShape& shape, const std::vector<double>& flat, const Dataset& data,
+                      std::vector<double>* gradients) {
+  const std::vector<uint32_t> widths = shape.widths();
+  const uint32_t layers = shape.layers(), n = data.examples;
+  std::vector<std::vector<double>> acts(layers + 1);
+  acts[0].assign(data.images.begin(), data.images.end());
+  std::vector<std::size_t> offset(layers);
+  std::size_t at = 0;
+  for (uint32_t l = 0; l < layers; ++l) {
+    offset[l] = at;
+    const uint32_t in = widths[l], out = widths[l + 1];
+    at += std::size_t(in) * out + out;
+    acts[l + 1].assign(std::size_t(n) * out, 0.0);
+    for (uint32_t e = 0; e < n; ++e)
+      for (uint32_t o = 0; o < out; ++o) {
+        double z = flat[offset[l] + std::size_t(in) * out + o];
+        for (uint32_t i = 0; i < in; ++i) z += acts[l][std::size_t(e) * in + i] * flat[offset[l] + std::size_t(i) * out + o];
+        acts[l + 1][std::size_t(e) * out + o] = (l + 1 < layers) ? std::max(z, 0.0) : z;
+      }
+  }
+  const uint32_t classes = shape.outputs;
+  double loss = 0;
+  std::vector<double> delta(std::size_t(n) * classes);
+  for (uint32_t e = 0; e < n; ++e) {
+    const double* z = &acts[layers][std::size_t(e) * classes];
+    const double top = *std::max_element(z, z + classes);
+    double total = 0;
+    for (uint32_t c = 0; c < classes; ++c) total += std::exp(z[c] - top);
+    const double log_sum = top + std::log(total);
+    loss += (log_sum - z[data.labels[e]]) / n;
+    for (uint32_t c = 0; c < classes; ++c)
+      delta[std::size_t(e) * classes + c] = (std::exp(z[c] - log_sum) - (c == data.labels[e])) / n;
+  }
+  if (!gradients) return loss;
+  gradients->assign(flat.size(), 0.0);
+  for (uint32_t l = layers; l-- > 0;) {
+    const uint32_t in = widths[l], out = widths[l + 1];
+    std::vector<double> below(std::size_t(n) * in, 0.0);
+    for (uint32_t e = 0; e < n; ++e)
+      for (uint32_t o = 0; o < out; ++o) {
+        const double d = delta[std::size_t(e) * out + o];
+        (*gradients)[offset[l] + std::size_t(in) * out + o] += d;
+        for (uint32_t i = 0; i < in; ++i) {
+          (*gradients)[offset[l] + std::size_t(i) * out + o] += acts[l][std::size_t(e) * in + i] * d;
+          below[std::size_t(e) * in + i] += flat[offset[l] + std::size_t(i) * out + o] * d;
+        }
+      }
+    for (std::size_t i = 0; i < below.size(); ++i) below[i] = acts[l][i] > 0 ? below[i] : 0.0;
+    delta = below;
+  }
+  return loss;
+}
+
+TEST(Training, GradientsMatchFiniteDifferencesAndTheDevice) {
+  const uint32_t seed = 5;
+  const MlpShape shape = small_shape();
+  const Dataset data = synthetic(32, seed);
+  std::vector<float> flat32;
+  init_parameters(shape, seed).flatten(flat32);
+  const std::vector<double> flat(flat32.begin(), flat32.end());
+  std::vector<double> analytic;
+  reference_loss(shape, flat, data, &analytic);
+  // The reference's backward pass against central differences.
+  for (std::size_t i = 0; i < flat.size(); i += 7) {
+    std::vector<double> plus = flat, minus = flat;
+    plus[i] += 1e-6;
+    minus[i] -= 1e-6;
+    const double numeric =
+        (reference_loss(shape, plus, data, nullptr) - reference_loss(shape, minus, data, nullptr)) / 2e-6;
+    EXPECT_NEAR(analytic[i], numeric, 1e-6 + 1e-4 * std::fabs(numeric)) << "parameter " << i;
+  }
+  // The device: bf16 operands, so agreement to bf16 precision.
+  Device device = open_device(1);
+  auto replica = Replica::create(device, 0, shape, data.examples).value();
+  ASSERT_TRUE(replica->load_parameters(flat32).ok());
+  std::vector<float> gradients;
+  StepResult result;
+  ASSERT_TRUE(replica->train_step(data.images.data(), data.labels.data(), data.examples,
+                                  float(data.examples), gradients, result).ok());
+  double error = 0, norm = 0;
+  for (std::size_t i = 0; i < flat.size(); ++i) {
+    error += (gradients[i] - analytic[i]) * (gradients[i] - analytic[i]);
+    norm += analytic[i] * analytic[i];
+  }
+  EXPECT_LT(std::sqrt(error / norm), 2e-2) << "seed " << seed;
+  EXPECT_NEAR(result.loss_sum / data.examples, reference_loss(shape, flat, data, nullptr), 2e-2);
+}
+
+// ---------------------------------------------------------------------------
+// (b) The same step written plainly on tests/reference GEMMs, bit for bit.
+
+// C = A B (+ bias) (ReLU) through reference::gemm, with `rows` PE rows.
+std::vector<uint32_t> ref_gemm(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+                               uint32_t m, uint32_t k, uint32_t n, const float* bias, bool relu,
+                               bool bf16_out) {
+  std::vector<uint8_t> memory(a.size() * 2 + b.size() * 2 + n * 4 + std::size_t(m) * n * 4);
+  std::memcpy(memory.data(), a.data(), a.size() * 2);
+  std::memcpy(memory.data() + a.size() * 2, b.data(), b.size() * 2);
+  spec::GemmDescriptor d{};
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.lda = k;
+  d.ldb = n;
+  d.ldc = n;
+  d.a_addr = 0;
+  d.b_addr = a.size() * 2;
+  d.bias_addr = d.b_addr + b.size() * 2;
+  d.c_addr = d.bias_addr + n * 4;
+  if (bias) {
+    std::memcpy(memory.data() + d.bias_addr, bias, n * 4);
+    d.flags |= spec::flag::kBias;
+  }
+  if (relu) d.flags |= spec::flag::kRelu;
+  if (bf16_out) d.flags |= spec::flag::kOutputBf16;
+  reference::gemm(d, kArray, memory);
+  std::vector<uint32_t> out(std::size_t(m) * n);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (bf16_out) {
+      uint16_t v;
+      std::memcpy(&v, memory.data() + d.c_addr + i * 2, 2);
+      out[i] = v;
+    } else {
+      std::memcpy(&out[i], memory.data() + d.c_addr + i * 4, 4);
+    }
+  }
+  return out;
+}
+
+std::vector<uint16_t> to_bf16(const std::vector<float>& values) {
+  std::vector<uint16_t> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = reference::f32_to_bf16(numerics::f32_bits(values[i]));
+  return out;
+}
+
+std::vector<float> reference_gradients(const MlpShape& shape, const std::vector<float>& flat,
+                                       const Dataset& data, float divisor) {
+  const std::vector<uint32_t> widths = shape.widths();
+  const uint32_t layers = shape.layers(), n = data.examples;
+  std::vector<std::vector<uint16_t>> w(layers), wt(layers), acts(layers);
+  std::vector<std::vector<float>> bias(layers);
+  std::vector<std::size_t> offset(layers);
+  std::size_t at = 0;
+  for (uint32_t l = 0; l < layers; ++l) {
+    const uint32_t in = widths[l], out = widths[l + 1];
+    offset[l] = at;
+    w[l] = to_bf16(std::vector<float>(flat.begin() + at, flat.begin() + at + std::size_t(in) * out));
+    wt[l].resize(w[l].size());
+    for (uint32_t i = 0; i < in; ++i)
+      for (uint32_t o = 0; o < out; ++o) wt[l][std::size_t(o) * in + i] = w[l][std::size_t(i) * out + o];
+    at += std::size_t(in) * out;
+    bias[l].assign(flat.begin() + at, flat.begin() + at + out);
+    at += out;
+  }
+  acts[0] = to_bf16(data.images);
+  std::vector<uint32_t> logits;
+  for (uint32_t l = 0; l < layers; ++l) {
+    const bool top = l + 1 == layers;
+    const auto z = ref_gemm(acts[l], w[l], n, widths[l], widths[l + 1], bias[l].data(), !top, !top);
+    if (top) logits = z;
+    else acts[l + 1].assign(z.begin(), z.end());
+  }
+  const uint32_t classes = shape.outputs;
+  std::vector<float> delta(std::size_t(n) * classes);
+  for (uint32_t e = 0; e < n; ++e) {
+    double z[16], top = -1e300, total = 0;
+    for (uint32_t c = 0; c < classes; ++c) {
+      z[c] = numerics::f32_from_bits(logits[std::size_t(e) * classes + c]);
+      top = std::max(top, z[c]);
+    }
+    for (uint32_t c = 0; c < classes; ++c) total += std::exp(z[c] - top);
+    const double log_sum = top + std::log(total);
+    for (uint32_t c = 0; c < classes; ++c)
+      delta[std::size_t(e) * classes + c] =
+          float((std::exp(z[c] - log_sum) - (c == data.labels[e] ? 1.0 : 0.0)) / divisor);
+  }
+  std::vector<float> gradients(flat.size());
+  const std::vector<uint16_t> ones(n, 0x3F80);
+  for (uint32_t l = layers; l-- > 0;) {
+    const uint32_t in = widths[l], out = widths[l + 1];
+    const std::vector<uint16_t> dz = to_bf16(delta);
+    std::vector<uint16_t> a_t(std::size_t(in) * n);
+    for (uint32_t e = 0; e < n; ++e)
+      for (uint32_t i = 0; i < in; ++i) a_t[std::size_t(i) * n + e] = acts[l][std::size_t(e) * in + i];
+    const auto dw = ref_gemm(a_t, dz, in, n, out, nullptr, false, false);
+    const auto db = ref_gemm(ones, dz, 1, n, out, nullptr, false, false);
+    std::memcpy(gradients.data() + offset[l], dw.data(), dw.size() * 4);
+    std::memcpy(gradients.data() + offset[l] + dw.size(), db.data(), db.size() * 4);
+    if (l > 0) {
+      const auto da = ref_gemm(dz, wt[l], n, out, in, nullptr, false, false);
+      delta.resize(da.size());
+      for (std::size_t i = 0; i < da.size(); ++i)
+        delta[i] = numerics::bf16_to_f32(acts[l][i]) > 0 ? numerics::f32_from_bits(da[i]) : 0.0f;
+    }
+  }
+  return gradients;
+}
+
+TEST(Training, OneStepEqualsAPlainReferenceToTheBit) {
+  const uint32_t seed = 9;
+  const MlpShape shape = small_shape();
+  const Dataset data = synthetic(40, seed);  // K = 40: three K tiles, the last partial
+  std::vector<float> flat;
+  init_parameters(shape, seed).flatten(flat);
+  const std::vector<float> expected = reference_gradients(shape, flat, data, 64.0f);
+
+  Device device = open_device(1);
+  auto replica = Replica::create(device, 0, shape, data.examples).value();
+  ASSERT_TRUE(replica->load_parameters(flat).ok());
+  std::vector<float> gradients;
+  StepResult result;
+  ASSERT_TRUE(replica->train_step(data.images.data(), data.labels.data(), data.examples, 64.0f,
+                                  gradients, result).ok());
+  ASSERT_EQ(gradients.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    ASSERT_EQ(numerics::f32_bits(gradients[i]), numerics::f32_bits(expected[i]))
+        << "seed " << seed << ", gradient " << i;
+
+  // And the Adam update, written plainly (fp32, Keras' float betas).
+  std::vector<float> updated = flat;
+  Optimizer adam(OptimizerConfig{}, flat.size());
+  adam.apply(updated, gradients);
+  for (std::size_t i = 0; i < flat.size(); ++i) {
+    const float g = gradients[i];
+    const float b1 = 0.9f, b2 = 0.999f;
+    const float m = (1.0f - b1) * g, v = (1.0f - b2) * g * g;
+    const float m_hat = m / float(1.0 - double(b1)), v_hat = v / float(1.0 - double(b2));
+    const float plain = flat[i] - 0.001f * m_hat / (std::sqrt(v_hat) + 1e-7f);
+    ASSERT_EQ(numerics::f32_bits(updated[i]), numerics::f32_bits(plain)) << "parameter " << i;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// (c) Replicas against one device.
+
+std::vector<float> train_steps(const std::vector<uint32_t>& units, uint32_t global_batch,
+                               const Dataset& data, uint32_t steps, EmuEngine engine = EmuEngine::kFast) {
+  Device device = open_device(uint32_t(units.size()), engine);
+  TrainerConfig config;
+  config.shape = small_shape();
+  config.global_batch = global_batch;
+  config.seed = 3;
+  auto trainer = Trainer::create(device, units, config).value();
+  for (uint32_t s = 0; s < steps; ++s) {
+    const Dataset slice = data.slice(s * global_batch, global_batch);
+    auto result = trainer->step(whole(slice));
+    EXPECT_TRUE(result.ok()) << result.status().to_string();
+    EXPECT_TRUE(trainer->replicas_identical()) << "after step " << s;
+  }
+  return trainer->parameters();
+}
+
+TEST(Training, TwoReplicasEqualOneDeviceToTheBit) {
+  // Each replica's batch is one K tile (16 examples on a 16x16 array), so
+  // its partial dW is (+0 + S_r); the ring adds the two partials, and IEEE
+  // addition commutes, so the sum equals the one device's (+0 + S_0) + S_1.
+  const Dataset data = synthetic(3 * 32, 11);
+  const std::vector<float> one = train_steps({0}, 32, data, 3);
+  const std::vector<float> two = train_steps({0, 1}, 32, data, 3);
+  ASSERT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0);
+}
+
+TEST(Training, FourReplicasMatchOneDeviceToRounding) {
+  // With four replicas the ring sums each chunk in a rotated order, which is
+  // not the device's K order, so results agree to fp32 rounding, not bits.
+  const Dataset data = synthetic(3 * 32, 12);
+  const std::vector<float> one = train_steps({0}, 32, data, 3);
+  const std::vector<float> four = train_steps({0, 1, 2, 3}, 32, data, 3);
+  double worst = 0;
+  for (std::size_t i = 0; i < one.size(); ++i)
+    worst = std::max(worst, double(std::fabs(one[i] - four[i])) / (std::fabs(one[i]) + 1e-3));
+  EXPECT_LT(worst, 1e-3);
+}
+
+TEST(Training, TheHlsKernelTrainsLikeTheFastPath) {
+  const Dataset data = synthetic(2 * 32, 13);
+  const std::vector<float> fast = train_steps({0, 1}, 32, data, 2, EmuEngine::kFast);
+  const std::vector<float> hls = train_steps({0, 1}, 32, data, 2, EmuEngine::kHls);
+  ASSERT_EQ(std::memcmp(fast.data(), hls.data(), fast.size() * 4), 0);
+}
+
+TEST(Training, AGlobalBatchThatDoesNotDivideFailsBeforeStepZero) {
+  Device device = open_device(3);
+  TrainerConfig config;
+  config.shape = small_shape();
+  config.global_batch = 32;
+  auto trainer = Trainer::create(device, {0, 1, 2}, config);
+  ASSERT_FALSE(trainer.ok());
+  EXPECT_NE(trainer.status().message().find("global_batch 32 does not divide evenly over 3 replicas"),
+            std::string::npos);
+}
+
+TEST(Training, LossFallsAndAccuracyRises) {
+  const Dataset data = synthetic(64 * 40, 17);
+  Device device = open_device(2);
+  TrainerConfig config;
+  config.shape = small_shape();
+  config.global_batch = 64;
+  config.optimizer.learning_rate = 1e-2f;
+  auto trainer = Trainer::create(device, {0, 1}, config).value();
+  const StepResult before = trainer->evaluate(data).value();
+  for (uint32_t s = 0; s < 40; ++s) ASSERT_TRUE(trainer->step(whole(data.slice(s * 64, 64))).ok());
+  const StepResult after = trainer->evaluate(data).value();
+  EXPECT_LT(after.loss_sum, 0.6 * before.loss_sum);
+  EXPECT_GT(double(after.correct) / after.examples, 0.8);
+}
+
+}  // namespace
+}  // namespace systole
