@@ -212,6 +212,8 @@ int train(const TrainConfig& config) {
               validation.examples, test->examples, config.data_dir.c_str());
 
   const bool interactive = isatty(STDOUT_FILENO);
+  double training_seconds = 0;
+  uint64_t trained_examples = 0;
   for (uint32_t epoch = first_epoch; epoch < config.epochs; ++epoch) {
     std::printf("Epoch %u/%u\n", epoch + 1, config.epochs);
     std::fflush(stdout);
@@ -236,6 +238,8 @@ int train(const TrainConfig& config) {
       }
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    training_seconds += seconds;
+    trained_examples += seen;
     auto validated = (*trainer)->evaluate(validation);
     if (!validated.ok()) return fail(validated.status());
     std::printf("%s%s - val_loss: %.4f - val_accuracy: %.4f\n", interactive ? "\r" : "",
@@ -254,6 +258,10 @@ int train(const TrainConfig& config) {
   if (!tested.ok()) return fail(tested.status());
   std::printf("test_loss: %.4f - test_accuracy: %.4f\n", tested->loss_sum / tested->examples,
               double(tested->correct) / tested->examples);
+  if (training_seconds > 0)
+    std::printf("throughput: %llu examples in %.1f s of training steps, %.0f samples/s\n",
+                (unsigned long long)trained_examples, training_seconds,
+                double(trained_examples) / training_seconds);
   if (!checkpoint_path.empty()) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
   return 0;
 }

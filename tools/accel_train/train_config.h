@@ -18,7 +18,7 @@ struct TrainConfig {
   std::vector<uint32_t> hidden = {256, 128};
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   uint32_t validation_examples = 5000;
-  uint32_t epochs = 10;
+  uint32_t epochs = 15;
   uint32_t global_batch = 128;
   std::string optimizer = "adam";
   float learning_rate = 1e-3f;

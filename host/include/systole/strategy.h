@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "systole/status.h"
@@ -47,11 +48,15 @@ enum class ReduceOp { kSum, kMean };
 class Strategy {
  public:
   explicit Strategy(uint32_t replicas);
+  ~Strategy();
+  Strategy(const Strategy&) = delete;
+  Strategy& operator=(const Strategy&) = delete;
 
   uint32_t num_replicas_in_sync() const { return replicas_; }
 
-  // Runs fn(replica) on one thread per replica and waits for all. The first
-  // error wins; a failing replica aborts the all-reduce so none hangs.
+  // Runs fn(replica) on each replica's thread (they live as long as the
+  // strategy) and waits for all. The first error wins; a failing replica
+  // aborts the all-reduce so none hangs.
   Status run(const std::function<Status(uint32_t replica)>& fn);
 
   // Inside run(): the sum over replicas, in place, identical on all.
@@ -63,8 +68,18 @@ class Strategy {
   static double reduce(ReduceOp op, const std::vector<double>& per_replica);
 
  private:
+  void serve(uint32_t replica);
+
   uint32_t replicas_;
   RingAllReduce all_reduce_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  const std::function<Status(uint32_t)>* job_ = nullptr;
+  uint64_t job_number_ = 0;
+  uint32_t finished_ = 0;
+  bool stop_ = false;
+  std::vector<Status> results_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace systole
