@@ -5,10 +5,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "collector.h"
 #include "systole/strategy.h"
 
 namespace {
@@ -46,37 +46,29 @@ BENCHMARK(BM_RingAllReduce)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-class Collector : public benchmark::ConsoleReporter {
- public:
-  std::map<std::string, double> rates;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) rates[run.benchmark_name()] = run.counters.at("GB/s");
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  Collector collector;
+  bench::Collector collector("GB/s");
   benchmark::RunSpecifiedBenchmarks(&collector);
   benchmark::Shutdown();
   std::printf("\nring all-reduce bus bandwidth vs memcpy, GB/s\n%10s %9s %10s %10s %7s\n", "bytes",
               "replicas", "allreduce", "memcpy", "ratio");
   for (int64_t size : kSizes) {
-    const double copy = collector.rates["BM_Memcpy/" + std::to_string(size) + "/real_time"];
+    const double copy = collector["BM_Memcpy/" + std::to_string(size) + "/real_time"];
     for (int replicas : {2, 4}) {
-      const double ring = collector.rates["BM_RingAllReduce/" + std::to_string(size) + "/" +
+      const double ring = collector["BM_RingAllReduce/" + std::to_string(size) + "/" +
                                           std::to_string(replicas) + "/real_time"];
       if (copy > 0 && ring > 0)
         std::printf("%10lld %9d %10.2f %10.2f %7.2f\n", (long long)size, replicas, ring, copy, ring / copy);
     }
   }
-  const double copy = collector.rates["BM_Memcpy/16777216/real_time"];
+  const double copy = collector["BM_Memcpy/16777216/real_time"];
   for (int replicas : {2, 4}) {
-    const double ring = collector.rates["BM_RingAllReduce/16777216/" + std::to_string(replicas) + "/real_time"];
+    const double ring = collector["BM_RingAllReduce/16777216/" + std::to_string(replicas) + "/real_time"];
     if (copy > 0 && ring > 0)
       std::printf("FIGURE allreduce_busbw_vs_memcpy_%dr_16MiB %.2f ratio\n", replicas, ring / copy);
   }

@@ -6,10 +6,10 @@
 
 #include <Eigen/Dense>
 #include <cstdio>
-#include <map>
 #include <random>
 #include <string>
 
+#include "collector.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/numerics.h"
@@ -103,31 +103,21 @@ BENCHMARK(BM_Eigen)->Apply(sizes_and_threads)->UseRealTime()->Unit(benchmark::kM
 BENCHMARK(BM_SwEmu)->Apply(sizes_and_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SwEmuHls)->Args({256})->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// Prints as the console reporter does and keeps each run's GFLOP/s.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  std::map<std::string, double> gflops;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) gflops[run.benchmark_name()] = run.counters.at("GFLOP/s");
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  Collector collector;
+  bench::Collector collector("GFLOP/s");
   benchmark::RunSpecifiedBenchmarks(&collector);
   benchmark::Shutdown();
 
   std::printf("\nsw_emu fast path (128x128 array) vs Eigen fp32 GEMM, GFLOP/s\n");
   std::printf("%6s %8s %10s %10s %8s\n", "size", "threads", "sw_emu", "eigen", "ratio");
   auto lookup = [&](const char* name, int size, int threads) {
-    const auto it = collector.gflops.find(std::string(name) + "/" + std::to_string(size) + "/" +
-                                          std::to_string(threads) + "/real_time");
-    return it == collector.gflops.end() ? 0.0 : it->second;
+    return collector[std::string(name) + "/" + std::to_string(size) + "/" + std::to_string(threads) +
+                     "/real_time"];
   };
   for (int threads : {1, 2}) {
     for (int size : kSizes) {
@@ -145,8 +135,7 @@ int main(int argc, char** argv) {
       std::printf("FIGURE gemm_sw_emu_gflops_%dt %.1f GFLOP/s\n", threads, ours);
     }
   }
-  const auto hls = collector.gflops.find("BM_SwEmuHls/256/real_time");
-  if (hls != collector.gflops.end())
-    std::printf("FIGURE gemm_hls_kernel_gflops_256 %.2f GFLOP/s\n", hls->second);
+  if (const double hls = collector["BM_SwEmuHls/256/real_time"]; hls > 0)
+    std::printf("FIGURE gemm_hls_kernel_gflops_256 %.2f GFLOP/s\n", hls);
   return 0;
 }

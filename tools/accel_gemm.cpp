@@ -216,15 +216,6 @@ class DeviceGemm {
   std::size_t descriptors_ = 0;
 };
 
-Result<spec::ArrayShape> parse_array(const std::string& text) {
-  unsigned rows = 0, cols = 0;
-  char x = 0, extra = 0;
-  if (std::sscanf(text.c_str(), "%u%c%u%c", &rows, &x, &cols, &extra) != 3 || x != 'x')
-    return Status(StatusCode::kInvalidArgument,
-                  "--array: expected ROWSxCOLS such as 128x128, got '" + text + "'");
-  return spec::ArrayShape{rows, cols};
-}
-
 float output_value(const std::vector<uint8_t>& c, uint64_t index, bool bf16) {
   if (bf16) {
     uint16_t bits;
@@ -285,8 +276,8 @@ int run(const Options& options) {
     std::fprintf(stderr, "accel_gemm: %s\n", status.to_string().c_str());
     return 2;
   };
-  auto shape = parse_array(options.array);
-  if (!shape.ok()) return fail(shape.status());
+  auto shape = parse_array_shape(options.array);
+  if (!shape.ok()) return fail(Status(shape.status().code(), "--array: " + shape.status().message()));
   if (options.engine != "fast" && options.engine != "hls")
     return fail(Status(StatusCode::kInvalidArgument, "--engine: expected fast or hls, got '" + options.engine + "'"));
   if (options.verify != "auto" && options.verify != "full" && options.verify != "none")

@@ -1,5 +1,6 @@
 // The device API on top of a backend: identification from the ID registers,
 // buffers with host copies, and the ap_ctrl_hs launch sequence.
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -93,6 +94,15 @@ Result<DeviceInfo> identify(detail::DeviceBackend& backend,
 }
 
 }  // namespace
+
+Result<spec::ArrayShape> parse_array_shape(const std::string& text) {
+  unsigned rows = 0, cols = 0;
+  char x = 0, extra = 0;
+  if (std::sscanf(text.c_str(), "%u%c%u%c", &rows, &x, &cols, &extra) != 3 || x != 'x')
+    return Status(StatusCode::kInvalidArgument,
+                  "expected ROWSxCOLS such as 128x128, got '" + text + "'");
+  return spec::ArrayShape{rows, cols};
+}
 
 const char* status_code_name(StatusCode code) {
   switch (code) {

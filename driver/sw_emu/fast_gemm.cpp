@@ -327,15 +327,23 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
         auto accumulator = [&](uint32_t i, uint32_t j) {
           return accumulators + (std::size_t(i) * panels_per_nc + j) * kMr * kNr;
         };
-        for (uint32_t i = 0; i < mc_panels; ++i)
-          for (uint32_t j = 0; j < nc_panels; ++j)
-            for (uint32_t r = 0; r < kMr; ++r)
-              for (uint32_t c = 0; c < kNr; ++c) {
-                const uint32_t m = (panel0 + i) * kMr + r;
-                const uint32_t n = (nc_panel0 + j) * kNr + c;
-                accumulator(i, j)[r * kNr + c] =
-                    m < args.m && n < args.n ? initial_accumulator(args, m, n) : 0.0f;
-              }
+        // Calls visit(accumulator element, m, n) for every element of the
+        // block's accumulators that lies inside C.
+        auto for_each_output = [&](auto visit) {
+          for (uint32_t i = 0; i < mc_panels; ++i)
+            for (uint32_t j = 0; j < nc_panels; ++j)
+              for (uint32_t r = 0; r < kMr; ++r)
+                for (uint32_t c = 0; c < kNr; ++c) {
+                  const uint32_t m = (panel0 + i) * kMr + r;
+                  const uint32_t n = (nc_panel0 + j) * kNr + c;
+                  if (m < args.m && n < args.n) visit(accumulator(i, j)[r * kNr + c], m, n);
+                }
+        };
+        // Rows and columns past C accumulate zeros that are never stored.
+        std::fill(accumulators, accumulators + std::size_t(kMc) * kNc, 0.0f);
+        for_each_output([&](float& acc, uint32_t m, uint32_t n) {
+          acc = initial_accumulator(args, m, n);
+        });
         for (uint32_t t = 0; t < k_tiles; ++t) {
           for (uint32_t j = 0; j < nc_panels; ++j) {
             const float* b_tile = b_packed + (j * k_padded + uint64_t(t) * tile) * kNr;
@@ -351,15 +359,7 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
             }
           }
         }
-        for (uint32_t i = 0; i < mc_panels; ++i)
-          for (uint32_t j = 0; j < nc_panels; ++j)
-            for (uint32_t r = 0; r < kMr; ++r)
-              for (uint32_t c = 0; c < kNr; ++c) {
-                const uint32_t m = (panel0 + i) * kMr + r;
-                const uint32_t n = (nc_panel0 + j) * kNr + c;
-                if (m < args.m && n < args.n)
-                  store_output(args, m, n, accumulator(i, j)[r * kNr + c]);
-              }
+        for_each_output([&](float& acc, uint32_t m, uint32_t n) { store_output(args, m, n, acc); });
       }
       // (implicit barrier: everyone is done with this B block)
     }
@@ -369,6 +369,24 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
 #endif  // SYSTOLE_HAVE_X86
 
 }  // namespace
+
+FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port,
+                            const uint8_t* b_port, uint8_t* c_port, uint32_t k_tile) {
+  FastGemmArgs args;
+  args.a = a_port + d.a_addr;
+  args.b = b_port + d.b_addr;
+  args.c = c_port + d.c_addr;
+  args.bias = (d.flags & spec::flag::kBias) ? c_port + d.bias_addr : nullptr;
+  args.m = d.m;
+  args.n = d.n;
+  args.k = d.k;
+  args.lda = d.lda;
+  args.ldb = d.ldb;
+  args.ldc = d.ldc;
+  args.flags = d.flags;
+  args.k_tile = k_tile;
+  return args;
+}
 
 bool fast_gemm_has_avx2() {
 #if SYSTOLE_HAVE_X86

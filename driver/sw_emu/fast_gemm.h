@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "systole/descriptor.h"
+
 namespace systole::sw_emu {
 
 // One GEMM descriptor resolved to host pointers (device memory is host memory
@@ -18,6 +20,10 @@ struct FastGemmArgs {
   uint8_t flags = 0;              // spec::flag::*
   uint32_t k_tile = 0;            // the array's row count
 };
+
+// A validated descriptor's operands, with each port at its base pointer.
+FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port,
+                            const uint8_t* b_port, uint8_t* c_port, uint32_t k_tile);
 
 enum class FastGemmIsa {
   kAuto,      // AVX2 + FMA when the CPU has them, else portable

@@ -60,19 +60,8 @@ class FastEngine final : public KernelEngine {
     return hls_kernel::run_command_list(
         cmd, mem_bytes, shape_,
         [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
-          sw_emu::FastGemmArgs args;
-          args.a = bytes(a) + d.a_addr;
-          args.b = bytes(b) + d.b_addr;
-          args.c = reinterpret_cast<uint8_t*>(c) + d.c_addr;
-          args.bias = (d.flags & spec::flag::kBias) ? bytes(c) + d.bias_addr : nullptr;
-          args.m = d.m;
-          args.n = d.n;
-          args.k = d.k;
-          args.lda = d.lda;
-          args.ldb = d.ldb;
-          args.ldc = d.ldc;
-          args.flags = d.flags;
-          args.k_tile = shape_.rows;
+          const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(
+              d, bytes(a), bytes(b), reinterpret_cast<uint8_t*>(c), shape_.rows);
           sw_emu::fast_gemm(args, threads_);
           counters.macs += uint64_t(d.m) * d.n * d.k;
           counters.busy_cycles += hls_kernel::array_schedule_cycles(d, shape_);

@@ -59,6 +59,17 @@ constexpr uint64_t beats_spanned(uint64_t addr, uint64_t bytes) {
   return (addr + bytes - 1) / kBeatBytes - addr / kBeatBytes + 1;
 }
 
+// The bytes [lo, hi) of `beat` that a transfer of `bytes` bytes starting at
+// `addr` covers (first and last beats are partial when unaligned).
+struct BeatSpan {
+  uint32_t lo, hi;
+};
+constexpr BeatSpan beat_span(uint64_t beat, uint64_t addr, uint32_t bytes) {
+  const uint64_t first = addr / kBeatBytes, last = (addr + bytes - 1) / kBeatBytes;
+  return {beat == first ? uint32_t(addr % kBeatBytes) : 0,
+          beat == last ? uint32_t((addr + bytes - 1) % kBeatBytes) + 1 : kBeatBytes};
+}
+
 // ---------------------------------------------------------------------------
 // DMA: whole beats on the bus, bytes in and out of on-chip buffers. Each call
 // is one row of a matrix, which Vitis turns into bursts (<= 256 beats, split
@@ -73,13 +84,10 @@ READ_BEATS:
   for (uint64_t beat = first; beat <= last; ++beat) {
 #pragma HLS PIPELINE II = 1
     const Beat word = port[beat];
-    const uint32_t lo = beat == first ? uint32_t(addr % kBeatBytes) : 0;
-    const uint32_t hi =
-        beat == last ? uint32_t((addr + bytes - 1) % kBeatBytes) + 1
-                     : kBeatBytes;
-    for (uint32_t i = lo; i < hi; ++i) dst[out++] = word.bytes[i];
+    const BeatSpan span = beat_span(beat, addr, bytes);
+    for (uint32_t i = span.lo; i < span.hi; ++i) dst[out++] = word.bytes[i];
   }
-  bus_bytes += (last - first + 1) * kBeatBytes;
+  bus_bytes += beats_spanned(addr, bytes) * kBeatBytes;
 }
 
 // Writes with byte strobes: bytes of a beat outside the row keep their value.
@@ -91,13 +99,10 @@ inline void dma_write(Beat* port, uint64_t addr, uint32_t bytes,
 WRITE_BEATS:
   for (uint64_t beat = first; beat <= last; ++beat) {
 #pragma HLS PIPELINE II = 1
-    const uint32_t lo = beat == first ? uint32_t(addr % kBeatBytes) : 0;
-    const uint32_t hi =
-        beat == last ? uint32_t((addr + bytes - 1) % kBeatBytes) + 1
-                     : kBeatBytes;
-    for (uint32_t i = lo; i < hi; ++i) port[beat].bytes[i] = src[in++];
+    const BeatSpan span = beat_span(beat, addr, bytes);
+    for (uint32_t i = span.lo; i < span.hi; ++i) port[beat].bytes[i] = src[in++];
   }
-  bus_bytes += (last - first + 1) * kBeatBytes;
+  bus_bytes += beats_spanned(addr, bytes) * kBeatBytes;
 }
 
 // Bus bytes one GEMM descriptor moves, following the access pattern of

@@ -88,19 +88,7 @@ Outcome run_portable(const Workload& workload, uint32_t rows) {
   outcome.memory = workload.memory;
   uint8_t* base = outcome.memory.data();
   for (const spec::GemmDescriptor& d : workload.descriptors) {
-    sw_emu::FastGemmArgs args;
-    args.a = base + d.a_addr;
-    args.b = base + d.b_addr;
-    args.c = base + d.c_addr;
-    args.bias = (d.flags & spec::flag::kBias) ? base + d.bias_addr : nullptr;
-    args.m = d.m;
-    args.n = d.n;
-    args.k = d.k;
-    args.lda = d.lda;
-    args.ldb = d.ldb;
-    args.ldc = d.ldc;
-    args.flags = d.flags;
-    args.k_tile = rows;
+    const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(d, base, base, base, rows);
     sw_emu::fast_gemm(args, 1, sw_emu::FastGemmIsa::kPortable);
   }
   return outcome;

@@ -5,23 +5,8 @@ set -u
 tool=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0 passes=0
 
-# expect CODE REGEX ARGS...: the tool exits with CODE and prints REGEX.
-expect() {
-  local code=$1 regex=$2
-  shift 2
-  local output status
-  output=$("$tool" "$@" 2>&1)
-  status=$?
-  if [[ $status -ne $code ]] || ! grep -qE -- "$regex" <<<"$output"; then
-    echo "FAIL: accel_gemm $* -> exit $status (want $code), output:"
-    echo "$output" | sed 's/^/    /'
-    failures=$((failures + 1))
-  else
-    passes=$((passes + 1))
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 common=(--array 8x8 --repeat 1)
 expect 0 "bit-exact against the HLS kernel" "${common[@]}" --m 37 --n 19 --k 70 --bias --relu --units 3

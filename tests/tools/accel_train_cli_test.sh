@@ -3,27 +3,12 @@
 # trains, resuming gives the same checkpoint bytes as an uninterrupted run,
 # and bad input ends with exit 2 and a message naming the field or file.
 set -u
-train=$1 make_idx=$2
+tool=$1 make_idx=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0 passes=0
 mkdir -p "$work/data" && "$make_idx" "$work/data" 640 160 || exit 1
 
-# expect CODE REGEX ARGS...
-expect() {
-  local code=$1 regex=$2
-  shift 2
-  local output status
-  output=$("$train" "$@" 2>&1)
-  status=$?
-  if [[ $status -ne $code ]] || ! grep -qE -- "$regex" <<<"$output"; then
-    echo "FAIL: accel_train $* -> exit $status (want $code), output:"
-    echo "$output" | sed 's/^/    /'
-    failures=$((failures + 1))
-  else
-    passes=$((passes + 1))
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 small=(--data-dir "$work/data" --validation-examples 64 --global-batch 32 --array 16x16
        --devices 2 --hidden 32 --learning-rate 0.003)

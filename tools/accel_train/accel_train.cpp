@@ -133,22 +133,14 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const Tr
   return epochs_done;
 }
 
-Result<spec::ArrayShape> parse_array(const std::string& text) {
-  unsigned rows = 0, cols = 0;
-  char x = 0, extra = 0;
-  if (std::sscanf(text.c_str(), "%u%c%u%c", &rows, &x, &cols, &extra) != 3 || x != 'x')
-    return Status(StatusCode::kInvalidArgument, "array: expected ROWSxCOLS such as 128x128, got '" + text + "'");
-  return spec::ArrayShape{rows, cols};
-}
-
 int train(const TrainConfig& config) {
   auto fail = [](const Status& status) {
     std::fprintf(stderr, "accel_train: %s\n", status.to_string().c_str());
     return 2;
   };
   if (Status status = validate_train_config(config); !status.ok()) return fail(status);
-  auto array = parse_array(config.array);
-  if (!array.ok()) return fail(array.status());
+  auto array = parse_array_shape(config.array);
+  if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
 
   // Data first: a bad data set is reported before any device work.
   auto full_train = load_fashion_mnist(config.data_dir, true);

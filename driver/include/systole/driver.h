@@ -44,6 +44,9 @@ struct DeviceOptions {
   uint32_t threads_per_unit = 0;           // fast engine; 0 = cores / units
 };
 
+// "128x128" -> {128, 128}; an error names the text otherwise.
+Result<spec::ArrayShape> parse_array_shape(const std::string& text);
+
 // What the device reports about itself (read from its ID registers).
 struct DeviceInfo {
   std::string backend;  // "sw_emu", "hw_emu", "xrt"
