@@ -2,13 +2,12 @@
 // significands multiply to 16 bits, so the product is exact unless it leaves
 // the fp32 normal range: then +-Inf above, a signed zero below. Subnormal
 // inputs read as zero; Inf x 0 and NaN give the canonical NaN.
-module systole_bf16_mul
-  import systole_pkg::*;
-(
+module systole_bf16_mul (
   input  logic [15:0] a_i,
   input  logic [15:0] b_i,
   output logic [31:0] product_o
 );
+
   logic       sign;
   logic [7:0] a_exp, b_exp;
   logic       a_nan, b_nan, a_inf, b_inf, a_zero, b_zero;
@@ -38,7 +37,7 @@ module systole_bf16_mul
 
   always_comb begin
     if (a_nan || b_nan || (a_inf && b_zero) || (b_inf && a_zero)) begin
-      product_o = Fp32CanonicalNan;
+      product_o = systole_pkg::Fp32CanonicalNan;
     end else if (a_inf || b_inf) begin
       product_o = {sign, 8'hFF, 23'b0};
     end else if (a_zero || b_zero || exponent <= 0) begin

@@ -3,13 +3,12 @@
 // (such sums are exact, so no rounding precedes the flush); exact
 // cancellation gives +0; Inf - Inf and NaN give the canonical NaN. Inputs
 // with a zero exponent field read as zero.
-module systole_fp32_add
-  import systole_pkg::*;
-(
+module systole_fp32_add (
   input  logic [31:0] a_i,
   input  logic [31:0] b_i,
   output logic [31:0] sum_o
 );
+
   // Significand with hidden bit, 23 fraction bits, guard, round, sticky.
   localparam int unsigned Width = 27;
 
@@ -50,11 +49,12 @@ module systole_fp32_add
     end
   end
 
+  // Leading zeros of a nonzero significand: the last assignment wins, which
+  // is the highest set bit (no `break`, which yosys does not read).
   function automatic logic [4:0] count_leading_zeros(logic [Width-1:0] value);
     count_leading_zeros = 5'd0;
-    for (int i = Width - 1; i >= 0; i--) begin
-      if (value[i]) break;
-      count_leading_zeros = count_leading_zeros + 5'd1;
+    for (int i = 0; i < Width; i++) begin
+      if (value[i]) count_leading_zeros = 5'(Width - 1 - i);
     end
   endfunction
 
@@ -87,7 +87,7 @@ module systole_fp32_add
 
   always_comb begin
     if (a_nan || b_nan || (a_inf && b_inf && (a_i[31] != b_i[31]))) begin
-      sum_o = Fp32CanonicalNan;
+      sum_o = systole_pkg::Fp32CanonicalNan;
     end else if (a_inf) begin
       sum_o = a_i;
     end else if (b_inf) begin

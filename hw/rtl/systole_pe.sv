@@ -22,12 +22,13 @@ module systole_pe (
   input  logic [31:0] psum_i,
   output logic [31:0] psum_o
 );
-  logic [1:0][15:0] weight_q;
+  // Two banks as separate registers (yosys 0.23 reads no 2-D packed arrays).
+  logic [15:0] weight0_q, weight1_q;
   logic [31:0] product, sum;
 
   systole_bf16_mul u_mul (
     .a_i      (act_i),
-    .b_i      (weight_q[act_bank_i]),
+    .b_i      (act_bank_i ? weight1_q : weight0_q),
     .product_o(product)
   );
   systole_fp32_add u_add (
@@ -36,12 +37,13 @@ module systole_pe (
     .sum_o(sum)
   );
 
-  assign weight_o = weight_q[weight_bank_i];
+  assign weight_o = weight_bank_i ? weight1_q : weight0_q;
 
   // Data path registers: no reset (FPGA DSP/fabric registers), the valid
   // bit qualifies them.
   always_ff @(posedge clk_i) begin
-    if (weight_shift_i) weight_q[weight_bank_i] <= weight_i;
+    if (weight_shift_i && !weight_bank_i) weight0_q <= weight_i;
+    if (weight_shift_i && weight_bank_i) weight1_q <= weight_i;
     act_valid_o <= act_valid_i;
     act_bank_o  <= act_bank_i;
     act_o       <= act_i;

@@ -8,45 +8,20 @@
 #include <deque>
 #include <memory>
 #include <random>
-#include <type_traits>
 #include <vector>
 
 #include "Vsystole_array_4x4.h"
 #include "Vsystole_array_8x5.h"
 #include "systole/numerics.h"
 #include "verilated.h"
+#include "verilator_ports.h"
 
 namespace systole {
 namespace {
 
-// Lane `index` of a packed Verilator port of `bits`-wide lanes: ports of up
-// to 64 bits are integers, wider ones VlWide arrays of 32-bit words.
-template <class Port>
-void set_lane(Port& port, uint32_t index, uint32_t bits, uint64_t value) {
-  const uint64_t mask = (uint64_t(1) << bits) - 1;
-  if constexpr (std::is_integral_v<Port>) {
-    port = Port((uint64_t(port) & ~(mask << (index * bits))) | (value & mask) << (index * bits));
-  } else {
-    const uint32_t word = index * bits / 32, shift = index * bits % 32;  // lanes never straddle
-    port[word] = uint32_t((port[word] & ~(mask << shift)) | (value & mask) << shift);
-  }
-}
-
-template <class Port>
-uint32_t get_lane32(const Port& port, uint32_t index) {
-  if constexpr (std::is_integral_v<Port>) return uint32_t(uint64_t(port) >> (32 * index));
-  else return port[index];
-}
-
-uint16_t random_bf16(std::mt19937& rng) {
-  switch (rng() % 16) {
-    case 0: return uint16_t((rng() & 1) << 15);                   // +-0
-    case 1: return uint16_t((rng() & 1) << 15 | (rng() & 0x7F));  // subnormal
-    case 2: return rng() % 4 ? uint16_t(0x7F80 | (rng() & 1) << 15) : 0x7FC1;  // Inf, NaN
-    case 3: return uint16_t((rng() & 1) << 15 | (0xF0 + rng() % 14) << 7 | (rng() & 0x7F));  // huge
-    default: return numerics::f32_to_bf16(std::normal_distribution<float>()(rng));
-  }
-}
+using rtl_testing::get_lane32;
+using rtl_testing::random_bf16;
+using rtl_testing::set_lane;
 
 template <class Model, uint32_t Rows, uint32_t Cols>
 void run_tiles(uint32_t seed, uint32_t tiles) {

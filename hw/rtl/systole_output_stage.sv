@@ -1,0 +1,28 @@
+// One lane of the output stage (NUMERICS.md, after the K tiles): optional
+// bias add, optional ReLU (NaN stays NaN; -0 and negatives become +0), then
+// fp32 or bf16 (in the low half) as the word to store.
+module systole_output_stage (
+  input  logic        bias_en_i,
+  input  logic        relu_en_i,
+  input  logic        bf16_en_i,
+  input  logic [31:0] accumulator_i,  // canonical fp32
+  input  logic [31:0] bias_i,         // fp32 as read from memory
+  output logic [31:0] word_o
+);
+  logic [31:0] bias, biased, activated;
+  logic [15:0] narrow;
+  logic        is_nan;
+
+  systole_fp32_canonical u_bias (.value_i(bias_i), .value_o(bias));
+  systole_fp32_add u_add (.a_i(accumulator_i), .b_i(bias), .sum_o(biased));
+  systole_fp32_to_bf16 u_narrow (.value_i(activated), .bf16_o(narrow));
+
+  always_comb begin
+    activated = bias_en_i ? biased : accumulator_i;
+    is_nan = activated[30:23] == 8'hFF && activated[22:0] != '0;
+    // Positive: sign clear and not a zero (the accumulator holds no subnormals).
+    if (relu_en_i && !is_nan && (activated[31] || activated[30:0] == '0)) activated = '0;
+  end
+
+  assign word_o = bf16_en_i ? {16'b0, narrow} : activated;
+endmodule
