@@ -27,14 +27,22 @@ DeviceOptions emu_options(spec::ArrayShape shape, EmuEngine engine, uint32_t thr
 // from bank 1, and reads the image back.
 Outcome run_at_zero(const std::vector<uint8_t>& memory, const std::vector<uint8_t>& list,
                     spec::ArrayShape shape, EmuEngine engine, uint32_t threads) {
-  Outcome outcome;
   Result<Device> device = Device::open("sw_emu", 0, emu_options(shape, engine, threads));
   if (!device.ok()) {
+    Outcome outcome;
     outcome.status = device.status();
     return outcome;
   }
-  Result<Buffer> data = device->allocate(memory.size(), 0);
-  Result<Buffer> commands = device->allocate(list.size(), 1);
+  return run_on_device(*device, memory, list);
+}
+
+}  // namespace
+
+Outcome run_on_device(Device& device, const std::vector<uint8_t>& memory,
+                      const std::vector<uint8_t>& list) {
+  Outcome outcome;
+  Result<Buffer> data = device.allocate(memory.size(), 0);
+  Result<Buffer> commands = device.allocate(list.size(), 1);
   if (!data.ok() || !commands.ok() || data->address() != 0) {
     outcome.status = Status(StatusCode::kInternal, "test buffers not placed as expected");
     return outcome;
@@ -47,7 +55,7 @@ Outcome run_at_zero(const std::vector<uint8_t>& memory, const std::vector<uint8_
   check(commands->write(list.data(), list.size()));
   check(commands->sync(Buffer::SyncDirection::kToDevice));
   if (!outcome.status.ok()) return outcome;
-  Result<Run> run = device->start(0, *commands);
+  Result<Run> run = device.start(0, *commands);
   if (!run.ok()) {
     outcome.status = run.status();
     return outcome;
@@ -61,8 +69,6 @@ Outcome run_at_zero(const std::vector<uint8_t>& memory, const std::vector<uint8_
   check(data->read(outcome.memory.data(), memory.size()));
   return outcome;
 }
-
-}  // namespace
 
 Outcome run_sw_emu(const Workload& workload, spec::ArrayShape shape, EmuEngine engine,
                    uint32_t threads) {
