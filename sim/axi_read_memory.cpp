@@ -6,9 +6,9 @@
 
 namespace systole::sim {
 
-AxiReadMemory::AxiReadMemory(const AxiReadPort& port, const std::vector<uint8_t>& memory,
+AxiReadMemory::AxiReadMemory(const AxiReadPort& port, const uint8_t* memory, uint64_t size,
                              MemoryTiming timing)
-    : port_(port), memory_(memory), timing_(timing), rng_(timing.seed) {
+    : port_(port), memory_(memory), size_(size), timing_(timing), rng_(timing.seed) {
   *port_.arready = 0;
   *port_.rvalid = 0;
   *port_.rlast = 0;
@@ -47,9 +47,8 @@ void AxiReadMemory::drive_beat() {
   const Burst& burst = bursts_queue_.front();
   const uint64_t address = burst.address + uint64_t(beat_in_burst_) * kBeatBytes;
   std::memset(port_.rdata, 0, kBeatBytes);
-  if (address + kBeatBytes <= memory_.size())
-    std::memcpy(port_.rdata, memory_.data() + address, kBeatBytes);
-  const bool error = address + kBeatBytes > memory_.size() ||
+  if (address + kBeatBytes <= size_) std::memcpy(port_.rdata, memory_ + address, kBeatBytes);
+  const bool error = address + kBeatBytes > size_ ||
                      std::any_of(errors_.begin(), errors_.end(), [&](const auto& range) {
                        return address >= range.first && address < range.second;
                      });

@@ -43,7 +43,8 @@ class AxiReadMemory {
  public:
   static constexpr uint32_t kBeatBytes = 64;
 
-  AxiReadMemory(const AxiReadPort& port, const std::vector<uint8_t>& memory, MemoryTiming timing);
+  // `memory` is the device memory (`size` bytes); the model does not own it.
+  AxiReadMemory(const AxiReadPort& port, const uint8_t* memory, uint64_t size, MemoryTiming timing);
 
   // Beats whose address lies in [begin, end) answer SLVERR.
   void inject_error(uint64_t begin, uint64_t end);
@@ -72,7 +73,8 @@ class AxiReadMemory {
   void drive_beat();
 
   AxiReadPort port_;
-  const std::vector<uint8_t>& memory_;
+  const uint8_t* memory_;
+  uint64_t size_;
   MemoryTiming timing_;
   std::mt19937 rng_;
   std::uniform_real_distribution<double> coin_{0.0, 1.0};

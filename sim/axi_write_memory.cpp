@@ -6,9 +6,9 @@
 
 namespace systole::sim {
 
-AxiWriteMemory::AxiWriteMemory(const AxiWritePort& port, std::vector<uint8_t>& memory,
+AxiWriteMemory::AxiWriteMemory(const AxiWritePort& port, uint8_t* memory, uint64_t size,
                                MemoryTiming timing)
-    : port_(port), memory_(memory), timing_(timing), rng_(timing.seed) {
+    : port_(port), memory_(memory), size_(size), timing_(timing), rng_(timing.seed) {
   *port_.awready = 0;
   *port_.wready = 0;
   *port_.bvalid = 0;
@@ -64,7 +64,7 @@ void AxiWriteMemory::after_edge() {
       const bool last = burst.written + 1 == burst.beats;
       if (w_last_ != last) violation(std::string("WLAST ") + (w_last_ ? "early" : "missing") +
                                      " at " + std::to_string(address));
-      if (!burst.error && address + kBeatBytes <= memory_.size()) {
+      if (!burst.error && address + kBeatBytes <= size_) {
         const uint8_t* bytes = reinterpret_cast<const uint8_t*>(w_words_);
         for (uint32_t b = 0; b < kBeatBytes; ++b)
           if (w_strobes_ >> b & 1) memory_[address + b] = bytes[b];

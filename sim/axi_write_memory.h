@@ -39,7 +39,8 @@ class AxiWriteMemory {
  public:
   static constexpr uint32_t kBeatBytes = 64;
 
-  AxiWriteMemory(const AxiWritePort& port, std::vector<uint8_t>& memory, MemoryTiming timing);
+  // `memory` is the device memory (`size` bytes); the model does not own it.
+  AxiWriteMemory(const AxiWritePort& port, uint8_t* memory, uint64_t size, MemoryTiming timing);
 
   void inject_error(uint64_t begin, uint64_t end);
   void before_edge();
@@ -64,7 +65,8 @@ class AxiWriteMemory {
   void violation(const std::string& what);
 
   AxiWritePort port_;
-  std::vector<uint8_t>& memory_;
+  uint8_t* memory_;
+  uint64_t size_;
   MemoryTiming timing_;
   std::mt19937 rng_;
   std::uniform_real_distribution<double> coin_{0.0, 1.0};

@@ -49,5 +49,7 @@ Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend,
 // Constructors of the compiled-in backends.
 Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index,
                                                    const DeviceOptions& options);
+Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index,
+                                                   const DeviceOptions& options);
 
 }  // namespace systole::detail

@@ -126,14 +126,24 @@ std::string Status::to_string() const {
 // ---------------------------------------------------------------------------
 // Device
 
-std::vector<std::string> Device::backends() { return {"sw_emu"}; }
+std::vector<std::string> Device::backends() {
+#if SYSTOLE_HAVE_HW_EMU
+  return {"sw_emu", "hw_emu"};
+#else
+  return {"sw_emu"};
+#endif
+}
 
 Result<Device> Device::open(const std::string& backend_name, uint32_t index,
                             const DeviceOptions& options) {
+  std::string built;
+  for (const std::string& name : backends()) built += (built.empty() ? "" : ", ") + name;
   Result<std::shared_ptr<detail::DeviceBackend>> backend =
-      Status(StatusCode::kNotFound, "unknown backend '" + backend_name +
-                                        "' (this build has: sw_emu)");
+      Status(StatusCode::kNotFound, "unknown backend '" + backend_name + "' (this build has: " + built + ")");
   if (backend_name == "sw_emu") backend = detail::open_sw_emu(index, options);
+#if SYSTOLE_HAVE_HW_EMU
+  if (backend_name == "hw_emu") backend = detail::open_hw_emu(index, options);
+#endif
   if (!backend.ok()) return backend.status();
   return detail::attach_device(std::move(backend).value(), backend_name, index);
 }

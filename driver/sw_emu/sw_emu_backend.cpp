@@ -2,8 +2,6 @@
 // register file and a worker thread that runs the kernel when ap_start is
 // written — either the hw/hls kernel compiled natively or the fast bit-exact
 // engine, which shares the kernel's command-list walker and validation.
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <array>
 #include <condition_variable>
@@ -13,6 +11,7 @@
 
 #include "../src/backend.h"
 #include "../src/bank_allocator.h"
+#include "../src/device_memory.h"
 #include "fast_gemm.h"
 #include "systole_kernel.h"
 
@@ -94,40 +93,12 @@ bool is_supported(spec::ArrayShape shape) {
                      });
 }
 
-// Device memory: one anonymous mapping for all banks. Pages are committed
-// when first touched, so a large address space costs nothing until used.
-class DeviceMemory {
- public:
-  explicit DeviceMemory(uint64_t bytes) : bytes_(bytes) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    base_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
-  }
-  ~DeviceMemory() {
-    if (base_) munmap(base_, bytes_);
-  }
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-
-  uint8_t* base() const { return base_; }
-  uint64_t bytes() const { return bytes_; }
-  // Gives the pages of a released buffer back to the host.
-  void discard(uint64_t address, uint64_t bytes) {
-    madvise(base_ + address, bytes, MADV_DONTNEED);
-  }
-
- private:
-  uint64_t bytes_;
-  uint8_t* base_;
-};
-
 class SwEmuBackend final : public DeviceBackend {
  public:
   SwEmuBackend(uint32_t index, const DeviceOptions& options)
       : options_(options),
         shape_{options.array_rows, options.array_cols},
-        memory_(uint64_t(options.hbm_banks) * options.bank_bytes),
-        allocator_(options.hbm_banks, options.bank_bytes) {
+        memory_(options.hbm_banks, options.bank_bytes) {
     const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
     const uint32_t threads =
         options.threads_per_unit
@@ -157,7 +128,7 @@ class SwEmuBackend final : public DeviceBackend {
     }
   }
 
-  bool usable() const { return memory_.base() != nullptr; }
+  bool usable() const { return memory_.usable(); }
 
   std::string name() const override { return name_; }
   uint32_t compute_units() const override { return uint32_t(units_.size()); }
@@ -165,25 +136,14 @@ class SwEmuBackend final : public DeviceBackend {
   uint64_t bank_bytes() const override { return options_.bank_bytes; }
 
   Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
-    return allocator_.allocate(bytes, bank);
+    return memory_.allocate(bytes, bank);
   }
-
-  void release(uint64_t address) override {
-    const uint64_t bytes = allocator_.release(address);
-    if (bytes) memory_.discard(address, bytes);
+  void release(uint64_t address) override { memory_.release(address); }
+  Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
+    return memory_.write(address, src, bytes);
   }
-
-  Status write_memory(uint64_t address, const void* src,
-                      std::size_t bytes) override {
-    SYSTOLE_RETURN_IF_ERROR(check_memory_range(address, bytes));
-    if (bytes) std::memcpy(memory_.base() + address, src, bytes);
-    return ok_status();
-  }
-
   Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
-    SYSTOLE_RETURN_IF_ERROR(check_memory_range(address, bytes));
-    if (bytes) std::memcpy(dst, memory_.base() + address, bytes);
-    return ok_status();
+    return memory_.read(address, dst, bytes);
   }
 
   uint32_t read_register(uint32_t index, uint32_t offset) override {
@@ -246,14 +206,6 @@ class SwEmuBackend final : public DeviceBackend {
     std::unique_ptr<KernelEngine> engine;
     std::thread worker;
   };
-
-  Status check_memory_range(uint64_t address, std::size_t bytes) const {
-    if (!spec::in_range(address, bytes, memory_.bytes()))
-      return Status(StatusCode::kInvalidArgument,
-                    "device range [" + std::to_string(address) + ", +" +
-                        std::to_string(bytes) + ") is outside device memory");
-    return ok_status();
-  }
 
   static uint64_t argument64(const RegisterFile& registers, uint32_t offset_lo) {
     return registers[offset_lo / 4] | uint64_t(registers[offset_lo / 4 + 1]) << 32;
@@ -323,8 +275,7 @@ class SwEmuBackend final : public DeviceBackend {
   DeviceOptions options_;
   spec::ArrayShape shape_;
   std::string name_;
-  DeviceMemory memory_;
-  BankAllocator allocator_;
+  EmulatedMemory memory_;
   std::vector<std::unique_ptr<Unit>> units_;
 };
 

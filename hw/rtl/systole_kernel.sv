@@ -198,7 +198,8 @@ module systole_kernel #(
 
   // ---------------------------------------------------------------- buffers
   logic [7:0]  row_q [RowBytes];     // one row, byte 0 = the first requested byte
-  logic [15:0] act_q [MaxM][MaxK];   // the A block, zero-padded along K
+  logic [MaxK-1:0][15:0] act_q [MaxM];  // the A block, one row per entry, zero-padded along K
+  logic [MaxK-1:0][15:0] a_row;         // the row in row_q, as the buffer stores it
 
   // ---------------------------------------------------------------- control
   typedef enum logic [4:0] {
@@ -252,6 +253,7 @@ module systole_kernel #(
         init[c] = out_bf16 ? {row16(row_q, c), 16'b0} : row32(row_q, c);
     end
     for (int r = 0; r < Rows; r++) act[r] = act_q[m_q[$clog2(MaxM)-1:0]][t_q * Rows + r];
+    for (int k = 0; k < MaxK; k++) a_row[k] = 32'(k) < d_k ? row16(row_q, k) : 16'b0;
   end
   assign weight_shift = state_q == ShiftWeight;
   assign weight_bank  = t_q[0];
@@ -363,8 +365,7 @@ module systole_kernel #(
         // A: every row into the activation buffer, zero-padded along K.
         LoadA: read_row(2'(PortA), a_base + d_a + 64'(m_q) * 64'(d_lda) * 64'd2, d_k * 32'd2, StoreA);
         StoreA: begin
-          for (int k = 0; k < MaxK; k++)
-            act_q[m_q[$clog2(MaxM)-1:0]][k] <= 32'(k) < d_k ? row16(row_q, k) : 16'b0;
+          act_q[m_q[$clog2(MaxM)-1:0]] <= a_row;
           if (m_q + 32'd1 == d_m) begin
             m_q <= '0;
             n0_q <= '0;

@@ -26,7 +26,7 @@ class DmaHarness {
         axi_(sim::AxiReadPort{&dma_->arvalid_o, &dma_->arready_i, &dma_->araddr_o, &dma_->arlen_o,
                               &dma_->arsize_o, &dma_->arburst_o, &dma_->rvalid_i, &dma_->rready_o,
                               &dma_->rdata_i[0], &dma_->rresp_i, &dma_->rlast_i},
-             memory, timing) {
+             memory.data(), memory.size(), timing) {
     dma_->rst_ni = 0;
     cycle(false);
     cycle(false);

@@ -27,7 +27,7 @@ class WriteHarness {
                                &dma_->awsize_o, &dma_->awburst_o, &dma_->wvalid_o, &dma_->wready_i,
                                &dma_->wdata_o[0], &dma_->wstrb_o, &dma_->wlast_o, &dma_->bvalid_i,
                                &dma_->bready_o, &dma_->bresp_i},
-             memory, timing) {
+             memory.data(), memory.size(), timing) {
     dma_->rst_ni = 0;
     clock();
     clock();

@@ -156,16 +156,27 @@ int train(const TrainConfig& config) {
   const Dataset train_set = full_train->slice(0, train_examples);
   const Dataset validation = full_train->slice(train_examples, config.validation_examples);
 
-  const bool emulated = config.backend == "sw_emu";
-  auto units = select_units(config.devices, emulated, 0);
-  if (!units.ok()) return fail(units.status());
+  // sw_emu creates as many compute units as the devices field selects; any
+  // other backend (hw_emu, a board) has its own and is asked for them.
   DeviceOptions options;
   options.array_rows = array->rows;
   options.array_cols = array->cols;
   options.engine = config.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
-  options.compute_units = *std::max_element(units->begin(), units->end()) + 1;
-  auto device = Device::open(config.backend, 0, options);
-  if (!device.ok()) return fail(device.status());
+  const bool elastic = config.backend == "sw_emu";
+  Result<Device> device = Status(StatusCode::kInternal, "device not opened");
+  uint32_t available = 0;
+  if (!elastic) {
+    device = Device::open(config.backend, 0, options);
+    if (!device.ok()) return fail(device.status());
+    available = device->info().compute_units;
+  }
+  auto units = select_units(config.devices, elastic, available);
+  if (!units.ok()) return fail(units.status());
+  if (elastic) {
+    options.compute_units = *std::max_element(units->begin(), units->end()) + 1;
+    device = Device::open(config.backend, 0, options);
+    if (!device.ok()) return fail(device.status());
+  }
 
   TrainerConfig trainer_config;
   trainer_config.shape.inputs = train_set.features;

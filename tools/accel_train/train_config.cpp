@@ -124,14 +124,14 @@ Status validate_train_config(const TrainConfig& c) {
   return ok_status();
 }
 
-Result<std::vector<uint32_t>> select_units(const std::string& devices, bool emulated,
+Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elastic,
                                            uint32_t available) {
   auto invalid = [&](const std::string& why) {
     return Status(StatusCode::kInvalidArgument, "devices: " + why + " (got '" + devices + "')");
   };
   std::vector<uint32_t> units;
   if (devices == "auto") {
-    const uint32_t count = emulated ? std::max(1u, std::thread::hardware_concurrency()) : available;
+    const uint32_t count = elastic ? std::max(1u, std::thread::hardware_concurrency()) : available;
     for (uint32_t u = 0; u < count; ++u) units.push_back(u);
   } else if (!devices.empty() && devices.front() == '[') {
     if (devices.back() != ']') return invalid("a list looks like [0, 2]");
@@ -163,10 +163,10 @@ Result<std::vector<uint32_t>> select_units(const std::string& devices, bool emul
   }
   if (units.empty()) return invalid("no unit selected");
   const uint32_t highest = *std::max_element(units.begin(), units.end());
-  if (!emulated && highest >= available)
+  if (!elastic && highest >= available)
     return invalid("unit " + std::to_string(highest) + " does not exist (the device has " +
                    std::to_string(available) + ")");
-  if (emulated && highest >= 64) return invalid("sw_emu emulates at most 64 units");
+  if (elastic && highest >= 64) return invalid("sw_emu emulates at most 64 units");
   return units;
 }
 

@@ -1,0 +1,82 @@
+// Device memory of the emulated backends: one anonymous mapping for all
+// banks. Pages are committed when first touched, so a large address space
+// (32 banks of 256 MiB) costs nothing until used.
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "bank_allocator.h"
+#include "systole/status.h"
+#include "systole/validate.h"
+
+namespace systole::detail {
+
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(uint64_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    base_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+  }
+  ~DeviceMemory() {
+    if (base_) munmap(base_, bytes_);
+  }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  uint8_t* base() const { return base_; }
+  uint64_t bytes() const { return bytes_; }
+  // Gives the pages of a released buffer back to the host.
+  void discard(uint64_t address, uint64_t bytes) {
+    madvise(base_ + address, bytes, MADV_DONTNEED);
+  }
+
+ private:
+  uint64_t bytes_;
+  uint8_t* base_;
+};
+
+// The memory side of an emulated device: the mapping, its per-bank
+// allocator, and range-checked host access.
+class EmulatedMemory {
+ public:
+  EmulatedMemory(uint32_t banks, uint64_t bank_bytes)
+      : memory_(uint64_t(banks) * bank_bytes), allocator_(banks, bank_bytes) {}
+
+  bool usable() const { return memory_.base() != nullptr; }
+  uint8_t* base() const { return memory_.base(); }
+  uint64_t bytes() const { return memory_.bytes(); }
+
+  Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) { return allocator_.allocate(bytes, bank); }
+  void release(uint64_t address) {
+    const uint64_t bytes = allocator_.release(address);
+    if (bytes) memory_.discard(address, bytes);
+  }
+  Status write(uint64_t address, const void* src, std::size_t bytes) {
+    SYSTOLE_RETURN_IF_ERROR(check(address, bytes));
+    if (bytes) std::memcpy(memory_.base() + address, src, bytes);
+    return ok_status();
+  }
+  Status read(uint64_t address, void* dst, std::size_t bytes) const {
+    SYSTOLE_RETURN_IF_ERROR(check(address, bytes));
+    if (bytes) std::memcpy(dst, memory_.base() + address, bytes);
+    return ok_status();
+  }
+
+ private:
+  Status check(uint64_t address, std::size_t bytes) const {
+    if (!spec::in_range(address, bytes, memory_.bytes()))
+      return Status(StatusCode::kInvalidArgument, "device range [" + std::to_string(address) + ", +" +
+                                                      std::to_string(bytes) + ") is outside device memory");
+    return ok_status();
+  }
+
+  DeviceMemory memory_;
+  BankAllocator allocator_;
+};
+
+}  // namespace systole::detail

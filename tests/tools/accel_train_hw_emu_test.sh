@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# accel_train on the Verilated RTL (label rtl): two training steps of an MLP
+# on hw_emu 16x16 and on sw_emu 16x16 must write byte-identical checkpoints,
+# and the loss must fall.
+set -u
+tool=$1 make_idx=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/data" && "$make_idx" "$work/data" 96 32 || exit 1
+run() {
+  "$tool" --backend "$1" --array 16x16 --devices 1 --data-dir "$work/data" --validation-examples 32 \
+    --global-batch 32 --hidden 16 --epochs 2 --learning-rate 0.01 --checkpoint-dir "$work/$1"
+}
+rtl=$(run hw_emu 2>&1) || { echo "FAIL: hw_emu run: $rtl"; exit 1; }
+emu=$(run sw_emu 2>&1) || { echo "FAIL: sw_emu run: $emu"; exit 1; }
+echo "$rtl" | grep -E "^ *2/2|test_"
+if ! cmp -s "$work/hw_emu/checkpoint.safetensors" "$work/sw_emu/checkpoint.safetensors"; then
+  echo "FAIL: the hw_emu checkpoint differs from the sw_emu one"
+  exit 1
+fi
+first=$(echo "$rtl" | sed -n 's/.* - loss: \([0-9.]*\) .*/\1/p' | head -1)
+last=$(echo "$rtl" | sed -n 's/.* - loss: \([0-9.]*\) .*/\1/p' | tail -1)
+if ! awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'; then
+  echo "FAIL: the loss did not fall ($first -> $last)"
+  exit 1
+fi
+echo "1 passed, 0 failed"
