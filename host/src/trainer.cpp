@@ -11,6 +11,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
   if (units.empty()) return Status(StatusCode::kInvalidArgument, "devices: no compute unit selected");
   SYSTOLE_RETURN_IF_ERROR(Optimizer::validate(config.optimizer));
   const uint32_t replicas = uint32_t(units.size());
+  if (config.steps_per_execution == 0)
+    return Status(StatusCode::kInvalidArgument, "steps_per_execution must be >= 1");
   if (config.global_batch == 0 || config.global_batch % replicas != 0)
     return Status(StatusCode::kInvalidArgument,
                   "global_batch " + std::to_string(config.global_batch) +
@@ -19,7 +21,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
   std::vector<float> initial;
   init_parameters(config.shape, config.seed).flatten(initial);
   for (uint32_t unit : units) {
-    auto engine = Replica::create(device, unit, config.shape, config.global_batch / replicas);
+    auto engine = Replica::create(device, unit, config.shape,
+                                  config.global_batch / replicas * config.steps_per_execution);
     if (!engine.ok()) return engine.status();
     trainer->replicas_.push_back(
         {std::move(engine).value(), initial, Optimizer(config.optimizer, initial.size()), {}});
@@ -62,7 +65,7 @@ Result<StepResult> Trainer::step(const Batch& batch) {
 Result<StepResult> Trainer::evaluate(const Dataset& data) {
   const uint32_t n = replicas();
   std::vector<StepResult> results(n);
-  const uint32_t batch = per_replica_batch();
+  const uint32_t batch = per_replica_batch() * config_.steps_per_execution;
   const Status status = strategy_.run([&](uint32_t r) -> Status {
     const uint32_t first = uint32_t(uint64_t(data.examples) * r / n);
     const uint32_t last = uint32_t(uint64_t(data.examples) * (r + 1) / n);

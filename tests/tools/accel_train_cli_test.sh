@@ -25,6 +25,13 @@ else
 fi
 ls "$work"/*/*.tmp >/dev/null 2>&1 && { echo "FAIL: temporary checkpoint left"; failures=$((failures + 1)); }
 
+# steps_per_execution batches evaluation only: the same numbers come out.
+one=$("$tool" "${small[@]}" --epochs 1 --steps-per-execution 1 | grep -E "val_|test_" | sed 's/ - [0-9]*s [0-9]*ms\/step//')
+four=$("$tool" "${small[@]}" --epochs 1 --steps-per-execution 4 | grep -E "val_|test_" | sed 's/ - [0-9]*s [0-9]*ms\/step//')
+if [[ -n $one && $one == "$four" ]]; then passes=$((passes + 1)); else
+  echo "FAIL: steps_per_execution changed the results:"; echo "$one"; echo "$four"; failures=$((failures + 1)); fi
+expect 2 "train.steps_per_execution: must be >= 1" "${small[@]}" --steps-per-execution 0
+
 # Bad input.
 printf 'train:\n  epochz: 3\n' >"$work/typo.yaml"
 printf 'train:\n  epochs: ten\n' >"$work/type.yaml"

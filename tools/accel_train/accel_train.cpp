@@ -187,6 +187,7 @@ int train(const TrainConfig& config) {
   trainer_config.optimizer.momentum = config.momentum;
   trainer_config.global_batch = config.global_batch;
   trainer_config.seed = config.seed;
+  trainer_config.steps_per_execution = config.steps_per_execution;
   auto trainer = Trainer::create(*device, *units, trainer_config);
   if (!trainer.ok()) return fail(Status(trainer.status().code(), "train." + trainer.status().message()));
 
@@ -293,6 +294,8 @@ int main(int argc, char** argv) {
   auto* o_lr = app.add_option("--learning-rate", config.learning_rate, "train.learning_rate");
   auto* o_momentum = app.add_option("--momentum", config.momentum, "train.momentum");
   auto* o_seed = app.add_option("--seed", config.seed, "train.seed");
+  auto* o_spe = app.add_option("--steps-per-execution", config.steps_per_execution,
+                               "train.steps_per_execution: evaluation batches per command list");
   auto* o_checkpoint = app.add_option("--checkpoint-dir", config.checkpoint_dir, "checkpoint.dir");
   auto* o_resume = app.add_flag("--resume", config.resume, "checkpoint.resume");
   try {
@@ -322,6 +325,7 @@ int main(int argc, char** argv) {
   if (given(o_lr)) merged.learning_rate = config.learning_rate;
   if (given(o_momentum)) merged.momentum = config.momentum;
   if (given(o_seed)) merged.seed = config.seed;
+  if (given(o_spe)) merged.steps_per_execution = config.steps_per_execution;
   if (given(o_checkpoint)) merged.checkpoint_dir = config.checkpoint_dir;
   if (given(o_resume)) merged.resume = config.resume;
   if (given(o_hidden)) {

@@ -88,13 +88,16 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   if (const YAML::Node train = root["train"]) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
         train, "train",
-        {"epochs", "global_batch", "optimizer", "learning_rate", "momentum", "seed"})));
+        {"epochs", "global_batch", "optimizer", "learning_rate", "momentum", "seed",
+         "steps_per_execution"})));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "epochs", "train.epochs", c.epochs)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "global_batch", "train.global_batch", c.global_batch)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "optimizer", "train.optimizer", c.optimizer)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "learning_rate", "train.learning_rate", c.learning_rate)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "momentum", "train.momentum", c.momentum)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "seed", "train.seed", c.seed)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(
+        read(train, "steps_per_execution", "train.steps_per_execution", c.steps_per_execution)));
   }
   if (const YAML::Node checkpoint = root["checkpoint"]) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(checkpoint, "checkpoint", {"dir", "resume"})));
@@ -114,6 +117,7 @@ Status validate_train_config(const TrainConfig& c) {
     return invalid("model.hidden: expected a list of positive layer widths");
   if (c.epochs == 0) return invalid("train.epochs: must be >= 1");
   if (c.global_batch == 0) return invalid("train.global_batch: must be >= 1");
+  if (c.steps_per_execution == 0) return invalid("train.steps_per_execution: must be >= 1");
   if (c.optimizer != "adam" && c.optimizer != "sgd")
     return invalid("train.optimizer: expected adam or sgd, got '" + c.optimizer + "'");
   if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))

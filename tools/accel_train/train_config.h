@@ -24,6 +24,7 @@ struct TrainConfig {
   float learning_rate = 1e-3f;
   float momentum = 0.9f;
   uint64_t seed = 1;
+  uint32_t steps_per_execution = 1;  // evaluation batches per command list
   std::string checkpoint_dir;  // empty: no checkpoints
   bool resume = false;
 };

@@ -21,6 +21,11 @@ struct TrainerConfig {
   OptimizerConfig optimizer;
   uint32_t global_batch = 256;
   uint64_t seed = 1;
+  // Keras' steps_per_execution, as the hardware can honour it: evaluation
+  // runs this many batches per command list (rows are independent, so the
+  // results do not change). A training step needs the host between layers
+  // (softmax, ReLU masks), so training keeps 1 + layers launches per step.
+  uint32_t steps_per_execution = 1;
 };
 
 class Trainer {
