@@ -23,35 +23,20 @@ constexpr sim::MemoryTiming kTiming{24, 1.0, 1.0, 1};
 constexpr uint64_t kCyclesPerSlice = 20000;
 
 template <class Model>
-class HwEmuBackend final : public DeviceBackend {
+class HwEmuBackend final : public EmulatedBackend {
  public:
   HwEmuBackend(uint32_t index, const DeviceOptions& options, spec::ArrayShape shape)
-      : options_(options),
+      : EmulatedBackend(options.hbm_banks, options.bank_bytes),
         name_("hw_emu[" + std::to_string(index) + "] " + std::to_string(shape.rows) + "x" +
               std::to_string(shape.cols) + " rtl"),
-        memory_(options.hbm_banks, options.bank_bytes),
         harness_(memory_.base(), memory_.bytes(), kTiming) {
     // The backend waits on the interrupt, so it owns the interrupt enables.
     harness_.write(spec::reg::kGlobalIntEnable, 1);
     harness_.write(spec::reg::kIpIntEnable, 1);
   }
 
-  bool usable() const { return memory_.usable(); }
-
   std::string name() const override { return name_; }
   uint32_t compute_units() const override { return 1; }
-  uint32_t hbm_banks() const override { return options_.hbm_banks; }
-  uint64_t bank_bytes() const override { return options_.bank_bytes; }
-  Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
-    return memory_.allocate(bytes, bank);
-  }
-  void release(uint64_t address) override { memory_.release(address); }
-  Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
-    return memory_.write(address, src, bytes);
-  }
-  Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
-    return memory_.read(address, dst, bytes);
-  }
 
   uint32_t read_register(uint32_t, uint32_t offset) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -72,9 +57,7 @@ class HwEmuBackend final : public DeviceBackend {
   }
 
  private:
-  DeviceOptions options_;
   std::string name_;
-  EmulatedMemory memory_;
   std::mutex mutex_;  // the simulation is single-threaded
   sim::KernelHarness<Model> harness_;
 };

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend.h"
 #include "bank_allocator.h"
 #include "systole/status.h"
 #include "systole/validate.h"
@@ -77,6 +78,33 @@ class EmulatedMemory {
 
   DeviceMemory memory_;
   BankAllocator allocator_;
+};
+
+// A backend that owns its device memory (sw_emu, hw_emu): the memory half
+// of DeviceBackend, so each backend adds only its registers and its waits.
+class EmulatedBackend : public DeviceBackend {
+ public:
+  EmulatedBackend(uint32_t banks, uint64_t bank_bytes)
+      : banks_(banks), bank_bytes_(bank_bytes), memory_(banks, bank_bytes) {}
+
+  bool usable() const { return memory_.usable(); }
+  uint32_t hbm_banks() const override { return banks_; }
+  uint64_t bank_bytes() const override { return bank_bytes_; }
+  Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
+    return memory_.allocate(bytes, bank);
+  }
+  void release(uint64_t address) override { memory_.release(address); }
+  Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
+    return memory_.write(address, src, bytes);
+  }
+  Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
+    return memory_.read(address, dst, bytes);
+  }
+
+ protected:
+  uint32_t banks_;
+  uint64_t bank_bytes_;
+  EmulatedMemory memory_;
 };
 
 }  // namespace systole::detail

@@ -93,12 +93,11 @@ bool is_supported(spec::ArrayShape shape) {
                      });
 }
 
-class SwEmuBackend final : public DeviceBackend {
+class SwEmuBackend final : public EmulatedBackend {
  public:
   SwEmuBackend(uint32_t index, const DeviceOptions& options)
-      : options_(options),
-        shape_{options.array_rows, options.array_cols},
-        memory_(options.hbm_banks, options.bank_bytes) {
+      : EmulatedBackend(options.hbm_banks, options.bank_bytes),
+        shape_{options.array_rows, options.array_cols} {
     const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
     const uint32_t threads =
         options.threads_per_unit
@@ -128,23 +127,8 @@ class SwEmuBackend final : public DeviceBackend {
     }
   }
 
-  bool usable() const { return memory_.usable(); }
-
   std::string name() const override { return name_; }
   uint32_t compute_units() const override { return uint32_t(units_.size()); }
-  uint32_t hbm_banks() const override { return options_.hbm_banks; }
-  uint64_t bank_bytes() const override { return options_.bank_bytes; }
-
-  Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
-    return memory_.allocate(bytes, bank);
-  }
-  void release(uint64_t address) override { memory_.release(address); }
-  Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
-    return memory_.write(address, src, bytes);
-  }
-  Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
-    return memory_.read(address, dst, bytes);
-  }
 
   uint32_t read_register(uint32_t index, uint32_t offset) override {
     Unit& unit = *units_.at(index);
@@ -272,10 +256,8 @@ class SwEmuBackend final : public DeviceBackend {
     }
   }
 
-  DeviceOptions options_;
   spec::ArrayShape shape_;
   std::string name_;
-  EmulatedMemory memory_;
   std::vector<std::unique_ptr<Unit>> units_;
 };
 

@@ -40,40 +40,29 @@ module systole_dma_read #(
   /* verilator lint_on UNUSEDSIGNAL */
   input  logic         rlast_i
 );
-  localparam int unsigned BeatShift = $clog2(systole_pkg::BeatBytes);            // 6
-  localparam int unsigned PageBeats = systole_pkg::AxiBoundaryBytes / systole_pkg::BeatBytes;
-  localparam int unsigned MaxBeats = systole_pkg::MaxBurstBeats < PageBeats ?
-                                     systole_pkg::MaxBurstBeats : PageBeats;
-  localparam int unsigned CountBits = $clog2(MaxOutstanding + 1);
+  localparam int unsigned BeatShift = $clog2(systole_pkg::BeatBytes);
 
   logic        active_q;          // a request is in progress
-  logic [57:0] next_beat_q;       // next beat index to request
-  logic [31:0] beats_to_ask_q;    // beats not yet requested
   logic [31:0] beats_to_get_q;    // beats not yet delivered
-  logic [CountBits-1:0] outstanding_q;
   logic [57:0] first_beat, last_beat;
-  logic [31:0] room, burst_beats;
-  logic        ar_fire, r_fire, burst_done;
+  logic        start, r_fire, burst_done;
+  logic [$clog2(MaxOutstanding + 1)-1:0] outstanding;
+  logic        asked_all;
 
   assign first_beat = req_addr_i[63:BeatShift];
   assign last_beat  = 58'((req_addr_i + 64'(req_bytes_i) - 64'd1) >> BeatShift);
+  assign start      = req_valid_i && req_ready_o;
 
-  // Beats up to the next 4 KiB boundary, and the next burst's length.
-  assign room = 32'(PageBeats) - 32'(next_beat_q[$clog2(PageBeats)-1:0]);
-  always_comb begin
-    burst_beats = beats_to_ask_q;
-    if (burst_beats > room) burst_beats = room;
-    if (burst_beats > MaxBeats) burst_beats = MaxBeats;
-  end
+  systole_dma_bursts #(.MaxOutstanding(MaxOutstanding)) u_bursts (
+    .clk_i, .rst_ni,
+    .start_i(start), .first_beat_i(first_beat), .beats_i(32'(last_beat - first_beat) + 32'd1),
+    .active_i(active_q), .burst_done_i(burst_done), .asked_all_o(asked_all),
+    .outstanding_o(outstanding),
+    .valid_o(arvalid_o), .ready_i(arready_i), .addr_o(araddr_o), .len_o(arlen_o),
+    .size_o(arsize_o), .burst_o(arburst_o)
+  );
 
-  assign req_ready_o = !active_q;
-  assign arvalid_o   = active_q && beats_to_ask_q != '0 && outstanding_q != CountBits'(MaxOutstanding);
-  assign araddr_o    = {next_beat_q, {BeatShift{1'b0}}};
-  assign arlen_o     = 8'(burst_beats - 32'd1);
-  assign arsize_o    = 3'(BeatShift);
-  assign arburst_o   = 2'b01;  // INCR
-  assign ar_fire     = arvalid_o && arready_i;
-
+  assign req_ready_o  = !active_q;
   assign beat_valid_o = rvalid_i;
   assign rready_o     = beat_ready_i;
   assign beat_o       = rdata_i;
@@ -81,28 +70,22 @@ module systole_dma_read #(
   assign r_fire       = rvalid_i && rready_o;
   assign burst_done   = r_fire && rlast_i;
 
+  // Unused here: the data side knows when the request is complete.
+  logic unused;
+  assign unused = ^{asked_all, outstanding};
+
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
-      active_q      <= 1'b0;
-      outstanding_q <= '0;
-      error_o       <= 1'b0;
+      active_q <= 1'b0;
+      error_o  <= 1'b0;
     end else begin
-      if (req_valid_i && req_ready_o) begin
+      if (start) begin
         active_q       <= 1'b1;
-        next_beat_q    <= first_beat;
-        beats_to_ask_q <= 32'(last_beat - first_beat) + 32'd1;
         beats_to_get_q <= 32'(last_beat - first_beat) + 32'd1;
-      end else begin
-        if (ar_fire) begin
-          next_beat_q    <= next_beat_q + 58'(burst_beats);
-          beats_to_ask_q <= beats_to_ask_q - burst_beats;
-        end
-        if (r_fire) begin
-          beats_to_get_q <= beats_to_get_q - 32'd1;
-          if (beats_to_get_q == 32'd1) active_q <= 1'b0;
-        end
+      end else if (r_fire) begin
+        beats_to_get_q <= beats_to_get_q - 32'd1;
+        if (beats_to_get_q == 32'd1) active_q <= 1'b0;
       end
-      outstanding_q <= outstanding_q + CountBits'(ar_fire) - CountBits'(burst_done);
       if (clear_error_i) error_o <= 1'b0;
       else if (r_fire && rresp_i[1]) error_o <= 1'b1;
     end

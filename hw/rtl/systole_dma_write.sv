@@ -44,44 +44,34 @@ module systole_dma_write #(
 );
   localparam int unsigned BeatShift = $clog2(systole_pkg::BeatBytes);
   localparam int unsigned PageBeats = systole_pkg::AxiBoundaryBytes / systole_pkg::BeatBytes;
-  localparam int unsigned MaxBeats = systole_pkg::MaxBurstBeats < PageBeats ?
-                                     systole_pkg::MaxBurstBeats : PageBeats;
   localparam int unsigned CountBits = $clog2(MaxOutstanding + 1);
 
   logic        active_q;
   logic [5:0]  offset_q;          // addr % 64: where row byte 0 lands
   logic [5:0]  end_q;             // (addr + bytes - 1) % 64
-  // Address side.
-  logic [57:0] next_beat_q;
-  logic [31:0] beats_to_ask_q;
-  logic [CountBits-1:0] outstanding_q;  // bursts whose response is due
-  logic [31:0] room, burst_beats;
   // Data side.
   logic [57:0] w_beat_q;          // memory beat index being written
   logic [31:0] w_index_q;         // its position in the request (0 = first)
   logic [31:0] w_beats_q;         // memory beats in the request
   logic [31:0] row_beats_q;       // row beats in the request
   logic [511:0] previous_q;       // the row beat before the current one
-  logic        needs_row_beat, ar_fire, w_fire, b_fire;
+  logic        needs_row_beat, w_fire, b_fire, start, asked_all;
+  logic [CountBits-1:0] outstanding;  // bursts whose response is due
   logic [57:0] first_beat, last_beat;
   logic [1023:0] window;
 
   assign first_beat = req_addr_i[63:BeatShift];
   assign last_beat  = 58'((req_addr_i + 64'(req_bytes_i) - 64'd1) >> BeatShift);
+  assign start      = req_valid_i && req_ready_o;
 
-  // Address channel: the same splitting as the read DMA.
-  assign room = 32'(PageBeats) - 32'(next_beat_q[$clog2(PageBeats)-1:0]);
-  always_comb begin
-    burst_beats = beats_to_ask_q;
-    if (burst_beats > room) burst_beats = room;
-    if (burst_beats > MaxBeats) burst_beats = MaxBeats;
-  end
-  assign awvalid_o = active_q && beats_to_ask_q != '0 && outstanding_q != CountBits'(MaxOutstanding);
-  assign awaddr_o  = {next_beat_q, {BeatShift{1'b0}}};
-  assign awlen_o   = 8'(burst_beats - 32'd1);
-  assign awsize_o  = 3'(BeatShift);
-  assign awburst_o = 2'b01;
-  assign ar_fire   = awvalid_o && awready_i;
+  systole_dma_bursts #(.MaxOutstanding(MaxOutstanding)) u_bursts (
+    .clk_i, .rst_ni,
+    .start_i(start), .first_beat_i(first_beat), .beats_i(32'(last_beat - first_beat) + 32'd1),
+    .active_i(active_q), .burst_done_i(b_fire), .asked_all_o(asked_all),
+    .outstanding_o(outstanding),
+    .valid_o(awvalid_o), .ready_i(awready_i), .addr_o(awaddr_o), .len_o(awlen_o),
+    .size_o(awsize_o), .burst_o(awburst_o)
+  );
 
   // Data channel. Memory beat i holds row bytes [64 i - offset, 64 i -
   // offset + 63]: the low part from row beat i - 1, the high part from row
@@ -107,37 +97,28 @@ module systole_dma_write #(
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
-      active_q      <= 1'b0;
-      outstanding_q <= '0;
-      error_o       <= 1'b0;
+      active_q <= 1'b0;
+      error_o  <= 1'b0;
     end else begin
-      if (req_valid_i && req_ready_o) begin
+      if (start) begin
         active_q       <= 1'b1;
         offset_q       <= req_addr_i[5:0];
         end_q          <= 6'(req_addr_i + 64'(req_bytes_i) - 64'd1);
-        next_beat_q    <= first_beat;
-        beats_to_ask_q <= 32'(last_beat - first_beat) + 32'd1;
         w_beat_q       <= first_beat;
         w_index_q      <= '0;
         w_beats_q      <= 32'(last_beat - first_beat) + 32'd1;
         row_beats_q    <= (req_bytes_i + 32'd63) >> BeatShift;
         previous_q     <= '0;
       end else begin
-        if (ar_fire) begin
-          next_beat_q    <= next_beat_q + 58'(burst_beats);
-          beats_to_ask_q <= beats_to_ask_q - burst_beats;
-        end
         if (w_fire) begin
           w_beat_q  <= w_beat_q + 58'd1;
           w_index_q <= w_index_q + 32'd1;
           if (needs_row_beat) previous_q <= data_i;
         end
         // Done when everything was sent and answered.
-        if (active_q && beats_to_ask_q == '0 && w_index_q == w_beats_q &&
-            outstanding_q == CountBits'(b_fire))
+        if (active_q && asked_all && w_index_q == w_beats_q && outstanding == CountBits'(b_fire))
           active_q <= 1'b0;
       end
-      outstanding_q <= outstanding_q + CountBits'(ar_fire) - CountBits'(b_fire);
       if (clear_error_i) error_o <= 1'b0;
       else if (b_fire && bresp_i[1]) error_o <= 1'b1;
     end
