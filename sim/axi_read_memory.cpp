@@ -61,11 +61,9 @@ void AxiReadMemory::after_edge() {
   ++cycle_;
   if (ar_fire_) {
     bursts_queue_.push_back({previous_.address, uint32_t(previous_.len) + 1, cycle_ + timing_.latency_cycles});
-    ++bursts_;
     max_outstanding_ = std::max<uint32_t>(max_outstanding_, uint32_t(bursts_queue_.size()));
   }
   if (r_fire_) {
-    ++beats_;
     if (++beat_in_burst_ == bursts_queue_.front().beats) {
       bursts_queue_.pop_front();
       beat_in_burst_ = 0;

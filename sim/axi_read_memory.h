@@ -53,8 +53,6 @@ class AxiReadMemory {
   void after_edge();
 
   const std::vector<std::string>& violations() const { return violations_; }
-  uint64_t bursts() const { return bursts_; }
-  uint64_t beats() const { return beats_; }
   uint32_t max_outstanding() const { return max_outstanding_; }
 
  private:
@@ -84,7 +82,7 @@ class AxiReadMemory {
   Request previous_{};
   bool ar_fire_ = false, r_fire_ = false;
   bool previous_fired_ = false;  // the AR handshake of the cycle before
-  uint64_t cycle_ = 0, bursts_ = 0, beats_ = 0;
+  uint64_t cycle_ = 0;
   uint32_t max_outstanding_ = 0;
   std::vector<std::string> violations_;
 };

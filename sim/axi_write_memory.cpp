@@ -53,7 +53,6 @@ void AxiWriteMemory::after_edge() {
       burst.error = burst.error || (burst.address < range.second &&
                                     burst.address + uint64_t(burst.beats) * kBeatBytes > range.first);
     open_.push_back(burst);
-    ++bursts_;
   }
   if (w_fire_) {
     if (open_.empty()) {

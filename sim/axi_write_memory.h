@@ -47,7 +47,6 @@ class AxiWriteMemory {
   void after_edge();
 
   const std::vector<std::string>& violations() const { return violations_; }
-  uint64_t bursts() const { return bursts_; }
 
  private:
   struct Burst {
@@ -79,7 +78,7 @@ class AxiWriteMemory {
   uint32_t w_words_[16] = {};
   uint64_t w_strobes_ = 0;
   bool w_last_ = false;
-  uint64_t cycle_ = 0, bursts_ = 0;
+  uint64_t cycle_ = 0;
   std::vector<std::string> violations_;
 };
 

@@ -51,8 +51,6 @@ class KernelHarness {
 
   Model& kernel() { return *k_; }
   AxiReadMemory& read_port(int index) { return *reads_[index]; }  // 0 cmd, 1 a, 2 b, 3 c
-  AxiWriteMemory& write_port() { return *write_; }
-  uint64_t cycles() const { return cycles_; }
 
   // Every protocol violation any memory model saw, with its port.
   std::vector<std::string> violations() const {
@@ -73,7 +71,6 @@ class KernelHarness {
     k_->eval();
     for (auto& port : reads_) port->after_edge();
     write_->after_edge();
-    ++cycles_;
   }
 
   // AXI4-Lite write and read; false / 0xDEADBEEF if the slave never answers.
@@ -136,7 +133,6 @@ class KernelHarness {
   std::unique_ptr<Model> k_;
   std::vector<std::unique_ptr<AxiReadMemory>> reads_;
   std::unique_ptr<AxiWriteMemory> write_;
-  uint64_t cycles_ = 0;
 };
 
 }  // namespace systole::sim

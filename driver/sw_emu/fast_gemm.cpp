@@ -368,6 +368,15 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
 
 #endif  // SYSTOLE_HAVE_X86
 
+// True when the CPU has the AVX2 + FMA the fast kernels need.
+bool has_avx2_fma() {
+#if SYSTOLE_HAVE_X86
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port,
@@ -388,17 +397,9 @@ FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port
   return args;
 }
 
-bool fast_gemm_has_avx2() {
-#if SYSTOLE_HAVE_X86
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-
 void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa) {
 #if SYSTOLE_HAVE_X86
-  if (isa == FastGemmIsa::kAuto && fast_gemm_has_avx2()) {
+  if (isa == FastGemmIsa::kAuto && has_avx2_fma()) {
     avx2_gemm(args, std::max(threads, 1u));
     return;
   }

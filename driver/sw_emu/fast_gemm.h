@@ -30,9 +30,6 @@ enum class FastGemmIsa {
   kPortable,  // plain C++ in the contract's order (slow; for other hosts)
 };
 
-// True when kAuto would use the AVX2 + FMA kernels on this CPU.
-bool fast_gemm_has_avx2();
-
 void fast_gemm(const FastGemmArgs& args, uint32_t threads,
                FastGemmIsa isa = FastGemmIsa::kAuto);
 

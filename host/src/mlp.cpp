@@ -1,9 +1,7 @@
 // MLP parameters and optimizers.
 #include "systole/mlp.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 
 namespace systole {
@@ -15,53 +13,17 @@ std::vector<uint32_t> MlpShape::widths() const {
   return widths;
 }
 
-std::size_t Parameters::size() const {
-  std::size_t total = 0;
-  for (std::size_t l = 0; l < weights.size(); ++l) total += weights[l].size() + biases[l].size();
-  return total;
-}
-
-void Parameters::flatten(std::vector<float>& out) const {
-  out.clear();
-  out.reserve(size());
-  for (std::size_t l = 0; l < weights.size(); ++l) {
-    out.insert(out.end(), weights[l].begin(), weights[l].end());
-    out.insert(out.end(), biases[l].begin(), biases[l].end());
-  }
-}
-
-void Parameters::unflatten(const std::vector<float>& in) {
-  std::size_t at = 0;
-  for (std::size_t l = 0; l < weights.size(); ++l) {
-    std::copy_n(in.begin() + at, weights[l].size(), weights[l].begin());
-    at += weights[l].size();
-    std::copy_n(in.begin() + at, biases[l].size(), biases[l].begin());
-    at += biases[l].size();
-  }
-}
-
-bool Parameters::operator==(const Parameters& other) const {
-  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-  };
-  if (weights.size() != other.weights.size()) return false;
-  for (std::size_t l = 0; l < weights.size(); ++l)
-    if (!same(weights[l], other.weights[l]) || !same(biases[l], other.biases[l])) return false;
-  return true;
-}
-
-Parameters init_parameters(const MlpShape& shape, uint64_t seed) {
+std::vector<float> init_parameters(const MlpShape& shape, uint64_t seed) {
   const std::vector<uint32_t> widths = shape.widths();
-  Parameters p;
+  std::vector<float> flat;
   std::mt19937_64 rng(seed);
   for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
     const float limit = std::sqrt(6.0f / float(widths[l] + widths[l + 1]));
     std::uniform_real_distribution<float> uniform(-limit, limit);
-    p.weights.emplace_back(std::size_t(widths[l]) * widths[l + 1]);
-    for (float& w : p.weights.back()) w = uniform(rng);
-    p.biases.emplace_back(widths[l + 1], 0.0f);
+    for (std::size_t i = 0; i < std::size_t(widths[l]) * widths[l + 1]; ++i) flat.push_back(uniform(rng));
+    flat.insert(flat.end(), widths[l + 1], 0.0f);
   }
-  return p;
+  return flat;
 }
 
 Optimizer::Optimizer(const OptimizerConfig& config, std::size_t parameters)

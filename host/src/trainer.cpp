@@ -18,8 +18,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
                   "global_batch " + std::to_string(config.global_batch) +
                       " does not divide evenly over " + std::to_string(replicas) + " replicas");
   std::unique_ptr<Trainer> trainer(new Trainer(config, replicas));
-  std::vector<float> initial;
-  init_parameters(config.shape, config.seed).flatten(initial);
+  const std::vector<float> initial = init_parameters(config.shape, config.seed);
   for (uint32_t unit : units) {
     auto engine = Replica::create(device, unit, config.shape,
                                   config.global_batch / replicas * config.steps_per_execution);

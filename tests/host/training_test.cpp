@@ -124,8 +124,7 @@ TEST(Training, GradientsMatchFiniteDifferencesAndTheDevice) {
   const uint32_t seed = 5;
   const MlpShape shape = small_shape();
   const Dataset data = synthetic(32, seed);
-  std::vector<float> flat32;
-  init_parameters(shape, seed).flatten(flat32);
+  const std::vector<float> flat32 = init_parameters(shape, seed);
   const std::vector<double> flat(flat32.begin(), flat32.end());
   std::vector<double> analytic;
   reference_loss(shape, flat, data, &analytic);
@@ -269,8 +268,7 @@ TEST(Training, OneStepEqualsAPlainReferenceToTheBit) {
   const uint32_t seed = 9;
   const MlpShape shape = small_shape();
   const Dataset data = synthetic(40, seed);  // K = 40: three K tiles, the last partial
-  std::vector<float> flat;
-  init_parameters(shape, seed).flatten(flat);
+  const std::vector<float> flat = init_parameters(shape, seed);
   const std::vector<float> expected = reference_gradients(shape, flat, data, 64.0f);
 
   Device device = open_device(1);

@@ -54,9 +54,27 @@ Placed place(const testing::Workload& workload, const std::vector<spec::GemmDesc
   return placed;
 }
 
-void expect_no_violations(Harness& sim) {
+void expect_no_violations(const Harness& sim) {
   const std::vector<std::string> violations = sim.violations();
   EXPECT_TRUE(violations.empty()) << violations.front();
+}
+
+// Runs `workload` on a fresh kernel with `timing` and checks the status, the
+// memory against the reference and the protocol; returns the harness for
+// further checks.
+std::unique_ptr<Harness> run_and_compare(const testing::Workload& workload, sim::MemoryTiming timing,
+                                         std::vector<uint8_t>& memory) {
+  Placed placed = place(workload, workload.rebased(0));
+  memory = std::move(placed.memory);
+  auto sim = std::make_unique<Harness>(memory.data(), memory.size(), timing);
+  const std::string where = "seed " + std::to_string(timing.seed) + "\n" + workload.description;
+  EXPECT_TRUE(launch(*sim, placed.list, memory.size(), 5'000'000)) << where << ": no interrupt";
+  EXPECT_EQ(sim->read(reg::kStatus), 0u) << where;
+  const std::vector<uint8_t> expected = testing::run_reference(workload, kShape.rows).memory;
+  const std::vector<uint8_t> got(memory.begin(), memory.begin() + expected.size());
+  EXPECT_EQ(testing::first_difference(expected, got), "") << where;
+  expect_no_violations(*sim);
+  return sim;
 }
 
 TEST(RtlKernel, RandomCommandListsMatchTheReference) {
@@ -66,19 +84,13 @@ TEST(RtlKernel, RandomCommandListsMatchTheReference) {
     options.descriptors = 4;
     options.max_m = 12;
     const testing::Workload workload = testing::make_workload(seed, options);
-    Placed placed = place(workload, workload.rebased(0));
-    Harness sim(placed.memory.data(), placed.memory.size(), {uint32_t(1 + seed % 7), 0.8, 0.8, seed});
-    ASSERT_TRUE(launch(sim, placed.list, placed.memory.size(), 5'000'000)) << "seed " << seed << ": no interrupt";
-    EXPECT_EQ(sim.read(reg::kStatus), 0u) << "seed " << seed;
-    EXPECT_EQ(sim.read(reg::kDescriptorsDone), workload.descriptors.size());
-    const std::vector<uint8_t> expected = testing::run_reference(workload, kShape.rows).memory;
-    const std::vector<uint8_t> got(placed.memory.begin(), placed.memory.begin() + expected.size());
-    EXPECT_EQ(testing::first_difference(expected, got), "") << "seed " << seed << "\n" << workload.description;
+    std::vector<uint8_t> memory;
+    const auto sim = run_and_compare(workload, {uint32_t(1 + seed % 7), 0.8, 0.8, seed}, memory);
+    EXPECT_EQ(sim->read(reg::kDescriptorsDone), workload.descriptors.size());
     uint64_t macs = 0;
     for (const auto& d : workload.descriptors) macs += uint64_t(d.m) * d.n * d.k;
-    EXPECT_EQ(sim.read(reg::kMacsLo), uint32_t(macs));
-    EXPECT_GT(sim.read(reg::kBusyCyclesLo), 0u);
-    expect_no_violations(sim);
+    EXPECT_EQ(sim->read(reg::kMacsLo), uint32_t(macs));
+    EXPECT_GT(sim->read(reg::kBusyCyclesLo), 0u);
   }
 }
 
@@ -91,14 +103,8 @@ TEST(RtlKernel, FastMemoryExposesTheControllersTiming) {
     options.shape = kShape;
     options.descriptors = 3;
     options.max_m = 2;
-    const testing::Workload workload = testing::make_workload(seed, options);
-    Placed placed = place(workload, workload.rebased(0));
-    Harness sim(placed.memory.data(), placed.memory.size(), {1, 1.0, 1.0, seed});
-    ASSERT_TRUE(launch(sim, placed.list, placed.memory.size(), 5'000'000)) << "seed " << seed;
-    EXPECT_EQ(sim.read(reg::kStatus), 0u) << "seed " << seed;
-    const std::vector<uint8_t> expected = testing::run_reference(workload, kShape.rows).memory;
-    const std::vector<uint8_t> got(placed.memory.begin(), placed.memory.begin() + expected.size());
-    ASSERT_EQ(testing::first_difference(expected, got), "") << "seed " << seed << "\n" << workload.description;
+    std::vector<uint8_t> memory;
+    run_and_compare(testing::make_workload(seed, options), {1, 1.0, 1.0, seed}, memory);
   }
 }
 

@@ -21,21 +21,11 @@ struct MlpShape {
   uint32_t layers() const { return uint32_t(hidden.size()) + 1; }
 };
 
-// fp32 master parameters. weights[l] is in x out, row-major (the layout the
-// array multiplies with); biases[l] has `out` entries.
-struct Parameters {
-  std::vector<std::vector<float>> weights;
-  std::vector<std::vector<float>> biases;
-
-  // All parameters as one vector: weights[0], biases[0], weights[1], ...
-  std::size_t size() const;
-  void flatten(std::vector<float>& out) const;
-  void unflatten(const std::vector<float>& in);
-  bool operator==(const Parameters& other) const;  // bit for bit
-};
-
-// Glorot-uniform weights, zero biases (Keras' Dense defaults).
-Parameters init_parameters(const MlpShape& shape, uint64_t seed);
+// fp32 master parameters, flattened layer by layer: weights[0] (in x out,
+// row-major: the layout the array multiplies with), biases[0] (out),
+// weights[1], biases[1], ... Glorot-uniform weights and zero biases (Keras'
+// Dense defaults).
+std::vector<float> init_parameters(const MlpShape& shape, uint64_t seed);
 
 struct OptimizerConfig {
   std::string name = "adam";  // "adam" or "sgd"

@@ -26,7 +26,7 @@ class Replica {
   static Result<std::unique_ptr<Replica>> create(Device device, uint32_t unit,
                                                  const MlpShape& shape, uint32_t max_batch);
 
-  // Uploads fp32 master parameters (flattened as Parameters::flatten) as bf16
+  // Uploads fp32 master parameters (flattened as init_parameters lays them out) as bf16
   // weights, their transposes, and fp32 biases.
   Status load_parameters(const std::vector<float>& flat);
 
