@@ -25,7 +25,7 @@ void BM_Memcpy(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_RingAllReduce(benchmark::State& state) {
+void BM_AllReduce(benchmark::State& state) {
   const std::size_t bytes = std::size_t(state.range(0));
   const uint32_t replicas = uint32_t(state.range(1));
   std::vector<std::vector<float>> buffers(replicas, std::vector<float>(bytes / sizeof(float), 1.0f));
@@ -41,7 +41,7 @@ void BM_RingAllReduce(benchmark::State& state) {
 constexpr int64_t kSizes[] = {1 << 20, 16 << 20, 64 << 20};
 
 BENCHMARK(BM_Memcpy)->Arg(1 << 20)->Arg(16 << 20)->Arg(64 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_RingAllReduce)
+BENCHMARK(BM_AllReduce)
     ->ArgsProduct({{1 << 20, 16 << 20, 64 << 20}, {2, 4}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   for (int64_t size : kSizes) {
     const double copy = collector["BM_Memcpy/" + std::to_string(size) + "/real_time"];
     for (int replicas : {2, 4}) {
-      const double ring = collector["BM_RingAllReduce/" + std::to_string(size) + "/" +
+      const double ring = collector["BM_AllReduce/" + std::to_string(size) + "/" +
                                           std::to_string(replicas) + "/real_time"];
       if (copy > 0 && ring > 0)
         std::printf("%10lld %9d %10.2f %10.2f %7.2f\n", (long long)size, replicas, ring, copy, ring / copy);
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   }
   const double copy = collector["BM_Memcpy/16777216/real_time"];
   for (int replicas : {2, 4}) {
-    const double ring = collector["BM_RingAllReduce/16777216/" + std::to_string(replicas) + "/real_time"];
+    const double ring = collector["BM_AllReduce/16777216/" + std::to_string(replicas) + "/real_time"];
     if (copy > 0 && ring > 0)
       std::printf("FIGURE allreduce_busbw_vs_memcpy_%dr_16MiB %.2f ratio\n", replicas, ring / copy);
   }

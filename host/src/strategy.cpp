@@ -1,18 +1,40 @@
-// Ring all-reduce among threads and the replica runner.
+// The ordered all-reduce among threads (and processes) and the replica runner.
 #include "systole/strategy.h"
 
 #include <algorithm>
 
 namespace systole {
 
-RingAllReduce::RingAllReduce(uint32_t participants)
-    : participants_(participants), buffers_(participants, nullptr) {}
+void ordered_sum(const float* start, const float* const* inputs, std::size_t n, std::size_t begin,
+                 std::size_t end, float* out) {
+  // Blocks small enough that `out` stays in L1 across the n passes.
+  constexpr std::size_t kBlock = 2048;
+  for (std::size_t block = begin; block < end; block += kBlock) {
+    const std::size_t stop = std::min(end, block + kBlock);
+    std::size_t k = 0;
+    if (start) {
+      for (std::size_t i = block; i < stop; ++i) out[i] = start[i];
+    } else {
+      const float* __restrict first = inputs[k++];
+      for (std::size_t i = block; i < stop; ++i) out[i] = first[i];
+    }
+    for (; k < n; ++k) {
+      const float* __restrict in = inputs[k];
+      float* __restrict acc = out;
+      for (std::size_t i = block; i < stop; ++i) acc[i] = acc[i] + in[i];
+    }
+  }
+}
 
-bool RingAllReduce::barrier() {
+AllReduce::AllReduce(uint32_t participants, ProcessGroup* group)
+    : participants_(participants), group_(group), buffers_(participants, nullptr) {}
+
+bool AllReduce::barrier(void (AllReduce::*last)()) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (aborted_) return false;
   const uint64_t generation = generation_;
   if (++arrived_ == participants_) {
+    if (last) (this->*last)();
     arrived_ = 0;
     ++generation_;
     changed_.notify_all();
@@ -22,54 +44,61 @@ bool RingAllReduce::barrier() {
   return !aborted_;
 }
 
-void RingAllReduce::abort() {
+void AllReduce::abort() {
   std::lock_guard<std::mutex> lock(mutex_);
   aborted_ = true;
   changed_.notify_all();
 }
 
-void RingAllReduce::reset() {
+void AllReduce::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
   aborted_ = false;
   arrived_ = 0;
 }
 
-Status RingAllReduce::sum(uint32_t me, std::vector<float>& values) {
-  const uint32_t n = participants_;
-  const Status aborted(StatusCode::kUnavailable, "all-reduce aborted: another replica failed");
-  if (n == 1) return ok_status();
-  buffers_[me] = &values;
-  if (!barrier()) return aborted;
-  const std::size_t count = values.size();
-  for (uint32_t p = 0; p < n; ++p)
-    if (buffers_[p]->size() != count) {
-      abort();
-      return Status(StatusCode::kInvalidArgument, "all-reduce: replicas passed different lengths");
-    }
-  auto chunk_begin = [&](uint32_t c) { return count * c / n; };
-  // Distinct vectors: let the compiler vectorise the loops below.
-  const float* __restrict left = buffers_[(me + n - 1) % n]->data();
-  float* __restrict own = values.data();
+void AllReduce::prepare() {
+  const std::size_t count = buffers_[0]->size();
+  inputs_.clear();
+  lengths_differ_ = false;
+  for (const std::vector<float>* buffer : buffers_) {
+    lengths_differ_ |= buffer->size() != count;
+    inputs_.push_back(buffer->data());
+  }
+  total_.resize(count);
+}
 
-  // Reduce-scatter: at step s, take chunk (me - 1 - s) from the left
-  // neighbour's partial sum and add this replica's own values to it.
-  for (uint32_t step = 0; step + 1 < n; ++step) {
-    const uint32_t c = (me + 2 * n - 1 - step) % n;
-    for (std::size_t i = chunk_begin(c); i < chunk_begin(c + 1); ++i) own[i] = left[i] + own[i];
-    if (!barrier()) return aborted;
+Status AllReduce::failure() const {
+  return Status(StatusCode::kUnavailable, "all-reduce aborted: another replica failed");
+}
+
+Status AllReduce::sum(uint32_t me, std::vector<float>& values) {
+  const uint32_t n = participants_;
+  const bool across_processes = group_ && group_->size() > 1;
+  if (n == 1 && !across_processes) return ok_status();
+  buffers_[me] = &values;
+  if (!barrier(&AllReduce::prepare)) return failure();
+  if (lengths_differ_) return Status(StatusCode::kInvalidArgument, "all-reduce: replicas passed different lengths");
+  const std::size_t count = values.size();
+  if (across_processes) {
+    if (me == 0) {
+      const Status status = group_->ordered_sum(inputs_, count, total_.data());
+      if (!status.ok()) {
+        abort();
+        return status;
+      }
+    }
+  } else {
+    ordered_sum(nullptr, inputs_.data(), n, count * me / n, count * (me + 1) / n, total_.data());
   }
-  // This replica now holds the full sum of chunk (me + 1). All-gather: at
-  // step s, copy chunk (me - s) from the left neighbour.
-  for (uint32_t step = 0; step + 1 < n; ++step) {
-    const uint32_t c = (me + n - step) % n;
-    std::copy(left + chunk_begin(c), left + chunk_begin(c + 1), own + chunk_begin(c));
-    if (!barrier()) return aborted;
-  }
+  if (!barrier()) return failure();
+  // total_ is only written again after the next call's first barrier, which
+  // this participant reaches only after copying.
+  std::copy(total_.begin(), total_.end(), values.begin());
   return ok_status();
 }
 
-Strategy::Strategy(uint32_t replicas)
-    : replicas_(replicas), all_reduce_(replicas), results_(replicas) {
+Strategy::Strategy(uint32_t replicas, ProcessGroup* group)
+    : replicas_(replicas), group_(group), all_reduce_(replicas, group), results_(replicas) {
   for (uint32_t r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { serve(r); });
 }
 
@@ -116,10 +145,16 @@ Status Strategy::run(const std::function<Status(uint32_t replica)>& fn) {
   return ok_status();
 }
 
-double Strategy::reduce(ReduceOp op, const std::vector<double>& per_replica) {
+Result<double> Strategy::reduce(ReduceOp op, const std::vector<double>& local) const {
+  std::vector<double> all = local;
+  if (processes() > 1) {
+    auto gathered = group_->all_gather(local);
+    if (!gathered.ok()) return gathered.status();
+    all = std::move(gathered).value();
+  }
   double total = 0;
-  for (double value : per_replica) total += value;
-  return op == ReduceOp::kMean && !per_replica.empty() ? total / double(per_replica.size()) : total;
+  for (double value : all) total += value;
+  return op == ReduceOp::kMean && !all.empty() ? total / double(all.size()) : total;
 }
 
 }  // namespace systole

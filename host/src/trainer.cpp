@@ -7,17 +7,30 @@
 namespace systole {
 
 Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vector<uint32_t>& units,
-                                                 const TrainerConfig& config) {
+                                                 const TrainerConfig& config, ProcessGroup* group) {
   if (units.empty()) return Status(StatusCode::kInvalidArgument, "devices: no compute unit selected");
   SYSTOLE_RETURN_IF_ERROR(Optimizer::validate(config.optimizer));
-  const uint32_t replicas = uint32_t(units.size());
+  const uint32_t local = uint32_t(units.size());
+  uint32_t replicas = local;
+  if (group && group->size() > 1) {
+    auto counts = group->all_gather({double(local)});
+    if (!counts.ok()) return counts.status();
+    for (uint32_t rank = 0; rank < group->size(); ++rank)
+      if ((*counts)[rank] != double(local))
+        return Status(StatusCode::kInvalidArgument,
+                      "devices: process " + std::to_string(rank) + " runs " +
+                          std::to_string(uint32_t((*counts)[rank])) + " replica(s), process " +
+                          std::to_string(group->rank()) + " runs " + std::to_string(local) +
+                          "; every process of the job must run the same number");
+    replicas = local * group->size();
+  }
   if (config.steps_per_execution == 0)
     return Status(StatusCode::kInvalidArgument, "steps_per_execution must be >= 1");
   if (config.global_batch == 0 || config.global_batch % replicas != 0)
     return Status(StatusCode::kInvalidArgument,
                   "global_batch " + std::to_string(config.global_batch) +
                       " does not divide evenly over " + std::to_string(replicas) + " replicas");
-  std::unique_ptr<Trainer> trainer(new Trainer(config, replicas));
+  std::unique_ptr<Trainer> trainer(new Trainer(config, local, group));
   const std::vector<float> initial = init_parameters(config.shape, config.seed);
   for (uint32_t unit : units) {
     auto engine = Replica::create(device, unit, config.shape,
@@ -37,10 +50,11 @@ Result<StepResult> Trainer::step(const Batch& batch) {
                       std::to_string(config_.global_batch));
   const uint32_t per_replica = per_replica_batch();
   const uint32_t features = config_.shape.inputs;
-  std::vector<StepResult> results(replicas());
+  std::vector<StepResult> results(local_replicas());
   const Status status = strategy_.run([&](uint32_t r) -> Status {
     ReplicaState& replica = replicas_[r];
-    const std::size_t first = std::size_t(r) * per_replica;
+    // This replica's slice of the global batch, by its global index.
+    const std::size_t first = std::size_t(strategy_.first_replica() + r) * per_replica;
     SYSTOLE_RETURN_IF_ERROR(replica.engine->train_step(
         batch.images.data() + first * features, batch.labels.data() + first, per_replica,
         float(config_.global_batch), replica.gradients, results[r]));
@@ -49,25 +63,36 @@ Result<StepResult> Trainer::step(const Batch& batch) {
     return replica.engine->load_parameters(replica.parameters);
   });
   if (!status.ok()) return status;
-  StepResult total;
-  std::vector<double> losses, corrects;
-  for (const StepResult& result : results) {
+  return combine(results);
+}
+
+Result<StepResult> Trainer::combine(const std::vector<StepResult>& local) const {
+  std::vector<double> losses, corrects, examples;
+  for (const StepResult& result : local) {
     losses.push_back(result.loss_sum);
     corrects.push_back(result.correct);
-    total.examples += result.examples;
+    examples.push_back(result.examples);
   }
-  total.loss_sum = Strategy::reduce(ReduceOp::kSum, losses);
-  total.correct = uint32_t(Strategy::reduce(ReduceOp::kSum, corrects));
+  auto loss = strategy_.reduce(ReduceOp::kSum, losses);
+  auto correct = strategy_.reduce(ReduceOp::kSum, corrects);
+  auto count = strategy_.reduce(ReduceOp::kSum, examples);
+  for (const auto* sum : {&loss, &correct, &count})
+    if (!sum->ok()) return sum->status();
+  StepResult total;
+  total.loss_sum = *loss;
+  total.correct = uint32_t(*correct);
+  total.examples = uint32_t(*count);
   return total;
 }
 
 Result<StepResult> Trainer::evaluate(const Dataset& data) {
   const uint32_t n = replicas();
-  std::vector<StepResult> results(n);
+  std::vector<StepResult> results(local_replicas());
   const uint32_t batch = per_replica_batch() * config_.steps_per_execution;
   const Status status = strategy_.run([&](uint32_t r) -> Status {
-    const uint32_t first = uint32_t(uint64_t(data.examples) * r / n);
-    const uint32_t last = uint32_t(uint64_t(data.examples) * (r + 1) / n);
+    const uint32_t global = strategy_.first_replica() + r;
+    const uint32_t first = uint32_t(uint64_t(data.examples) * global / n);
+    const uint32_t last = uint32_t(uint64_t(data.examples) * (global + 1) / n);
     for (uint32_t at = first; at < last; at += batch) {
       const uint32_t count = std::min(batch, last - at);
       SYSTOLE_RETURN_IF_ERROR(replicas_[r].engine->evaluate(
@@ -77,20 +102,25 @@ Result<StepResult> Trainer::evaluate(const Dataset& data) {
     return ok_status();
   });
   if (!status.ok()) return status;
-  StepResult total;
-  for (const StepResult& result : results) {
-    total.loss_sum += result.loss_sum;
-    total.correct += result.correct;
-    total.examples += result.examples;
-  }
-  return total;
+  return combine(results);
 }
 
-bool Trainer::replicas_identical() const {
+Result<bool> Trainer::replicas_identical() const {
+  const std::vector<float>& first = replicas_[0].parameters;
   for (const ReplicaState& replica : replicas_)
-    if (std::memcmp(replica.parameters.data(), replicas_[0].parameters.data(),
-                    replica.parameters.size() * sizeof(float)) != 0)
+    if (std::memcmp(replica.parameters.data(), first.data(), first.size() * sizeof(float)) != 0)
       return false;
+  ProcessGroup* group = strategy_.group();
+  if (!group || group->size() == 1) return true;
+  // Across processes: compare a 32-bit FNV-1a fingerprint of the bits (a
+  // double holds it exactly).
+  uint32_t hash = 2166136261u;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(first.data());
+  for (std::size_t i = 0; i < first.size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 16777619u;
+  auto all = group->all_gather({double(hash)});
+  if (!all.ok()) return all.status();
+  for (double other : *all)
+    if (other != double(hash)) return false;
   return true;
 }
 

@@ -1,32 +1,30 @@
-// The ring all-reduce and the strategy (label unit): exact sums in the
-// documented order, identical results on every replica, awkward lengths, and
-// no hang when a replica fails.
+// The ordered all-reduce and the strategy (label unit): exact sums in the
+// documented order, identical results on every replica, awkward lengths,
+// the same bits however the replicas are spread over processes, and no hang
+// when a replica fails.
 #include "systole/strategy.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 
 namespace systole {
 namespace {
 
-// Chunk c of n is summed in ring order c, c+1, ..., c-1.
+// Every element summed left to right in replica order.
 std::vector<float> expected_sum(const std::vector<std::vector<float>>& inputs) {
-  const uint32_t n = uint32_t(inputs.size());
-  const std::size_t count = inputs[0].size();
-  std::vector<float> out(count);
-  for (uint32_t c = 0; c < n; ++c)
-    for (std::size_t i = count * c / n; i < count * (c + 1) / n; ++i) {
-      float total = inputs[c][i];
-      for (uint32_t step = 1; step < n; ++step) total = total + inputs[(c + step) % n][i];
-      out[i] = total;
-    }
+  std::vector<float> out = inputs[0];
+  for (std::size_t r = 1; r < inputs.size(); ++r)
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = out[i] + inputs[r][i];
   return out;
 }
 
-TEST(RingAllReduce, SumsInTheDocumentedOrderOnEveryReplica) {
+TEST(AllReduce, SumsInTheDocumentedOrderOnEveryReplica) {
   const uint32_t seed = 3;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> value(-1e3f, 1e3f);
@@ -47,9 +45,9 @@ TEST(RingAllReduce, SumsInTheDocumentedOrderOnEveryReplica) {
   }
 }
 
-TEST(RingAllReduce, TwoReplicasEqualAPlainSum) {
-  // With two replicas both chunks add the same pair, and IEEE addition
-  // commutes: the basis of the replica-equivalence test.
+TEST(AllReduce, TwoReplicasEqualAPlainSum) {
+  // Two replicas add one pair, and IEEE addition commutes: the basis of the
+  // replica-equivalence test.
   std::vector<std::vector<float>> buffers = {{1e8f, 3.0f, -0.0f}, {1.0f, 1e-8f, 0.0f}};
   const std::vector<float> a = buffers[0], b = buffers[1];
   Strategy strategy(2);
@@ -57,6 +55,102 @@ TEST(RingAllReduce, TwoReplicasEqualAPlainSum) {
   for (std::size_t i = 0; i < a.size(); ++i) {
     const float plain = a[i] + b[i];
     EXPECT_EQ(std::memcmp(&buffers[0][i], &plain, 4), 0) << i;
+  }
+}
+
+// P "processes" as threads, each with a ProcessGroup that chains the sum
+// the way the MPI group does: rank p starts from rank p-1's partial sum.
+// Each job serves one ordered_sum and one all_gather.
+class ThreadJob {
+ public:
+  explicit ThreadJob(uint32_t processes) : partial_(processes), gathered_(processes) {}
+
+  class Member final : public ProcessGroup {
+   public:
+    Member(ThreadJob& job, uint32_t rank) : job_(job), rank_(rank) {}
+    uint32_t rank() const override { return rank_; }
+    uint32_t size() const override { return uint32_t(job_.partial_.size()); }
+    Status ordered_sum(const std::vector<const float*>& local, std::size_t count, float* total) override {
+      std::unique_lock<std::mutex> lock(job_.mutex_);
+      job_.changed_.wait(lock, [&] { return rank_ == 0 || !job_.partial_[rank_ - 1].empty(); });
+      const float* start = nullptr;
+      if (rank_ > 0) {
+        std::copy(job_.partial_[rank_ - 1].begin(), job_.partial_[rank_ - 1].end(), total);
+        start = total;
+      }
+      systole::ordered_sum(start, local.data(), local.size(), 0, count, total);
+      job_.partial_[rank_].assign(total, total + count);
+      job_.changed_.notify_all();
+      job_.changed_.wait(lock, [&] { return !job_.partial_.back().empty(); });
+      std::copy(job_.partial_.back().begin(), job_.partial_.back().end(), total);
+      return ok_status();
+    }
+    Result<std::vector<double>> all_gather(const std::vector<double>& local) override {
+      std::unique_lock<std::mutex> lock(job_.mutex_);
+      job_.gathered_[rank_] = local;
+      ++job_.gathers_;
+      job_.changed_.notify_all();
+      job_.changed_.wait(lock, [&] { return job_.gathers_ == job_.gathered_.size(); });
+      std::vector<double> all;
+      for (const auto& part : job_.gathered_) all.insert(all.end(), part.begin(), part.end());
+      return all;
+    }
+    [[noreturn]] void abort(int) override { std::abort(); }
+
+   private:
+    ThreadJob& job_;
+    uint32_t rank_;
+  };
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::vector<float>> partial_;
+  std::vector<std::vector<double>> gathered_;
+  std::size_t gathers_ = 0;
+};
+
+TEST(AllReduce, ProcessesOfKReplicasSumLikeOneProcessOfAll) {
+  const uint32_t seed = 11;
+  std::mt19937 rng(seed);
+  // Magnitudes far apart, so that any other order changes the bits.
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  for (auto [processes, local] : {std::pair{2u, 1u}, {2u, 2u}, {3u, 2u}, {4u, 1u}}) {
+    for (std::size_t length : {std::size_t(1), std::size_t(7), std::size_t(70001)}) {
+      const uint32_t replicas = processes * local;
+      std::vector<std::vector<float>> inputs(replicas, std::vector<float>(length));
+      for (auto& v : inputs)
+        for (float& x : v) x = std::ldexp(mantissa(rng), exponent(rng));
+      const std::vector<float> expected = expected_sum(inputs);
+      std::vector<std::vector<float>> buffers = inputs;
+      ThreadJob job(processes);
+      std::vector<Status> statuses(processes);
+      std::vector<double> losses(processes);
+      std::vector<std::thread> threads;
+      for (uint32_t p = 0; p < processes; ++p)
+        threads.emplace_back([&, p] {
+          ThreadJob::Member group(job, p);
+          Strategy strategy(local, &group);
+          EXPECT_EQ(strategy.num_replicas_in_sync(), replicas);
+          statuses[p] = strategy.run([&](uint32_t r) {
+            return strategy.all_reduce_sum(r, buffers[strategy.first_replica() + r]);
+          });
+          std::vector<double> mine;
+          for (uint32_t r = 0; r < local; ++r) mine.push_back(strategy.first_replica() + r + 1.0);
+          auto total = strategy.reduce(ReduceOp::kSum, mine);
+          losses[p] = total.ok() ? *total : -1;
+        });
+      for (std::thread& thread : threads) thread.join();
+      for (uint32_t p = 0; p < processes; ++p) {
+        ASSERT_TRUE(statuses[p].ok()) << statuses[p].to_string();
+        EXPECT_EQ(losses[p], replicas * (replicas + 1) / 2.0) << "reduce over the job, process " << p;
+      }
+      for (uint32_t r = 0; r < replicas; ++r)
+        ASSERT_EQ(std::memcmp(buffers[r].data(), expected.data(), length * sizeof(float)), 0)
+            << "seed " << seed << ", " << processes << " processes x " << local
+            << " replicas, length " << length << ", replica " << r;
+    }
   }
 }
 
@@ -77,8 +171,9 @@ TEST(Strategy, AFailingReplicaEndsTheStepForAllWithItsError) {
 }
 
 TEST(Strategy, ReduceSumsAndAverages) {
-  EXPECT_EQ(Strategy::reduce(ReduceOp::kSum, {1, 2, 3}), 6);
-  EXPECT_EQ(Strategy::reduce(ReduceOp::kMean, {1, 2, 3}), 2);
+  Strategy strategy(3);
+  EXPECT_EQ(strategy.reduce(ReduceOp::kSum, {1, 2, 3}).value(), 6);
+  EXPECT_EQ(strategy.reduce(ReduceOp::kMean, {1, 2, 3}).value(), 2);
 }
 
 }  // namespace

@@ -312,7 +312,7 @@ std::vector<float> train_steps(const std::vector<uint32_t>& units, uint32_t glob
     const Dataset slice = data.slice(s * global_batch, global_batch);
     auto result = trainer->step(whole(slice));
     EXPECT_TRUE(result.ok()) << result.status().to_string();
-    EXPECT_TRUE(trainer->replicas_identical()) << "after step " << s;
+    EXPECT_TRUE(trainer->replicas_identical().value()) << "after step " << s;
   }
   return trainer->parameters();
 }

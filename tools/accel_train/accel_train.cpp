@@ -13,6 +13,7 @@
 
 #include "systole/checkpoint.h"
 #include "systole/dataset.h"
+#include "systole/mpi_process_group.h"
 #include "systole/trainer.h"
 #include "train_config.h"
 
@@ -134,11 +135,28 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const Tr
 }
 
 int train(const TrainConfig& config) {
-  auto fail = [](const Status& status) {
+  // Under mpirun this process is one rank of a job: an error ends the whole
+  // job (the other ranks would wait for this one), and only rank 0 logs and
+  // writes checkpoints.
+  std::unique_ptr<ProcessGroup> group;
+  auto fail = [&group](const Status& status) {
+    if (group) {
+      std::fprintf(stderr, "accel_train: rank %u: %s\n", group->rank(), status.to_string().c_str());
+      std::fflush(stderr);
+      group->abort(2);
+    }
     std::fprintf(stderr, "accel_train: %s\n", status.to_string().c_str());
     return 2;
   };
   if (Status status = validate_train_config(config); !status.ok()) return fail(status);
+  if (started_by_mpi_launcher()) {
+    MpiOptions mpi;
+    mpi.timeout_seconds = config.mpi_timeout_s;
+    auto joined = join_mpi_job(mpi);
+    if (!joined.ok()) return fail(joined.status());
+    group = std::move(joined).value();
+  }
+  const bool lead = !group || group->rank() == 0;
   auto array = parse_array_shape(config.array);
   if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
 
@@ -188,7 +206,7 @@ int train(const TrainConfig& config) {
   trainer_config.global_batch = config.global_batch;
   trainer_config.seed = config.seed;
   trainer_config.steps_per_execution = config.steps_per_execution;
-  auto trainer = Trainer::create(*device, *units, trainer_config);
+  auto trainer = Trainer::create(*device, *units, trainer_config, group.get());
   if (!trainer.ok()) return fail(Status(trainer.status().code(), "train." + trainer.status().message()));
 
   const std::string checkpoint_path =
@@ -198,24 +216,32 @@ int train(const TrainConfig& config) {
     auto done = resume_from(checkpoint_path, **trainer, config);
     if (!done.ok()) return fail(done.status());
     first_epoch = *done;
-    std::printf("resumed from %s after epoch %u\n", checkpoint_path.c_str(), first_epoch);
+    if (lead) std::printf("resumed from %s after epoch %u\n", checkpoint_path.c_str(), first_epoch);
   }
-  if (!checkpoint_path.empty()) {
+  if (lead && !checkpoint_path.empty()) {
     std::error_code error;
     std::filesystem::create_directories(config.checkpoint_dir, error);
     if (error) return fail(Status(StatusCode::kUnavailable, "checkpoint.dir: cannot create " + config.checkpoint_dir));
   }
 
+  // Everything below prints on rank 0 only: the ranks train in lockstep
+  // and every total is the job's.
+  if (!lead && !std::freopen("/dev/null", "w", stdout))
+    return fail(Status(StatusCode::kUnavailable, "cannot redirect the output of rank > 0"));
   std::vector<uint32_t> widths = trainer_config.shape.widths();
   std::printf("device: %s, %u replica(s) on units %s\n", device->info().name.c_str(),
-              (*trainer)->replicas(), join(*units, ",").c_str());
+              (*trainer)->local_replicas(), join(*units, ",").c_str());
+  if (group)
+    std::printf("job: %u processes x %u replica(s) = %u replicas in sync (mpi)\n", group->size(),
+                (*trainer)->local_replicas(), (*trainer)->replicas());
   std::printf("model: MLP %s, %s lr=%g; global batch %u (%u per replica); %u launches per step\n",
               join(widths, "-").c_str(), config.optimizer.c_str(), double(config.learning_rate),
               config.global_batch, (*trainer)->per_replica_batch(), (*trainer)->launches_per_step());
   std::printf("data: %u training, %u validation, %u test examples from %s\n", train_examples,
               validation.examples, test->examples, config.data_dir.c_str());
 
-  const bool interactive = isatty(STDOUT_FILENO);
+  // mpirun gives ranks a pseudo-terminal even when its own output is a file.
+  const bool interactive = !group && isatty(STDOUT_FILENO);
   double training_seconds = 0;
   uint64_t trained_examples = 0;
   for (uint32_t epoch = first_epoch; epoch < config.epochs; ++epoch) {
@@ -251,9 +277,11 @@ int train(const TrainConfig& config) {
                               double(correct) / std::max<uint64_t>(seen, 1)).c_str(),
                 validated->loss_sum / validated->examples,
                 double(validated->correct) / validated->examples);
-    if (!(*trainer)->replicas_identical())
+    auto identical = (*trainer)->replicas_identical();
+    if (!identical.ok()) return fail(identical.status());
+    if (!*identical)
       return fail(Status(StatusCode::kInternal, "replicas diverged (a bug: they must hold the same bits)"));
-    if (!checkpoint_path.empty()) {
+    if (lead && !checkpoint_path.empty()) {
       const Status saved = write_safetensors(checkpoint_path, make_checkpoint(**trainer, config, epoch + 1));
       if (!saved.ok()) return fail(saved);
     }
@@ -298,6 +326,8 @@ int main(int argc, char** argv) {
                                "train.steps_per_execution: evaluation batches per command list");
   auto* o_checkpoint = app.add_option("--checkpoint-dir", config.checkpoint_dir, "checkpoint.dir");
   auto* o_resume = app.add_flag("--resume", config.resume, "checkpoint.resume");
+  auto* o_mpi_timeout = app.add_option("--mpi-timeout", config.mpi_timeout_s,
+                                       "mpi.timeout_s: longest wait for another rank (mpirun)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -328,6 +358,7 @@ int main(int argc, char** argv) {
   if (given(o_spe)) merged.steps_per_execution = config.steps_per_execution;
   if (given(o_checkpoint)) merged.checkpoint_dir = config.checkpoint_dir;
   if (given(o_resume)) merged.resume = config.resume;
+  if (given(o_mpi_timeout)) merged.mpi_timeout_s = config.mpi_timeout_s;
   if (given(o_hidden)) {
     merged.hidden.clear();
     std::stringstream text(hidden);

@@ -60,7 +60,7 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   };
   if (root.IsNull()) return ok_status();  // an empty file: all defaults
   SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
-      root, "", {"backend", "devices", "array", "engine", "model", "data", "train", "checkpoint"})));
+      root, "", {"backend", "devices", "array", "engine", "model", "data", "train", "checkpoint", "mpi"})));
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "backend", "backend", c.backend)));
   if (root["devices"] && root["devices"].IsSequence()) {
     std::vector<uint32_t> units;
@@ -104,6 +104,10 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
     SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "dir", "checkpoint.dir", c.checkpoint_dir)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "resume", "checkpoint.resume", c.resume)));
   }
+  if (const YAML::Node mpi = root["mpi"]) {
+    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(mpi, "mpi", {"timeout_s"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(mpi, "timeout_s", "mpi.timeout_s", c.mpi_timeout_s)));
+  }
   return ok_status();
 }
 
@@ -118,6 +122,7 @@ Status validate_train_config(const TrainConfig& c) {
   if (c.epochs == 0) return invalid("train.epochs: must be >= 1");
   if (c.global_batch == 0) return invalid("train.global_batch: must be >= 1");
   if (c.steps_per_execution == 0) return invalid("train.steps_per_execution: must be >= 1");
+  if (!(c.mpi_timeout_s > 0)) return invalid("mpi.timeout_s: must be > 0 seconds");
   if (c.optimizer != "adam" && c.optimizer != "sgd")
     return invalid("train.optimizer: expected adam or sgd, got '" + c.optimizer + "'");
   if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))

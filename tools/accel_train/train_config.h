@@ -27,6 +27,9 @@ struct TrainConfig {
   uint32_t steps_per_execution = 1;  // evaluation batches per command list
   std::string checkpoint_dir;  // empty: no checkpoints
   bool resume = false;
+  // Under mpirun: the longest wait for another process before the job
+  // ends with an error naming the silent rank(s).
+  double mpi_timeout_s = 120;
 };
 
 // Fills `config` from a YAML file. Unknown keys and values of the wrong type

@@ -1,6 +1,7 @@
 // TPUStrategy-style synchronous data parallelism over array instances: one
 // replica per compute unit, each driven from its own thread, gradients
-// summed by a ring all-reduce with a fixed order.
+// summed by an all-reduce with a fixed order, within the process and, given
+// a ProcessGroup, across the processes of a multi-process job.
 #pragma once
 
 #include <condition_variable>
@@ -10,18 +11,28 @@
 #include <thread>
 #include <vector>
 
+#include "systole/process_group.h"
 #include "systole/status.h"
 
 namespace systole {
 
-// Sums equal-length float vectors held by `participants` threads: ring
-// reduce-scatter, then ring all-gather, over chunks of 1/participants of the
-// vector. Chunk c is summed in the fixed ring order c, c+1, ..., c-1 (mod
-// N), the partial sum on the left of each addition, so every run gives the
-// same bits and every participant ends with identical values.
-class RingAllReduce {
+// Sums equal-length float vectors held by `participants` threads, and,
+// given a ProcessGroup, by the threads of every process of the job. The
+// order is fixed and does not depend on how replicas are spread over
+// threads or processes: element i of the result is
+//   ((g_0[i] + g_1[i]) + g_2[i]) + ... + g_{N-1}[i]
+// over the global replicas in order (process_group.h numbers them). So
+// every run gives the same bits, every participant ends with identical
+// values, and P processes of K replicas give the same sum as one process of
+// P * K replicas.
+//
+// Within a process each participant sums its 1/N slice of the vector over
+// all buffers (the reduce-scatter reads its peers' memory directly), then
+// copies the whole result: two barriers per call. Across processes
+// participant 0 runs the group's ordered_sum while the others wait.
+class AllReduce {
  public:
-  explicit RingAllReduce(uint32_t participants);
+  explicit AllReduce(uint32_t participants, ProcessGroup* group = nullptr);
 
   // Called by every participant (0..N-1) with its own vector; returns when
   // all hold the sum. Fails for everyone if any participant aborts.
@@ -31,11 +42,18 @@ class RingAllReduce {
   void reset();  // clears an abort for the next step
 
  private:
-  // All participants meet here; false if aborted.
-  bool barrier();
+  // All participants meet here; the last to arrive runs `last` under the
+  // lock before releasing the others. False if aborted.
+  bool barrier(void (AllReduce::*last)() = nullptr);
+  void prepare();  // collects the buffers once all have arrived
+  Status failure() const;
 
   uint32_t participants_;
+  ProcessGroup* group_;
   std::vector<std::vector<float>*> buffers_;
+  std::vector<const float*> inputs_;
+  std::vector<float> total_;
+  bool lengths_differ_ = false;
   std::mutex mutex_;
   std::condition_variable changed_;
   uint32_t arrived_ = 0;
@@ -47,31 +65,42 @@ enum class ReduceOp { kSum, kMean };
 
 class Strategy {
  public:
-  explicit Strategy(uint32_t replicas);
+  // `replicas` in this process; `group` (may be null, must outlive the
+  // strategy) joins them to the replicas of the job's other processes.
+  explicit Strategy(uint32_t replicas, ProcessGroup* group = nullptr);
   ~Strategy();
   Strategy(const Strategy&) = delete;
   Strategy& operator=(const Strategy&) = delete;
 
-  uint32_t num_replicas_in_sync() const { return replicas_; }
+  // Replicas in this process, and in the whole job (TensorFlow's
+  // num_replicas_in_sync), and this process's first global replica.
+  uint32_t local_replicas() const { return replicas_; }
+  uint32_t num_replicas_in_sync() const { return replicas_ * processes(); }
+  uint32_t first_replica() const { return group_ ? group_->rank() * replicas_ : 0; }
+  uint32_t processes() const { return group_ ? group_->size() : 1; }
+  ProcessGroup* group() const { return group_; }
 
   // Runs fn(replica) on each replica's thread (they live as long as the
   // strategy) and waits for all. The first error wins; a failing replica
   // aborts the all-reduce so none hangs.
   Status run(const std::function<Status(uint32_t replica)>& fn);
 
-  // Inside run(): the sum over replicas, in place, identical on all.
+  // Inside run(): the sum over all replicas of the job, in place,
+  // identical on all.
   Status all_reduce_sum(uint32_t replica, std::vector<float>& values) {
     return all_reduce_.sum(replica, values);
   }
 
-  // Combines per-replica values in replica order.
-  static double reduce(ReduceOp op, const std::vector<double>& per_replica);
+  // Combines per-replica values of this process's replicas over the whole
+  // job, in global replica order (TensorFlow's Strategy.reduce).
+  Result<double> reduce(ReduceOp op, const std::vector<double>& local) const;
 
  private:
   void serve(uint32_t replica);
 
   uint32_t replicas_;
-  RingAllReduce all_reduce_;
+  ProcessGroup* group_;
+  AllReduce all_reduce_;
   std::mutex mutex_;
   std::condition_variable changed_;
   const std::function<Status(uint32_t)>* job_ = nullptr;

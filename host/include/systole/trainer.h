@@ -3,7 +3,11 @@
 // identical; a global batch is split evenly over the replicas; each
 // replica's loss is its examples' loss sum over the GLOBAL batch size; the
 // gradients are summed by all-reduce, so N replicas take the same step as
-// one device on the whole batch.
+// one device on the whole batch. Given a ProcessGroup, the replicas of
+// several processes train as one job: every process reads the same global
+// batches and keeps the slices of its own replicas (TensorFlow's DATA
+// sharding), so P processes of K replicas end with the same bits as one
+// process of P * K replicas.
 #pragma once
 
 #include <memory>
@@ -30,25 +34,32 @@ struct TrainerConfig {
 
 class Trainer {
  public:
-  // One replica on each of `units` of `device`. Fails before any step when
-  // the global batch does not divide evenly over the replicas.
+  // One replica on each of `units` of `device`, joined to the replicas of
+  // the other processes of `group` (may be null; must outlive the trainer).
+  // Fails before any step when the global batch does not divide evenly over
+  // the job's replicas, or when the processes run different numbers of them.
   static Result<std::unique_ptr<Trainer>> create(Device device, const std::vector<uint32_t>& units,
-                                                 const TrainerConfig& config);
+                                                 const TrainerConfig& config,
+                                                 ProcessGroup* group = nullptr);
 
+  // Replicas in the whole job, and in this process.
   uint32_t replicas() const { return strategy_.num_replicas_in_sync(); }
+  uint32_t local_replicas() const { return strategy_.local_replicas(); }
   uint32_t per_replica_batch() const { return config_.global_batch / replicas(); }
   const TrainerConfig& config() const { return config_; }
   uint32_t launches_per_step() const { return replicas_[0].engine->launches_per_step(); }
 
   // One synchronous step on a global batch of config().global_batch examples.
   Result<StepResult> step(const Batch& batch);
-  // Loss and accuracy over a data set (each replica evaluates a shard).
+  // Loss and accuracy over a data set (each replica of the job evaluates a
+  // shard; every process gets the totals).
   Result<StepResult> evaluate(const Dataset& data);
 
   // Replica 0's fp32 master parameters (all replicas hold the same bits).
   const std::vector<float>& parameters() const { return replicas_[0].parameters; }
   const Optimizer& optimizer() const { return replicas_[0].optimizer; }
-  bool replicas_identical() const;
+  // Whether every replica of the job holds the same parameter bits.
+  Result<bool> replicas_identical() const;
 
   // Replaces every replica's parameters and optimizer state (resume).
   Status restore(const std::vector<float>& parameters,
@@ -63,7 +74,11 @@ class Trainer {
     std::vector<float> gradients;
   };
 
-  Trainer(const TrainerConfig& config, uint32_t replicas) : config_(config), strategy_(replicas) {}
+  // Sums this process's per-replica results over the job, in global order.
+  Result<StepResult> combine(const std::vector<StepResult>& local) const;
+
+  Trainer(const TrainerConfig& config, uint32_t replicas, ProcessGroup* group)
+      : config_(config), strategy_(replicas, group) {}
 
   TrainerConfig config_;
   Strategy strategy_;

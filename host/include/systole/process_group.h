@@ -1,0 +1,45 @@
+// The processes of one training job. A Strategy's replicas share one
+// process; a ProcessGroup joins several such processes (over MPI, see
+// mpi_process_group.h), so that the job's replicas are the replicas of all
+// its processes, numbered process by process: process p's local replica k
+// is global replica p * K + k, K replicas in every process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "systole/status.h"
+
+namespace systole {
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual uint32_t rank() const = 0;
+  virtual uint32_t size() const = 0;
+
+  // The job-wide ordered sum: element i of `total` becomes
+  //   ((g_0[i] + g_1[i]) + g_2[i]) + ... + g_{N-1}[i]
+  // over the global replicas in order, where this process contributes
+  // `local` (its replicas, in order, `count` floats each). Every process
+  // ends with the same `total`. `total` may not alias `local`.
+  virtual Status ordered_sum(const std::vector<const float*>& local, std::size_t count,
+                             float* total) = 0;
+
+  // Every process's `local` values (equal lengths), concatenated in rank
+  // order, on every process.
+  virtual Result<std::vector<double>> all_gather(const std::vector<double>& local) = 0;
+
+  // Ends every process of the job with `exit_code`: the way out after an
+  // error on one process, so that the others do not wait for it forever.
+  [[noreturn]] virtual void abort(int exit_code) = 0;
+};
+
+// out[i] = ((start[i] + inputs[0][i]) + inputs[1][i]) + ... for i in
+// [begin, end), or from inputs[0][i] when start is null. `out` may alias
+// `start`, not the inputs. The one place the summation order is written.
+void ordered_sum(const float* start, const float* const* inputs, std::size_t n, std::size_t begin,
+                 std::size_t end, float* out);
+
+}  // namespace systole
