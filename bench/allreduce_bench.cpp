@@ -1,4 +1,4 @@
-// Ring all-reduce among replica threads against memcpy, in the same
+// The ordered all-reduce among replica threads against memcpy, in the same
 // process: bus bandwidth (2(N-1)/N x bytes / time, NCCL's definition: the
 // bytes each link must carry) against single-thread memcpy bandwidth.
 #include <benchmark/benchmark.h>
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   bench::Collector collector("GB/s");
   benchmark::RunSpecifiedBenchmarks(&collector);
   benchmark::Shutdown();
-  std::printf("\nring all-reduce bus bandwidth vs memcpy, GB/s\n%10s %9s %10s %10s %7s\n", "bytes",
+  std::printf("\nordered all-reduce bus bandwidth vs memcpy, GB/s\n%10s %9s %10s %10s %7s\n", "bytes",
               "replicas", "allreduce", "memcpy", "ratio");
   for (int64_t size : kSizes) {
     const double copy = collector["BM_Memcpy/" + std::to_string(size) + "/real_time"];

@@ -37,6 +37,12 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Comm_size(data_, &size);
     rank_ = uint32_t(rank);
     size_ = uint32_t(size);
+    MPI_Comm host;
+    MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+    int on_host = 1;
+    MPI_Comm_size(host, &on_host);
+    MPI_Comm_free(&host);
+    on_host_ = uint32_t(on_host);
   }
 
   ~MpiProcessGroup() override {
@@ -47,6 +53,7 @@ class MpiProcessGroup final : public ProcessGroup {
 
   uint32_t rank() const override { return rank_; }
   uint32_t size() const override { return size_; }
+  uint32_t processes_on_this_host() const override { return on_host_; }
 
   Status ordered_sum(const std::vector<const float*>& local, std::size_t count, float* total) override {
     if (count > std::size_t(INT32_MAX))
@@ -111,18 +118,22 @@ class MpiProcessGroup final : public ProcessGroup {
   // Polls `requests` until all complete or the deadline passes. Polling
   // rather than blocking lets this process answer pings meanwhile.
   Status wait(MPI_Request* requests, int n, const std::string& what) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(options_.timeout_seconds);
-    for (uint32_t polls = 0;; ++polls) {
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration<double>(options_.timeout_seconds);
+    for (;;) {
       int done = 0;
       if (MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
         return Status(StatusCode::kUnavailable, "mpi: rank " + std::to_string(rank_) +
                                                     " lost the connection while waiting for " + what);
       if (done) return ok_status();
       answer_pings();
-      if (Clock::now() > deadline) return diagnose(what);
-      // Spin briefly (a fast peer answers within microseconds), then back
-      // off so that waiting does not take a core from the replicas.
-      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      const auto now = Clock::now();
+      if (now > deadline) return diagnose(what);
+      // Spin for the first milliseconds (chunks arrive every few tens of
+      // microseconds, and MPI moves data only while polled), then back off
+      // so that a long wait does not take a core from the replicas.
+      if (now - start > std::chrono::milliseconds(5))
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
 
@@ -172,6 +183,7 @@ class MpiProcessGroup final : public ProcessGroup {
   MPI_Comm control_ = MPI_COMM_NULL;
   uint32_t rank_ = 0;
   uint32_t size_ = 1;
+  uint32_t on_host_ = 1;
   int pong_ = 1;
 };
 

@@ -70,6 +70,7 @@ class ThreadJob {
     Member(ThreadJob& job, uint32_t rank) : job_(job), rank_(rank) {}
     uint32_t rank() const override { return rank_; }
     uint32_t size() const override { return uint32_t(job_.partial_.size()); }
+    uint32_t processes_on_this_host() const override { return size(); }
     Status ordered_sum(const std::vector<const float*>& local, std::size_t count, float* total) override {
       std::unique_lock<std::mutex> lock(job_.mutex_);
       job_.changed_.wait(lock, [&] { return rank_ == 0 || !job_.partial_[rank_ - 1].empty(); });

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "systole/checkpoint.h"
 #include "systole/dataset.h"
@@ -188,10 +189,16 @@ int train(const TrainConfig& config) {
     if (!device.ok()) return fail(device.status());
     available = device->info().compute_units;
   }
+  // The processes of a job on one host share its cores: sw_emu's auto
+  // count and its threads per unit take this process's share.
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency() /
+                                          (group ? group->processes_on_this_host() : 1u));
+  if (elastic) available = cores;
   auto units = select_units(config.devices, elastic, available);
   if (!units.ok()) return fail(units.status());
   if (elastic) {
     options.compute_units = *std::max_element(units->begin(), units->end()) + 1;
+    options.threads_per_unit = std::max<uint32_t>(1, cores / uint32_t(units->size()));
     device = Device::open(config.backend, 0, options);
     if (!device.ok()) return fail(device.status());
   }

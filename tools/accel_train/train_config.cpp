@@ -7,7 +7,6 @@
 #include <cmath>
 #include <set>
 #include <sstream>
-#include <thread>
 
 namespace systole {
 namespace {
@@ -140,8 +139,7 @@ Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elas
   };
   std::vector<uint32_t> units;
   if (devices == "auto") {
-    const uint32_t count = elastic ? std::max(1u, std::thread::hardware_concurrency()) : available;
-    for (uint32_t u = 0; u < count; ++u) units.push_back(u);
+    for (uint32_t u = 0; u < available; ++u) units.push_back(u);
   } else if (!devices.empty() && devices.front() == '[') {
     if (devices.back() != ']') return invalid("a list looks like [0, 2]");
     std::stringstream text(devices.substr(1, devices.size() - 2));

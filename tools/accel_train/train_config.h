@@ -39,9 +39,10 @@ Status load_train_config(const std::string& path, TrainConfig& config);
 // Checks values that no type can (ranges, names); errors name the field.
 Status validate_train_config(const TrainConfig& config);
 
-// The compute units `devices` selects. An elastic device (sw_emu) creates
-// as many as asked for, and auto means one per core; otherwise the device
-// has `available` units, auto means all of them, and more is an error.
+// The compute units `devices` selects; auto means `available` of them. An
+// elastic device (sw_emu) creates as many as asked for, and `available` is
+// the cores this process may use; otherwise the device has `available`
+// units, and more is an error.
 Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elastic,
                                            uint32_t available);
 

@@ -18,6 +18,9 @@ class ProcessGroup {
   virtual ~ProcessGroup() = default;
   virtual uint32_t rank() const = 0;
   virtual uint32_t size() const = 0;
+  // Processes of the job on this host (this one included): they share its
+  // cores.
+  virtual uint32_t processes_on_this_host() const = 0;
 
   // The job-wide ordered sum: element i of `total` becomes
   //   ((g_0[i] + g_1[i]) + g_2[i]) + ... + g_{N-1}[i]
