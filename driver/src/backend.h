@@ -51,5 +51,7 @@ Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index,
                                                    const DeviceOptions& options);
 Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index,
                                                    const DeviceOptions& options);
+Result<std::shared_ptr<DeviceBackend>> open_xrt(uint32_t index,
+                                                const DeviceOptions& options);
 
 }  // namespace systole::detail

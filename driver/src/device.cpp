@@ -127,11 +127,14 @@ std::string Status::to_string() const {
 // Device
 
 std::vector<std::string> Device::backends() {
+  std::vector<std::string> names = {"sw_emu"};
 #if SYSTOLE_HAVE_HW_EMU
-  return {"sw_emu", "hw_emu"};
-#else
-  return {"sw_emu"};
+  names.push_back("hw_emu");
 #endif
+#if SYSTOLE_HAVE_XRT
+  names.push_back("xrt");
+#endif
+  return names;
 }
 
 Result<Device> Device::open(const std::string& backend_name, uint32_t index,
@@ -143,6 +146,9 @@ Result<Device> Device::open(const std::string& backend_name, uint32_t index,
   if (backend_name == "sw_emu") backend = detail::open_sw_emu(index, options);
 #if SYSTOLE_HAVE_HW_EMU
   if (backend_name == "hw_emu") backend = detail::open_hw_emu(index, options);
+#endif
+#if SYSTOLE_HAVE_XRT
+  if (backend_name == "xrt") backend = detail::open_xrt(index, options);
 #endif
   if (!backend.ok()) return backend.status();
   return detail::attach_device(std::move(backend).value(), backend_name, index);

@@ -1,8 +1,12 @@
 // Vitis HLS top function of the Systole kernel (v++ -c -k systole_top). The
-// array size is fixed at build time by SYSTOLE_ROWS / SYSTOLE_COLS. Register
-// offsets are pinned to hw/spec/systole/spec.h with `offset=`; the map that
-// Vitis generates must be checked against spec.h (it has not been run through
-// Vitis here: see README, "What has not run").
+// array size is fixed at build time by SYSTOLE_ROWS / SYSTOLE_COLS. The
+// parameters follow spec::kKernelArgs, so xrt::kernel argument i is the
+// same argument for this kernel and the RTL one. Their register offsets are
+// Vitis's choice (the kernel flow assigns them, and every output scalar
+// gets a control word after its data), not hw/spec's map: the xrt backend
+// looks them up in the xclbin by name. The identification outputs are
+// written on every launch, so a host reads them after a first launch. This
+// file has not been through Vitis here (README, "What has not run").
 #include "systole_kernel.h"
 
 #ifndef SYSTOLE_ROWS
@@ -14,30 +18,47 @@
 
 using systole::hls_kernel::Beat;
 
-extern "C" void systole_top(const Beat* cmd, const Beat* a, const Beat* b,
-                            Beat* c, uint64_t mem_bytes, uint32_t* status,
-                            uint32_t* error_index, uint32_t* descriptors_done,
-                            uint64_t* busy_cycles, uint64_t* macs,
+extern "C" void systole_top(const Beat* cmd, const Beat* a, const Beat* b, Beat* c,
+                            uint64_t mem_bytes, uint32_t* status, uint32_t* error_index,
+                            uint32_t* descriptors_done, uint64_t* busy_cycles, uint64_t* macs,
                             uint64_t* dma_read_bytes, uint64_t* dma_write_bytes,
-                            uint64_t* stall_cycles) {
+                            uint64_t* stall_cycles, uint32_t* id, uint32_t* version,
+                            uint32_t* array_rows, uint32_t* array_cols, uint32_t* max_m,
+                            uint32_t* max_n, uint32_t* max_k, uint32_t* beat_bytes,
+                            uint32_t* max_descriptors) {
 #pragma HLS INTERFACE mode = m_axi port = cmd bundle = gmem_cmd offset = slave max_read_burst_length = 16
 #pragma HLS INTERFACE mode = m_axi port = a bundle = gmem_a offset = slave max_read_burst_length = 256 num_read_outstanding = 8
 #pragma HLS INTERFACE mode = m_axi port = b bundle = gmem_b offset = slave max_read_burst_length = 256 num_read_outstanding = 8
 #pragma HLS INTERFACE mode = m_axi port = c bundle = gmem_c offset = slave max_read_burst_length = 256 max_write_burst_length = 256 num_write_outstanding = 8
-#pragma HLS INTERFACE mode = s_axilite port = cmd offset = 0x10
-#pragma HLS INTERFACE mode = s_axilite port = a offset = 0x18
-#pragma HLS INTERFACE mode = s_axilite port = b offset = 0x20
-#pragma HLS INTERFACE mode = s_axilite port = c offset = 0x28
-#pragma HLS INTERFACE mode = s_axilite port = mem_bytes offset = 0x30
-#pragma HLS INTERFACE mode = s_axilite port = status offset = 0x40
-#pragma HLS INTERFACE mode = s_axilite port = error_index offset = 0x44
-#pragma HLS INTERFACE mode = s_axilite port = descriptors_done offset = 0x48
-#pragma HLS INTERFACE mode = s_axilite port = busy_cycles offset = 0x50
-#pragma HLS INTERFACE mode = s_axilite port = macs offset = 0x58
-#pragma HLS INTERFACE mode = s_axilite port = dma_read_bytes offset = 0x60
-#pragma HLS INTERFACE mode = s_axilite port = dma_write_bytes offset = 0x68
-#pragma HLS INTERFACE mode = s_axilite port = stall_cycles offset = 0x70
+#pragma HLS INTERFACE mode = s_axilite port = mem_bytes
+#pragma HLS INTERFACE mode = s_axilite port = status
+#pragma HLS INTERFACE mode = s_axilite port = error_index
+#pragma HLS INTERFACE mode = s_axilite port = descriptors_done
+#pragma HLS INTERFACE mode = s_axilite port = busy_cycles
+#pragma HLS INTERFACE mode = s_axilite port = macs
+#pragma HLS INTERFACE mode = s_axilite port = dma_read_bytes
+#pragma HLS INTERFACE mode = s_axilite port = dma_write_bytes
+#pragma HLS INTERFACE mode = s_axilite port = stall_cycles
+#pragma HLS INTERFACE mode = s_axilite port = id
+#pragma HLS INTERFACE mode = s_axilite port = version
+#pragma HLS INTERFACE mode = s_axilite port = array_rows
+#pragma HLS INTERFACE mode = s_axilite port = array_cols
+#pragma HLS INTERFACE mode = s_axilite port = max_m
+#pragma HLS INTERFACE mode = s_axilite port = max_n
+#pragma HLS INTERFACE mode = s_axilite port = max_k
+#pragma HLS INTERFACE mode = s_axilite port = beat_bytes
+#pragma HLS INTERFACE mode = s_axilite port = max_descriptors
 #pragma HLS INTERFACE mode = s_axilite port = return
+  constexpr systole::spec::ArrayShape shape{SYSTOLE_ROWS, SYSTOLE_COLS};
+  *id = systole::spec::kDeviceId;
+  *version = systole::spec::kVersion;
+  *array_rows = shape.rows;
+  *array_cols = shape.cols;
+  *max_m = shape.max_m();
+  *max_n = shape.max_n();
+  *max_k = shape.max_k();
+  *beat_bytes = systole::spec::kBeatBytes;
+  *max_descriptors = shape.max_descriptors();
   static_assert(SYSTOLE_ROWS >= 1 && SYSTOLE_COLS >= 1, "array is empty");
   static systole::hls_kernel::OnChip<SYSTOLE_ROWS, SYSTOLE_COLS> onchip;
   const systole::hls_kernel::LaunchResult result =

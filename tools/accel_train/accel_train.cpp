@@ -181,6 +181,7 @@ int train(const TrainConfig& config) {
   options.array_rows = array->rows;
   options.array_cols = array->cols;
   options.engine = config.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
+  options.xclbin = config.xclbin;
   const bool elastic = config.backend == "sw_emu";
   Result<Device> device = Status(StatusCode::kInternal, "device not opened");
   uint32_t available = 0;
@@ -320,6 +321,7 @@ int main(int argc, char** argv) {
   auto* o_devices = app.add_option("--devices", config.devices, "devices: auto, a count, or [0,2]");
   auto* o_array = app.add_option("--array", config.array, "array: ROWSxCOLS (emulated devices)");
   auto* o_engine = app.add_option("--engine", config.engine, "engine: fast or hls (sw_emu)");
+  auto* o_xclbin = app.add_option("--xclbin", config.xclbin, "xclbin: the bitstream (xrt)");
   auto* o_hidden = app.add_option("--hidden", hidden, "model.hidden, e.g. 256,128");
   auto* o_data = app.add_option("--data-dir", config.data_dir, "data.dir");
   auto* o_validation = app.add_option("--validation-examples", config.validation_examples, "data.validation_examples");
@@ -354,6 +356,7 @@ int main(int argc, char** argv) {
   if (given(o_devices)) merged.devices = config.devices;
   if (given(o_array)) merged.array = config.array;
   if (given(o_engine)) merged.engine = config.engine;
+  if (given(o_xclbin)) merged.xclbin = config.xclbin;
   if (given(o_data)) merged.data_dir = config.data_dir;
   if (given(o_validation)) merged.validation_examples = config.validation_examples;
   if (given(o_epochs)) merged.epochs = config.epochs;

@@ -59,7 +59,8 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   };
   if (root.IsNull()) return ok_status();  // an empty file: all defaults
   SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
-      root, "", {"backend", "devices", "array", "engine", "model", "data", "train", "checkpoint", "mpi"})));
+      root, "", {"backend", "devices", "array", "engine", "xclbin", "model", "data", "train", "checkpoint",
+                "mpi"})));
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "backend", "backend", c.backend)));
   if (root["devices"] && root["devices"].IsSequence()) {
     std::vector<uint32_t> units;
@@ -74,6 +75,7 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   }
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "array", "array", c.array)));
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "engine", "engine", c.engine)));
+  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "xclbin", "xclbin", c.xclbin)));
   if (const YAML::Node model = root["model"]) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(model, "model", {"hidden"})));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(model, "hidden", "model.hidden", c.hidden)));

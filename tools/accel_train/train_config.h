@@ -15,6 +15,7 @@ struct TrainConfig {
   std::string devices = "auto";  // "auto", a count "4", or indices "[0, 2]"
   std::string array = "128x128";
   std::string engine = "fast";
+  std::string xclbin;  // xrt: the bitstream (Makefile.fpga builds one)
   std::vector<uint32_t> hidden = {256, 128};
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   uint32_t validation_examples = 5000;

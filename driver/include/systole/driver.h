@@ -42,6 +42,7 @@ struct DeviceOptions {
   uint64_t bank_bytes = 256ull << 20;      // address space per bank
   EmuEngine engine = EmuEngine::kFast;     // sw_emu only
   uint32_t threads_per_unit = 0;           // fast engine; 0 = cores / units
+  std::string xclbin;                      // xrt: the bitstream to load
 };
 
 // "128x128" -> {128, 128}; an error names the text otherwise.

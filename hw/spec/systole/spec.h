@@ -117,6 +117,48 @@ inline constexpr uint32_t kMaxDescriptors = 0xA0;
 inline constexpr uint32_t kMapEnd = 0xA4;            // first unused offset
 }  // namespace reg
 
+// The kernel's arguments as Vitis and XRT see them: xrt::kernel argument
+// i is kKernelArgs[i] (the HLS top function takes its parameters in this
+// order). `offset` is the argument's register in the map above, which the
+// RTL kernel implements; a Vitis-HLS kernel gets offsets of the tool's
+// choosing, so a host reads them from the xclbin by name. Memory arguments
+// are the m_axi ports; outputs are written by the kernel on every launch.
+struct KernelArg {
+  const char* name;
+  uint32_t offset;  // in the register map above
+  uint32_t bytes;
+  bool memory;      // an m_axi port's base address
+  bool output;
+};
+inline constexpr KernelArg kKernelArgs[] = {
+    {"cmd", reg::kCommandAddrLo, 8, true, false},
+    {"a", reg::kABaseLo, 8, true, false},
+    {"b", reg::kBBaseLo, 8, true, false},
+    {"c", reg::kCBaseLo, 8, true, false},
+    {"mem_bytes", reg::kMemBytesLo, 8, false, false},
+    {"status", reg::kStatus, 4, false, true},
+    {"error_index", reg::kErrorIndex, 4, false, true},
+    {"descriptors_done", reg::kDescriptorsDone, 4, false, true},
+    {"busy_cycles", reg::kBusyCyclesLo, 8, false, true},
+    {"macs", reg::kMacsLo, 8, false, true},
+    {"dma_read_bytes", reg::kDmaReadBytesLo, 8, false, true},
+    {"dma_write_bytes", reg::kDmaWriteBytesLo, 8, false, true},
+    {"stall_cycles", reg::kStallCyclesLo, 8, false, true},
+    {"id", reg::kId, 4, false, true},
+    {"version", reg::kVersion, 4, false, true},
+    {"array_rows", reg::kArrayRows, 4, false, true},
+    {"array_cols", reg::kArrayCols, 4, false, true},
+    {"max_m", reg::kMaxM, 4, false, true},
+    {"max_n", reg::kMaxN, 4, false, true},
+    {"max_k", reg::kMaxK, 4, false, true},
+    {"beat_bytes", reg::kBeatBytes, 4, false, true},
+    {"max_descriptors", reg::kMaxDescriptors, 4, false, true},
+};
+// The kernel's name in an xclbin: the RTL kernel (hw/rtl, packaged with
+// Makefile.fpga) and the HLS kernel (hw/hls/systole_top.cpp).
+inline constexpr const char* kRtlKernelName = "systole_kernel";
+inline constexpr const char* kHlsKernelName = "systole_top";
+
 // Bits of reg::kControl (Vitis ap_ctrl_hs).
 namespace ctrl {
 inline constexpr uint32_t kApStart = 1u << 0;
