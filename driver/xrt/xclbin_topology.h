@@ -17,7 +17,7 @@ struct XclbinTopology {
   std::string platform;  // the platform (XSA) the xclbin was linked for
   std::string kernel;    // spec::kRtlKernelName or spec::kHlsKernelName
   struct ComputeUnit {
-    std::string name;                         // "systole_kernel_1"
+    std::string name;                         // "systole_rtl_1"
     std::vector<uint32_t> offsets;            // register of spec::kKernelArgs[i]
     std::vector<std::vector<uint32_t>> banks;  // per memory argument, ascending
   };

@@ -20,7 +20,7 @@ struct XclbinArg {
 };
 
 struct XclbinDescription {
-  std::string kernel = "systole_kernel";
+  std::string kernel = "systole_rtl";  // spec::kRtlKernelName
   std::vector<XclbinArg> args;  // in argument-index order
   uint32_t compute_units = 1;
   uint32_t hbm_banks = 32;

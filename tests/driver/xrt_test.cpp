@@ -55,7 +55,7 @@ TEST_F(Xclbin, GivesComputeUnitsRegistersAndBanks) {
   ASSERT_EQ(topology->units.size(), 3u);
   for (uint32_t u = 0; u < 3; ++u) {
     const auto& unit = topology->units[u];
-    EXPECT_EQ(unit.name, "systole_kernel_" + std::to_string(u + 1));
+    EXPECT_EQ(unit.name, std::string(spec::kRtlKernelName) + "_" + std::to_string(u + 1));
     ASSERT_EQ(unit.offsets.size(), std::size(spec::kKernelArgs));
     for (std::size_t i = 0; i < unit.offsets.size(); ++i)
       EXPECT_EQ(unit.offsets[i], spec::kKernelArgs[i].offset) << spec::kKernelArgs[i].name;
@@ -83,12 +83,12 @@ TEST_F(Xclbin, AnHlsKernelKeepsTheRegistersVitisGaveIt) {
 TEST_F(Xclbin, MismatchesWithHwSpecAreErrorsThatNameThem) {
   XclbinDescription moved = systole_xclbin(1);
   moved.args[1].offset = 0x1C;
-  EXPECT_NE(error_of(moved).find("argument 'a' of systole_kernel is at register 0x1c, hw/spec's map has 0x18"),
+  EXPECT_NE(error_of(moved).find("argument 'a' of systole_rtl is at register 0x1c, hw/spec's map has 0x18"),
             std::string::npos) << error_of(moved);
 
   XclbinDescription renamed = systole_xclbin(1);
   renamed.args[3].name = "out";
-  EXPECT_NE(error_of(renamed).find("systole_kernel argument 3 is 'out', hw/spec expects 'c'"), std::string::npos)
+  EXPECT_NE(error_of(renamed).find("systole_rtl argument 3 is 'out', hw/spec expects 'c'"), std::string::npos)
       << error_of(renamed);
 
   XclbinDescription short_list = systole_xclbin(1);
@@ -97,12 +97,12 @@ TEST_F(Xclbin, MismatchesWithHwSpecAreErrorsThatNameThem) {
 
   XclbinDescription other = systole_xclbin(1);
   other.kernel = "vadd";
-  EXPECT_NE(error_of(other).find("no Systole kernel (systole_kernel or systole_top); it has: vadd"),
+  EXPECT_NE(error_of(other).find("no Systole kernel (systole_rtl or systole_top); it has: vadd"),
             std::string::npos) << error_of(other);
 
   XclbinDescription unconnected = systole_xclbin(2);
   unconnected.banks[1][2].clear();
-  EXPECT_NE(error_of(unconnected).find("systole_kernel_2 argument 'b' is connected to no memory"),
+  EXPECT_NE(error_of(unconnected).find("systole_rtl_2 argument 'b' is connected to no memory"),
             std::string::npos) << error_of(unconnected);
 
   XclbinDescription ddr = systole_xclbin(1);

@@ -154,9 +154,10 @@ inline constexpr KernelArg kKernelArgs[] = {
     {"beat_bytes", reg::kBeatBytes, 4, false, true},
     {"max_descriptors", reg::kMaxDescriptors, 4, false, true},
 };
-// The kernel's name in an xclbin: the RTL kernel (hw/rtl, packaged with
-// Makefile.fpga) and the HLS kernel (hw/hls/systole_top.cpp).
-inline constexpr const char* kRtlKernelName = "systole_kernel";
+// The kernel's name in an xclbin: the RTL kernel (hw/fpga/systole_rtl.sv
+// around hw/rtl, packaged by Makefile.fpga) and the HLS kernel
+// (hw/hls/systole_top.cpp).
+inline constexpr const char* kRtlKernelName = "systole_rtl";
 inline constexpr const char* kHlsKernelName = "systole_top";
 
 // Bits of reg::kControl (Vitis ap_ctrl_hs).

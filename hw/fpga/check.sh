@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# make -f Makefile.fpga check: what can be checked here without Vitis.
+#  1. yosys 0.23 synthesises the RTL modules it can read, generic (synth)
+#     and for UltraScale+ (synth_xilinx -family xcup), with no latches;
+#  2. a resource report per module (LUT, FF, DSP, BRAM) from synth_xilinx;
+#  3. a fit table: per-PE and per-column cost extrapolated to N x N arrays
+#     against the Alveo U55C and U280;
+#  4. the Vitis wrapper (systole_rtl) lints clean around the kernel, and
+#     every port of the generated kernel.xml is one of its ports;
+#  5. the generated link configuration for 1..8 compute units.
+# Usage: hw/fpga/check.sh GEN_FPGA_CONFIG OUT_DIR
+set -euo pipefail
+gen=$1 out=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+rtl=$root/hw/rtl
+mkdir -p "$out"
+fail() { echo "check: $*" >&2; exit 1; }
+
+# yosys 0.23 rejects multi-dimensional packed ports, which the array, the
+# core and the kernel still have (hw/rtl/README.md); everything else is
+# read for every module.
+readable=(systole_pkg systole_bf16_mul systole_fp32_add systole_fp32_canonical systole_fp32_to_bf16
+          systole_output_stage systole_pe systole_validate systole_axil_regs systole_dma_bursts
+          systole_dma_read systole_dma_write)
+modules=(systole_pe systole_bf16_mul systole_fp32_add systole_output_stage systole_validate
+         systole_axil_regs systole_dma_read systole_dma_write)
+sources=()
+for name in "${readable[@]}"; do sources+=("$rtl/$name.sv"); done
+
+# 1 + 2. Synthesis; a latch fails the check (select -assert-none).
+for module in "${modules[@]}"; do
+  for flow in generic xcup; do
+    if [[ $flow == generic ]]; then synth="synth -top $module -flatten"
+    else synth="synth_xilinx -family xcup -top $module -flatten -noiopad"; fi
+    log=$out/$module.$flow.log
+    if ! yosys -q -l "$log" -p "read_verilog -sv ${sources[*]}; hierarchy -check -top $module; proc;
+        select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; $synth;
+        select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr t:LDCE t:LDPE;
+        tee -q -o $out/$module.$flow.stat stat" >/dev/null 2>&1; then
+      tail -20 "$log" >&2
+      fail "yosys failed on $module ($flow): see $log"
+    fi
+  done
+done
+
+# Cells of a synth_xilinx stat file: LUT FF DSP BRAM(36Kb equivalents).
+cells() {
+  awk '$2 ~ /^LUT[1-6]$/ {lut += $1}
+       $2 ~ /^FD[CPRSE]+$/ {ff += $1}
+       $2 ~ /^DSP48E2$/ {dsp += $1}
+       $2 ~ /^RAMB36E2$/ {bram += $1}  $2 ~ /^RAMB18E2$/ {bram += $1 / 2}
+       END {printf "%d %d %d %g\n", lut, ff, dsp, bram}' \
+    <(awk '/Number of cells/ {on = 1; next} on && NF == 2 {print $2, $1}' "$1")
+}
+{
+  echo "# Resources per module (yosys 0.23 synth_xilinx -family xcup)"
+  echo
+  echo "| module | LUT | FF | DSP48E2 | BRAM36 |"
+  echo "|---|---|---|---|---|"
+  for module in "${modules[@]}"; do
+    read -r lut ff dsp bram < <(cells "$out/$module.xcup.stat")
+    echo "| $module | $lut | $ff | $dsp | $bram |"
+  done
+} >"$out/resources.md"
+
+# 3. Fit. The kernel holds Rows x Cols PEs, one accumulator adder and one
+# output stage per column, the registers, four read DMAs, the write DMA
+# and the validator. Not counted: the core's and kernel's control and
+# buffers (yosys cannot read them yet), and the Vitis shell.
+read -r pe_lut pe_ff pe_dsp _ < <(cells "$out/systole_pe.xcup.stat")
+read -r add_lut add_ff add_dsp _ < <(cells "$out/systole_fp32_add.xcup.stat")
+read -r out_lut out_ff out_dsp _ < <(cells "$out/systole_output_stage.xcup.stat")
+fixed_lut=0 fixed_ff=0 fixed_dsp=0
+for part in systole_axil_regs systole_dma_read systole_dma_read systole_dma_read systole_dma_read \
+            systole_dma_write systole_validate; do
+  read -r l f d _ < <(cells "$out/$part.xcup.stat")
+  fixed_lut=$((fixed_lut + l)) fixed_ff=$((fixed_ff + f)) fixed_dsp=$((fixed_dsp + d))
+done
+# Device totals (AMD data sheets DS978, U55C, and DS963, U280: both carry
+# 1,303,680 LUTs, 2,607,360 flip-flops and 9,024 DSP slices). Kernels get
+# what the shell leaves: the budget below is 70 % of the device.
+awk -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))" \
+    -v cf="$((add_ff + out_ff))" -v cd="$((add_dsp + out_dsp))" -v fl="$fixed_lut" -v ff="$fixed_ff" \
+    -v fd="$fixed_dsp" 'BEGIN {
+  lut_total = 1303680; ff_total = 2607360; dsp_total = 9024; budget = 0.70
+  print "# Fit of an N x N array on Alveo U55C and U280 (same fabric: XCU55C, XCU280)"
+  print ""
+  printf "Per PE: %d LUT, %d FF, %d DSP48E2. Per column: %d LUT, %d FF. Fixed: %d LUT, %d FF.\n", pl, pf, pd, cl, cf, fl, ff
+  printf "Budget: %d%% of the device (%d LUT, %d FF, %d DSP); the Vitis shell takes the rest.\n\n", budget * 100, lut_total * budget, ff_total * budget, dsp_total * budget
+  print "| array | LUT | FF | DSP | LUT use | fits U55C / U280 |"
+  print "|---|---|---|---|---|---|"
+  split("4 8 16 24 32 40 48 64 128", sizes, " ")
+  largest = 0
+  for (n = 1; n <= 128; n++) {
+    lut = n * n * pl + n * cl + fl; flop = n * n * pf + n * cf + ff; dsp = n * n * pd + n * cd + fd
+    if (lut <= lut_total * budget && flop <= ff_total * budget && dsp <= dsp_total * budget) largest = n
+  }
+  for (i = 1; i <= 9; i++) {
+    n = sizes[i]
+    lut = n * n * pl + n * cl + fl; flop = n * n * pf + n * cf + ff; dsp = n * n * pd + n * cd + fd
+    fits = (lut <= lut_total * budget && flop <= ff_total * budget && dsp <= dsp_total * budget) ? "yes" : "no"
+    printf "| %dx%d | %d | %d | %d | %.0f%% | %s |\n", n, n, lut, flop, dsp, 100 * lut / lut_total, fits
+  }
+  printf "\nLargest square array within the budget: **%dx%d**. 128x128 needs %.1fx the device'"'"'s LUTs.\n", largest, largest, (128 * 128 * pl + 128 * cl + fl) / lut_total
+}' >"$out/fit.md"
+
+# 4. The Vitis wrapper and the generated kernel.xml agree.
+verilator --lint-only -Wall -GRows=4 -GCols=4 --top-module systole_rtl \
+  "$rtl"/systole_pkg.sv "$rtl"/systole_bf16_mul.sv "$rtl"/systole_fp32_add.sv "$rtl"/systole_fp32_canonical.sv \
+  "$rtl"/systole_fp32_to_bf16.sv "$rtl"/systole_output_stage.sv "$rtl"/systole_pe.sv "$rtl"/systole_array.sv \
+  "$rtl"/systole_core.sv "$rtl"/systole_validate.sv "$rtl"/systole_axil_regs.sv "$rtl"/systole_dma_bursts.sv \
+  "$rtl"/systole_dma_read.sv "$rtl"/systole_dma_write.sv "$rtl"/systole_kernel.sv "$root"/hw/fpga/systole_rtl.sv \
+  || fail "the Vitis wrapper does not lint clean"
+"$gen" kernel-xml >"$out/kernel.xml"
+for port in $(sed -n 's/.*<port name="\([a-z_]*\)".*/\1/p' "$out/kernel.xml"); do
+  grep -q "${port}_ARVALID\|${port}_AWVALID" "$root/hw/fpga/systole_rtl.sv" ||
+    fail "kernel.xml port $port is not a port of hw/fpga/systole_rtl.sv"
+done
+
+# 5. Link configurations: 1..8 compute units of 4 banks fit 32 HBM banks, 9 do not.
+for units in 1 2 4 8; do "$gen" link systole_rtl "$units" 4 >"$out/link_$units.cfg"; done
+if "$gen" link systole_rtl 9 4 >/dev/null 2>&1; then fail "9 compute units x 4 banks accepted"; fi
+
+cat "$out/resources.md"; echo; cat "$out/fit.md"
+echo
+echo "check: passed (reports in $out)"
