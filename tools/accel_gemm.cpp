@@ -34,6 +34,7 @@ struct Options {
   uint32_t device = 0;
   std::string array = "128x128";
   std::string engine = "fast";
+  std::string xclbin;
   uint32_t units = 1, threads = 0, repeat = 3, seed = 1;
   std::string verify = "auto";
 };
@@ -291,6 +292,7 @@ int run(const Options& options) {
   device_options.compute_units = options.units;
   device_options.threads_per_unit = options.threads;
   device_options.engine = options.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
+  device_options.xclbin = options.xclbin;
   auto device = Device::open(options.backend, options.device, device_options);
   if (!device.ok()) return fail(device.status());
   auto device_gemm = DeviceGemm::create(*device, *gemm, options);
@@ -387,7 +389,8 @@ int main(int argc, char** argv) {
   app.add_flag("--bias", options.bias, "add a random fp32 bias per column");
   app.add_flag("--relu", options.relu, "apply ReLU");
   app.add_flag("--bf16-out", options.output_bf16, "bf16 output (else fp32)");
-  app.add_option("--backend", options.backend, "sw_emu (this build)");
+  app.add_option("--backend", options.backend, "sw_emu, hw_emu or xrt (as this build has them)");
+  app.add_option("--xclbin", options.xclbin, "xrt: the bitstream to load");
   app.add_option("--device", options.device, "device index");
   app.add_option("--array", options.array, "array size of an emulated device, ROWSxCOLS");
   app.add_option("--engine", options.engine, "sw_emu engine: fast or hls");

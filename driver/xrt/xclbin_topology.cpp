@@ -35,7 +35,7 @@ Result<XclbinTopology> read_xclbin_topology(const std::string& path) {
   auto bad = [&](const std::string& what) { return Status(StatusCode::kInvalidArgument, path + ": " + what); };
   if (path.empty())
     return Status(StatusCode::kInvalidArgument,
-                  "xrt: no xclbin given (DeviceOptions::xclbin; accel_train: xclbin, --xclbin)");
+                  "xrt: no xclbin given (--xclbin, or xclbin: in accel_train's config; DeviceOptions::xclbin)");
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) return Status(StatusCode::kNotFound, path + ": cannot open");
 
