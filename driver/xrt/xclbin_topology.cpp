@@ -40,7 +40,6 @@ Result<XclbinTopology> read_xclbin_topology(const std::string& path) {
   if (!std::filesystem::is_regular_file(path, error)) return Status(StatusCode::kNotFound, path + ": cannot open");
 
   XclbinTopology topology;
-  topology.path = path;
   try {
     const xrt::xclbin xclbin(path);
     topology.platform = xclbin.get_xsa_name();
@@ -53,7 +52,8 @@ Result<XclbinTopology> read_xclbin_topology(const std::string& path) {
     }
     if (hbm.empty()) return bad("no HBM banks in the memory topology (Systole needs an HBM platform)");
     std::sort(hbm.begin(), hbm.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    if (hbm.back().first + 1 != int(hbm.size())) return bad("the HBM banks are not numbered 0.." + std::to_string(hbm.size() - 1));
+    if (hbm.back().first + 1 != int(hbm.size()))
+      return bad("the HBM banks are not numbered 0.." + std::to_string(hbm.size() - 1));
     topology.hbm_banks = uint32_t(hbm.size());
     topology.bank_bytes = std::numeric_limits<uint64_t>::max();
     for (const auto& [index, mem] : hbm) {

@@ -13,7 +13,6 @@
 namespace systole::detail {
 
 struct XclbinTopology {
-  std::string path;
   std::string platform;  // the platform (XSA) the xclbin was linked for
   std::string kernel;    // spec::kRtlKernelName or spec::kHlsKernelName
   struct ComputeUnit {
