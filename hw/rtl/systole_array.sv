@@ -18,30 +18,33 @@ module systole_array #(
   input  logic                       clk_i,
   input  logic                       weight_shift_i,
   input  logic                       weight_bank_i,
-  input  logic [Cols-1:0][15:0]      weight_i,
+  input  logic [Cols*16-1:0]         weight_i,   // column c at [16c +: 16]
   input  logic                       act_valid_i,
   input  logic                       act_bank_i,
-  input  logic [Rows-1:0][15:0]      act_i,
+  input  logic [Rows*16-1:0]         act_i,      // row r at [16r +: 16]
   output logic                       sum_valid_o,
-  output logic [Cols-1:0][31:0]      sum_o
+  output logic [Cols*32-1:0]         sum_o       // column c at [32c +: 32]
 );
   // PE grid wiring: activations flow right, sums and weights flow down.
-  logic [Rows-1:0][Cols:0][15:0] act;
-  logic [Rows-1:0][Cols:0]       act_valid, act_bank;
-  logic [Rows:0][Cols-1:0][31:0] psum;
-  logic [Rows:0][Cols-1:0][15:0] weight;
+  // Ports are flat vectors and the grid unpacked arrays: yosys 0.23 reads
+  // neither multi-dimensional packed ports nor signals.
+  logic [15:0] act       [Rows][Cols+1];
+  logic        act_valid [Rows][Cols+1];
+  logic        act_bank  [Rows][Cols+1];
+  logic [31:0] psum      [Rows+1][Cols];
+  logic [15:0] weight    [Rows+1][Cols];
 
   // Input skew: row r is delayed r cycles (row 0 not at all).
   for (genvar r = 0; r < Rows; r++) begin : g_skew
     if (r == 0) begin : g_direct
-      assign act[0][0]       = act_i[0];
+      assign act[0][0]       = act_i[15:0];
       assign act_valid[0][0] = act_valid_i;
       assign act_bank[0][0]  = act_bank_i;
     end else begin : g_delay
-      logic [r-1:0][15:0] data_q;
-      logic [r-1:0]       valid_q, bank_q;
+      logic [15:0] data_q [r];
+      logic [r-1:0] valid_q, bank_q;
       always_ff @(posedge clk_i) begin
-        data_q[0]  <= act_i[r];
+        data_q[0]  <= act_i[16*r +: 16];
         valid_q[0] <= act_valid_i;
         bank_q[0]  <= act_bank_i;
         for (int i = 1; i < r; i++) begin
@@ -56,8 +59,10 @@ module systole_array #(
     end
   end
 
-  assign psum[0]   = '0;  // +0 at the top of every column
-  assign weight[0] = weight_i;
+  for (genvar c = 0; c < Cols; c++) begin : g_top
+    assign psum[0][c]   = '0;  // +0 at the top of every column
+    assign weight[0][c] = weight_i[16*c +: 16];
+  end
 
   for (genvar r = 0; r < Rows; r++) begin : g_row
     for (genvar c = 0; c < Cols; c++) begin : g_col
@@ -84,14 +89,14 @@ module systole_array #(
   for (genvar c = 0; c < Cols; c++) begin : g_deskew
     localparam int unsigned Delay = Cols - 1 - c;
     if (Delay == 0) begin : g_direct
-      assign sum_o[c] = psum[Rows][c];
+      assign sum_o[32*c +: 32] = psum[Rows][c];
     end else begin : g_delay
-      logic [Delay-1:0][31:0] sum_q;
+      logic [31:0] sum_q [Delay];
       always_ff @(posedge clk_i) begin
         sum_q[0] <= psum[Rows][c];
         for (int i = 1; i < Delay; i++) sum_q[i] <= sum_q[i-1];
       end
-      assign sum_o[c] = sum_q[Delay-1];
+      assign sum_o[32*c +: 32] = sum_q[Delay-1];
     end
   end
 
@@ -101,9 +106,13 @@ module systole_array #(
   // Unused by design: activations leave the grid on the right, weights at
   // the bottom.
   logic [Rows-1:0] unused_right;
-  for (genvar r = 0; r < Rows; r++) begin : g_unused
+  logic [Cols-1:0] unused_bottom;
+  for (genvar r = 0; r < Rows; r++) begin : g_unused_right
     assign unused_right[r] = ^{act[r][Cols], act_bank[r][Cols], act_valid[r][Cols]};
   end
+  for (genvar c = 0; c < Cols; c++) begin : g_unused_bottom
+    assign unused_bottom[c] = ^weight[Rows][c];
+  end
   logic unused;
-  assign unused = ^{unused_right, weight[Rows]};
+  assign unused = ^{unused_right, unused_bottom};
 endmodule

@@ -19,16 +19,18 @@ module systole_core #(
   // Weights and activations, as systole_array takes them.
   input  logic                  weight_shift_i,
   input  logic                  weight_bank_i,
-  input  logic [Cols-1:0][15:0] weight_i,
+  input  logic [Cols*16-1:0]    weight_i,
   input  logic                  act_valid_i,
   input  logic                  act_bank_i,
-  input  logic [Rows-1:0][15:0] act_i,
+  input  logic [Rows*16-1:0]    act_i,
+  // Lane vectors are flat (yosys 0.23 reads no multi-dimensional packed
+  // ports): column c is bits [16c +: 16] or [32c +: 32].
   // Accumulator rows: starting values. They need no canonicalisation: every
   // row passes through the adder at least once (K >= 1), and the adder reads
   // a zero exponent as zero and any NaN as the canonical NaN.
   input  logic                  init_valid_i,
   input  logic [RowBits-1:0]    init_row_i,
-  input  logic [Cols-1:0][31:0] init_i,
+  input  logic [Cols*32-1:0]    init_i,
   // Accumulation: restart at row 0; M rows per K tile.
   input  logic                  clear_row_i,
   input  logic [RowBits:0]      rows_i,
@@ -38,15 +40,15 @@ module systole_core #(
   input  logic                  bias_en_i,
   input  logic                  relu_en_i,
   input  logic                  bf16_en_i,
-  input  logic [Cols-1:0][31:0] bias_i,
+  input  logic [Cols*32-1:0]    bias_i,
   output logic                  word_valid_o,
-  output logic [Cols-1:0][31:0] word_o
+  output logic [Cols*32-1:0]    word_o
 );
   logic                  sum_valid;
-  logic [Cols-1:0][31:0] sum, total, staged;
+  logic [Cols*32-1:0]    sum, total, staged;
   logic [RowBits-1:0]    row_q;
   // One row of fp32 partial sums per entry (URAM/BRAM on a board).
-  logic [Cols-1:0][31:0] accumulators_q [MaxM];
+  logic [Cols*32-1:0]    accumulators_q [MaxM];
 
   systole_array #(.Rows(Rows), .Cols(Cols)) u_array (
     .clk_i,
@@ -62,17 +64,17 @@ module systole_core #(
 
   for (genvar c = 0; c < Cols; c++) begin : g_lane
     systole_fp32_add u_accumulate (
-      .a_i  (accumulators_q[row_q][c]),
-      .b_i  (sum[c]),
-      .sum_o(total[c])
+      .a_i  (accumulators_q[row_q][32*c +: 32]),
+      .b_i  (sum[32*c +: 32]),
+      .sum_o(total[32*c +: 32])
     );
     systole_output_stage u_output (
       .bias_en_i,
       .relu_en_i,
       .bf16_en_i,
-      .accumulator_i(accumulators_q[read_row_i][c]),
-      .bias_i       (bias_i[c]),
-      .word_o       (staged[c])
+      .accumulator_i(accumulators_q[read_row_i][32*c +: 32]),
+      .bias_i       (bias_i[32*c +: 32]),
+      .word_o       (staged[32*c +: 32])
     );
   end
 

@@ -73,11 +73,11 @@ module systole_kernel #(
   // ---------------------------------------------------------------- DMA
   // The four read bundles as arrays, index 0 cmd, 1 a, 2 b, 3 c.
   logic [3:0]        m_arvalid, m_arready, m_rvalid, m_rready, m_rlast;
-  logic [3:0][63:0]  m_araddr;
-  logic [3:0][7:0]   m_arlen;
-  logic [3:0][2:0]   m_arsize;
-  logic [3:0][1:0]   m_arburst, m_rresp;
-  logic [3:0][511:0] m_rdata;
+  logic [63:0]       m_araddr [4];
+  logic [7:0]        m_arlen [4];
+  logic [2:0]        m_arsize [4];
+  logic [1:0]        m_arburst [4], m_rresp [4];
+  logic [511:0]      m_rdata [4];
   assign m_cmd_arvalid = m_arvalid[0];
   assign m_arready[0] = m_cmd_arready;
   assign m_cmd_araddr = m_araddr[0];
@@ -125,7 +125,7 @@ module systole_kernel #(
   logic [3:0]        rd_req_valid, rd_req_ready, rd_beat_valid, rd_beat_ready, rd_beat_last, rd_error;
   logic [63:0]       rd_addr;
   logic [31:0]       rd_bytes;
-  logic [3:0][511:0] rd_beat;
+  logic [511:0]      rd_beat [4];
   logic              clear_errors;
 
   for (genvar p = 0; p < 4; p++) begin : g_read
@@ -173,9 +173,11 @@ module systole_kernel #(
   /* verilator lint_off UNUSEDSIGNAL */
   logic                  word_valid;
   /* verilator lint_on UNUSEDSIGNAL */
-  logic [Cols-1:0][15:0] weight;
-  logic [Rows-1:0][15:0] act;
-  logic [Cols-1:0][31:0] init, bias_q, word;
+  // Lane vectors, flat as the core takes them: lane i at [16i +: 16] or
+  // [32i +: 32].
+  logic [Cols*16-1:0]    weight;
+  logic [Rows*16-1:0]    act;
+  logic [Cols*32-1:0]    init, bias_q, word;
   logic [$clog2(MaxM)-1:0] row_index;
 
   // The descriptor being executed.
@@ -197,9 +199,9 @@ module systole_kernel #(
   );
 
   // ---------------------------------------------------------------- buffers
-  logic [7:0]  row_q [RowBytes];     // one row, byte 0 = the first requested byte
-  logic [MaxK-1:0][15:0] act_q [MaxM];  // the A block, one row per entry, zero-padded along K
-  logic [MaxK-1:0][15:0] a_row;         // the row in row_q, as the buffer stores it
+  logic [8*RowBytes-1:0] row_q;      // one row, byte i at [8i +: 8] (byte 0 = the first requested)
+  logic [MaxK*16-1:0] act_q [MaxM];  // the A block, one row per entry, zero-padded along K
+  logic [MaxK*16-1:0] a_row;         // the row in row_q, as the buffer stores it
 
   // ---------------------------------------------------------------- control
   typedef enum logic [4:0] {
@@ -236,11 +238,11 @@ module systole_kernel #(
   assign rd_bytes = read_bytes_q;
 
   // Lanes of the row buffer.
-  function automatic logic [15:0] row16(logic [7:0] row [RowBytes], int unsigned lane);
-    row16 = {row[2*lane+1], row[2*lane]};
+  function automatic logic [15:0] row16(logic [8*RowBytes-1:0] row, int unsigned lane);
+    row16 = row[16*lane +: 16];
   endfunction
-  function automatic logic [31:0] row32(logic [7:0] row [RowBytes], int unsigned lane);
-    row32 = {row[4*lane+3], row[4*lane+2], row[4*lane+1], row[4*lane]};
+  function automatic logic [31:0] row32(logic [8*RowBytes-1:0] row, int unsigned lane);
+    row32 = row[32*lane +: 32];
   endfunction
 
   always_comb begin
@@ -248,12 +250,12 @@ module systole_kernel #(
     init = '0;
     act = '0;
     for (int c = 0; c < Cols; c++) begin
-      if (state_q == ShiftWeight && 32'(c) < cols && weight_k < d_k) weight[c] = row16(row_q, c);
+      if (state_q == ShiftWeight && 32'(c) < cols && weight_k < d_k) weight[16*c +: 16] = row16(row_q, c);
       if (state_q == InitStore && d_flags[0] && 32'(c) < cols)
-        init[c] = out_bf16 ? {row16(row_q, c), 16'b0} : row32(row_q, c);
+        init[32*c +: 32] = out_bf16 ? {row16(row_q, c), 16'b0} : row32(row_q, c);
     end
-    for (int r = 0; r < Rows; r++) act[r] = act_q[m_q[$clog2(MaxM)-1:0]][t_q * Rows + r];
-    for (int k = 0; k < MaxK; k++) a_row[k] = 32'(k) < d_k ? row16(row_q, k) : 16'b0;
+    for (int r = 0; r < Rows; r++) act[16*r +: 16] = act_q[m_q[$clog2(MaxM)-1:0]][16 * (t_q * Rows + r) +: 16];
+    for (int k = 0; k < MaxK; k++) a_row[16*k +: 16] = 32'(k) < d_k ? row16(row_q, k) : 16'b0;
   end
   assign weight_shift = state_q == ShiftWeight;
   assign weight_bank  = t_q[0];
@@ -266,7 +268,7 @@ module systole_kernel #(
 
   // C row bytes for the write DMA: beat write_beat_q of the packed row.
   always_comb begin
-    for (int b = 0; b < 64; b++) wr_data[8*b +: 8] = row_q[64 * write_beat_q + b];
+    wr_data = row_q[512 * write_beat_q +: 512];
   end
   assign wr_req_valid  = state_q == WriteOut;
   assign wr_addr       = c_base + d_c + (64'(m_q) * 64'(d_ldc) + 64'(n0_q)) * (out_bf16 ? 64'd2 : 64'd4);
@@ -318,7 +320,7 @@ module systole_kernel #(
             for (int p = 0; p < 64; p++) begin
               logic signed [40:0] at;
               at = 41'(64 * beat_count_q) + 41'(p) - 41'(read_addr_q[5:0]);
-              if (at >= 0 && at < 41'(RowBytes)) row_q[at[$clog2(RowBytes)-1:0]] <= rd_beat[read_port_q][8*p +: 8];
+              if (at >= 0 && at < 41'(RowBytes)) row_q[8 * at[$clog2(RowBytes)-1:0] +: 8] <= rd_beat[read_port_q][8*p +: 8];
             end
             fetched_q <= rd_beat[read_port_q];
             beat_count_q <= beat_count_q + 32'd1;
@@ -429,15 +431,15 @@ module systole_kernel #(
           if (d_flags[1]) read_row(2'(PortC), c_base + d_bias + 64'(n0_q) * 64'd4, cols * 32'd4, StoreBias);
           else state_q <= ReadOut;
         StoreBias: begin
-          for (int c = 0; c < Cols; c++) bias_q[c] <= row32(row_q, c);
+          for (int c = 0; c < Cols; c++) bias_q[32*c +: 32] <= row32(row_q, c);
           state_q <= ReadOut;
         end
         // C: one row at a time through the output stage and the write DMA.
         ReadOut: state_q <= WriteOut;
         WriteOut: if (wr_req_ready) begin
           for (int c = 0; c < Cols; c++) begin
-            if (out_bf16) {row_q[2*c+1], row_q[2*c]} <= word[c][15:0];
-            else {row_q[4*c+3], row_q[4*c+2], row_q[4*c+1], row_q[4*c]} <= word[c];
+            if (out_bf16) row_q[16*c +: 16] <= word[32*c +: 16];
+            else row_q[32*c +: 32] <= word[32*c +: 32];
           end
           write_beat_q <= '0;
           write_bytes_q <= wr_bytes;
