@@ -43,6 +43,13 @@ void AxiReadMemory::before_edge() {
   previous_fired_ = ar_fire_;
 }
 
+void AxiReadMemory::inject_stall(uint64_t begin, uint64_t end) { stalls_.emplace_back(begin, end); }
+
+bool AxiReadMemory::stalled(uint64_t address) const {
+  return std::any_of(stalls_.begin(), stalls_.end(),
+                     [&](const auto& range) { return address >= range.first && address < range.second; });
+}
+
 void AxiReadMemory::drive_beat() {
   const Burst& burst = bursts_queue_.front();
   const uint64_t address = burst.address + uint64_t(beat_in_burst_) * kBeatBytes;
@@ -72,7 +79,7 @@ void AxiReadMemory::after_edge() {
   }
   // A beat on the bus stays until taken (RVALID may not drop).
   if (!*port_.rvalid && !bursts_queue_.empty() && bursts_queue_.front().ready_cycle <= cycle_ &&
-      coin_(rng_) < timing_.rvalid_probability)
+      !stalled(bursts_queue_.front().address) && coin_(rng_) < timing_.rvalid_probability)
     drive_beat();
   *port_.arready = coin_(rng_) < timing_.arready_probability;
 }

@@ -48,6 +48,9 @@ class AxiReadMemory {
 
   // Beats whose address lies in [begin, end) answer SLVERR.
   void inject_error(uint64_t begin, uint64_t end);
+  // Bursts that start in [begin, end) never return data: a hung memory, for
+  // the driver's timeout.
+  void inject_stall(uint64_t begin, uint64_t end);
 
   void before_edge();
   void after_edge();
@@ -68,6 +71,7 @@ class AxiReadMemory {
   };
 
   void check_request(const Request& request);
+  bool stalled(uint64_t address) const;
   void drive_beat();
 
   AxiReadPort port_;
@@ -77,6 +81,7 @@ class AxiReadMemory {
   std::mt19937 rng_;
   std::uniform_real_distribution<double> coin_{0.0, 1.0};
   std::vector<std::pair<uint64_t, uint64_t>> errors_;
+  std::vector<std::pair<uint64_t, uint64_t>> stalls_;
   std::deque<Burst> bursts_queue_;
   uint32_t beat_in_burst_ = 0;
   Request previous_{};

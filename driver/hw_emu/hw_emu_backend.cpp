@@ -18,8 +18,6 @@
 namespace systole::detail {
 namespace {
 
-// HBM-like read latency at a few hundred MHz; no back-pressure by default.
-constexpr sim::MemoryTiming kTiming{24, 1.0, 1.0, 1};
 constexpr uint64_t kCyclesPerSlice = 20000;
 
 template <class Model>
@@ -29,7 +27,12 @@ class HwEmuBackend final : public EmulatedBackend {
       : EmulatedBackend(options.hbm_banks, options.bank_bytes),
         name_("hw_emu[" + std::to_string(index) + "] " + std::to_string(shape.rows) + "x" +
               std::to_string(shape.cols) + " rtl"),
-        harness_(memory_.base(), memory_.bytes(), kTiming) {
+        harness_(memory_.base(), memory_.bytes(),
+                 sim::MemoryTiming{options.hw_emu.latency_cycles, options.hw_emu.arready_probability,
+                                   options.hw_emu.rvalid_probability, options.hw_emu.seed}) {
+    if (options.hw_emu.stall_end > options.hw_emu.stall_begin)
+      for (int port = 0; port < 4; ++port)
+        harness_.read_port(port).inject_stall(options.hw_emu.stall_begin, options.hw_emu.stall_end);
     // The backend waits on the interrupt, so it owns the interrupt enables.
     harness_.write(spec::reg::kGlobalIntEnable, 1);
     harness_.write(spec::reg::kIpIntEnable, 1);
@@ -81,6 +84,10 @@ Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceO
     return Status(StatusCode::kInvalidArgument,
                   "hw_emu simulates one compute unit, " + std::to_string(options.compute_units) +
                       " were asked for");
+  for (const double p : {options.hw_emu.arready_probability, options.hw_emu.rvalid_probability})
+    if (!(p > 0.0 && p <= 1.0))
+      return Status(StatusCode::kInvalidArgument,
+                    "hw_emu: the back-pressure probabilities must lie in (0, 1], got " + std::to_string(p));
   if (options.hbm_banks == 0 || options.bank_bytes == 0 || options.bank_bytes % BankAllocator::kAlignment)
     return Status(StatusCode::kInvalidArgument,
                   "hbm_banks must be > 0 and bank_bytes a nonzero multiple of 4096");

@@ -86,6 +86,66 @@ TEST(HwEmu, BadDescriptorsAndTimeoutsBehaveAsOnSwEmu) {
   EXPECT_EQ(Device::open("hw_emu", 0, two).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(HwEmu, RandomBackPressureChangesTheTimingNotTheBits) {
+  testing::WorkloadOptions options;
+  options.shape = {8, 8};
+  options.descriptors = 3;
+  options.max_m = 12;
+  const testing::Workload workload = testing::make_workload(31, options);
+  const auto list = encode_command_lists(workload.rebased(0), 100).at(0);
+  DeviceOptions device_options;
+  device_options.array_rows = device_options.array_cols = 8;
+  device_options.hbm_banks = 4;
+  device_options.bank_bytes = 16 << 20;
+  Device steady = Device::open("hw_emu", 0, device_options).value();
+  device_options.hw_emu.arready_probability = 0.4;
+  device_options.hw_emu.rvalid_probability = 0.5;
+  device_options.hw_emu.seed = 7;
+  Device jittery = Device::open("hw_emu", 0, device_options).value();
+  const testing::Outcome fast = testing::run_on_device(steady, workload.memory, list);
+  const testing::Outcome slow = testing::run_on_device(jittery, workload.memory, list);
+  ASSERT_TRUE(fast.status.ok() && slow.status.ok()) << fast.status.to_string() << slow.status.to_string();
+  EXPECT_EQ(testing::first_difference(testing::run_reference(workload, 8).memory, slow.memory), "")
+      << "seed 31\n" << workload.description;
+  EXPECT_GT(slow.counters.busy_cycles, fast.counters.busy_cycles) << "back-pressure costs cycles";
+
+  device_options.hw_emu.rvalid_probability = 0;
+  EXPECT_EQ(Device::open("hw_emu", 0, device_options).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(HwEmu, AHungMemoryEndsInTheDriversTimeout) {
+  // The operands (bank 0) never answer; the command list (bank 1) does, so
+  // the kernel validates the list, starts the first descriptor and hangs.
+  testing::WorkloadOptions options;
+  options.shape = {4, 4};
+  options.descriptors = 2;
+  const testing::Workload workload = testing::make_workload(32, options);
+  const auto list = encode_command_lists(workload.rebased(0), 100).at(0);
+  DeviceOptions device_options;
+  device_options.array_rows = device_options.array_cols = 4;
+  device_options.hbm_banks = 4;
+  device_options.bank_bytes = 16 << 20;
+  device_options.hw_emu.stall_begin = 0;
+  device_options.hw_emu.stall_end = device_options.bank_bytes;
+  Device device = Device::open("hw_emu", 0, device_options).value();
+  Buffer data = device.allocate(workload.memory.size(), 0).value();
+  Buffer commands = device.allocate(list.size(), 1).value();
+  ASSERT_TRUE(data.write(workload.memory.data(), workload.memory.size()).ok());
+  ASSERT_TRUE(data.sync(Buffer::SyncDirection::kToDevice).ok());
+  ASSERT_TRUE(commands.write(list.data(), list.size()).ok());
+  ASSERT_TRUE(commands.sync(Buffer::SyncDirection::kToDevice).ok());
+  systole::Run run = device.start(0, commands).value();
+  const auto start = std::chrono::steady_clock::now();
+  const Status status = run.wait(std::chrono::milliseconds(300));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(status.code(), StatusCode::kTimeout) << status.to_string();
+  EXPECT_EQ(status.message(), "compute unit 0 not done after 300 ms");
+  EXPECT_LT(waited, std::chrono::seconds(5)) << "the wait is bounded by its timeout";
+  EXPECT_EQ(run.wait(std::chrono::milliseconds(50)).code(), StatusCode::kTimeout) << "still hung";
+  EXPECT_EQ(device.start(0, commands).status().code(), StatusCode::kUnavailable)
+      << "a busy unit takes no new launch";
+}
+
 // Issue 4: the same training steps on the RTL and on sw_emu, same bits.
 TEST(HwEmu, TrainingStepsMatchSwEmuToTheBit) {
   const uint32_t seed = 23;

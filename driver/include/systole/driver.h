@@ -32,6 +32,17 @@ enum class EmuEngine {
   kHls,   // the hw/hls kernel compiled natively (the executable spec)
 };
 
+// hw_emu's HBM model and fault injection.
+struct HwEmuOptions {
+  uint32_t latency_cycles = 24;      // AR handshake to the first R beat
+  double arready_probability = 1.0;  // < 1: random back-pressure on AR
+  double rvalid_probability = 1.0;   // < 1: random gaps between R beats
+  uint32_t seed = 1;                 // of the back-pressure
+  // Reads of bursts that start in [stall_begin, stall_end) never return:
+  // the kernel hangs, and Run::wait reports its timeout.
+  uint64_t stall_begin = 0, stall_end = 0;
+};
+
 // Options for opening a device. The array shape and the number of compute
 // units apply to emulated devices only; a board reports its own.
 struct DeviceOptions {
@@ -43,6 +54,7 @@ struct DeviceOptions {
   EmuEngine engine = EmuEngine::kFast;     // sw_emu only
   uint32_t threads_per_unit = 0;           // fast engine; 0 = cores / units
   std::string xclbin;                      // xrt: the bitstream to load
+  HwEmuOptions hw_emu;                     // hw_emu: the memory model
 };
 
 // "128x128" -> {128, 128}; an error names the text otherwise.
