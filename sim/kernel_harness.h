@@ -8,12 +8,16 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "axi_read_memory.h"
 #include "axi_write_memory.h"
 #include "systole/spec.h"
 #include "verilated.h"
+#if VM_TRACE_FST
+#include "verilated_fst_c.h"
+#endif
 
 namespace systole::sim {
 
@@ -21,8 +25,26 @@ template <class Model>
 class KernelHarness {
  public:
   // `memory` is the device memory; each port's model gets its own seed.
-  KernelHarness(uint8_t* memory, uint64_t size, MemoryTiming timing)
-      : context_(std::make_unique<VerilatedContext>()), k_(std::make_unique<Model>(context_.get())) {
+  // A non-empty `fst_path` records every signal, every half cycle, into an
+  // FST waveform there (models verilated with --trace-fst only).
+  KernelHarness(uint8_t* memory, uint64_t size, MemoryTiming timing, const std::string& fst_path = "")
+      : context_(std::make_unique<VerilatedContext>()) {
+    if (!fst_path.empty()) {
+#if VM_TRACE_FST
+      context_->traceEverOn(true);  // before the model exists
+#else
+      trace_error_ = "this model was verilated without --trace-fst";
+#endif
+    }
+    k_ = std::make_unique<Model>(context_.get());
+#if VM_TRACE_FST
+    if (!fst_path.empty()) {
+      trace_ = std::make_unique<VerilatedFstC>();
+      k_->trace(trace_.get(), 99);
+      trace_->open(fst_path.c_str());
+      if (!trace_->isOpen()) trace_error_ = "cannot open " + fst_path;
+    }
+#endif
     Model& k = *k_;
     const AxiReadPort ports[] = {
         {&k.m_cmd_arvalid, &k.m_cmd_arready, &k.m_cmd_araddr, &k.m_cmd_arlen, &k.m_cmd_arsize,
@@ -65,13 +87,19 @@ class KernelHarness {
   void tick() {
     k_->clk_i = 0;
     k_->eval();
+    dump();
     for (auto& port : reads_) port->before_edge();
     write_->before_edge();
     k_->clk_i = 1;
     k_->eval();
+    dump();
     for (auto& port : reads_) port->after_edge();
     write_->after_edge();
   }
+
+  // Why the waveform asked for is not being written ("" when it is, or
+  // when none was asked for).
+  const std::string& trace_error() const { return trace_error_; }
 
   // AXI4-Lite write and read; false / 0xDEADBEEF if the slave never answers.
   bool write(uint32_t address, uint32_t data) {
@@ -129,8 +157,20 @@ class KernelHarness {
   }
 
  private:
+  void dump() {
+#if VM_TRACE_FST
+    if (trace_) trace_->dump(time_);
+#endif
+    ++time_;
+  }
+
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<Model> k_;
+#if VM_TRACE_FST
+  std::unique_ptr<VerilatedFstC> trace_;  // after k_: closed before the model goes
+#endif
+  std::string trace_error_;
+  uint64_t time_ = 0;  // half cycles
   std::vector<std::unique_ptr<AxiReadMemory>> reads_;
   std::unique_ptr<AxiWriteMemory> write_;
 };

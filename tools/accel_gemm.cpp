@@ -35,6 +35,7 @@ struct Options {
   std::string array = "128x128";
   std::string engine = "fast";
   std::string xclbin;
+  std::string trace_fst;
   uint32_t units = 1, threads = 0, repeat = 3, seed = 1;
   std::string verify = "auto";
 };
@@ -293,6 +294,7 @@ int run(const Options& options) {
   device_options.threads_per_unit = options.threads;
   device_options.engine = options.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
   device_options.xclbin = options.xclbin;
+  device_options.hw_emu.trace_fst = options.trace_fst;
   auto device = Device::open(options.backend, options.device, device_options);
   if (!device.ok()) return fail(device.status());
   auto device_gemm = DeviceGemm::create(*device, *gemm, options);
@@ -391,6 +393,7 @@ int main(int argc, char** argv) {
   app.add_flag("--bf16-out", options.output_bf16, "bf16 output (else fp32)");
   app.add_option("--backend", options.backend, "sw_emu, hw_emu or xrt (as this build has them)");
   app.add_option("--xclbin", options.xclbin, "xrt: the bitstream to load");
+  app.add_option("--trace-fst", options.trace_fst, "hw_emu: write an FST waveform of the run here");
   app.add_option("--device", options.device, "device index");
   app.add_option("--array", options.array, "array size of an emulated device, ROWSxCOLS");
   app.add_option("--engine", options.engine, "sw_emu engine: fast or hls");

@@ -29,7 +29,8 @@ class HwEmuBackend final : public EmulatedBackend {
               std::to_string(shape.cols) + " rtl"),
         harness_(memory_.base(), memory_.bytes(),
                  sim::MemoryTiming{options.hw_emu.latency_cycles, options.hw_emu.arready_probability,
-                                   options.hw_emu.rvalid_probability, options.hw_emu.seed}) {
+                                   options.hw_emu.rvalid_probability, options.hw_emu.seed},
+                 options.hw_emu.trace_fst) {
     if (options.hw_emu.stall_end > options.hw_emu.stall_begin)
       for (int port = 0; port < 4; ++port)
         harness_.read_port(port).inject_stall(options.hw_emu.stall_begin, options.hw_emu.stall_end);
@@ -40,6 +41,7 @@ class HwEmuBackend final : public EmulatedBackend {
 
   std::string name() const override { return name_; }
   uint32_t compute_units() const override { return 1; }
+  const std::string& trace_error() const { return harness_.trace_error(); }
 
   uint32_t read_register(uint32_t, uint32_t offset) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -71,6 +73,8 @@ Result<std::shared_ptr<DeviceBackend>> make(uint32_t index, const DeviceOptions&
   auto backend = std::make_shared<HwEmuBackend<Model>>(index, options, shape);
   if (!backend->usable())
     return Status(StatusCode::kUnavailable, "hw_emu: cannot map device memory");
+  if (!backend->trace_error().empty())
+    return Status(StatusCode::kUnavailable, "hw_emu: trace_fst: " + backend->trace_error());
   return std::shared_ptr<DeviceBackend>(std::move(backend));
 }
 

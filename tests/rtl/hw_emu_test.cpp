@@ -4,7 +4,9 @@
 // training steps leave the same weights, to the bit, as sw_emu.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 
 #include "common/engines.h"
@@ -144,6 +146,39 @@ TEST(HwEmu, AHungMemoryEndsInTheDriversTimeout) {
   EXPECT_EQ(run.wait(std::chrono::milliseconds(50)).code(), StatusCode::kTimeout) << "still hung";
   EXPECT_EQ(device.start(0, commands).status().code(), StatusCode::kUnavailable)
       << "a busy unit takes no new launch";
+}
+
+TEST(HwEmu, WritesAnFstWaveformWhenAsked) {
+  const std::string path = ::testing::TempDir() + "systole_hw_emu_test.fst";
+  std::remove(path.c_str());
+  {
+    DeviceOptions options;
+    options.array_rows = options.array_cols = 4;
+    options.hbm_banks = 4;
+    options.bank_bytes = 16 << 20;
+    options.hw_emu.trace_fst = path;
+    Device device = Device::open("hw_emu", 0, options).value();
+    testing::WorkloadOptions workload_options;
+    workload_options.shape = {4, 4};
+    workload_options.descriptors = 1;
+    const testing::Workload workload = testing::make_workload(33, workload_options);
+    const testing::Outcome outcome = testing::run_on_device(
+        device, workload.memory, encode_command_lists(workload.rebased(0), 100).at(0));
+    ASSERT_TRUE(outcome.status.ok()) << outcome.status.to_string();
+  }  // closing the device closes the waveform
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  ASSERT_TRUE(file.good()) << path;
+  EXPECT_GT(file.tellg(), 1000) << "a waveform of a whole launch";
+  file.seekg(0);
+  EXPECT_EQ(file.get(), 0) << "FST files start with a header block (type 0)";
+  std::remove(path.c_str());
+
+  DeviceOptions unwritable;
+  unwritable.array_rows = unwritable.array_cols = 4;
+  unwritable.hw_emu.trace_fst = "/nonexistent/dir/wave.fst";
+  const Status status = Device::open("hw_emu", 0, unwritable).status();
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(status.message(), "hw_emu: trace_fst: cannot open /nonexistent/dir/wave.fst");
 }
 
 // Issue 4: the same training steps on the RTL and on sw_emu, same bits.

@@ -41,6 +41,9 @@ struct HwEmuOptions {
   // Reads of bursts that start in [stall_begin, stall_end) never return:
   // the kernel hangs, and Run::wait reports its timeout.
   uint64_t stall_begin = 0, stall_end = 0;
+  // Non-empty: write an FST waveform of the whole run there (GTKWave
+  // reads it). Every signal, every half cycle: keep such runs short.
+  std::string trace_fst;
 };
 
 // Options for opening a device. The array shape and the number of compute
