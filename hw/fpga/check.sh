@@ -36,7 +36,7 @@ synthesize() {  # synthesize MODULE FLOW
   else synth="synth_xilinx -family xcup -top $module -flatten -noiopad"; fi
   if ! yosys -q -l "$log" -p "read_verilog -sv ${sources[*]}; hierarchy -check -top $module; proc;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; $synth;
-      select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr t:LDCE t:LDPE;
+      select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr t:\$_DLATCH_* t:LDCE t:LDPE;
       tee -q -o $out/$module.$flow.stat stat" >/dev/null 2>&1; then
     tail -20 "$log" >&2
     fail "yosys failed on $module ($flow): see $log"
