@@ -17,9 +17,8 @@ rtl=$root/hw/rtl
 mkdir -p "$out"
 fail() { echo "check: $*" >&2; exit 1; }
 
-# Every module is read from the same sources, the package first.
-sources=("$rtl"/systole_pkg.sv)
-for file in "$rtl"/systole_*.sv; do [[ $file == */systole_pkg.sv ]] || sources+=("$file"); done
+# Every module is read from the kernel's sources, in their order.
+mapfile -t sources < <(sed "s|^|$rtl/|" "$rtl/kernel_sources.txt")
 # The leaf modules, generic and for UltraScale+; the array at its default
 # 4x4 for UltraScale+ (about a minute). FULL=1 adds the core and the whole
 # kernel at 4x4: yosys keeps the accumulator and operand buffers in
