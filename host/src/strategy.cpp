@@ -146,15 +146,31 @@ Status Strategy::run(const std::function<Status(uint32_t replica)>& fn) {
 }
 
 Result<double> Strategy::reduce(ReduceOp op, const std::vector<double>& local) const {
-  std::vector<double> all = local;
+  std::vector<std::vector<double>> per_replica;
+  for (double value : local) per_replica.push_back({value});
+  auto reduced = reduce(op, per_replica);
+  if (!reduced.ok()) return reduced.status();
+  return reduced->empty() ? 0.0 : reduced->front();
+}
+
+Result<std::vector<double>> Strategy::reduce(
+    ReduceOp op, const std::vector<std::vector<double>>& per_replica) const {
+  const std::size_t quantities = per_replica.empty() ? 0 : per_replica.front().size();
+  // Replica-major; gathered in rank order, that is global replica order.
+  std::vector<double> all;
+  for (const std::vector<double>& values : per_replica) all.insert(all.end(), values.begin(), values.end());
   if (processes() > 1) {
-    auto gathered = group_->all_gather(local);
+    auto gathered = group_->all_gather(all);
     if (!gathered.ok()) return gathered.status();
     all = std::move(gathered).value();
   }
-  double total = 0;
-  for (double value : all) total += value;
-  return op == ReduceOp::kMean && !all.empty() ? total / double(all.size()) : total;
+  const std::size_t replicas = quantities ? all.size() / quantities : 0;
+  std::vector<double> totals(quantities, 0.0);
+  for (std::size_t r = 0; r < replicas; ++r)
+    for (std::size_t q = 0; q < quantities; ++q) totals[q] += all[r * quantities + q];
+  if (op == ReduceOp::kMean && replicas)
+    for (double& total : totals) total /= double(replicas);
+  return totals;
 }
 
 }  // namespace systole

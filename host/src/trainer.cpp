@@ -67,21 +67,15 @@ Result<StepResult> Trainer::step(const Batch& batch) {
 }
 
 Result<StepResult> Trainer::combine(const std::vector<StepResult>& local) const {
-  std::vector<double> losses, corrects, examples;
-  for (const StepResult& result : local) {
-    losses.push_back(result.loss_sum);
-    corrects.push_back(result.correct);
-    examples.push_back(result.examples);
-  }
-  auto loss = strategy_.reduce(ReduceOp::kSum, losses);
-  auto correct = strategy_.reduce(ReduceOp::kSum, corrects);
-  auto count = strategy_.reduce(ReduceOp::kSum, examples);
-  for (const auto* sum : {&loss, &correct, &count})
-    if (!sum->ok()) return sum->status();
+  std::vector<std::vector<double>> per_replica;
+  for (const StepResult& result : local)
+    per_replica.push_back({result.loss_sum, double(result.correct), double(result.examples)});
+  auto sums = strategy_.reduce(ReduceOp::kSum, per_replica);  // one exchange per step
+  if (!sums.ok()) return sums.status();
   StepResult total;
-  total.loss_sum = *loss;
-  total.correct = uint32_t(*correct);
-  total.examples = uint32_t(*count);
+  total.loss_sum = (*sums)[0];
+  total.correct = uint32_t((*sums)[1]);
+  total.examples = uint32_t((*sums)[2]);
   return total;
 }
 

@@ -175,6 +175,9 @@ TEST(Strategy, ReduceSumsAndAverages) {
   Strategy strategy(3);
   EXPECT_EQ(strategy.reduce(ReduceOp::kSum, {1, 2, 3}).value(), 6);
   EXPECT_EQ(strategy.reduce(ReduceOp::kMean, {1, 2, 3}).value(), 2);
+  const std::vector<std::vector<double>> per_replica = {{1, 10}, {2, 20}, {3, 30}};
+  EXPECT_EQ(strategy.reduce(ReduceOp::kSum, per_replica).value(), (std::vector<double>{6, 60}));
+  EXPECT_EQ(strategy.reduce(ReduceOp::kMean, per_replica).value(), (std::vector<double>{2, 20}));
 }
 
 }  // namespace

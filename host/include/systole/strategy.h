@@ -94,6 +94,12 @@ class Strategy {
   // Combines per-replica values of this process's replicas over the whole
   // job, in global replica order (TensorFlow's Strategy.reduce).
   Result<double> reduce(ReduceOp op, const std::vector<double>& local) const;
+  // The same for several quantities in one exchange across processes:
+  // per_replica[r][q] is quantity q of this process's replica r (the same
+  // count for every replica); element q of the result is its job-wide
+  // reduction.
+  Result<std::vector<double>> reduce(ReduceOp op,
+                                     const std::vector<std::vector<double>>& per_replica) const;
 
  private:
   void serve(uint32_t replica);
