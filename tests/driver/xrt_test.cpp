@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "driver/xclbin_writer.h"
+#include "common/temp_dir_test.h"
 #include "systole/driver.h"
 #include "systole/spec.h"
 #include "xclbin_topology.h"
@@ -19,27 +20,17 @@ using testing::make_xclbin;
 using testing::systole_xclbin;
 using testing::XclbinDescription;
 
-class Xclbin : public ::testing::Test {
+class Xclbin : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("systole_xrt_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   std::string write(const XclbinDescription& description, const std::string& name = "k.xclbin") {
-    const std::string path = (dir_ / name).string();
-    EXPECT_TRUE(testing::write_file(path, make_xclbin(description)));
-    return path;
+    const std::string file_path = path(name);
+    EXPECT_TRUE(testing::write_file(file_path, make_xclbin(description)));
+    return file_path;
   }
   std::string error_of(const XclbinDescription& description) {
     auto topology = read_xclbin_topology(write(description));
     return topology.ok() ? "(no error)" : topology.status().message();
   }
-
-  std::filesystem::path dir_;
 };
 
 TEST_F(Xclbin, GivesComputeUnitsRegistersAndBanks) {
@@ -114,9 +105,9 @@ TEST_F(Xclbin, MismatchesWithHwSpecAreErrorsThatNameThem) {
 TEST_F(Xclbin, MissingOrBrokenFilesAreNamed) {
   auto none = read_xclbin_topology("");
   EXPECT_NE(none.status().message().find("no xclbin given"), std::string::npos);
-  const std::string missing = (dir_ / "missing.xclbin").string();
+  const std::string missing = path("missing.xclbin");
   EXPECT_EQ(read_xclbin_topology(missing).status().message(), missing + ": cannot open");
-  const std::string garbage = (dir_ / "garbage.xclbin").string();
+  const std::string garbage = path("garbage.xclbin");
   ASSERT_TRUE(testing::write_file(garbage, std::vector<char>(600, 'x')));
   auto broken = read_xclbin_topology(garbage);
   EXPECT_EQ(broken.status().code(), StatusCode::kDataLoss);
@@ -130,7 +121,7 @@ TEST_F(Xclbin, OpeningTheXrtBackendChecksTheXclbinThenLooksForTheBoard) {
   ASSERT_FALSE(no_xclbin.ok());
   EXPECT_NE(no_xclbin.status().message().find("no xclbin given"), std::string::npos);
 
-  options.xclbin = (dir_ / "missing.xclbin").string();
+  options.xclbin = path("missing.xclbin");
   EXPECT_EQ(Device::open("xrt", 0, options).status().message(), options.xclbin + ": cannot open");
 
   // A valid xclbin on a machine without an Alveo board (CI, this one).

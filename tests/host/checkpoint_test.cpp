@@ -7,26 +7,19 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/temp_dir_test.h"
+
 namespace systole {
 namespace {
 
-class Checkpoints : public ::testing::Test {
+class Checkpoints : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("systole_ckpt_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const char* name) const { return (dir_ / name).string(); }
   void write_raw(const std::string& file, const std::string& header, std::size_t data_bytes) {
     std::ofstream out(file, std::ios::binary);
     uint64_t length = header.size();
     out.write(reinterpret_cast<const char*>(&length), 8);
     out << header << std::string(data_bytes, '\0');
   }
-  std::filesystem::path dir_;
 };
 
 TEST_F(Checkpoints, RoundTripAndLayout) {

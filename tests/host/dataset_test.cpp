@@ -7,29 +7,24 @@
 #include <filesystem>
 #include <set>
 
+#include "common/temp_dir_test.h"
+
 namespace systole {
 namespace {
 
-class IdxFiles : public ::testing::Test {
+class IdxFiles : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("systole_idx_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   static void put32(std::vector<uint8_t>& out, uint32_t v) {
     for (int shift = 24; shift >= 0; shift -= 8) out.push_back(uint8_t(v >> shift));
   }
   // Writes gzip-compressed bytes.
   std::string write(const std::string& name, const std::vector<uint8_t>& bytes) {
-    const std::string path = (dir_ / name).string();
-    gzFile file = gzopen(path.c_str(), "wb");
+    const std::string file_path = path(name);
+    gzFile file = gzopen(file_path.c_str(), "wb");
     gzwrite(file, bytes.data(), unsigned(bytes.size()));
     gzclose(file);
-    return path;
+    return file_path;
   }
   std::vector<uint8_t> images(uint32_t count, uint32_t rows, uint32_t cols) {
     std::vector<uint8_t> out;
@@ -47,7 +42,6 @@ class IdxFiles : public ::testing::Test {
     for (uint32_t i = 0; i < count; ++i) out.push_back(uint8_t(i % 10));
     return out;
   }
-  std::filesystem::path dir_;
 };
 
 TEST_F(IdxFiles, ReadsImagesAndLabels) {
@@ -83,7 +77,7 @@ TEST_F(IdxFiles, ErrorsNameTheFileAndTheProblem) {
          "5 labels for 4 images");
   expect(read_idx(write("i.gz", images(5, 2, 3)), good_labels, 3), StatusCode::kInvalidArgument,
          "label 3 of example 3 is not below 3");
-  expect(read_idx((dir_ / "missing.gz").string(), good_labels, 10), StatusCode::kNotFound,
+  expect(read_idx(path("missing.gz"), good_labels, 10), StatusCode::kNotFound,
          "missing.gz: cannot open");
   expect(read_idx(write("zero.gz", images(0, 2, 3)), good_labels, 10), StatusCode::kInvalidArgument,
          "dimension 0 is zero");

@@ -6,12 +6,11 @@
 // start_o/done_i, and the memory is compared with the reference.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "../../driver/src/backend.h"
-#include "../../driver/src/bank_allocator.h"
+#include "../../driver/src/device_memory.h"
 #include "Vsystole_axil_regs.h"
 #include "common/engines.h"
 #include "common/random_workload.h"
@@ -30,10 +29,11 @@ constexpr spec::ArrayShape kShape{8, 8};
 // `memory`, and done_i reports its results on the next cycle.
 class AxilHarness {
  public:
-  explicit AxilHarness(std::vector<uint8_t>& memory)
+  AxilHarness(uint8_t* memory, uint64_t size)
       : context_(std::make_unique<VerilatedContext>()),
         model_(std::make_unique<Vsystole_axil_regs>(context_.get())),
         memory_(memory),
+        size_(size),
         onchip_(std::make_unique<hls_kernel::OnChip<8, 8>>()) {
     model_->rst_ni = 0;
     tick();
@@ -110,9 +110,9 @@ class AxilHarness {
     ++launches_;
     auto& m = *model_;
     const uint64_t cmd = m.command_addr_o, mem_bytes = m.mem_bytes_o;
-    auto port = [&](uint64_t base) { return reinterpret_cast<hls_kernel::Beat*>(memory_.data() + base); };
+    auto port = [&](uint64_t base) { return reinterpret_cast<hls_kernel::Beat*>(memory_ + base); };
     hls_kernel::LaunchResult result;
-    if (cmd % 64 || !spec::in_range(cmd, 64, memory_.size()) || mem_bytes > memory_.size()) {
+    if (cmd % 64 || !spec::in_range(cmd, 64, size_) || mem_bytes > size_) {
       result.status = spec::ErrorCode::kAddressOutOfRange;
       result.error_index = spec::kHeaderErrorIndex;
     } else {
@@ -132,14 +132,15 @@ class AxilHarness {
 
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<Vsystole_axil_regs> model_;
-  std::vector<uint8_t>& memory_;
+  uint8_t* memory_;  // the device memory, not owned
+  uint64_t size_;
   std::unique_ptr<hls_kernel::OnChip<8, 8>> onchip_;
   uint64_t launches_ = 0;
 };
 
 TEST(RtlAxiLite, ApCtrlHsStrobesAndInterrupts) {
   std::vector<uint8_t> memory(1 << 16);
-  AxilHarness h(memory);
+  AxilHarness h(memory.data(), memory.size());
   EXPECT_EQ(h.read(reg::kId), spec::kDeviceId);
   EXPECT_EQ(h.read(reg::kVersion), spec::kVersion);
   EXPECT_EQ(h.read(reg::kArrayRows), kShape.rows);
@@ -179,26 +180,13 @@ TEST(RtlAxiLite, ApCtrlHsStrobesAndInterrupts) {
 }
 
 // The driver's view: a DeviceBackend whose registers are the RTL slave's.
-class RtlRegisterBackend final : public detail::DeviceBackend {
+// Memory comes from EmulatedBackend, as for sw_emu and hw_emu.
+class RtlRegisterBackend final : public detail::EmulatedBackend {
  public:
-  RtlRegisterBackend() : memory_(kBanks * kBankBytes), allocator_(kBanks, kBankBytes), harness_(memory_) {}
+  RtlRegisterBackend() : EmulatedBackend(2, 1 << 20), harness_(memory_.base(), memory_.bytes()) {}
 
   std::string name() const override { return "rtl-registers 8x8"; }
   uint32_t compute_units() const override { return 1; }
-  uint32_t hbm_banks() const override { return kBanks; }
-  uint64_t bank_bytes() const override { return kBankBytes; }
-  Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
-    return allocator_.allocate(bytes, bank);
-  }
-  void release(uint64_t address) override { allocator_.release(address); }
-  Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
-    std::memcpy(memory_.data() + address, src, bytes);
-    return ok_status();
-  }
-  Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
-    std::memcpy(dst, memory_.data() + address, bytes);
-    return ok_status();
-  }
   uint32_t read_register(uint32_t, uint32_t offset) override { return harness_.read(offset); }
   void write_register(uint32_t, uint32_t offset, uint32_t value) override {
     EXPECT_TRUE(harness_.write(offset, value));
@@ -214,10 +202,6 @@ class RtlRegisterBackend final : public detail::DeviceBackend {
   }
 
  private:
-  static constexpr uint32_t kBanks = 2;
-  static constexpr uint64_t kBankBytes = 1 << 20;
-  std::vector<uint8_t> memory_;
-  detail::BankAllocator allocator_;
   AxilHarness harness_;
 };
 

@@ -18,11 +18,17 @@
 namespace systole {
 namespace {
 
-Device open_hw_emu(uint32_t size, EmuEngine engine = EmuEngine::kFast, const char* backend = "hw_emu") {
+// A size x size device with 4 banks of 16 MiB (bank 1 starts at 16 MiB).
+DeviceOptions hw_emu_options(uint32_t size) {
   DeviceOptions options;
   options.array_rows = options.array_cols = size;
   options.hbm_banks = 4;
   options.bank_bytes = 16 << 20;
+  return options;
+}
+
+Device open_hw_emu(uint32_t size, EmuEngine engine = EmuEngine::kFast, const char* backend = "hw_emu") {
+  DeviceOptions options = hw_emu_options(size);
   options.engine = engine;
   options.threads_per_unit = 1;
   return Device::open(backend, 0, options).value();
@@ -95,10 +101,7 @@ TEST(HwEmu, RandomBackPressureChangesTheTimingNotTheBits) {
   options.max_m = 12;
   const testing::Workload workload = testing::make_workload(31, options);
   const auto list = encode_command_lists(workload.rebased(0), 100).at(0);
-  DeviceOptions device_options;
-  device_options.array_rows = device_options.array_cols = 8;
-  device_options.hbm_banks = 4;
-  device_options.bank_bytes = 16 << 20;
+  DeviceOptions device_options = hw_emu_options(8);
   Device steady = Device::open("hw_emu", 0, device_options).value();
   device_options.hw_emu.arready_probability = 0.4;
   device_options.hw_emu.rvalid_probability = 0.5;
@@ -123,10 +126,7 @@ TEST(HwEmu, AHungMemoryEndsInTheDriversTimeout) {
   options.descriptors = 2;
   const testing::Workload workload = testing::make_workload(32, options);
   const auto list = encode_command_lists(workload.rebased(0), 100).at(0);
-  DeviceOptions device_options;
-  device_options.array_rows = device_options.array_cols = 4;
-  device_options.hbm_banks = 4;
-  device_options.bank_bytes = 16 << 20;
+  DeviceOptions device_options = hw_emu_options(4);
   device_options.hw_emu.stall_begin = 0;
   device_options.hw_emu.stall_end = device_options.bank_bytes;
   Device device = Device::open("hw_emu", 0, device_options).value();
@@ -152,10 +152,7 @@ TEST(HwEmu, WritesAnFstWaveformWhenAsked) {
   const std::string path = ::testing::TempDir() + "systole_hw_emu_test.fst";
   std::remove(path.c_str());
   {
-    DeviceOptions options;
-    options.array_rows = options.array_cols = 4;
-    options.hbm_banks = 4;
-    options.bank_bytes = 16 << 20;
+    DeviceOptions options = hw_emu_options(4);
     options.hw_emu.trace_fst = path;
     Device device = Device::open("hw_emu", 0, options).value();
     testing::WorkloadOptions workload_options;
@@ -173,8 +170,7 @@ TEST(HwEmu, WritesAnFstWaveformWhenAsked) {
   EXPECT_EQ(file.get(), 0) << "FST files start with a header block (type 0)";
   std::remove(path.c_str());
 
-  DeviceOptions unwritable;
-  unwritable.array_rows = unwritable.array_cols = 4;
+  DeviceOptions unwritable = hw_emu_options(4);
   unwritable.hw_emu.trace_fst = "/nonexistent/dir/wave.fst";
   const Status status = Device::open("hw_emu", 0, unwritable).status();
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
