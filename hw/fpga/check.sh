@@ -87,7 +87,11 @@ done
 # what the shell leaves: the budget below is 70 % of the device.
 awk -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))" \
     -v cf="$((add_ff + out_ff))" -v cd="$((add_dsp + out_dsp))" -v fl="$fixed_lut" -v ff="$fixed_ff" \
-    -v fd="$fixed_dsp" 'BEGIN {
+    -v fd="$fixed_dsp" '
+# The cost of an N x N kernel (into lut, flop, dsp), and whether it fits.
+function cost(n) { lut = n * n * pl + n * cl + fl; flop = n * n * pf + n * cf + ff; dsp = n * n * pd + n * cd + fd }
+function fits() { return lut <= lut_total * budget && flop <= ff_total * budget && dsp <= dsp_total * budget }
+BEGIN {
   lut_total = 1303680; ff_total = 2607360; dsp_total = 9024; budget = 0.70
   print "# Fit of an N x N array on Alveo U55C and U280 (same fabric: XCU55C, XCU280)"
   print ""
@@ -95,19 +99,16 @@ awk -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))
   printf "Budget: %d%% of the device (%d LUT, %d FF, %d DSP); the Vitis shell takes the rest.\n\n", budget * 100, lut_total * budget, ff_total * budget, dsp_total * budget
   print "| array | LUT | FF | DSP | LUT use | fits U55C / U280 |"
   print "|---|---|---|---|---|---|"
-  split("4 8 16 24 32 40 48 64 128", sizes, " ")
   largest = 0
-  for (n = 1; n <= 128; n++) {
-    lut = n * n * pl + n * cl + fl; flop = n * n * pf + n * cf + ff; dsp = n * n * pd + n * cd + fd
-    if (lut <= lut_total * budget && flop <= ff_total * budget && dsp <= dsp_total * budget) largest = n
-  }
+  for (n = 1; n <= 128; n++) { cost(n); if (fits()) largest = n }
+  split("4 8 16 24 32 40 48 64 128", sizes, " ")
   for (i = 1; i <= 9; i++) {
     n = sizes[i]
-    lut = n * n * pl + n * cl + fl; flop = n * n * pf + n * cf + ff; dsp = n * n * pd + n * cd + fd
-    fits = (lut <= lut_total * budget && flop <= ff_total * budget && dsp <= dsp_total * budget) ? "yes" : "no"
-    printf "| %dx%d | %d | %d | %d | %.0f%% | %s |\n", n, n, lut, flop, dsp, 100 * lut / lut_total, fits
+    cost(n)
+    printf "| %dx%d | %d | %d | %d | %.0f%% | %s |\n", n, n, lut, flop, dsp, 100 * lut / lut_total, fits() ? "yes" : "no"
   }
-  printf "\nLargest square array within the budget: **%dx%d**. 128x128 needs %.1fx the device'"'"'s LUTs.\n", largest, largest, (128 * 128 * pl + 128 * cl + fl) / lut_total
+  cost(128)
+  printf "\nLargest square array within the budget: **%dx%d**. 128x128 needs %.1fx the device'"'"'s LUTs.\n", largest, largest, lut / lut_total
 }' >"$out/fit.md"
 
 # 4. The Vitis wrapper and the generated kernel.xml agree.
