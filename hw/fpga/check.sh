@@ -23,7 +23,7 @@ mapfile -t sources < <(sed "s|^|$rtl/|" "$rtl/kernel_sources.txt")
 # 4x4 for UltraScale+ (about a minute). FULL=1 adds the core and the whole
 # kernel at 4x4: yosys keeps the accumulator and operand buffers in
 # flip-flops, which takes it many minutes (hw/rtl/README.md).
-modules=(systole_pe systole_bf16_mul systole_fp32_add systole_output_stage systole_validate
+modules=(systole_pe_row systole_bf16_mul systole_fp32_add systole_output_stage systole_validate
          systole_axil_regs systole_dma_read systole_dma_write)
 large=(systole_array)
 [[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)

@@ -9,20 +9,16 @@ module systole_output_stage (
   input  logic [31:0] bias_i,         // fp32 as read from memory
   output logic [31:0] word_o
 );
-  logic [31:0] bias, biased, activated;
-  logic [15:0] narrow;
+  logic [31:0] activated;
   logic        is_nan;
 
-  systole_fp32_canonical u_bias (.value_i(bias_i), .value_o(bias));
-  systole_fp32_add u_add (.a_i(accumulator_i), .b_i(bias), .sum_o(biased));
-  systole_fp32_to_bf16 u_narrow (.value_i(activated), .bf16_o(narrow));
-
   always_comb begin
-    activated = bias_en_i ? biased : accumulator_i;
+    activated = bias_en_i ? systole_arith::fp32_add(accumulator_i, systole_arith::fp32_canonical(bias_i))
+                          : accumulator_i;
     is_nan = activated[30:23] == 8'hFF && activated[22:0] != '0;
     // Positive: sign clear and not a zero (the accumulator holds no subnormals).
     if (relu_en_i && !is_nan && (activated[31] || activated[30:0] == '0)) activated = '0;
   end
 
-  assign word_o = bf16_en_i ? {16'b0, narrow} : activated;
+  assign word_o = bf16_en_i ? {16'b0, systole_arith::fp32_to_bf16(activated)} : activated;
 endmodule

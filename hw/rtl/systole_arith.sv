@@ -1,0 +1,141 @@
+// The numerics contract (hw/spec/NUMERICS.md) as functions, so that the
+// array can evaluate a whole row of PEs in one loop (see systole_pe_row)
+// and every other user shares the same text. The modules systole_bf16_mul,
+// systole_fp32_add, systole_fp32_canonical and systole_fp32_to_bf16 wrap
+// them one to one; the arithmetic tests check those wrappers exhaustively
+// or with tens of millions of random pairs.
+package systole_arith;
+
+  // bf16 x bf16 -> fp32 product ("Product"). The 8-bit significands multiply
+  // to 16 bits, so the product is exact unless it leaves the fp32 normal
+  // range: then +-Inf above, a signed zero below. Subnormal inputs read as
+  // zero; Inf x 0 and NaN give the canonical NaN.
+  function automatic logic [31:0] bf16_mul(logic [15:0] a, logic [15:0] b);
+    logic              sign, a_nan, b_nan, a_inf, b_inf, a_zero, b_zero;
+    logic [7:0]        a_exp, b_exp;
+    logic [15:0]       significand;  // (1.fa * 1.fb) * 2^14, in [2^14, 2^16)
+    logic signed [9:0] exponent;     // biased exponent of the product
+    logic [22:0]       fraction;
+    sign        = a[15] ^ b[15];
+    a_exp       = a[14:7];
+    b_exp       = b[14:7];
+    a_nan       = (a_exp == 8'hFF) && (a[6:0] != '0);
+    b_nan       = (b_exp == 8'hFF) && (b[6:0] != '0);
+    a_inf       = (a_exp == 8'hFF) && (a[6:0] == '0);
+    b_inf       = (b_exp == 8'hFF) && (b[6:0] == '0);
+    a_zero      = a_exp == '0;  // zero or subnormal
+    b_zero      = b_exp == '0;
+    significand = {1'b1, a[6:0]} * {1'b1, b[6:0]};
+    exponent    = $signed({2'b00, a_exp}) + $signed({2'b00, b_exp}) - 10'sd127;
+    fraction    = {significand[13:0], 9'b0};
+    if (significand[15]) begin  // product in [2, 4): renormalise
+      exponent = exponent + 10'sd1;
+      fraction = {significand[14:0], 8'b0};
+    end
+    if (a_nan || b_nan || (a_inf && b_zero) || (b_inf && a_zero)) bf16_mul = systole_pkg::Fp32CanonicalNan;
+    else if (a_inf || b_inf) bf16_mul = {sign, 8'hFF, 23'b0};
+    else if (a_zero || b_zero || exponent <= 0) bf16_mul = {sign, 31'b0};  // zero, or below the range
+    else if (exponent >= 10'sd255) bf16_mul = {sign, 8'hFF, 23'b0};
+    else bf16_mul = {sign, exponent[7:0], fraction};
+  endfunction
+
+  // Leading zeros of a nonzero 27-bit significand, as a five-step binary
+  // search (a 27-way priority chain costs the simulator five times more).
+  function automatic logic [4:0] leading_zeros27(logic [26:0] value);
+    logic [31:0] v;
+    v = {value, 5'b11111};  // the padding stops the search at 27
+    leading_zeros27 = '0;
+    if (v[31:16] == '0) begin leading_zeros27 = leading_zeros27 + 5'd16; v = v << 16; end
+    if (v[31:24] == '0) begin leading_zeros27 = leading_zeros27 + 5'd8;  v = v << 8;  end
+    if (v[31:28] == '0) begin leading_zeros27 = leading_zeros27 + 5'd4;  v = v << 4;  end
+    if (v[31:30] == '0) begin leading_zeros27 = leading_zeros27 + 5'd2;  v = v << 2;  end
+    if (!v[31]) leading_zeros27 = leading_zeros27 + 5'd1;
+  endfunction
+
+  // fp32 + fp32 ("Sum"): round to nearest even with guard, round and sticky
+  // bits; a result below 2^-126 becomes a zero of its sign (such sums are
+  // exact, so no rounding precedes the flush); exact cancellation gives +0;
+  // Inf - Inf and NaN give the canonical NaN. Inputs with a zero exponent
+  // field read as zero.
+  function automatic logic [31:0] fp32_add(logic [31:0] a, logic [31:0] b);
+    localparam int unsigned Width = 27;  // hidden bit, 23 fraction bits, guard, round, sticky
+    logic              a_nan, b_nan, a_inf, b_inf, a_zero, b_zero, sticky, round_up;
+    logic [31:0]       larger, smaller;
+    logic [7:0]        shift;
+    logic [Width-1:0]  larger_sig, smaller_sig, aligned, normal;
+    logic [Width:0]    total;  // one carry bit
+    logic signed [9:0] exponent;
+    logic [4:0]        leading_zeros;
+    logic [24:0]       rounded;  // hidden bit + fraction + carry
+    a_nan       = (a[30:23] == 8'hFF) && (a[22:0] != '0);
+    b_nan       = (b[30:23] == 8'hFF) && (b[22:0] != '0);
+    a_inf       = (a[30:23] == 8'hFF) && (a[22:0] == '0);
+    b_inf       = (b[30:23] == 8'hFF) && (b[22:0] == '0);
+    a_zero      = a[30:23] == '0;
+    b_zero      = b[30:23] == '0;
+    // The operand of larger magnitude first.
+    larger      = (b[30:0] > a[30:0]) ? b : a;
+    smaller     = (b[30:0] > a[30:0]) ? a : b;
+    shift       = larger[30:23] - smaller[30:23];
+    larger_sig  = {1'b1, larger[22:0], 3'b000};
+    smaller_sig = {1'b1, smaller[22:0], 3'b000};
+    // Align the smaller significand; every bit shifted out sets sticky.
+    if (shift >= 8'(Width)) begin
+      aligned = '0;
+      sticky  = 1'b1;
+    end else begin
+      aligned = smaller_sig >> shift;
+      sticky  = (smaller_sig & ((Width'(1) << shift) - Width'(1))) != '0;
+    end
+    exponent = $signed({2'b00, larger[30:23]});
+    if (larger[31] == smaller[31]) begin
+      total = {1'b0, larger_sig} + {1'b0, aligned[Width-1:1], aligned[0] | sticky};
+      if (total[Width]) begin  // carry: shift right, keep the sticky
+        normal   = {total[Width:2], total[1] | total[0]};
+        exponent = exponent + 10'sd1;
+      end else begin
+        normal = total[Width-1:0];
+      end
+    end else begin
+      total         = {1'b0, larger_sig} - {1'b0, aligned[Width-1:1], aligned[0] | sticky};
+      leading_zeros = leading_zeros27(total[Width-1:0]);
+      normal        = total[Width-1:0] << leading_zeros;
+      exponent      = exponent - $signed({5'b0, leading_zeros});
+    end
+    round_up = normal[2] && (normal[1] || normal[0] || normal[3]);
+    rounded  = {1'b0, normal[Width-1:3]} + 25'(round_up);
+    if (rounded[24]) begin
+      rounded  = rounded >> 1;
+      exponent = exponent + 10'sd1;
+    end
+    if (a_nan || b_nan || (a_inf && b_inf && (a[31] != b[31]))) fp32_add = systole_pkg::Fp32CanonicalNan;
+    else if (a_inf) fp32_add = a;
+    else if (b_inf) fp32_add = b;
+    else if (a_zero && b_zero) fp32_add = {a[31] & b[31], 31'b0};  // -0 only when both are -0
+    else if (a_zero) fp32_add = b;
+    else if (b_zero) fp32_add = a;
+    else if (total[Width-1:0] == '0 && larger[31] != smaller[31]) fp32_add = 32'b0;  // exact cancellation
+    else if (exponent <= 0) fp32_add = {larger[31], 31'b0};  // below the normal range: flush
+    else if (exponent >= 10'sd255) fp32_add = {larger[31], 8'hFF, 23'b0};
+    else fp32_add = {larger[31], exponent[7:0], rounded[22:0]};
+  endfunction
+
+  // An fp32 value read from memory as the datapath sees it ("Input
+  // canonicalisation"): subnormal -> zero of its sign, NaN -> the canonical NaN.
+  function automatic logic [31:0] fp32_canonical(logic [31:0] value);
+    if (value[30:23] == 8'hFF && value[22:0] != '0) fp32_canonical = systole_pkg::Fp32CanonicalNan;
+    else if (value[30:23] == '0) fp32_canonical = {value[31], 31'b0};
+    else fp32_canonical = value;
+  endfunction
+
+  // fp32 -> bf16: NaN -> 0x7FC0; a zero or subnormal input -> zero of its
+  // sign (flushed before rounding); otherwise round to nearest, ties to even,
+  // at bit 16, a carry out of the largest finite giving Inf.
+  function automatic logic [15:0] fp32_to_bf16(logic [31:0] value);
+    logic round_up;
+    round_up = value[15] && ((value[14:0] != '0) || value[16]);
+    if (value[30:23] == 8'hFF && value[22:0] != '0) fp32_to_bf16 = systole_pkg::Bf16CanonicalNan;
+    else if (value[30:23] == '0) fp32_to_bf16 = {value[31], 15'b0};
+    else fp32_to_bf16 = value[31:16] + 16'(round_up);  // carries into Inf on overflow
+  endfunction
+endpackage
