@@ -1,14 +1,16 @@
-// The compute core of one N tile: the weight-stationary array, the fp32
-// accumulator memory in which K tiles accumulate, and the output stage.
+// The compute core: the weight-stationary array, the fp32 accumulator
+// memory in which K tiles accumulate, and the output stage.
 //
-// The controller (1) writes every row's starting value (C when
-// accumulating, else +0) through the init port, (2) clears the row counter
-// and streams K tiles through the array; each column-sum vector leaving the
-// array is added to accumulator row `row_q`, which counts 0 .. rows_i - 1
-// and wraps, so tile after tile adds to rows 0 .. M-1 in K order
-// (NUMERICS.md: acc = acc + s); (3) after the last sums have left the
-// array, reads rows out through the output stage (bias, ReLU, fp32/bf16).
-// Init, accumulation and readout do not overlap; the controller ensures it.
+// The accumulator memory has two banks of MaxM rows, one per N tile in
+// flight: while the array's sums accumulate into one bank, the controller
+// fills the other with the next N tile's starting values (C when
+// accumulating, else +0) or reads the previous tile's results out through
+// the output stage. Each activation vector carries a tag (accumulator bank,
+// row, last of its N tile) that travels beside the array for exactly its
+// latency, so every column-sum vector leaving the array is added to its
+// row (NUMERICS.md: acc = acc + s, K tile after K tile) and the last one
+// of an N tile raises tile_done_o. The controller keeps the three users of
+// a bank apart.
 module systole_core #(
   parameter int unsigned Rows = 4,
   parameter int unsigned Cols = 4,
@@ -23,32 +25,41 @@ module systole_core #(
   input  logic                  act_valid_i,
   input  logic                  act_bank_i,
   input  logic [Rows*16-1:0]    act_i,
+  // The activation's tag: where its sums accumulate.
+  input  logic                  act_acc_bank_i,
+  input  logic [RowBits-1:0]    act_row_i,
+  input  logic                  act_last_i,     // the last vector of its N tile
+  output logic                  tile_done_o,    // that vector's sums are in
   // Lane vectors are flat (yosys 0.23 reads no multi-dimensional packed
   // ports): column c is bits [16c +: 16] or [32c +: 32].
-  // Accumulator rows: starting values. They need no canonicalisation: every
-  // row passes through the adder at least once (K >= 1), and the adder reads
-  // a zero exponent as zero and any NaN as the canonical NaN.
+  // Starting values. They need no canonicalisation: every row passes through
+  // the adder at least once (K >= 1), and the adder reads a zero exponent as
+  // zero and any NaN as the canonical NaN.
   input  logic                  init_valid_i,
+  input  logic                  init_bank_i,
   input  logic [RowBits-1:0]    init_row_i,
   input  logic [Cols*32-1:0]    init_i,
-  // Accumulation: restart at row 0; M rows per K tile.
-  input  logic                  clear_row_i,
-  input  logic [RowBits:0]      rows_i,
-  // Readout through the output stage, one cycle later on word_o.
-  input  logic                  read_valid_i,
+  // Readout through the output stage, on word_o one cycle later.
+  input  logic                  read_bank_i,
   input  logic [RowBits-1:0]    read_row_i,
   input  logic                  bias_en_i,
   input  logic                  relu_en_i,
   input  logic                  bf16_en_i,
   input  logic [Cols*32-1:0]    bias_i,
-  output logic                  word_valid_o,
   output logic [Cols*32-1:0]    word_o
 );
-  logic                  sum_valid;
-  logic [Cols*32-1:0]    sum, total, staged;
-  logic [RowBits-1:0]    row_q;
-  // One row of fp32 partial sums per entry (URAM/BRAM on a board).
-  logic [Cols*32-1:0]    accumulators_q [MaxM];
+  // Sums leave the array Rows + Cols cycles after their vector entered.
+  localparam int unsigned Latency = Rows + Cols;
+  localparam int unsigned TagBits = RowBits + 2;
+
+  logic                   sum_valid;
+  logic [Cols*32-1:0]     sum, total, staged;
+  logic [TagBits*Latency-1:0] tags_q;  // stage i at [TagBits*i +: TagBits]
+  logic [TagBits-1:0]     tag;
+  logic [RowBits:0]       sum_index;
+  // Two banks of MaxM rows of fp32 partial sums, bank b at [b*MaxM, ...)
+  // (URAM/BRAM on a board).
+  logic [Cols*32-1:0]     accumulators_q [2*MaxM];
 
   systole_array #(.Rows(Rows), .Cols(Cols)) u_array (
     .clk_i,
@@ -62,28 +73,26 @@ module systole_core #(
     .sum_o      (sum)
   );
 
+  assign tag       = tags_q[TagBits*(Latency-1) +: TagBits];  // {last, bank, row}
+  assign sum_index = tag[RowBits:0];
+
   for (genvar c = 0; c < Cols; c++) begin : g_lane
-    systole_fp32_add u_accumulate (
-      .a_i  (accumulators_q[row_q][32*c +: 32]),
-      .b_i  (sum[32*c +: 32]),
-      .sum_o(total[32*c +: 32])
-    );
+    assign total[32*c +: 32] = systole_arith::fp32_add(accumulators_q[sum_index][32*c +: 32], sum[32*c +: 32]);
     systole_output_stage u_output (
       .bias_en_i,
       .relu_en_i,
       .bf16_en_i,
-      .accumulator_i(accumulators_q[read_row_i][32*c +: 32]),
+      .accumulator_i(accumulators_q[{read_bank_i, read_row_i}][32*c +: 32]),
       .bias_i       (bias_i[32*c +: 32]),
       .word_o       (staged[32*c +: 32])
     );
   end
 
   always_ff @(posedge clk_i) begin
-    if (init_valid_i) accumulators_q[init_row_i] <= init_i;
-    if (sum_valid) accumulators_q[row_q] <= total;
-    if (clear_row_i) row_q <= '0;
-    else if (sum_valid) row_q <= ({1'b0, row_q} + 1'b1 == rows_i) ? '0 : row_q + 1'b1;
-    word_valid_o <= read_valid_i;
+    tags_q <= (tags_q << TagBits) | (TagBits*Latency)'({act_last_i, act_acc_bank_i, act_row_i});
+    if (init_valid_i) accumulators_q[{init_bank_i, init_row_i}] <= init_i;
+    if (sum_valid) accumulators_q[sum_index] <= total;
+    tile_done_o <= sum_valid && tag[TagBits-1];
     word_o <= staged;
   end
 endmodule

@@ -51,16 +51,17 @@ module systole_dma_bursts #(
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
-      outstanding_o <= '0;
+      outstanding_o  <= '0;
+      beats_to_ask_q <= '0;
     end else begin
       outstanding_o <= outstanding_o + CountBits'(fire) - CountBits'(burst_done_i);
-    end
-    if (start_i) begin
-      next_beat_q    <= first_beat_i;
-      beats_to_ask_q <= beats_i;
-    end else if (fire) begin
-      next_beat_q    <= next_beat_q + 58'(burst_beats);
-      beats_to_ask_q <= beats_to_ask_q - burst_beats;
+      if (start_i) begin
+        next_beat_q    <= first_beat_i;
+        beats_to_ask_q <= beats_i;
+      end else if (fire) begin
+        next_beat_q    <= next_beat_q + 58'(burst_beats);
+        beats_to_ask_q <= beats_to_ask_q - burst_beats;
+      end
     end
   end
 endmodule

@@ -5,7 +5,9 @@
 // Bursts follow the read side's rules (at most 256 beats, never across
 // 4 KiB), up to MaxOutstanding awaiting their response. A SLVERR or DECERR
 // response sets error_o (sticky until clear_error_i). req_ready_o rises again
-// when every response of the request has arrived.
+// as soon as the request's data has been sent, so rows stream out without
+// waiting for the memory's responses; idle_o says that nothing is pending
+// and every response has arrived (the launch waits for it before it ends).
 module systole_dma_write #(
   parameter int unsigned MaxOutstanding = 8
 ) (
@@ -19,6 +21,7 @@ module systole_dma_write #(
   input  logic         data_valid_i,
   output logic         data_ready_o,
   input  logic [511:0] data_i,
+  output logic         idle_o,
   output logic         error_o,
   input  logic         clear_error_i,
   // AXI4 write address channel.
@@ -94,6 +97,7 @@ module systole_dma_write #(
   assign bready_o = 1'b1;
   assign b_fire = bvalid_i;
   assign req_ready_o = !active_q;
+  assign idle_o      = !active_q && outstanding == '0;
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
@@ -115,9 +119,9 @@ module systole_dma_write #(
           w_index_q <= w_index_q + 32'd1;
           if (needs_row_beat) previous_q <= data_i;
         end
-        // Done when everything was sent and answered.
-        if (active_q && asked_all && w_index_q == w_beats_q && outstanding == CountBits'(b_fire))
-          active_q <= 1'b0;
+        // The request is done when every burst was asked for and every beat
+        // sent; its responses may still be on their way.
+        if (active_q && asked_all && w_index_q == w_beats_q) active_q <= 1'b0;
       end
       if (clear_error_i) error_o <= 1'b0;
       else if (b_fire && bresp_i[1]) error_o <= 1'b1;

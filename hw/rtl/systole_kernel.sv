@@ -1,14 +1,25 @@
 // The Systole kernel: AXI4-Lite registers, four AXI4 master ports (cmd, a,
-// b: read; c: read and write) and a sequential controller around the
-// compute core. It follows hw/hls/systole_kernel.h step for step:
+// b: read; c: read and write) and the controller around the compute core.
+// It computes what hw/hls/systole_kernel.h computes, bit for bit:
 //   fetch and check the header, check every descriptor (nothing runs unless
 //   all are valid), then per descriptor load A's rows into the activation
-//   buffer and, per N tile of Cols columns, start the accumulators from C
-//   or +0, shift in each K tile's weights (bottom row first) and stream the
-//   M activation rows through the array, drain, read the bias, and write C.
-// Stages do not overlap yet: correctness first, utilisation later (the
-// core's second weight bank is ready for it). Any SLVERR/DECERR ends the
-// launch with ErrAxiError at the current descriptor.
+//   buffer and compute its N tiles of Cols columns.
+// The N tiles run as a pipeline of four engines that overlap:
+//   - init:   fills an accumulator bank with C (when accumulating) or +0
+//             and reads the tile's bias (port c, read);
+//   - weight: requests each K tile's weight rows (port b, bottom row first)
+//             and shifts them into the array's idle weight bank while the
+//             other bank computes;
+//   - stream: feeds the array one activation row per cycle, K tile after
+//             K tile, N tile after N tile, without a gap when the operands
+//             are ready;
+//   - write:  reads the finished bank through the output stage and writes C
+//             (port c, write).
+// The core's two accumulator banks let init and write work on one N tile
+// while the array accumulates another. Any SLVERR/DECERR response ends the
+// launch with ErrAxiError at the descriptor it happened in (or at the
+// header), after every request of that descriptor has completed: the DMAs
+// deliver every beat even when it failed, so nothing can hang.
 module systole_kernel #(
   parameter int unsigned Rows = 4,
   parameter int unsigned Cols = 4
@@ -42,10 +53,19 @@ module systole_kernel #(
 );
   localparam int unsigned MaxM = systole_pkg::MaxM;
   localparam int unsigned MaxK = systole_pkg::MaxKPerRow * Rows;
-  localparam int unsigned RowBytesA = 2 * MaxK;
-  localparam int unsigned RowBytesC = 4 * Cols;
-  localparam int unsigned RowBytes = 64 * (((RowBytesA > RowBytesC ? RowBytesA : RowBytesC) + 63) / 64);
+  localparam int unsigned RowBits = $clog2(MaxM);
+  localparam int unsigned RowBytesA = 2 * MaxK;    // an A row
+  localparam int unsigned RowBytesB = 2 * Cols;    // a weight row
+  localparam int unsigned RowBytesC = 4 * Cols;    // a C row, a bias row
+  localparam int unsigned RowBytesMax = RowBytesA > RowBytesC ? (RowBytesA > 64 ? RowBytesA : 64)
+                                                               : (RowBytesC > 64 ? RowBytesC : 64);
   localparam int unsigned PortCmd = 0, PortA = 1, PortB = 2, PortC = 3;
+  // Sums leave the array Rows + Cols cycles after their activation entered;
+  // the PE of row r, column c reads its weight r + c cycles after. A weight
+  // bank may be reloaded Rows + Cols cycles after the last activation naming
+  // it entered; the controller starts no launch before the array's (reset-
+  // less) valid bits have flushed for as long.
+  localparam int unsigned Quiet = Rows + Cols;
 
   // ---------------------------------------------------------------- registers
   logic        start;
@@ -122,35 +142,41 @@ module systole_kernel #(
   assign m_rdata[3] = m_c_rdata;
   assign m_rresp[3] = m_c_rresp;
   assign m_rlast[3] = m_c_rlast;
-  logic [3:0]        rd_req_valid, rd_req_ready, rd_beat_valid, rd_beat_ready, rd_beat_last, rd_error;
-  logic [63:0]       rd_addr;
-  logic [31:0]       rd_bytes;
-  logic [511:0]      rd_beat [4];
-  logic              clear_errors;
+  // Rows in through the read ports: index 0 cmd, 1 a, 2 b, 3 c. Each row
+  // is as wide as the widest port's; a port uses its low bytes.
+  logic [3:0]               rd_req_valid, rd_req_ready, rd_row_valid, rd_row_ready, rd_idle, rd_error;
+  logic [63:0]              rd_addr [4];
+  logic [31:0]              rd_bytes [4];
+  logic [8*RowBytesMax-1:0] rd_row [4];
+  logic                     clear_errors;
 
   for (genvar p = 0; p < 4; p++) begin : g_read
-    systole_dma_read u_read (
+    localparam int unsigned PortRowBytes = p == PortA ? RowBytesA : p == PortB ? RowBytesB :
+                                           p == PortC ? RowBytesC : 64;
+    logic [8*PortRowBytes-1:0] row;
+    systole_row_reader #(.RowBytes(PortRowBytes)) u_reader (
       .clk_i, .rst_ni,
       .req_valid_i(rd_req_valid[p]), .req_ready_o(rd_req_ready[p]),
-      .req_addr_i(rd_addr), .req_bytes_i(rd_bytes),
-      .beat_valid_o(rd_beat_valid[p]), .beat_ready_i(rd_beat_ready[p]), .beat_o(rd_beat[p]),
-      .beat_last_o(rd_beat_last[p]), .error_o(rd_error[p]), .clear_error_i(clear_errors),
+      .req_addr_i(rd_addr[p]), .req_bytes_i(rd_bytes[p]),
+      .row_valid_o(rd_row_valid[p]), .row_ready_i(rd_row_ready[p]), .row_o(row),
+      .idle_o(rd_idle[p]), .error_o(rd_error[p]), .clear_error_i(clear_errors),
       .arvalid_o(m_arvalid[p]), .arready_i(m_arready[p]), .araddr_o(m_araddr[p]),
       .arlen_o(m_arlen[p]), .arsize_o(m_arsize[p]), .arburst_o(m_arburst[p]),
       .rvalid_i(m_rvalid[p]), .rready_o(m_rready[p]), .rdata_i(m_rdata[p]),
       .rresp_i(m_rresp[p]), .rlast_i(m_rlast[p])
     );
+    assign rd_row[p] = (8*RowBytesMax)'(row);
   end
 
-  logic        wr_req_valid, wr_req_ready, wr_data_valid, wr_data_ready, wr_error;
-  logic [63:0] wr_addr;
-  logic [31:0] wr_bytes;
+  logic         wr_req_valid, wr_req_ready, wr_data_valid, wr_data_ready, wr_idle, wr_error;
+  logic [63:0]  wr_addr;
+  logic [31:0]  wr_bytes;
   logic [511:0] wr_data;
   systole_dma_write u_write (
     .clk_i, .rst_ni,
     .req_valid_i(wr_req_valid), .req_ready_o(wr_req_ready), .req_addr_i(wr_addr),
     .req_bytes_i(wr_bytes), .data_valid_i(wr_data_valid), .data_ready_o(wr_data_ready),
-    .data_i(wr_data), .error_o(wr_error), .clear_error_i(clear_errors),
+    .data_i(wr_data), .idle_o(wr_idle), .error_o(wr_error), .clear_error_i(clear_errors),
     .awvalid_o(m_c_awvalid), .awready_i(m_c_awready), .awaddr_o(m_c_awaddr), .awlen_o(m_c_awlen),
     .awsize_o(m_c_awsize), .awburst_o(m_c_awburst), .wvalid_o(m_c_wvalid), .wready_i(m_c_wready),
     .wdata_o(m_c_wdata), .wstrb_o(m_c_wstrb), .wlast_o(m_c_wlast), .bvalid_i(m_c_bvalid),
@@ -165,128 +191,89 @@ module systole_kernel #(
     .header_error_o(header_error), .descriptor_error_o(descriptor_error)
   );
 
-  // ---------------------------------------------------------------- core
-  logic                  weight_shift, weight_bank, act_valid, act_bank, init_valid;
-  logic                  clear_row, read_valid;
-  // word_o follows the row index one cycle later and holds while it does,
-  // so the controller needs no valid strobe.
-  /* verilator lint_off UNUSEDSIGNAL */
-  logic                  word_valid;
-  /* verilator lint_on UNUSEDSIGNAL */
-  // Lane vectors, flat as the core takes them: lane i at [16i +: 16] or
-  // [32i +: 32].
-  logic [Cols*16-1:0]    weight;
-  logic [Rows*16-1:0]    act;
-  logic [Cols*32-1:0]    init, bias_q, word;
-  logic [$clog2(MaxM)-1:0] row_index;
-
-  // The descriptor being executed.
+  // ---------------------------------------------------------------- descriptor
   logic [3:0]  d_flags;
   logic [31:0] d_m, d_n, d_k, d_lda, d_ldb, d_ldc;
   logic [63:0] d_a, d_b, d_c, d_bias;
-  logic        out_bf16;
-  assign out_bf16 = d_flags[3];
+  logic [31:0] n_tiles, k_tiles;
+  logic        accumulate, bias_en, out_bf16;
+  assign accumulate = d_flags[0];
+  assign bias_en    = d_flags[1];
+  assign out_bf16   = d_flags[3];
+
+  // Columns of N tile j (the last one may be partial).
+  function automatic logic [31:0] tile_cols(logic [31:0] j);
+    logic [31:0] left;
+    left = d_n - j * Cols;
+    tile_cols = left < Cols ? left : Cols;
+  endfunction
+  // The K index of weight row r of K tile t (row 0 is shifted in first and
+  // travels to the bottom of the array).
+  function automatic logic [31:0] weight_k(logic [31:0] t, logic [31:0] r);
+    weight_k = t * Rows + (Rows - 1 - r);
+  endfunction
+
+  // ---------------------------------------------------------------- core
+  logic               weight_shift, act_valid, init_valid, tile_done;
+  logic [Cols*16-1:0] weight;
+  logic [Rows*16-1:0] act;
+  logic [Cols*32-1:0] init, word;
+  logic [Cols*32-1:0] bias_q [2];   // per accumulator bank
+  logic [MaxK*16-1:0] act_q [MaxM]; // the A block, one row per entry, zero-padded along K
+
+  // Engine positions (N tile j, K tile t, global tile g = j * k_tiles + t).
+  logic [31:0] wq_j, wq_t, wq_r;              // weight rows requested
+  logic [31:0] sh_j, sh_t, sh_r, sh_g;        // weight rows shifted in
+  logic [31:0] st_j, st_t, st_m, st_g;        // activations streamed
+  logic [31:0] in_j, in_asked, in_got, in_zeroed;  // init
+  logic [31:0] wb_j, wb_m, wb_beat;           // write-back
+  logic [31:0] loaded_q, inited_q, summed_q, written_q;  // tiles finished per engine
+  logic [$clog2(Quiet+1)-1:0] quiet_q [2];    // cycles until weight bank b may reload
 
   systole_core #(.Rows(Rows), .Cols(Cols), .MaxM(MaxM)) u_core (
     .clk_i,
-    .weight_shift_i(weight_shift), .weight_bank_i(weight_bank), .weight_i(weight),
-    .act_valid_i(act_valid), .act_bank_i(act_bank), .act_i(act),
-    .init_valid_i(init_valid), .init_row_i(row_index), .init_i(init),
-    .clear_row_i(clear_row), .rows_i(($clog2(MaxM)+1)'(d_m)),
-    .read_valid_i(read_valid), .read_row_i(row_index),
-    .bias_en_i(d_flags[1]), .relu_en_i(d_flags[2]), .bf16_en_i(out_bf16), .bias_i(bias_q),
-    .word_valid_o(word_valid), .word_o(word)
+    .weight_shift_i(weight_shift), .weight_bank_i(sh_g[0]), .weight_i(weight),
+    .act_valid_i(act_valid), .act_bank_i(st_g[0]), .act_i(act),
+    .act_acc_bank_i(st_j[0]), .act_row_i(RowBits'(st_m)),
+    .act_last_i(st_t + 32'd1 == k_tiles && st_m + 32'd1 == d_m), .tile_done_o(tile_done),
+    .init_valid_i(init_valid), .init_bank_i(in_j[0]), .init_row_i(RowBits'(accumulate ? in_got : in_zeroed)),
+    .init_i(init),
+    .read_bank_i(wb_j[0]), .read_row_i(RowBits'(wb_m)),
+    .bias_en_i(bias_en), .relu_en_i(d_flags[2]), .bf16_en_i(out_bf16), .bias_i(bias_q[wb_j[0]]),
+    .word_o(word)
   );
 
-  // ---------------------------------------------------------------- buffers
-  logic [8*RowBytes-1:0] row_q;      // one row, byte i at [8i +: 8] (byte 0 = the first requested)
-  logic [MaxK*16-1:0] act_q [MaxM];  // the A block, one row per entry, zero-padded along K
-  logic [MaxK*16-1:0] a_row;         // the row in row_q, as the buffer stores it
-
-  // ---------------------------------------------------------------- control
-  typedef enum logic [4:0] {
-    Idle, FetchHeader, CheckHeader, FetchCheck, Check, FetchRun, Decode,
-    LoadA, StoreA, InitRow, InitStore, ClearRows, LoadWeight, ShiftWeight, Stream, Drain,
-    LoadBias, StoreBias, ReadOut, WriteOut, WriteWait, NextTile, Finish,
-    ReadRequest, ReadBeats
+  // ---------------------------------------------------------------- front
+  typedef enum logic [3:0] {
+    Idle, FetchHeader, CheckHeader, FetchCheck, Check, FetchRun, Decode, LoadA, Compute, Finish
   } state_e;
-  state_e state_q, return_q;
+  state_e      state_q;
+  logic        cmd_asked_q;
+  logic [31:0] count_q, index_q;       // descriptors, the current one
+  logic [31:0] a_asked_q, a_got_q;     // A rows requested, stored
+  logic [$clog2(Quiet+1)-1:0] warm_q;  // cycles since reset, up to Quiet
+  logic        fetching, computing, error_seen;
 
-  logic [1:0]  read_port_q;
-  logic [63:0] read_addr_q;
-  logic [31:0] read_bytes_q;
-  logic [31:0] beat_count_q;
-  logic [31:0] count_q, index_q;       // descriptors, current one
-  logic [31:0] m_q, n0_q, t_q, r_q, k_tiles, cols;
-  logic [31:0] weight_k;  // the K index of the weight row being loaded
-  logic [31:0] write_beat_q, write_bytes_q;
-  logic        error_seen;
+  assign fetching   = state_q == FetchHeader || state_q == FetchCheck || state_q == FetchRun;
+  assign computing  = state_q == Compute;
+  assign error_seen = rd_error != '0 || wr_error;
+  assign clear_errors = state_q == Idle && start;
 
-  assign k_tiles = (d_k + Rows - 1) / Rows;
-  assign weight_k = t_q * Rows + (Rows - 1 - r_q);
-  assign cols = (d_n - n0_q < Cols) ? d_n - n0_q : Cols;
-  assign error_seen = (rd_error != '0) || wr_error;
+  // The command port reads the header and the descriptors, one at a time.
+  assign rd_req_valid[PortCmd] = fetching && !cmd_asked_q;
+  assign rd_addr[PortCmd]      = state_q == FetchHeader ? command_addr : command_addr + 64'd64 * (64'(index_q) + 64'd1);
+  assign rd_bytes[PortCmd]     = 32'd64;
+  assign rd_row_ready[PortCmd] = fetching;
 
-  // Requests go to the selected port only.
+  // A: every row into the activation buffer.
+  assign rd_req_valid[PortA] = state_q == LoadA && a_asked_q < d_m;
+  assign rd_addr[PortA]      = a_base + d_a + 64'(a_asked_q) * 64'(d_lda) * 64'd2;
+  assign rd_bytes[PortA]     = d_k * 32'd2;
+  assign rd_row_ready[PortA] = state_q == LoadA;
+  logic [MaxK*16-1:0] a_row;  // the arriving row, zero-padded along K
   always_comb begin
-    rd_req_valid = '0;
-    rd_beat_ready = '0;
-    if (state_q == ReadRequest) rd_req_valid[read_port_q] = 1'b1;
-    if (state_q == ReadBeats) rd_beat_ready[read_port_q] = 1'b1;
+    for (int k = 0; k < MaxK; k++) a_row[16*k +: 16] = 32'(k) < d_k ? rd_row[PortA][16*k +: 16] : 16'b0;
   end
-  assign rd_addr = read_addr_q;
-  assign rd_bytes = read_bytes_q;
-
-  // Lanes of the row buffer.
-  function automatic logic [15:0] row16(logic [8*RowBytes-1:0] row, int unsigned lane);
-    row16 = row[16*lane +: 16];
-  endfunction
-  function automatic logic [31:0] row32(logic [8*RowBytes-1:0] row, int unsigned lane);
-    row32 = row[32*lane +: 32];
-  endfunction
-
-  always_comb begin
-    weight = '0;
-    init = '0;
-    act = '0;
-    for (int c = 0; c < Cols; c++) begin
-      if (state_q == ShiftWeight && 32'(c) < cols && weight_k < d_k) weight[16*c +: 16] = row16(row_q, c);
-      if (state_q == InitStore && d_flags[0] && 32'(c) < cols)
-        init[32*c +: 32] = out_bf16 ? {row16(row_q, c), 16'b0} : row32(row_q, c);
-    end
-    for (int r = 0; r < Rows; r++) act[16*r +: 16] = act_q[m_q[$clog2(MaxM)-1:0]][16 * (t_q * Rows + r) +: 16];
-    for (int k = 0; k < MaxK; k++) a_row[16*k +: 16] = 32'(k) < d_k ? row16(row_q, k) : 16'b0;
-  end
-  assign weight_shift = state_q == ShiftWeight;
-  assign weight_bank  = t_q[0];
-  assign act_valid    = state_q == Stream;
-  assign act_bank     = t_q[0];
-  assign init_valid   = state_q == InitStore;
-  assign clear_row    = state_q == ClearRows;
-  assign read_valid   = state_q == ReadOut;
-  assign row_index    = m_q[$clog2(MaxM)-1:0];
-
-  // C row bytes for the write DMA: beat write_beat_q of the packed row.
-  always_comb begin
-    wr_data = row_q[512 * write_beat_q +: 512];
-  end
-  assign wr_req_valid  = state_q == WriteOut;
-  assign wr_addr       = c_base + d_c + (64'(m_q) * 64'(d_ldc) + 64'(n0_q)) * (out_bf16 ? 64'd2 : 64'd4);
-  assign wr_bytes      = cols * (out_bf16 ? 32'd2 : 32'd4);
-  assign wr_data_valid = state_q == WriteWait && write_beat_q * 64 < write_bytes_q;
-  assign clear_errors  = state_q == Idle && start;
-
-  // Starts a read of [addr, addr + bytes) on `port` into row_q; control
-  // continues in state `next` when the last beat has arrived.
-  task automatic read_row(input logic [1:0] port, input logic [63:0] addr,
-                          input logic [31:0] bytes, input state_e next);
-    read_port_q  <= port;
-    read_addr_q  <= addr;
-    read_bytes_q <= bytes;
-    beat_count_q <= '0;
-    return_q     <= next;
-    state_q      <= ReadRequest;
-  endtask
 
   task automatic finish(input logic [31:0] code, input logic [31:0] index);
     status_q      <= code;
@@ -297,39 +284,33 @@ module systole_kernel #(
   always_ff @(posedge clk_i) begin
     done_q <= 1'b0;
     if (!rst_ni) begin
-      state_q <= Idle;
+      state_q     <= Idle;
+      cmd_asked_q <= 1'b0;
+      warm_q      <= '0;
     end else begin
+      if (warm_q != ($clog2(Quiet+1))'(Quiet)) warm_q <= warm_q + 1'b1;
       if (state_q != Idle) busy_cycles_q <= busy_cycles_q + 64'd1;
-      if (m_rvalid != '0 && (m_rvalid & m_rready) != '0) dma_read_bytes_q <= dma_read_bytes_q + 64'd64;
+      if ((m_rvalid & m_rready) != '0) dma_read_bytes_q <= dma_read_bytes_q + 64'd64;
       if (m_c_wvalid && m_c_wready) dma_write_bytes_q <= dma_write_bytes_q + 64'd64;
+      if (rd_req_valid[PortCmd] && rd_req_ready[PortCmd]) cmd_asked_q <= 1'b1;
+      if (fetching && rd_row_valid[PortCmd]) begin
+        cmd_asked_q <= 1'b0;
+        fetched_q   <= rd_row[PortCmd][511:0];
+      end
       unique case (state_q)
-        Idle: if (start) begin
-          busy_cycles_q <= '0;
-          macs_q <= '0;
-          dma_read_bytes_q <= '0;
-          dma_write_bytes_q <= '0;
-          stall_cycles_q <= '0;
+        Idle: if (start && warm_q == ($clog2(Quiet+1))'(Quiet)) begin
+          busy_cycles_q      <= '0;
+          macs_q             <= '0;
+          dma_read_bytes_q   <= '0;
+          dma_write_bytes_q  <= '0;
+          stall_cycles_q     <= '0;
           descriptors_done_q <= '0;
-          read_row(2'(PortCmd), command_addr, 32'd64, CheckHeader);
+          state_q            <= FetchHeader;
         end
-        ReadRequest: if (rd_req_ready[read_port_q]) state_q <= ReadBeats;
-        ReadBeats: begin
-          if (!rd_beat_valid[read_port_q]) stall_cycles_q <= stall_cycles_q + 64'd1;
-          else begin
-            // Byte p of beat j is row byte 64 j + p - (addr % 64).
-            for (int p = 0; p < 64; p++) begin
-              logic signed [40:0] at;
-              at = 41'(64 * beat_count_q) + 41'(p) - 41'(read_addr_q[5:0]);
-              if (at >= 0 && at < 41'(RowBytes)) row_q[8 * at[$clog2(RowBytes)-1:0] +: 8] <= rd_beat[read_port_q][8*p +: 8];
-            end
-            fetched_q <= rd_beat[read_port_q];
-            beat_count_q <= beat_count_q + 32'd1;
-            if (rd_beat_last[read_port_q]) state_q <= error_seen ? Finish : return_q;
-            if (rd_beat_last[read_port_q] && error_seen) begin
-              status_q <= systole_pkg::ErrAxiError;
-              error_index_q <= return_q == CheckHeader ? systole_pkg::HeaderErrorIndex : index_q;
-            end
-          end
+        FetchHeader, FetchCheck, FetchRun: if (rd_row_valid[PortCmd]) begin
+          if (error_seen) finish(systole_pkg::ErrAxiError,
+                                 state_q == FetchHeader ? systole_pkg::HeaderErrorIndex : index_q);
+          else state_q <= state_q == FetchHeader ? CheckHeader : state_q == FetchCheck ? Check : Decode;
         end
         CheckHeader:
           if (header_error != systole_pkg::ErrOk) finish(header_error, systole_pkg::HeaderErrorIndex);
@@ -338,7 +319,6 @@ module systole_kernel #(
             index_q <= '0;
             state_q <= FetchCheck;
           end
-        FetchCheck: read_row(2'(PortCmd), command_addr + 64'd64 * (64'(index_q) + 64'd1), 32'd64, Check);
         Check:
           if (descriptor_error != systole_pkg::ErrOk) finish(descriptor_error, index_q);
           else if (index_q + 32'd1 == count_q) begin
@@ -348,133 +328,244 @@ module systole_kernel #(
             index_q <= index_q + 32'd1;
             state_q <= FetchCheck;
           end
-        FetchRun: read_row(2'(PortCmd), command_addr + 64'd64 * (64'(index_q) + 64'd1), 32'd64, Decode);
         Decode: begin
-          d_flags <= fetched_q[8*systole_pkg::DescFlagsByte +: 4];
-          d_m     <= fetched_q[8*systole_pkg::DescMByte +: 32];
-          d_n     <= fetched_q[8*systole_pkg::DescNByte +: 32];
-          d_k     <= fetched_q[8*systole_pkg::DescKByte +: 32];
-          d_lda   <= fetched_q[8*systole_pkg::DescLdaByte +: 32];
-          d_ldb   <= fetched_q[8*systole_pkg::DescLdbByte +: 32];
-          d_ldc   <= fetched_q[8*systole_pkg::DescLdcByte +: 32];
-          d_a     <= fetched_q[8*systole_pkg::DescAAddrByte +: 64];
-          d_b     <= fetched_q[8*systole_pkg::DescBAddrByte +: 64];
-          d_c     <= fetched_q[8*systole_pkg::DescCAddrByte +: 64];
-          d_bias  <= fetched_q[8*systole_pkg::DescBiasAddrByte +: 64];
-          m_q     <= '0;
-          state_q <= LoadA;
+          d_flags   <= fetched_q[8*systole_pkg::DescFlagsByte +: 4];
+          d_m       <= fetched_q[8*systole_pkg::DescMByte +: 32];
+          d_n       <= fetched_q[8*systole_pkg::DescNByte +: 32];
+          d_k       <= fetched_q[8*systole_pkg::DescKByte +: 32];
+          d_lda     <= fetched_q[8*systole_pkg::DescLdaByte +: 32];
+          d_ldb     <= fetched_q[8*systole_pkg::DescLdbByte +: 32];
+          d_ldc     <= fetched_q[8*systole_pkg::DescLdcByte +: 32];
+          d_a       <= fetched_q[8*systole_pkg::DescAAddrByte +: 64];
+          d_b       <= fetched_q[8*systole_pkg::DescBAddrByte +: 64];
+          d_c       <= fetched_q[8*systole_pkg::DescCAddrByte +: 64];
+          d_bias    <= fetched_q[8*systole_pkg::DescBiasAddrByte +: 64];
+          n_tiles   <= (fetched_q[8*systole_pkg::DescNByte +: 32] + Cols - 1) / Cols;
+          k_tiles   <= (fetched_q[8*systole_pkg::DescKByte +: 32] + Rows - 1) / Rows;
+          a_asked_q <= '0;
+          a_got_q   <= '0;
+          state_q   <= LoadA;
         end
-        // A: every row into the activation buffer, zero-padded along K.
-        LoadA: read_row(2'(PortA), a_base + d_a + 64'(m_q) * 64'(d_lda) * 64'd2, d_k * 32'd2, StoreA);
-        StoreA: begin
-          act_q[m_q[$clog2(MaxM)-1:0]] <= a_row;
-          if (m_q + 32'd1 == d_m) begin
-            m_q <= '0;
-            n0_q <= '0;
-            state_q <= InitRow;
-          end else begin
-            m_q <= m_q + 32'd1;
-            state_q <= LoadA;
+        LoadA: begin
+          if (rd_req_valid[PortA] && rd_req_ready[PortA]) a_asked_q <= a_asked_q + 32'd1;
+          if (rd_row_valid[PortA]) begin
+            act_q[a_got_q[RowBits-1:0]] <= a_row;
+            a_got_q <= a_got_q + 32'd1;
           end
+          if (a_got_q == d_m) state_q <= Compute;
         end
-        // Accumulators of this N tile: C (when accumulating) or +0.
-        InitRow:
-          if (d_flags[0])
-            read_row(2'(PortC), c_base + d_c + (64'(m_q) * 64'(d_ldc) + 64'(n0_q)) * (out_bf16 ? 64'd2 : 64'd4),
-                     cols * (out_bf16 ? 32'd2 : 32'd4), InitStore);
-          else state_q <= InitStore;
-        InitStore:
-          if (m_q + 32'd1 == d_m) begin
-            m_q <= '0;
-            state_q <= ClearRows;
-          end else begin
-            m_q <= m_q + 32'd1;
-            state_q <= InitRow;
-          end
-        ClearRows: begin
-          t_q <= '0;
-          r_q <= '0;
-          state_q <= LoadWeight;
-        end
-        // Weights of K tile t, bottom row first; rows past K shift zeros.
-        LoadWeight:
-          if (weight_k < d_k)
-            read_row(2'(PortB), b_base + d_b + (64'(weight_k) * 64'(d_ldb) + 64'(n0_q)) * 64'd2,
-                     cols * 32'd2, ShiftWeight);
-          else state_q <= ShiftWeight;
-        ShiftWeight:
-          if (r_q + 32'd1 == Rows) begin
-            r_q <= '0;
-            m_q <= '0;
-            state_q <= Stream;
-          end else begin
-            r_q <= r_q + 32'd1;
-            state_q <= LoadWeight;
-          end
-        Stream:
-          if (m_q + 32'd1 == d_m) begin
-            r_q <= '0;
-            state_q <= Drain;
-          end else m_q <= m_q + 32'd1;
-        Drain:
-          if (r_q == Rows + Cols + 2) begin
-            r_q <= '0;
-            if (t_q + 32'd1 == k_tiles) begin
-              m_q <= '0;
-              state_q <= LoadBias;
-            end else begin
-              t_q <= t_q + 32'd1;
-              state_q <= LoadWeight;
-            end
-          end else r_q <= r_q + 32'd1;
-        LoadBias:
-          if (d_flags[1]) read_row(2'(PortC), c_base + d_bias + 64'(n0_q) * 64'd4, cols * 32'd4, StoreBias);
-          else state_q <= ReadOut;
-        StoreBias: begin
-          for (int c = 0; c < Cols; c++) bias_q[32*c +: 32] <= row32(row_q, c);
-          state_q <= ReadOut;
-        end
-        // C: one row at a time through the output stage and the write DMA.
-        ReadOut: state_q <= WriteOut;
-        WriteOut: if (wr_req_ready) begin
-          for (int c = 0; c < Cols; c++) begin
-            if (out_bf16) row_q[16*c +: 16] <= word[32*c +: 16];
-            else row_q[32*c +: 32] <= word[32*c +: 32];
-          end
-          write_beat_q <= '0;
-          write_bytes_q <= wr_bytes;
-          state_q <= WriteWait;
-        end
-        WriteWait: begin
-          if (wr_data_valid && wr_data_ready) write_beat_q <= write_beat_q + 32'd1;
-          if (!wr_data_valid && wr_req_ready) begin
+        Compute: begin
+          if (act_valid == 1'b0 && st_j < n_tiles) stall_cycles_q <= stall_cycles_q + 64'd1;
+          if (written_q == n_tiles && wr_idle && rd_idle == '1) begin
             if (error_seen) finish(systole_pkg::ErrAxiError, index_q);
-            else if (m_q + 32'd1 == d_m) state_q <= NextTile;
             else begin
-              m_q <= m_q + 32'd1;
-              state_q <= ReadOut;
+              macs_q             <= macs_q + 64'(d_m) * 64'(d_n) * 64'(d_k);
+              descriptors_done_q <= descriptors_done_q + 32'd1;
+              if (index_q + 32'd1 == count_q) finish(systole_pkg::ErrOk, '0);
+              else begin
+                index_q <= index_q + 32'd1;
+                state_q <= FetchRun;
+              end
             end
           end
         end
-        NextTile:
-          if (n0_q + Cols < d_n) begin
-            n0_q <= n0_q + Cols;
-            m_q <= '0;
-            state_q <= InitRow;
-          end else begin
-            macs_q <= macs_q + 64'(d_m) * 64'(d_n) * 64'(d_k);
-            descriptors_done_q <= descriptors_done_q + 32'd1;
-            if (index_q + 32'd1 == count_q) finish(systole_pkg::ErrOk, '0);
-            else begin
-              index_q <= index_q + 32'd1;
-              state_q <= FetchRun;
-            end
-          end
         Finish: begin
-          done_q <= 1'b1;
+          done_q  <= 1'b1;
           state_q <= Idle;
         end
         default: state_q <= Idle;
+      endcase
+    end
+  end
+
+  // ---------------------------------------------------------------- weight engine
+  // Requests: every weight row of every (N tile, K tile), in shift order;
+  // rows past K are not read (they shift in as zeros).
+  logic [31:0] wq_k, sh_k;
+  logic        wq_active, sh_active, sh_bank_free, shift_zero;
+  assign wq_k      = weight_k(wq_t, wq_r);
+  assign wq_active = computing && wq_j < n_tiles;
+  assign rd_req_valid[PortB] = wq_active && wq_k < d_k;
+  assign rd_addr[PortB]      = b_base + d_b + (64'(wq_k) * 64'(d_ldb) + 64'(wq_j) * Cols) * 64'd2;
+  assign rd_bytes[PortB]     = tile_cols(wq_j) * 32'd2;
+
+  // Shifts: a K tile goes into weight bank g % 2 once tile g - 2, the bank's
+  // last user, has streamed and left the PEs; its rows shift as they arrive.
+  assign sh_k         = weight_k(sh_t, sh_r);
+  assign sh_active    = computing && sh_j < n_tiles;
+  assign sh_bank_free = sh_r != '0 || (st_g + 32'd1 >= sh_g && quiet_q[sh_g[0]] == '0);
+  assign shift_zero   = sh_k >= d_k;
+  assign weight_shift = sh_active && sh_bank_free && (shift_zero || rd_row_valid[PortB]);
+  assign rd_row_ready[PortB] = weight_shift && !shift_zero;
+  always_comb begin
+    for (int c = 0; c < Cols; c++)
+      weight[16*c +: 16] = (!shift_zero && 32'(c) < tile_cols(sh_j)) ? rd_row[PortB][16*c +: 16] : 16'b0;
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (state_q == Decode) begin
+      {wq_j, wq_t, wq_r} <= '0;
+      {sh_j, sh_t, sh_r, sh_g} <= '0;
+      loaded_q <= '0;
+    end else begin
+      if (wq_active && (wq_k >= d_k || rd_req_ready[PortB])) begin
+        wq_r <= wq_r + 32'd1;
+        if (wq_r + 32'd1 == Rows) begin
+          wq_r <= '0;
+          wq_t <= wq_t + 32'd1;
+          if (wq_t + 32'd1 == k_tiles) begin
+            wq_t <= '0;
+            wq_j <= wq_j + 32'd1;
+          end
+        end
+      end
+      if (weight_shift) begin
+        sh_r <= sh_r + 32'd1;
+        if (sh_r + 32'd1 == Rows) begin
+          sh_r     <= '0;
+          sh_g     <= sh_g + 32'd1;
+          loaded_q <= loaded_q + 32'd1;
+          sh_t     <= sh_t + 32'd1;
+          if (sh_t + 32'd1 == k_tiles) begin
+            sh_t <= '0;
+            sh_j <= sh_j + 32'd1;
+          end
+        end
+      end
+    end
+  end
+
+  // ---------------------------------------------------------------- stream engine
+  // One activation row per cycle once its K tile's weights are in and, for
+  // the first row of an N tile, its accumulator bank is initialised.
+  logic st_active;
+  assign st_active = computing && st_j < n_tiles;
+  assign act_valid = st_active && loaded_q > st_g &&
+                     (st_t != '0 || st_m != '0 || inited_q > st_j);
+  assign act       = act_q[st_m[RowBits-1:0]][Rows*16*st_t +: Rows*16];
+
+  always_ff @(posedge clk_i) begin
+    for (int b = 0; b < 2; b++) begin
+      if (act_valid && st_g[0] == 1'(b)) quiet_q[b] <= ($clog2(Quiet+1))'(Quiet);
+      else if (quiet_q[b] != '0) quiet_q[b] <= quiet_q[b] - 1'b1;
+    end
+    if (state_q == Decode) begin
+      {st_j, st_t, st_m, st_g} <= '0;
+      summed_q <= '0;
+    end else begin
+      if (tile_done) summed_q <= summed_q + 32'd1;
+      if (act_valid) begin
+        st_m <= st_m + 32'd1;
+        if (st_m + 32'd1 == d_m) begin
+          st_m <= '0;
+          st_g <= st_g + 32'd1;
+          st_t <= st_t + 32'd1;
+          if (st_t + 32'd1 == k_tiles) begin
+            st_t <= '0;
+            st_j <= st_j + 32'd1;
+          end
+        end
+      end
+    end
+  end
+
+  // ---------------------------------------------------------------- init engine
+  // N tile in_j's bank is free once tile in_j - 2 is written back. Port c
+  // reads its C rows (when accumulating), then its bias row.
+  logic        in_active, in_row_is_c, in_asks_c;
+  logic [31:0] in_rows, in_total;
+  logic [31:0] in_esize;
+  assign in_esize    = out_bf16 ? 32'd2 : 32'd4;
+  assign in_rows     = accumulate ? d_m : '0;
+  assign in_total    = in_rows + (bias_en ? 32'd1 : 32'd0);
+  assign in_active   = computing && in_j < n_tiles && written_q + 32'd1 >= in_j;
+  assign in_asks_c   = in_asked < in_rows;
+  assign in_row_is_c = in_got < in_rows;
+  assign rd_req_valid[PortC] = in_active && in_asked < in_total;
+  assign rd_addr[PortC]      = in_asks_c
+      ? c_base + d_c + (64'(in_asked) * 64'(d_ldc) + 64'(in_j) * Cols) * 64'(in_esize)
+      : c_base + d_bias + 64'(in_j) * Cols * 64'd4;
+  assign rd_bytes[PortC]     = tile_cols(in_j) * (in_asks_c ? in_esize : 32'd4);
+  assign rd_row_ready[PortC] = in_active;
+  assign init_valid = in_active && (accumulate ? rd_row_valid[PortC] && in_row_is_c : in_zeroed < d_m);
+  logic [Cols*32-1:0] bias_row;  // the arriving bias row, zero past the tile
+  always_comb begin
+    init = '0;
+    bias_row = '0;
+    for (int c = 0; c < Cols; c++)
+      if (accumulate && 32'(c) < tile_cols(in_j))
+        init[32*c +: 32] = out_bf16 ? {rd_row[PortC][16*c +: 16], 16'b0} : rd_row[PortC][32*c +: 32];
+    for (int c = 0; c < Cols; c++)
+      if (32'(c) < tile_cols(in_j)) bias_row[32*c +: 32] = rd_row[PortC][32*c +: 32];
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (state_q == Decode) begin
+      {in_j, in_asked, in_got, in_zeroed} <= '0;
+      inited_q <= '0;
+    end else if (in_active) begin
+      if (rd_req_valid[PortC] && rd_req_ready[PortC]) in_asked <= in_asked + 32'd1;
+      if (rd_row_valid[PortC]) begin
+        in_got <= in_got + 32'd1;
+        if (!in_row_is_c) bias_q[in_j[0]] <= bias_row;
+      end
+      if (!accumulate && in_zeroed < d_m) in_zeroed <= in_zeroed + 32'd1;
+      if (in_got == in_total && (accumulate || in_zeroed == d_m)) begin
+        {in_asked, in_got, in_zeroed} <= '0;
+        in_j     <= in_j + 32'd1;
+        inited_q <= inited_q + 32'd1;
+      end
+    end
+  end
+
+  // ---------------------------------------------------------------- write engine
+  // Once N tile wb_j's last sums are in, each row goes through the output
+  // stage (the core's word_o, one cycle after its row is named) into the
+  // write DMA; the next row is named while the DMA sends this one.
+  typedef enum logic [1:0] {WbRead, WbRequest, WbData} wb_state_e;
+  localparam int unsigned WbRowBits = 8 * RowBytesC > 512 ? 8 * RowBytesC : 512;
+  wb_state_e            wb_state_q;
+  logic [WbRowBits-1:0] wb_row_q;  // the packed row: byte i at [8i +: 8]
+  logic [31:0]          wb_esize, wb_bytes;
+  logic                 wb_active;
+  assign wb_esize  = out_bf16 ? 32'd2 : 32'd4;
+  assign wb_bytes  = tile_cols(wb_j) * wb_esize;
+  assign wb_active = computing && wb_j < n_tiles && summed_q > wb_j;
+  assign wr_req_valid  = wb_active && wb_state_q == WbRequest;
+  assign wr_addr       = c_base + d_c + (64'(wb_m) * 64'(d_ldc) + 64'(wb_j) * Cols) * 64'(wb_esize);
+  assign wr_bytes      = wb_bytes;
+  assign wr_data_valid = wb_state_q == WbData && wb_beat * 64 < wb_bytes;
+  assign wr_data       = 512'(wb_row_q >> (512 * wb_beat));
+
+  always_ff @(posedge clk_i) begin
+    if (state_q == Decode) begin
+      {wb_j, wb_m, wb_beat} <= '0;
+      written_q  <= '0;
+      wb_state_q <= WbRead;
+    end else begin
+      unique case (wb_state_q)
+        WbRead: if (wb_active) wb_state_q <= WbRequest;
+        WbRequest: if (wr_req_ready) begin
+          for (int c = 0; c < Cols; c++) begin
+            if (out_bf16) wb_row_q[16*c +: 16] <= word[32*c +: 16];
+            else wb_row_q[32*c +: 32] <= word[32*c +: 32];
+          end
+          wb_beat    <= '0;
+          wb_state_q <= WbData;
+        end
+        WbData:
+          if (wr_data_valid) begin
+            if (wr_data_ready) wb_beat <= wb_beat + 32'd1;
+          end else begin
+            wb_state_q <= WbRead;
+            wb_m <= wb_m + 32'd1;
+            if (wb_m + 32'd1 == d_m) begin
+              wb_m      <= '0;
+              wb_j      <= wb_j + 32'd1;
+              written_q <= written_q + 32'd1;
+            end
+          end
+        default: wb_state_q <= WbRead;
       endcase
     end
   end

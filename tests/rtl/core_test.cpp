@@ -92,27 +92,23 @@ TEST(RtlCore, OneNTileMatchesTheContract) {
     core->clk_i = 1;
     core->eval();
   };
-  auto idle = [&] {
-    core->weight_shift_i = core->act_valid_i = core->init_valid_i = 0;
-    core->clear_row_i = core->read_valid_i = 0;
-  };
+  auto idle = [&] { core->weight_shift_i = core->act_valid_i = core->act_last_i = core->init_valid_i = 0; };
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     std::mt19937 rng(seed);
     const Case t = random_case(rng);
     const uint32_t tiles = (t.k + kRows - 1) / kRows;
+    const uint32_t bank = seed % 2;  // both accumulator banks take turns
+    uint32_t tiles_done = 0;
     // (1) Starting values.
     idle();
     for (uint32_t m = 0; m < t.m; ++m) {
       core->init_valid_i = 1;
+      core->init_bank_i = bank;
       core->init_row_i = m;
       for (uint32_t c = 0; c < kCols; ++c)
         set_lane(core->init_i, c, 32, t.accumulate && c < t.n ? t.c_in[m * t.n + c] : 0);
       tick();
     }
-    idle();
-    core->clear_row_i = 1;
-    core->rows_i = t.m;
-    tick();
     // (2) K tiles: load (bottom row first), stream M rows, drain the array.
     for (uint32_t tile = 0; tile < tiles; ++tile) {
       idle();
@@ -128,6 +124,9 @@ TEST(RtlCore, OneNTileMatchesTheContract) {
       for (uint32_t m = 0; m < t.m; ++m) {
         core->act_valid_i = 1;
         core->act_bank_i = tile % 2;
+        core->act_acc_bank_i = bank;
+        core->act_row_i = m;
+        core->act_last_i = tile + 1 == tiles && m + 1 == t.m;
         for (uint32_t r = 0; r < kRows; ++r) {
           const uint32_t k = tile * kRows + r;
           set_lane(core->act_i, r, 16, k < t.k ? t.a[m * t.k + k] : 0);
@@ -135,18 +134,21 @@ TEST(RtlCore, OneNTileMatchesTheContract) {
         tick();
       }
       idle();
-      for (uint32_t i = 0; i < kRows + kCols; ++i) tick();
+      for (uint32_t i = 0; i < kRows + kCols + 1; ++i) {
+        tick();
+        tiles_done += core->tile_done_o;
+      }
     }
+    ASSERT_EQ(tiles_done, 1u) << "seed " << seed << ": one tile_done after the last K tile's last sums";
     // (3) Readout.
     core->bias_en_i = t.bias;
     core->relu_en_i = t.relu;
     core->bf16_en_i = t.bf16;
     for (uint32_t c = 0; c < kCols; ++c) set_lane(core->bias_i, c, 32, c < t.n ? t.bias_values[c] : 0);
     for (uint32_t m = 0; m < t.m; ++m) {
-      core->read_valid_i = 1;
+      core->read_bank_i = bank;
       core->read_row_i = m;
       tick();
-      ASSERT_TRUE(core->word_valid_o);
       for (uint32_t n = 0; n < t.n; ++n)
         ASSERT_EQ(get_lane32(core->word_o, n), expected_word(t, m, n))
             << "seed " << seed << ": M=" << t.m << " N=" << t.n << " K=" << t.k << " acc=" << t.accumulate

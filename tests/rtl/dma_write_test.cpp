@@ -79,7 +79,7 @@ class WriteHarness {
       std::memcpy(&d.data_i[0], beat, 64);
       d.eval();
       const bool taken = d.data_valid_i && d.data_ready_o;
-      const bool idle = d.req_ready_o && fed == row_beats;
+      const bool idle = d.idle_o && fed == row_beats;
       if (idle) break;
       clock();
       if (taken) ++fed;
