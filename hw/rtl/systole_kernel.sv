@@ -227,6 +227,8 @@ module systole_kernel #(
   logic [31:0] st_j, st_t, st_m, st_g;        // activations streamed
   logic [31:0] in_j, in_asked, in_got, in_zeroed;  // init
   logic [31:0] wb_j, wb_m, wb_beat;           // write-back
+  logic               wb_read_bank;
+  logic [RowBits-1:0] wb_read_row;
   logic [31:0] loaded_q, inited_q, summed_q, written_q;  // tiles finished per engine
   logic [$clog2(Quiet+1)-1:0] quiet_q [2];    // cycles until weight bank b may reload
 
@@ -238,8 +240,8 @@ module systole_kernel #(
     .act_last_i(st_t + 32'd1 == k_tiles && st_m + 32'd1 == d_m), .tile_done_o(tile_done),
     .init_valid_i(init_valid), .init_bank_i(in_j[0]), .init_row_i(RowBits'(accumulate ? in_got : in_zeroed)),
     .init_i(init),
-    .read_bank_i(wb_j[0]), .read_row_i(RowBits'(wb_m)),
-    .bias_en_i(bias_en), .relu_en_i(d_flags[2]), .bf16_en_i(out_bf16), .bias_i(bias_q[wb_j[0]]),
+    .read_bank_i(wb_read_bank), .read_row_i(wb_read_row),
+    .bias_en_i(bias_en), .relu_en_i(d_flags[2]), .bf16_en_i(out_bf16), .bias_i(bias_q[wb_read_bank]),
     .word_o(word)
   );
 
@@ -519,54 +521,46 @@ module systole_kernel #(
   end
 
   // ---------------------------------------------------------------- write engine
-  // Once N tile wb_j's last sums are in, each row goes through the output
-  // stage (the core's word_o, one cycle after its row is named) into the
-  // write DMA; the next row is named while the DMA sends this one.
-  typedef enum logic [1:0] {WbRead, WbRequest, WbData} wb_state_e;
+  // Once N tile wb_j's last sums are in, its rows go out one per write
+  // request: the core's word_o holds the named row's output-stage words, so
+  // the request takes them and names the next row in the same cycle; the
+  // row's beats follow while the DMA is busy with them (it takes the next
+  // request only when they are all sent).
   localparam int unsigned WbRowBits = 8 * RowBytesC > 512 ? 8 * RowBytesC : 512;
-  wb_state_e            wb_state_q;
-  logic [WbRowBits-1:0] wb_row_q;  // the packed row: byte i at [8i +: 8]
-  logic [31:0]          wb_esize, wb_bytes;
-  logic                 wb_active;
-  assign wb_esize  = out_bf16 ? 32'd2 : 32'd4;
-  assign wb_bytes  = tile_cols(wb_j) * wb_esize;
-  assign wb_active = computing && wb_j < n_tiles && summed_q > wb_j;
-  assign wr_req_valid  = wb_active && wb_state_q == WbRequest;
+  logic [WbRowBits-1:0] wb_row_q;  // the row being sent, packed: byte i at [8i +: 8]
+  logic [31:0]          wb_bytes_q, wb_esize;
+  logic                 wb_accept;
+  assign wb_esize      = out_bf16 ? 32'd2 : 32'd4;
+  assign wr_req_valid  = computing && wb_j < n_tiles && summed_q > wb_j;
   assign wr_addr       = c_base + d_c + (64'(wb_m) * 64'(d_ldc) + 64'(wb_j) * Cols) * 64'(wb_esize);
-  assign wr_bytes      = wb_bytes;
-  assign wr_data_valid = wb_state_q == WbData && wb_beat * 64 < wb_bytes;
+  assign wr_bytes      = tile_cols(wb_j) * wb_esize;
+  assign wb_accept     = wr_req_valid && wr_req_ready;
+  assign wr_data_valid = wb_beat * 64 < wb_bytes_q;
   assign wr_data       = 512'(wb_row_q >> (512 * wb_beat));
+  // The row the core reads out: the next one as soon as this one is taken.
+  assign wb_read_bank  = (wb_accept && wb_m + 32'd1 == d_m) ? ~wb_j[0] : wb_j[0];
+  assign wb_read_row   = (wb_accept && wb_m + 32'd1 != d_m) ? RowBits'(wb_m + 32'd1) : wb_accept ? '0 : RowBits'(wb_m);
 
   always_ff @(posedge clk_i) begin
     if (state_q == Decode) begin
-      {wb_j, wb_m, wb_beat} <= '0;
-      written_q  <= '0;
-      wb_state_q <= WbRead;
+      {wb_j, wb_m, wb_beat, wb_bytes_q} <= '0;
+      written_q <= '0;
     end else begin
-      unique case (wb_state_q)
-        WbRead: if (wb_active) wb_state_q <= WbRequest;
-        WbRequest: if (wr_req_ready) begin
-          for (int c = 0; c < Cols; c++) begin
-            if (out_bf16) wb_row_q[16*c +: 16] <= word[32*c +: 16];
-            else wb_row_q[32*c +: 32] <= word[32*c +: 32];
-          end
-          wb_beat    <= '0;
-          wb_state_q <= WbData;
+      if (wr_data_valid && wr_data_ready) wb_beat <= wb_beat + 32'd1;
+      if (wb_accept) begin
+        for (int c = 0; c < Cols; c++) begin
+          if (out_bf16) wb_row_q[16*c +: 16] <= word[32*c +: 16];
+          else wb_row_q[32*c +: 32] <= word[32*c +: 32];
         end
-        WbData:
-          if (wr_data_valid) begin
-            if (wr_data_ready) wb_beat <= wb_beat + 32'd1;
-          end else begin
-            wb_state_q <= WbRead;
-            wb_m <= wb_m + 32'd1;
-            if (wb_m + 32'd1 == d_m) begin
-              wb_m      <= '0;
-              wb_j      <= wb_j + 32'd1;
-              written_q <= written_q + 32'd1;
-            end
-          end
-        default: wb_state_q <= WbRead;
-      endcase
+        wb_beat    <= '0;
+        wb_bytes_q <= wr_bytes;
+        wb_m       <= wb_m + 32'd1;
+        if (wb_m + 32'd1 == d_m) begin
+          wb_m      <= '0;
+          wb_j      <= wb_j + 32'd1;
+          written_q <= written_q + 32'd1;
+        end
+      end
     end
   end
 endmodule
