@@ -10,6 +10,7 @@
 
 #include "../src/backend.h"
 #include "../src/device_memory.h"
+#include "Vsystole_kernel_128x128.h"
 #include "Vsystole_kernel_16x16.h"
 #include "Vsystole_kernel_4x4.h"
 #include "Vsystole_kernel_8x8.h"
@@ -99,9 +100,10 @@ Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceO
   if (shape.rows == 4 && shape.cols == 4) return make<Vsystole_kernel_4x4>(index, options, shape);
   if (shape.rows == 8 && shape.cols == 8) return make<Vsystole_kernel_8x8>(index, options, shape);
   if (shape.rows == 16 && shape.cols == 16) return make<Vsystole_kernel_16x16>(index, options, shape);
+  if (shape.rows == 128 && shape.cols == 128) return make<Vsystole_kernel_128x128>(index, options, shape);
   return Status(StatusCode::kInvalidArgument,
                 "hw_emu has no " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
-                    " build (built: 4x4, 8x8, 16x16; 128x128 needs the hierarchical build, issue 3)");
+                    " build (built: 4x4, 8x8, 16x16, 128x128)");
 }
 
 }  // namespace systole::detail

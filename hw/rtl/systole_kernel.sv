@@ -63,8 +63,8 @@ module systole_kernel #(
   // Sums leave the array Rows + Cols cycles after their activation entered;
   // the PE of row r, column c reads its weight r + c cycles after. A weight
   // bank may be reloaded Rows + Cols cycles after the last activation naming
-  // it entered; the controller starts no launch before the array's (reset-
-  // less) valid bits have flushed for as long.
+  // it entered; the controller starts no computation before the array's
+  // (resetless) valid bits have flushed for as long after reset.
   localparam int unsigned Quiet = Rows + Cols;
 
   // ---------------------------------------------------------------- registers
@@ -300,7 +300,7 @@ module systole_kernel #(
         fetched_q   <= rd_row[PortCmd][511:0];
       end
       unique case (state_q)
-        Idle: if (start && warm_q == ($clog2(Quiet+1))'(Quiet)) begin
+        Idle: if (start) begin
           busy_cycles_q      <= '0;
           macs_q             <= '0;
           dma_read_bytes_q   <= '0;
@@ -354,7 +354,7 @@ module systole_kernel #(
             act_q[a_got_q[RowBits-1:0]] <= a_row;
             a_got_q <= a_got_q + 32'd1;
           end
-          if (a_got_q == d_m) state_q <= Compute;
+          if (a_got_q == d_m && warm_q == ($clog2(Quiet+1))'(Quiet)) state_q <= Compute;
         end
         Compute: begin
           if (act_valid == 1'b0 && st_j < n_tiles) stall_cycles_q <= stall_cycles_q + 64'd1;
