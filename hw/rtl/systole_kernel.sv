@@ -261,6 +261,14 @@ module systole_kernel #(
   assign error_seen = rd_error != '0 || wr_error;
   assign clear_errors = state_q == Idle && start;
 
+  // Beats arriving this cycle over all read ports (the engines overlap, so
+  // several ports can take one in the same cycle).
+  logic [2:0] read_beats;
+  always_comb begin
+    read_beats = '0;
+    for (int p = 0; p < 4; p++) read_beats = read_beats + {2'b0, m_rvalid[p] && m_rready[p]};
+  end
+
   // The command port reads the header and the descriptors, one at a time.
   assign rd_req_valid[PortCmd] = fetching && !cmd_asked_q;
   assign rd_addr[PortCmd]      = state_q == FetchHeader ? command_addr : command_addr + 64'd64 * (64'(index_q) + 64'd1);
@@ -292,7 +300,7 @@ module systole_kernel #(
     end else begin
       if (warm_q != ($clog2(Quiet+1))'(Quiet)) warm_q <= warm_q + 1'b1;
       if (state_q != Idle) busy_cycles_q <= busy_cycles_q + 64'd1;
-      if ((m_rvalid & m_rready) != '0) dma_read_bytes_q <= dma_read_bytes_q + 64'd64;
+      dma_read_bytes_q <= dma_read_bytes_q + 64'd64 * 64'(read_beats);
       if (m_c_wvalid && m_c_wready) dma_write_bytes_q <= dma_write_bytes_q + 64'd64;
       if (rd_req_valid[PortCmd] && rd_req_ready[PortCmd]) cmd_asked_q <= 1'b1;
       if (fetching && rd_row_valid[PortCmd]) begin
