@@ -3,7 +3,9 @@
 // row, byte 0 being the byte at addr (row byte i at [8i +: 8]; bytes past
 // the request are whatever the covering beats held, for the consumer to
 // mask). Requests queue behind each other like the DMA's; rows come out in
-// request order, one held at a time (valid until row_ready_i).
+// request order, one held at a time (valid until row_ready_i). The next
+// row's first beat may arrive in the cycle the held row is taken, so a
+// stream of one-beat rows runs at one row per cycle.
 module systole_row_reader #(
   parameter int unsigned RowBytes = 64,
   parameter int unsigned MaxOutstanding = 8
@@ -61,7 +63,7 @@ module systole_row_reader #(
   );
 
   assign start       = req_valid_i && req_ready_o;
-  assign beat_ready  = !held_q;
+  assign beat_ready  = !held_q || row_ready_i;
   assign row_valid_o = held_q;
   assign row_o       = (8*RowBytes)'(raw_q >> {row_offset_q, 3'b000});
   assign idle_o      = queued_q == '0 && !held_q;
@@ -79,6 +81,7 @@ module systole_row_reader #(
         tail_q <= tail_q + 1'b1;
       end
       queued_q <= queued_q + (SlotBits+1)'(start) - (SlotBits+1)'(beat_valid && beat_ready && beat_last);
+      if (row_ready_i) held_q <= 1'b0;
       if (beat_valid && beat_ready) begin
         raw_q[512 * beat_index_q +: 512] <= beat;
         beat_index_q <= beat_last ? '0 : beat_index_q + 32'd1;
@@ -87,8 +90,6 @@ module systole_row_reader #(
           row_offset_q <= offset_q[head_q];
           head_q       <= head_q + 1'b1;
         end
-      end else if (row_ready_i) begin
-        held_q <= 1'b0;
       end
     end
   end
