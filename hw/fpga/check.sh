@@ -24,7 +24,7 @@ mapfile -t sources < <(sed "s|^|$rtl/|" "$rtl/kernel_sources.txt")
 # kernel at 4x4: yosys keeps the accumulator and operand buffers in
 # flip-flops, which takes it many minutes (hw/rtl/README.md).
 modules=(systole_pe_row systole_bf16_mul systole_fp32_add systole_output_stage systole_validate
-         systole_axil_regs systole_dma_read systole_dma_write)
+         systole_axil_regs systole_dma_read systole_row_reader systole_dma_write systole_tile_counter)
 large=(systole_array)
 [[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)
 
@@ -67,18 +67,20 @@ cells() {
 } >"$out/resources.md"
 
 # 3. Fit. The kernel holds Rows x Cols PEs, one accumulator adder and one
-# output stage per column, the registers, four read DMAs, the write DMA
-# and the validator. A PE costs what the 4x4 array costs per PE (inside
-# the array yosys shares more logic than in a lone PE; the skew registers
-# come with it). Not counted: the controller, the accumulator and operand
-# buffers (BRAM/URAM on a board), and the Vitis shell.
+# output stage per column, the registers, four row readers (read DMAs;
+# the A port's is wider than the 64-byte one counted), the write DMA, the
+# validator and three tile counters. A PE costs what the 4x4 array costs
+# per PE (inside the array yosys shares more logic than in a lone PE; the
+# skew registers come with it). Not counted: the rest of the controller,
+# the accumulator and operand buffers (BRAM/URAM on a board), and the
+# Vitis shell.
 read -r array_lut array_ff array_dsp _ < <(cells "$out/systole_array.xcup.stat")
 pe_lut=$(( (array_lut + 15) / 16 )) pe_ff=$(( (array_ff + 15) / 16 )) pe_dsp=$(( (array_dsp + 15) / 16 ))
 read -r add_lut add_ff add_dsp _ < <(cells "$out/systole_fp32_add.xcup.stat")
 read -r out_lut out_ff out_dsp _ < <(cells "$out/systole_output_stage.xcup.stat")
 fixed_lut=0 fixed_ff=0 fixed_dsp=0
-for part in systole_axil_regs systole_dma_read systole_dma_read systole_dma_read systole_dma_read \
-            systole_dma_write systole_validate; do
+for part in systole_axil_regs systole_row_reader systole_row_reader systole_row_reader systole_row_reader \
+            systole_dma_write systole_validate systole_tile_counter systole_tile_counter systole_tile_counter; do
   read -r l f d _ < <(cells "$out/$part.xcup.stat")
   fixed_lut=$((fixed_lut + l)) fixed_ff=$((fixed_ff + f)) fixed_dsp=$((fixed_dsp + d))
 done

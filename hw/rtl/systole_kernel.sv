@@ -221,15 +221,15 @@ module systole_kernel #(
   logic [Cols*32-1:0] bias_q [2];   // per accumulator bank
   logic [MaxK*16-1:0] act_q [MaxM]; // the A block, one row per entry, zero-padded along K
 
-  // Engine positions (N tile j, K tile t, global tile g = j * k_tiles + t).
-  logic [31:0] wq_j, wq_t, wq_r;              // weight rows requested
-  logic [31:0] sh_j, sh_t, sh_r, sh_g;        // weight rows shifted in
+  // Engine positions (N tile j, K tile t, K tiles so far g; systole_tile_counter).
+  logic [31:0] wq_j, wq_t, wq_r, wq_g;        // weight rows requested (wq_g unused)
+  logic [31:0] sh_j, sh_t, sh_r, sh_g;        // weight rows shifted in (sh_g: K tiles loaded)
   logic [31:0] st_j, st_t, st_m, st_g;        // activations streamed
   logic [31:0] in_j, in_asked, in_got, in_zeroed;  // init
   logic [31:0] wb_j, wb_m, wb_beat;           // write-back
   logic               wb_read_bank;
   logic [RowBits-1:0] wb_read_row;
-  logic [31:0] loaded_q, inited_q, summed_q, written_q;  // tiles finished per engine
+  logic [31:0] inited_q, summed_q, written_q; // N tiles finished per engine
   logic [$clog2(Quiet+1)-1:0] quiet_q [2];    // cycles until weight bank b may reload
 
   systole_core #(.Rows(Rows), .Cols(Cols), .MaxM(MaxM)) u_core (
@@ -412,45 +412,23 @@ module systole_kernel #(
       weight[16*c +: 16] = (!shift_zero && 32'(c) < tile_cols(sh_j)) ? rd_row[PortB][16*c +: 16] : 16'b0;
   end
 
-  always_ff @(posedge clk_i) begin
-    if (state_q == Decode) begin
-      {wq_j, wq_t, wq_r} <= '0;
-      {sh_j, sh_t, sh_r, sh_g} <= '0;
-      loaded_q <= '0;
-    end else begin
-      if (wq_active && (wq_k >= d_k || rd_req_ready[PortB])) begin
-        wq_r <= wq_r + 32'd1;
-        if (wq_r + 32'd1 == Rows) begin
-          wq_r <= '0;
-          wq_t <= wq_t + 32'd1;
-          if (wq_t + 32'd1 == k_tiles) begin
-            wq_t <= '0;
-            wq_j <= wq_j + 32'd1;
-          end
-        end
-      end
-      if (weight_shift) begin
-        sh_r <= sh_r + 32'd1;
-        if (sh_r + 32'd1 == Rows) begin
-          sh_r     <= '0;
-          sh_g     <= sh_g + 32'd1;
-          loaded_q <= loaded_q + 32'd1;
-          sh_t     <= sh_t + 32'd1;
-          if (sh_t + 32'd1 == k_tiles) begin
-            sh_t <= '0;
-            sh_j <= sh_j + 32'd1;
-          end
-        end
-      end
-    end
-  end
+  systole_tile_counter u_requested (
+    .clk_i, .clear_i(state_q == Decode), .step_i(wq_active && (wq_k >= d_k || rd_req_ready[PortB])),
+    .steps_i(Rows), .k_tiles_i(k_tiles), .j_o(wq_j), .t_o(wq_t), .i_o(wq_r), .g_o(wq_g)
+  );
+  logic unused_wq_g;
+  assign unused_wq_g = ^wq_g;
+  systole_tile_counter u_shifted (
+    .clk_i, .clear_i(state_q == Decode), .step_i(weight_shift),
+    .steps_i(Rows), .k_tiles_i(k_tiles), .j_o(sh_j), .t_o(sh_t), .i_o(sh_r), .g_o(sh_g)
+  );
 
   // ---------------------------------------------------------------- stream engine
   // One activation row per cycle once its K tile's weights are in and, for
   // the first row of an N tile, its accumulator bank is initialised.
   logic st_active;
   assign st_active = computing && st_j < n_tiles;
-  assign act_valid = st_active && loaded_q > st_g &&
+  assign act_valid = st_active && sh_g > st_g &&
                      (st_t != '0 || st_m != '0 || inited_q > st_j);
   assign act       = act_q[st_m[RowBits-1:0]][Rows*16*st_t +: Rows*16];
 
@@ -459,25 +437,14 @@ module systole_kernel #(
       if (act_valid && st_g[0] == 1'(b)) quiet_q[b] <= ($clog2(Quiet+1))'(Quiet);
       else if (quiet_q[b] != '0) quiet_q[b] <= quiet_q[b] - 1'b1;
     end
-    if (state_q == Decode) begin
-      {st_j, st_t, st_m, st_g} <= '0;
-      summed_q <= '0;
-    end else begin
-      if (tile_done) summed_q <= summed_q + 32'd1;
-      if (act_valid) begin
-        st_m <= st_m + 32'd1;
-        if (st_m + 32'd1 == d_m) begin
-          st_m <= '0;
-          st_g <= st_g + 32'd1;
-          st_t <= st_t + 32'd1;
-          if (st_t + 32'd1 == k_tiles) begin
-            st_t <= '0;
-            st_j <= st_j + 32'd1;
-          end
-        end
-      end
-    end
+    if (state_q == Decode) summed_q <= '0;
+    else if (tile_done) summed_q <= summed_q + 32'd1;
   end
+
+  systole_tile_counter u_streamed (
+    .clk_i, .clear_i(state_q == Decode), .step_i(act_valid),
+    .steps_i(d_m), .k_tiles_i(k_tiles), .j_o(st_j), .t_o(st_t), .i_o(st_m), .g_o(st_g)
+  );
 
   // ---------------------------------------------------------------- init engine
   // N tile in_j's bank is free once tile in_j - 2 is written back. Port c
