@@ -48,7 +48,7 @@ module systole_row_reader #(
   logic [5:0]         offset_q [MaxOutstanding];  // addr % 64 of each queued request
   logic [SlotBits-1:0] head_q, tail_q;
   logic [SlotBits:0]  queued_q;
-  logic [31:0]        beat_index_q;
+  logic [$clog2(RawBeats)-1:0] beat_index_q;     // the next beat's place in raw_q
   logic [512*RawBeats-1:0] raw_q;                 // the request's beats, in order
   logic [5:0]         row_offset_q;               // offset of the row in raw_q
   logic               held_q;
@@ -84,7 +84,7 @@ module systole_row_reader #(
       if (row_ready_i) held_q <= 1'b0;
       if (beat_valid && beat_ready) begin
         raw_q[512 * beat_index_q +: 512] <= beat;
-        beat_index_q <= beat_last ? '0 : beat_index_q + 32'd1;
+        beat_index_q <= beat_last ? '0 : beat_index_q + 1'b1;
         if (beat_last) begin
           held_q       <= 1'b1;
           row_offset_q <= offset_q[head_q];
