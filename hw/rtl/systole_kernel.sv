@@ -230,6 +230,11 @@ module systole_kernel #(
   logic               wb_read_bank;
   logic [RowBits-1:0] wb_read_row;
   logic [31:0] inited_q, summed_q, written_q; // N tiles finished per engine
+  // The weight row to request, and the ports that request or take one
+  // ([0] port b, [1] port a).
+  logic [63:0] weight_addr;
+  logic [31:0] weight_bytes;
+  logic [1:0]  weight_ask, weight_take;
   logic [$clog2(Quiet+1)-1:0] quiet_q [2];    // cycles until weight bank b may reload
 
   systole_core #(.Rows(Rows), .Cols(Cols), .MaxM(MaxM)) u_core (
@@ -275,11 +280,12 @@ module systole_kernel #(
   assign rd_bytes[PortCmd]     = 32'd64;
   assign rd_row_ready[PortCmd] = fetching;
 
-  // A: every row into the activation buffer.
-  assign rd_req_valid[PortA] = state_q == LoadA && a_asked_q < d_m;
-  assign rd_addr[PortA]      = a_base + d_a + 64'(a_asked_q) * 64'(d_lda) * 64'd2;
-  assign rd_bytes[PortA]     = d_k * 32'd2;
-  assign rd_row_ready[PortA] = state_q == LoadA;
+  // A: every row into the activation buffer. During Compute the port is
+  // idle for A and carries half of the weight rows (weight engine).
+  assign rd_req_valid[PortA] = state_q == LoadA ? a_asked_q < d_m : weight_ask[1];
+  assign rd_addr[PortA]      = state_q == LoadA ? a_base + d_a + 64'(a_asked_q) * 64'(d_lda) * 64'd2 : weight_addr;
+  assign rd_bytes[PortA]     = state_q == LoadA ? d_k * 32'd2 : weight_bytes;
+  assign rd_row_ready[PortA] = state_q == LoadA || weight_take[1];
   logic [MaxK*16-1:0] a_row;  // the arriving row, zero-padded along K
   always_comb begin
     for (int k = 0; k < MaxK; k++) a_row[16*k +: 16] = 32'(k) < d_k ? rd_row[PortA][16*k +: 16] : 16'b0;
@@ -390,14 +396,23 @@ module systole_kernel #(
 
   // ---------------------------------------------------------------- weight engine
   // Requests: every weight row of every (N tile, K tile), in shift order;
-  // rows past K are not read (they shift in as zeros).
+  // rows past K are not read (they shift in as zeros). A K tile's weights
+  // are Rows rows of 2 Cols bytes, which one port brings in no faster than
+  // the array streams M rows (at 128x128 with M = 256, half as fast), so
+  // even rows come through port b and odd rows through port a, idle
+  // during Compute. Both ports reach the same memory.
   logic [31:0] wq_k, sh_k;
-  logic        wq_active, sh_active, sh_bank_free, shift_zero;
-  assign wq_k      = weight_k(wq_t, wq_r);
-  assign wq_active = computing && wq_j < n_tiles;
-  assign rd_req_valid[PortB] = wq_active && wq_k < d_k;
-  assign rd_addr[PortB]      = b_base + d_b + (64'(wq_k) * 64'(d_ldb) + 64'(wq_j) * Cols) * 64'd2;
-  assign rd_bytes[PortB]     = tile_cols(wq_j) * 32'd2;
+  logic        wq_active, wq_port_ready, sh_active, sh_bank_free, shift_zero, sh_row_valid;
+  logic [8*RowBytesMax-1:0] sh_row;
+  assign wq_k          = weight_k(wq_t, wq_r);
+  assign wq_active     = computing && wq_j < n_tiles;
+  assign weight_ask    = (wq_active && wq_k < d_k) ? (wq_r[0] ? 2'b10 : 2'b01) : 2'b00;
+  assign weight_addr   = b_base + d_b + (64'(wq_k) * 64'(d_ldb) + 64'(wq_j) * Cols) * 64'd2;
+  assign weight_bytes  = tile_cols(wq_j) * 32'd2;
+  assign wq_port_ready = wq_r[0] ? rd_req_ready[PortA] : rd_req_ready[PortB];
+  assign rd_req_valid[PortB] = weight_ask[0];
+  assign rd_addr[PortB]      = weight_addr;
+  assign rd_bytes[PortB]     = weight_bytes;
 
   // Shifts: a K tile goes into weight bank g % 2 once tile g - 2, the bank's
   // last user, has streamed and left the PEs; its rows shift as they arrive.
@@ -405,15 +420,18 @@ module systole_kernel #(
   assign sh_active    = computing && sh_j < n_tiles;
   assign sh_bank_free = sh_r != '0 || (st_g + 32'd1 >= sh_g && quiet_q[sh_g[0]] == '0);
   assign shift_zero   = sh_k >= d_k;
-  assign weight_shift = sh_active && sh_bank_free && (shift_zero || rd_row_valid[PortB]);
-  assign rd_row_ready[PortB] = weight_shift && !shift_zero;
+  assign sh_row_valid = sh_r[0] ? rd_row_valid[PortA] : rd_row_valid[PortB];
+  assign sh_row       = sh_r[0] ? rd_row[PortA] : rd_row[PortB];
+  assign weight_shift = sh_active && sh_bank_free && (shift_zero || sh_row_valid);
+  assign weight_take  = (weight_shift && !shift_zero) ? (sh_r[0] ? 2'b10 : 2'b01) : 2'b00;
+  assign rd_row_ready[PortB] = weight_take[0];
   always_comb begin
     for (int c = 0; c < Cols; c++)
-      weight[16*c +: 16] = (!shift_zero && 32'(c) < tile_cols(sh_j)) ? rd_row[PortB][16*c +: 16] : 16'b0;
+      weight[16*c +: 16] = (!shift_zero && 32'(c) < tile_cols(sh_j)) ? sh_row[16*c +: 16] : 16'b0;
   end
 
   systole_tile_counter u_requested (
-    .clk_i, .clear_i(state_q == Decode), .step_i(wq_active && (wq_k >= d_k || rd_req_ready[PortB])),
+    .clk_i, .clear_i(state_q == Decode), .step_i(wq_active && (wq_k >= d_k || wq_port_ready)),
     .steps_i(Rows), .k_tiles_i(k_tiles), .j_o(wq_j), .t_o(wq_t), .i_o(wq_r), .g_o(wq_g)
   );
   logic unused_wq_g;
