@@ -5,6 +5,15 @@
 #include <cstring>
 
 namespace systole::sim {
+namespace {
+
+// Whether `address` lies in one of the [begin, end) ranges.
+bool in_any(const std::vector<std::pair<uint64_t, uint64_t>>& ranges, uint64_t address) {
+  return std::any_of(ranges.begin(), ranges.end(),
+                     [&](const auto& range) { return address >= range.first && address < range.second; });
+}
+
+}  // namespace
 
 AxiReadMemory::AxiReadMemory(const AxiReadPort& port, const uint8_t* memory, uint64_t size,
                              MemoryTiming timing)
@@ -45,20 +54,13 @@ void AxiReadMemory::before_edge() {
 
 void AxiReadMemory::inject_stall(uint64_t begin, uint64_t end) { stalls_.emplace_back(begin, end); }
 
-bool AxiReadMemory::stalled(uint64_t address) const {
-  return std::any_of(stalls_.begin(), stalls_.end(),
-                     [&](const auto& range) { return address >= range.first && address < range.second; });
-}
 
 void AxiReadMemory::drive_beat() {
   const Burst& burst = bursts_queue_.front();
   const uint64_t address = burst.address + uint64_t(beat_in_burst_) * kBeatBytes;
   std::memset(port_.rdata, 0, kBeatBytes);
   if (address + kBeatBytes <= size_) std::memcpy(port_.rdata, memory_ + address, kBeatBytes);
-  const bool error = address + kBeatBytes > size_ ||
-                     std::any_of(errors_.begin(), errors_.end(), [&](const auto& range) {
-                       return address >= range.first && address < range.second;
-                     });
+  const bool error = address + kBeatBytes > size_ || in_any(errors_, address);
   *port_.rresp = error ? 2 : 0;  // SLVERR
   *port_.rlast = beat_in_burst_ + 1 == burst.beats;
   *port_.rvalid = 1;
@@ -79,7 +81,7 @@ void AxiReadMemory::after_edge() {
   }
   // A beat on the bus stays until taken (RVALID may not drop).
   if (!*port_.rvalid && !bursts_queue_.empty() && bursts_queue_.front().ready_cycle <= cycle_ &&
-      !stalled(bursts_queue_.front().address) && coin_(rng_) < timing_.rvalid_probability)
+      !in_any(stalls_, bursts_queue_.front().address) && coin_(rng_) < timing_.rvalid_probability)
     drive_beat();
   *port_.arready = coin_(rng_) < timing_.arready_probability;
 }

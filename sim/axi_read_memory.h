@@ -71,7 +71,6 @@ class AxiReadMemory {
   };
 
   void check_request(const Request& request);
-  bool stalled(uint64_t address) const;
   void drive_beat();
 
   AxiReadPort port_;

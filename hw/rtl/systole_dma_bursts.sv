@@ -2,6 +2,8 @@
 // INCR bursts of whole 64-byte beats, each at most 256 beats and never
 // across a 4 KiB boundary (so at most 64 beats at this data width), with at
 // most MaxOutstanding bursts awaiting completion (RLAST or a B response).
+// It asks while the current request has beats left to ask for (none after
+// reset); the DMAs start a request only once the previous one is all asked.
 module systole_dma_bursts #(
   parameter int unsigned MaxOutstanding = 8,
   localparam int unsigned CountBits = $clog2(MaxOutstanding + 1)
@@ -12,7 +14,6 @@ module systole_dma_bursts #(
   input  logic        start_i,
   input  logic [57:0] first_beat_i,
   input  logic [31:0] beats_i,
-  input  logic        active_i,       // the request is in progress
   input  logic        burst_done_i,   // one burst has completed
   output logic        asked_all_o,    // every beat has been requested
   output logic [CountBits-1:0] outstanding_o,
@@ -42,7 +43,7 @@ module systole_dma_bursts #(
   end
 
   assign asked_all_o = beats_to_ask_q == '0;
-  assign valid_o = active_i && !asked_all_o && outstanding_o != CountBits'(MaxOutstanding);
+  assign valid_o = !asked_all_o && outstanding_o != CountBits'(MaxOutstanding);
   assign addr_o  = {next_beat_q, {BeatShift{1'b0}}};
   assign len_o   = 8'(burst_beats - 32'd1);
   assign size_o  = 3'(BeatShift);

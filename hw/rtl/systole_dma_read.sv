@@ -69,7 +69,7 @@ module systole_dma_read #(
   systole_dma_bursts #(.MaxOutstanding(MaxOutstanding)) u_bursts (
     .clk_i, .rst_ni,
     .start_i(start), .first_beat_i(first_beat), .beats_i(beats),
-    .active_i(1'b1), .burst_done_i(burst_done), .asked_all_o(asked_all),
+    .burst_done_i(burst_done), .asked_all_o(asked_all),
     .outstanding_o(outstanding),
     .valid_o(arvalid_o), .ready_i(arready_i), .addr_o(araddr_o), .len_o(arlen_o),
     .size_o(arsize_o), .burst_o(arburst_o)

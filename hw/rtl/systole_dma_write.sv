@@ -70,7 +70,7 @@ module systole_dma_write #(
   systole_dma_bursts #(.MaxOutstanding(MaxOutstanding)) u_bursts (
     .clk_i, .rst_ni,
     .start_i(start), .first_beat_i(first_beat), .beats_i(32'(last_beat - first_beat) + 32'd1),
-    .active_i(active_q), .burst_done_i(b_fire), .asked_all_o(asked_all),
+    .burst_done_i(b_fire), .asked_all_o(asked_all),
     .outstanding_o(outstanding),
     .valid_o(awvalid_o), .ready_i(awready_i), .addr_o(awaddr_o), .len_o(awlen_o),
     .size_o(awsize_o), .burst_o(awburst_o)

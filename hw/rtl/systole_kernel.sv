@@ -195,17 +195,22 @@ module systole_kernel #(
   logic [3:0]  d_flags;
   logic [31:0] d_m, d_n, d_k, d_lda, d_ldb, d_ldc;
   logic [63:0] d_a, d_b, d_c, d_bias;
-  logic [31:0] n_tiles, k_tiles;
+  logic [31:0] n_tiles, k_tiles, c_esize;
   logic        accumulate, bias_en, out_bf16;
   assign accumulate = d_flags[0];
   assign bias_en    = d_flags[1];
   assign out_bf16   = d_flags[3];
+  assign c_esize    = out_bf16 ? 32'd2 : 32'd4;  // bytes per C element
 
   // Columns of N tile j (the last one may be partial).
   function automatic logic [31:0] tile_cols(logic [31:0] j);
     logic [31:0] left;
     left = d_n - j * Cols;
     tile_cols = left < Cols ? left : Cols;
+  endfunction
+  // The address of row m of N tile j of C (read by init, written by write).
+  function automatic logic [63:0] c_row_addr(logic [31:0] m, logic [31:0] j);
+    c_row_addr = c_base + d_c + (64'(m) * 64'(d_ldc) + 64'(j) * Cols) * 64'(c_esize);
   endfunction
   // The K index of weight row r of K tile t (row 0 is shifted in first and
   // travels to the bottom of the array).
@@ -469,8 +474,6 @@ module systole_kernel #(
   // reads its C rows (when accumulating), then its bias row.
   logic        in_active, in_row_is_c, in_asks_c;
   logic [31:0] in_rows, in_total;
-  logic [31:0] in_esize;
-  assign in_esize    = out_bf16 ? 32'd2 : 32'd4;
   assign in_rows     = accumulate ? d_m : '0;
   assign in_total    = in_rows + (bias_en ? 32'd1 : 32'd0);
   assign in_active   = computing && in_j < n_tiles && written_q + 32'd1 >= in_j;
@@ -478,9 +481,9 @@ module systole_kernel #(
   assign in_row_is_c = in_got < in_rows;
   assign rd_req_valid[PortC] = in_active && in_asked < in_total;
   assign rd_addr[PortC]      = in_asks_c
-      ? c_base + d_c + (64'(in_asked) * 64'(d_ldc) + 64'(in_j) * Cols) * 64'(in_esize)
+      ? c_row_addr(in_asked, in_j)
       : c_base + d_bias + 64'(in_j) * Cols * 64'd4;
-  assign rd_bytes[PortC]     = tile_cols(in_j) * (in_asks_c ? in_esize : 32'd4);
+  assign rd_bytes[PortC]     = tile_cols(in_j) * (in_asks_c ? c_esize : 32'd4);
   assign rd_row_ready[PortC] = in_active;
   assign init_valid = in_active && (accumulate ? rd_row_valid[PortC] && in_row_is_c : in_zeroed < d_m);
   logic [Cols*32-1:0] bias_row;  // the arriving bias row, zero past the tile
@@ -521,12 +524,11 @@ module systole_kernel #(
   // request only when they are all sent).
   localparam int unsigned WbRowBits = 8 * RowBytesC > 512 ? 8 * RowBytesC : 512;
   logic [WbRowBits-1:0] wb_row_q;  // the row being sent, packed: byte i at [8i +: 8]
-  logic [31:0]          wb_bytes_q, wb_esize;
+  logic [31:0]          wb_bytes_q;
   logic                 wb_accept;
-  assign wb_esize      = out_bf16 ? 32'd2 : 32'd4;
   assign wr_req_valid  = computing && wb_j < n_tiles && summed_q > wb_j;
-  assign wr_addr       = c_base + d_c + (64'(wb_m) * 64'(d_ldc) + 64'(wb_j) * Cols) * 64'(wb_esize);
-  assign wr_bytes      = tile_cols(wb_j) * wb_esize;
+  assign wr_addr       = c_row_addr(wb_m, wb_j);
+  assign wr_bytes      = tile_cols(wb_j) * c_esize;
   assign wb_accept     = wr_req_valid && wr_req_ready;
   assign wr_data_valid = wb_beat * 64 < wb_bytes_q;
   assign wr_data       = 512'(wb_row_q >> (512 * wb_beat));
