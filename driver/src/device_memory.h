@@ -1,6 +1,6 @@
 // Device memory of the emulated backends: one anonymous mapping for all
 // banks. Pages are committed when first touched, so a large address space
-// (32 banks of 256 MiB) costs nothing until used.
+// (32 banks of 512 MiB) costs nothing until used.
 #pragma once
 
 #include <sys/mman.h>

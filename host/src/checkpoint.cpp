@@ -26,8 +26,8 @@ Status write_safetensors(const std::string& path, const Checkpoint& checkpoint) 
     for (uint64_t d : tensor.shape) elements *= d;
     if (elements != tensor.values.size())
       return Status(StatusCode::kInternal, "tensor '" + tensor.name + "' shape does not match its data");
-    const uint64_t bytes = elements * sizeof(float);
-    header[tensor.name] = {{"dtype", "F32"}, {"shape", tensor.shape},
+    const uint64_t bytes = elements * (tensor.int64 ? sizeof(int64_t) : sizeof(float));
+    header[tensor.name] = {{"dtype", tensor.int64 ? "I64" : "F32"}, {"shape", tensor.shape},
                            {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
@@ -54,8 +54,16 @@ Status write_safetensors(const std::string& path, const Checkpoint& checkpoint) 
   for (int i = 0; i < 8; ++i) length[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
   put(length, sizeof length);
   put(text.data(), text.size());
-  for (const Tensor& tensor : checkpoint.tensors)
-    put(tensor.values.data(), tensor.values.size() * sizeof(float));
+  for (const Tensor& tensor : checkpoint.tensors) {
+    if (!tensor.int64) {
+      put(tensor.values.data(), tensor.values.size() * sizeof(float));
+      continue;
+    }
+    for (float value : tensor.values) {
+      const int64_t count = int64_t(value);
+      put(&count, sizeof count);
+    }
+  }
   good = good && ::fsync(fd) == 0;
   good = (::close(fd) == 0) && good;
   if (!good || std::rename(temporary.c_str(), path.c_str()) != 0) {
@@ -106,10 +114,12 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
         !entry.contains("data_offsets"))
       return bad(where + "needs dtype, shape and data_offsets");
-    if (entry["dtype"] != "F32")
-      return bad(where + "dtype " + entry["dtype"].dump() + " (only F32 is supported)");
+    if (entry["dtype"] != "F32" && entry["dtype"] != "I64")
+      return bad(where + "dtype " + entry["dtype"].dump() + " (F32 and I64 are supported)");
     Tensor tensor;
     tensor.name = it.key();
+    tensor.int64 = entry["dtype"] == "I64";
+    const uint64_t element_bytes = tensor.int64 ? 8 : 4;
     uint64_t elements = 1;
     try {
       tensor.shape = entry["shape"].get<std::vector<uint64_t>>();
@@ -117,14 +127,24 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
       if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size)
         return bad(where + "data_offsets outside the file's " + std::to_string(data_size) + " data bytes");
       for (uint64_t d : tensor.shape) elements *= d;
-      if (elements * sizeof(float) != offsets[1] - offsets[0])
-        return bad(where + "shape holds " + std::to_string(elements) + " floats but data_offsets span " +
+      if (elements * element_bytes != offsets[1] - offsets[0])
+        return bad(where + "shape holds " + std::to_string(elements) + " elements but data_offsets span " +
                    std::to_string(offsets[1] - offsets[0]) + " bytes");
       ranges.emplace_back(offsets[0], offsets[1]);
-      tensor.values.resize(elements);
       file.seekg(std::streamoff(8 + header_size + offsets[0]));
-      if (!file.read(reinterpret_cast<char*>(tensor.values.data()), std::streamsize(elements * 4)))
-        return bad(where + "data cannot be read");
+      if (!tensor.int64) {
+        tensor.values.resize(elements);
+        if (!file.read(reinterpret_cast<char*>(tensor.values.data()), std::streamsize(elements * 4)))
+          return bad(where + "data cannot be read");
+      } else {
+        std::vector<int64_t> counts(elements);
+        if (!file.read(reinterpret_cast<char*>(counts.data()), std::streamsize(elements * 8)))
+          return bad(where + "data cannot be read");
+        for (int64_t count : counts) {
+          if (count < 0 || count > (int64_t(1) << 24)) return bad(where + "count " + std::to_string(count) + " out of range");
+          tensor.values.push_back(float(count));
+        }
+      }
     } catch (const nlohmann::json::exception& e) {
       return bad(where + "malformed shape or data_offsets (" + e.what() + ")");
     }
@@ -134,6 +154,51 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
   for (std::size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].first < ranges[i - 1].second) return bad("tensors overlap in the data");
   return checkpoint;
+}
+
+Checkpoint model_tensors(const ParameterStore& store, const Optimizer* optimizer) {
+  Checkpoint checkpoint;
+  for (std::size_t i = 0; i < store.entries().size(); ++i) {
+    const ParameterStore::Entry& entry = store.entries()[i];
+    const float* values = store.values(i);
+    checkpoint.tensors.push_back({entry.name, entry.shape, {values, values + entry.size}, entry.integer});
+  }
+  if (!optimizer) return checkpoint;
+  for (const auto& [slot, values] : optimizer->state())
+    for (const ParameterStore::Entry& entry : store.entries())
+      if (entry.trainable)
+        checkpoint.tensors.push_back({"optimizer." + slot + "." + entry.name, entry.shape,
+                                      {values->begin() + entry.offset, values->begin() + entry.offset + entry.size}});
+  return checkpoint;
+}
+
+Status read_model_tensors(const Checkpoint& checkpoint, const std::string& path, const ParameterStore& store,
+                          const std::vector<std::string>& optimizer_slots, std::vector<float>& trainable,
+                          std::vector<float>& buffers,
+                          std::vector<std::pair<std::string, std::vector<float>>>& optimizer_state) {
+  trainable.assign(store.trainable().size(), 0.0f);
+  buffers.assign(store.buffers().size(), 0.0f);
+  optimizer_state.clear();
+  for (const std::string& slot : optimizer_slots) optimizer_state.emplace_back(slot, trainable);
+  auto take = [&](const std::string& name, const ParameterStore::Entry& entry, std::vector<float>& into) {
+    const Tensor* tensor = checkpoint.find(name);
+    if (!tensor || tensor->shape != entry.shape) {
+      std::string shape;
+      for (uint64_t d : entry.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": tensor " + name + (tensor ? " has another shape than" : " is missing; the model has") +
+                        " [" + shape + "]");
+    }
+    std::copy(tensor->values.begin(), tensor->values.end(), into.begin() + std::ptrdiff_t(entry.offset));
+    return ok_status();
+  };
+  for (const ParameterStore::Entry& entry : store.entries()) {
+    SYSTOLE_RETURN_IF_ERROR(take(entry.name, entry, entry.trainable ? trainable : buffers));
+    if (!entry.trainable) continue;
+    for (auto& [slot, values] : optimizer_state)
+      SYSTOLE_RETURN_IF_ERROR(take("optimizer." + slot + "." + entry.name, entry, values));
+  }
+  return ok_status();
 }
 
 }  // namespace systole

@@ -4,6 +4,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -15,8 +17,15 @@ struct GzCloser {
   void operator()(gzFile_s* file) const { gzclose(file); }
 };
 
-// The whole (decompressed) content of a gzip or plain file.
+// The largest data file read (decompressed): an IDX set of 2 GiB is far
+// beyond any that exists, and an endless one must end somewhere.
+constexpr std::size_t kMaxFileBytes = std::size_t(1) << 31;
+
+// The whole (decompressed) content of a gzip or plain regular file.
 Result<std::vector<uint8_t>> read_all(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
+    return Status(StatusCode::kInvalidArgument, path + ": not a regular file");
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   if (!file) return Status(StatusCode::kNotFound, path + ": cannot open");
   std::vector<uint8_t> bytes;
@@ -29,6 +38,9 @@ Result<std::vector<uint8_t>> read_all(const std::string& path) {
                     path + ": corrupt gzip data (" + gzerror(file.get(), &code) + ")");
     }
     if (got == 0) break;
+    if (bytes.size() + std::size_t(got) > kMaxFileBytes)
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": more than " + std::to_string(kMaxFileBytes >> 20) + " MiB of data (not an IDX set)");
     bytes.insert(bytes.end(), chunk, chunk + got);
   }
   return bytes;
@@ -76,6 +88,7 @@ Dataset Dataset::slice(uint32_t first, uint32_t count) const {
   Dataset out;
   out.examples = count;
   out.features = features;
+  out.shape = shape;
   out.classes = classes;
   out.images.assign(images.begin() + std::size_t(first) * features,
                     images.begin() + std::size_t(first + count) * features);
@@ -101,22 +114,33 @@ Result<Dataset> read_idx(const std::string& images_path, const std::string& labe
   Dataset data;
   data.examples = (*image_shape)[0];
   data.features = (*image_shape)[1] * (*image_shape)[2];
-  data.classes = classes;
+  data.shape = {(*image_shape)[1], (*image_shape)[2], 1};
   data.images.resize(std::size_t(data.examples) * data.features);
   const uint8_t* pixels = image_bytes->data() + 16;
   for (std::size_t i = 0; i < data.images.size(); ++i) data.images[i] = pixels[i] / 255.0f;
   data.labels.assign(label_bytes->begin() + 8, label_bytes->end());
+  const uint32_t largest = *std::max_element(data.labels.begin(), data.labels.end());
+  data.classes = classes ? classes : std::max(2u, largest + 1);
   for (uint32_t i = 0; i < data.examples; ++i)
-    if (data.labels[i] >= classes)
+    if (data.labels[i] >= data.classes)
       return Status(StatusCode::kInvalidArgument,
                     labels_path + ": label " + std::to_string(data.labels[i]) + " of example " +
-                        std::to_string(i) + " is not below " + std::to_string(classes));
+                        std::to_string(i) + " is not below " + std::to_string(data.classes) + " (model.classes)");
   return data;
 }
 
-Result<Dataset> load_fashion_mnist(const std::string& directory, bool train) {
+Result<Dataset> load_fashion_mnist(const std::string& directory, bool train, uint32_t classes) {
   const std::string prefix = directory + (train ? "/train" : "/t10k");
-  return read_idx(prefix + "-images-idx3-ubyte.gz", prefix + "-labels-idx1-ubyte.gz", 10);
+  // The plain file when only it exists, else the gzip file.
+  auto pick = [](const std::string& path) {
+    auto exists = [](const std::string& name) {
+      std::FILE* file = std::fopen(name.c_str(), "rb");
+      if (file) std::fclose(file);
+      return file != nullptr;
+    };
+    return exists(path) && !exists(path + ".gz") ? path : path + ".gz";
+  };
+  return read_idx(pick(prefix + "-images-idx3-ubyte"), pick(prefix + "-labels-idx1-ubyte"), classes);
 }
 
 BatchStream::BatchStream(const Dataset& data, uint32_t batch_size, uint64_t seed,

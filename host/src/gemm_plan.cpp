@@ -15,6 +15,8 @@ Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device,
   if (p.a.ld < p.k || p.b.ld < p.n || p.c.ld < p.n)
     return Status(StatusCode::kInvalidArgument,
                   "leading dimensions must cover a row (lda >= K, ldb >= N, ldc >= N)");
+  if (p.output_bf16 && p.accumulate)
+    return Status(StatusCode::kInvalidArgument, "accumulating into C needs fp32 output");
   if (p.output_bf16 && p.k > device.max_k)
     return Status(StatusCode::kInvalidArgument,
                   "bf16 output needs K <= max_k (" + std::to_string(device.max_k) +
@@ -40,7 +42,7 @@ Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device,
         d.b_addr = p.b.address + (uint64_t(k0) * p.b.ld + n0) * spec::kBf16Bytes;
         d.c_addr = p.c.address + (uint64_t(m0) * p.c.ld + n0) * c_bytes;
         const bool last = k0 + d.k == p.k;
-        if (k0 > 0) d.flags |= spec::flag::kAccumulate;
+        if (k0 > 0 || p.accumulate) d.flags |= spec::flag::kAccumulate;
         if (last && p.bias) {
           d.flags |= spec::flag::kBias;
           d.bias_addr = p.bias_address + uint64_t(n0) * spec::kFp32Bytes;

@@ -31,36 +31,56 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
                   "global_batch " + std::to_string(config.global_batch) +
                       " does not divide evenly over " + std::to_string(replicas) + " replicas");
   std::unique_ptr<Trainer> trainer(new Trainer(config, local, group));
-  const std::vector<float> initial = init_parameters(config.shape, config.seed);
   for (uint32_t unit : units) {
-    auto engine = Replica::create(device, unit, config.shape,
-                                  config.global_batch / replicas * config.steps_per_execution);
-    if (!engine.ok()) return engine.status();
+    auto matmul = DeviceMatmul::create(device, unit, config.launch_timeout);
+    if (!matmul.ok()) return matmul.status();
+    auto model = Sequential::build(config.model, config.seed);
+    if (!model.ok()) return model.status();
+    const std::size_t size = (*model)->parameters().trainable().size();
     trainer->replicas_.push_back(
-        {std::move(engine).value(), initial, Optimizer(config.optimizer, initial.size()), {}});
-    SYSTOLE_RETURN_IF_ERROR(trainer->replicas_.back().engine->load_parameters(initial));
+        {std::move(matmul).value(), std::move(model).value(), Optimizer(config.optimizer, size)});
   }
   return trainer;
 }
 
+LayerContext Trainer::context(uint32_t r, bool training) {
+  LayerContext context;
+  context.matmul = replicas_[r].matmul.get();
+  context.training = training;
+  context.seed = config_.seed;
+  context.step = replicas_[r].optimizer.steps();
+  context.replica = strategy_.first_replica() + r;
+  context.replicas = replicas();
+  if (training)
+    context.all_reduce_sum = [this, r](std::vector<float>& values) { return strategy_.all_reduce_sum(r, values); };
+  return context;
+}
+
 Result<StepResult> Trainer::step(const Batch& batch) {
-  if (batch.size != config_.global_batch)
+  const std::size_t features = shape_elements(config_.model.input_shape);
+  if (batch.size != config_.global_batch || batch.images.size() != std::size_t(batch.size) * features ||
+      batch.labels.size() != batch.size)
     return Status(StatusCode::kInvalidArgument,
-                  "batch of " + std::to_string(batch.size) + " examples, global_batch is " +
-                      std::to_string(config_.global_batch));
+                  "batch of " + std::to_string(batch.size) + " examples of " +
+                      std::to_string(batch.size ? batch.images.size() / batch.size : 0) +
+                      " values; the model takes global_batch " + std::to_string(config_.global_batch) +
+                      " of " + std::to_string(features));
   const uint32_t per_replica = per_replica_batch();
-  const uint32_t features = config_.shape.inputs;
   std::vector<StepResult> results(local_replicas());
   const Status status = strategy_.run([&](uint32_t r) -> Status {
     ReplicaState& replica = replicas_[r];
+    LayerContext pass = context(r, true);
     // This replica's slice of the global batch, by its global index.
-    const std::size_t first = std::size_t(strategy_.first_replica() + r) * per_replica;
-    SYSTOLE_RETURN_IF_ERROR(replica.engine->train_step(
-        batch.images.data() + first * features, batch.labels.data() + first, per_replica,
-        float(config_.global_batch), replica.gradients, results[r]));
-    SYSTOLE_RETURN_IF_ERROR(strategy_.all_reduce_sum(r, replica.gradients));
-    replica.optimizer.apply(replica.parameters, replica.gradients);
-    return replica.engine->load_parameters(replica.parameters);
+    const std::size_t first = std::size_t(pass.replica) * per_replica;
+    SYSTOLE_RETURN_IF_ERROR(replica.model->forward(pass, batch.images.data() + first * features, per_replica));
+    std::vector<float> logits_gradient;
+    results[r] = softmax_cross_entropy(replica.model->logits(), batch.labels.data() + first,
+                                       float(config_.global_batch), &logits_gradient);
+    SYSTOLE_RETURN_IF_ERROR(replica.model->backward(pass, logits_gradient));
+    ParameterStore& store = replica.model->parameters();
+    SYSTOLE_RETURN_IF_ERROR(strategy_.all_reduce_sum(r, store.gradients()));
+    replica.optimizer.apply(store.trainable(), store.gradients());
+    return ok_status();
   });
   if (!status.ok()) return status;
   return combine(results);
@@ -80,18 +100,27 @@ Result<StepResult> Trainer::combine(const std::vector<StepResult>& local) const 
 }
 
 Result<StepResult> Trainer::evaluate(const Dataset& data) {
+  const std::size_t features = shape_elements(config_.model.input_shape);
+  if (data.features != features)
+    return Status(StatusCode::kInvalidArgument, "data of " + std::to_string(data.features) +
+                                                    " values per example; the model takes " +
+                                                    std::to_string(features));
   const uint32_t n = replicas();
   std::vector<StepResult> results(local_replicas());
   const uint32_t batch = per_replica_batch() * config_.steps_per_execution;
   const Status status = strategy_.run([&](uint32_t r) -> Status {
-    const uint32_t global = strategy_.first_replica() + r;
+    LayerContext pass = context(r, false);
+    const uint32_t global = pass.replica;
     const uint32_t first = uint32_t(uint64_t(data.examples) * global / n);
     const uint32_t last = uint32_t(uint64_t(data.examples) * (global + 1) / n);
     for (uint32_t at = first; at < last; at += batch) {
       const uint32_t count = std::min(batch, last - at);
-      SYSTOLE_RETURN_IF_ERROR(replicas_[r].engine->evaluate(
-          data.images.data() + std::size_t(at) * data.features, data.labels.data() + at, count,
-          results[r]));
+      Sequential& model = *replicas_[r].model;
+      SYSTOLE_RETURN_IF_ERROR(model.forward(pass, data.images.data() + std::size_t(at) * features, count));
+      const StepResult part = softmax_cross_entropy(model.logits(), data.labels.data() + at, 1.0f, nullptr);
+      results[r].loss_sum += part.loss_sum;
+      results[r].correct += part.correct;
+      results[r].examples += part.examples;
     }
     return ok_status();
   });
@@ -99,18 +128,37 @@ Result<StepResult> Trainer::evaluate(const Dataset& data) {
   return combine(results);
 }
 
+Result<std::vector<float>> Trainer::predict(const float* inputs, uint32_t count) {
+  const std::size_t features = shape_elements(config_.model.input_shape);
+  const uint32_t batch = per_replica_batch() * config_.steps_per_execution;
+  std::vector<float> logits;
+  LayerContext pass = context(0, false);
+  Sequential& model = *replicas_[0].model;
+  for (uint32_t at = 0; at < count; at += batch) {
+    SYSTOLE_RETURN_IF_ERROR(model.forward(pass, inputs + std::size_t(at) * features, std::min(batch, count - at)));
+    logits.insert(logits.end(), model.logits().values.begin(), model.logits().values.end());
+  }
+  return logits;
+}
+
 Result<bool> Trainer::replicas_identical() const {
-  const std::vector<float>& first = replicas_[0].parameters;
-  for (const ReplicaState& replica : replicas_)
-    if (std::memcmp(replica.parameters.data(), first.data(), first.size() * sizeof(float)) != 0)
-      return false;
+  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  const ParameterStore& first = parameters();
+  for (const ReplicaState& replica : replicas_) {
+    const ParameterStore& store = replica.model->parameters();
+    if (!same(store.trainable(), first.trainable()) || !same(store.buffers(), first.buffers())) return false;
+  }
   ProcessGroup* group = strategy_.group();
   if (!group || group->size() == 1) return true;
   // Across processes: compare a 32-bit FNV-1a fingerprint of the bits (a
   // double holds it exactly).
   uint32_t hash = 2166136261u;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(first.data());
-  for (std::size_t i = 0; i < first.size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 16777619u;
+  for (const std::vector<float>* values : {&first.trainable(), &first.buffers()}) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(values->data());
+    for (std::size_t i = 0; i < values->size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 16777619u;
+  }
   auto all = group->all_gather({double(hash)});
   if (!all.ok()) return all.status();
   for (double other : *all)
@@ -118,18 +166,20 @@ Result<bool> Trainer::replicas_identical() const {
   return true;
 }
 
-Status Trainer::restore(const std::vector<float>& parameters,
+Status Trainer::restore(const std::vector<float>& trainable, const std::vector<float>& buffers,
                         const std::vector<std::pair<std::string, std::vector<float>>>& optimizer_state,
                         uint64_t optimizer_steps) {
   for (ReplicaState& replica : replicas_) {
-    if (parameters.size() != replica.parameters.size())
+    ParameterStore& store = replica.model->parameters();
+    if (trainable.size() != store.trainable().size() || buffers.size() != store.buffers().size())
       return Status(StatusCode::kInvalidArgument,
-                    "checkpoint has " + std::to_string(parameters.size()) +
-                        " parameters, the model " + std::to_string(replica.parameters.size()));
-    replica.parameters = parameters;
+                    "checkpoint has " + std::to_string(trainable.size()) + " + " + std::to_string(buffers.size()) +
+                        " values, the model " + std::to_string(store.trainable().size()) + " + " +
+                        std::to_string(store.buffers().size()));
+    store.trainable() = trainable;
+    store.buffers() = buffers;
     for (const auto& [name, values] : optimizer_state)
       SYSTOLE_RETURN_IF_ERROR(replica.optimizer.restore(name, values, optimizer_steps));
-    SYSTOLE_RETURN_IF_ERROR(replica.engine->load_parameters(parameters));
   }
   return ok_status();
 }

@@ -56,7 +56,7 @@ TEST_F(Checkpoints, CorruptFilesAreRejectedWithTheReason) {
   };
   expect("{not json", 0, "header is not JSON");
   expect(R"({"w":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}})", 2, "tensor 'w': dtype \"F16\"");
-  expect(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8, "shape holds 2 floats");
+  expect(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8, "shape holds 2 elements");
   expect(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8, "outside the file's 8 data bytes");
   expect(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"v":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
          8, "tensors overlap");
@@ -69,6 +69,37 @@ TEST_F(Checkpoints, CorruptFilesAreRejectedWithTheReason) {
   auto result = read_safetensors(path("bad.safetensors"));
   EXPECT_NE(result.status().message().find("runs past the end"), std::string::npos);
   EXPECT_EQ(read_safetensors(path("none")).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(Checkpoints, CountsTravelAsInt64) {
+  // BatchNorm's num_batches_tracked is an int64 scalar in torch.
+  Checkpoint checkpoint;
+  checkpoint.tensors = {{"1.num_batches_tracked", {}, {429}, /*int64=*/true}, {"1.weight", {1}, {2}}};
+  ASSERT_TRUE(write_safetensors(path("c.safetensors"), checkpoint).ok());
+  std::ifstream in(path("c.safetensors"), std::ios::binary);
+  uint64_t length = 0;
+  in.read(reinterpret_cast<char*>(&length), 8);
+  std::string header(length, '\0');
+  in.read(header.data(), std::streamsize(length));
+  EXPECT_NE(header.find(R"("1.num_batches_tracked":{"data_offsets":[0,8],"dtype":"I64","shape":[]})"),
+            std::string::npos) << header;
+  int64_t count = 0;
+  in.read(reinterpret_cast<char*>(&count), 8);
+  EXPECT_EQ(count, 429);
+  auto back = read_safetensors(path("c.safetensors"));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_TRUE(back->find("1.num_batches_tracked")->int64);
+  EXPECT_EQ(back->find("1.num_batches_tracked")->values, std::vector<float>{429});
+  write_raw(path("negative.safetensors"), R"({"n":{"dtype":"I64","shape":[],"data_offsets":[0,8]}})", 0);
+  {
+    std::ofstream out(path("negative.safetensors"), std::ios::binary | std::ios::app);
+    const int64_t negative = -1;
+    out.write(reinterpret_cast<const char*>(&negative), 8);
+  }
+  auto bad = read_safetensors(path("negative.safetensors"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("tensor 'n': count -1 out of range"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST_F(Checkpoints, AFailedWriteLeavesNothingBehind) {

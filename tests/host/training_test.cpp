@@ -9,7 +9,6 @@
 
 #include "reference/reference.h"
 #include "systole/numerics.h"
-#include "systole/replica.h"
 #include "systole/trainer.h"
 
 namespace systole {
@@ -17,12 +16,59 @@ namespace {
 
 constexpr uint32_t kArray = 16;  // per-replica batch 16 = one K tile
 
-MlpShape small_shape() {
-  MlpShape shape;
-  shape.inputs = 20;
-  shape.hidden = {12, 9};
-  shape.outputs = 3;
-  return shape;
+// The dense stack these tests train, and its parameters flattened layer by
+// layer as the plain references below want them: W (in x out, row-major),
+// then b.
+struct MlpShape {
+  uint32_t inputs = 20;
+  std::vector<uint32_t> hidden = {12, 9};
+  uint32_t outputs = 3;
+
+  std::vector<uint32_t> widths() const {
+    std::vector<uint32_t> widths{inputs};
+    widths.insert(widths.end(), hidden.begin(), hidden.end());
+    widths.push_back(outputs);
+    return widths;
+  }
+  uint32_t layers() const { return uint32_t(hidden.size()) + 1; }
+  ModelSpec spec() const { return dense_stack(inputs, hidden, outputs); }
+};
+
+MlpShape small_shape() { return MlpShape(); }
+
+// The store's Linear tensors (weight [out, in]) in the flat layout above;
+// `gradients` takes the gradients instead of the values.
+std::vector<float> flatten_dense(const ParameterStore& store, const MlpShape& shape, bool gradients = false) {
+  const std::vector<uint32_t> widths = shape.widths();
+  std::vector<float> flat;
+  auto& all = const_cast<ParameterStore&>(store);
+  for (uint32_t l = 0; l < shape.layers(); ++l) {
+    const uint32_t in = widths[l], out = widths[l + 1];
+    const auto index = [&](const std::string& name) {
+      return std::size_t(store.find(name) - store.entries().data());
+    };
+    const std::size_t w = index(std::to_string(2 * l) + ".weight"), b = index(std::to_string(2 * l) + ".bias");
+    const float* weight = gradients ? all.gradient(w) : store.values(w);
+    const float* bias = gradients ? all.gradient(b) : store.values(b);
+    for (uint32_t i = 0; i < in; ++i)
+      for (uint32_t o = 0; o < out; ++o) flat.push_back(weight[std::size_t(o) * in + i]);
+    flat.insert(flat.end(), bias, bias + out);
+  }
+  return flat;
+}
+
+// One forward and backward pass of `model` on the device: the gradient of
+// (sum of the losses) / divisor lands in the store.
+StepResult device_step(Sequential& model, Device device, const Dataset& data, float divisor) {
+  auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
+  LayerContext context;
+  context.matmul = matmul.get();
+  context.training = true;
+  EXPECT_TRUE(model.forward(context, data.images.data(), data.examples).ok());
+  std::vector<float> logits_gradient;
+  const StepResult result = softmax_cross_entropy(model.logits(), data.labels.data(), divisor, &logits_gradient);
+  EXPECT_TRUE(model.backward(context, logits_gradient).ok());
+  return result;
 }
 
 // A learnable synthetic set: labels are the arg-max of a fixed linear map.
@@ -124,7 +170,8 @@ TEST(Training, GradientsMatchFiniteDifferencesAndTheDevice) {
   const uint32_t seed = 5;
   const MlpShape shape = small_shape();
   const Dataset data = synthetic(32, seed);
-  const std::vector<float> flat32 = init_parameters(shape, seed);
+  auto model = Sequential::build(shape.spec(), seed).value();
+  const std::vector<float> flat32 = flatten_dense(model->parameters(), shape);
   const std::vector<double> flat(flat32.begin(), flat32.end());
   std::vector<double> analytic;
   reference_loss(shape, flat, data, &analytic);
@@ -138,13 +185,8 @@ TEST(Training, GradientsMatchFiniteDifferencesAndTheDevice) {
     EXPECT_NEAR(analytic[i], numeric, 1e-6 + 1e-4 * std::fabs(numeric)) << "parameter " << i;
   }
   // The device: bf16 operands, so agreement to bf16 precision.
-  Device device = open_device(1);
-  auto replica = Replica::create(device, 0, shape, data.examples).value();
-  ASSERT_TRUE(replica->load_parameters(flat32).ok());
-  std::vector<float> gradients;
-  StepResult result;
-  ASSERT_TRUE(replica->train_step(data.images.data(), data.labels.data(), data.examples,
-                                  float(data.examples), gradients, result).ok());
+  const StepResult result = device_step(*model, open_device(1), data, float(data.examples));
+  const std::vector<float> gradients = flatten_dense(model->parameters(), shape, true);
   double error = 0, norm = 0;
   for (std::size_t i = 0; i < flat.size(); ++i) {
     error += (gradients[i] - analytic[i]) * (gradients[i] - analytic[i]);
@@ -268,16 +310,12 @@ TEST(Training, OneStepEqualsAPlainReferenceToTheBit) {
   const uint32_t seed = 9;
   const MlpShape shape = small_shape();
   const Dataset data = synthetic(40, seed);  // K = 40: three K tiles, the last partial
-  const std::vector<float> flat = init_parameters(shape, seed);
+  auto model = Sequential::build(shape.spec(), seed).value();
+  const std::vector<float> flat = flatten_dense(model->parameters(), shape);
   const std::vector<float> expected = reference_gradients(shape, flat, data, 64.0f);
 
-  Device device = open_device(1);
-  auto replica = Replica::create(device, 0, shape, data.examples).value();
-  ASSERT_TRUE(replica->load_parameters(flat).ok());
-  std::vector<float> gradients;
-  StepResult result;
-  ASSERT_TRUE(replica->train_step(data.images.data(), data.labels.data(), data.examples, 64.0f,
-                                  gradients, result).ok());
+  device_step(*model, open_device(1), data, 64.0f);
+  const std::vector<float> gradients = flatten_dense(model->parameters(), shape, true);
   ASSERT_EQ(gradients.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i)
     ASSERT_EQ(numerics::f32_bits(gradients[i]), numerics::f32_bits(expected[i]))
@@ -304,7 +342,7 @@ std::vector<float> train_steps(const std::vector<uint32_t>& units, uint32_t glob
                                const Dataset& data, uint32_t steps, EmuEngine engine = EmuEngine::kFast) {
   Device device = open_device(uint32_t(units.size()), engine);
   TrainerConfig config;
-  config.shape = small_shape();
+  config.model = small_shape().spec();
   config.global_batch = global_batch;
   config.seed = 3;
   auto trainer = Trainer::create(device, units, config).value();
@@ -314,7 +352,7 @@ std::vector<float> train_steps(const std::vector<uint32_t>& units, uint32_t glob
     EXPECT_TRUE(result.ok()) << result.status().to_string();
     EXPECT_TRUE(trainer->replicas_identical().value()) << "after step " << s;
   }
-  return trainer->parameters();
+  return trainer->parameters().trainable();
 }
 
 TEST(Training, ReplicasOfOneTileEachEqualOneDeviceToTheBit) {
@@ -355,7 +393,7 @@ TEST(Training, TheHlsKernelTrainsLikeTheFastPath) {
 TEST(Training, AGlobalBatchThatDoesNotDivideFailsBeforeStepZero) {
   Device device = open_device(3);
   TrainerConfig config;
-  config.shape = small_shape();
+  config.model = small_shape().spec();
   config.global_batch = 32;
   auto trainer = Trainer::create(device, {0, 1, 2}, config);
   ASSERT_FALSE(trainer.ok());
@@ -367,7 +405,7 @@ TEST(Training, LossFallsAndAccuracyRises) {
   const Dataset data = synthetic(64 * 40, 17);
   Device device = open_device(2);
   TrainerConfig config;
-  config.shape = small_shape();
+  config.model = small_shape().spec();
   config.global_batch = 64;
   config.optimizer.learning_rate = 1e-2f;
   auto trainer = Trainer::create(device, {0, 1}, config).value();
@@ -376,6 +414,85 @@ TEST(Training, LossFallsAndAccuracyRises) {
   const StepResult after = trainer->evaluate(data).value();
   EXPECT_LT(after.loss_sum, 0.6 * before.loss_sum);
   EXPECT_GT(double(after.correct) / after.examples, 0.8);
+}
+
+// A CNN with BatchNormalization, its 20 features read as 4 x 5 images.
+ModelSpec cnn_spec(bool sync) {
+  ModelSpec spec;
+  spec.input_shape = {4, 5, 1};
+  spec.classes = 3;
+  spec.layers = {{"conv2d", {{"filters", "6"}, {"kernel_size", "3"}, {"padding", "same"}}},
+                 {"batch_normalization", {{"sync", sync ? "true" : "false"}}},
+                 {"relu", {}},
+                 {"max_pooling2d", {{"pool_size", "2"}}},
+                 {"flatten", {}},
+                 {"dense", {{"units", "3"}}}};
+  return spec;
+}
+
+std::vector<float> train_cnn(const std::vector<uint32_t>& units, bool sync, const Dataset& data, uint32_t steps,
+                             std::vector<float>* buffers = nullptr) {
+  Device device = open_device(uint32_t(units.size()));
+  TrainerConfig config;
+  config.model = cnn_spec(sync);
+  config.global_batch = 32;
+  config.seed = 4;
+  auto trainer = Trainer::create(device, units, config).value();
+  for (uint32_t s = 0; s < steps; ++s) {
+    auto result = trainer->step(whole(data.slice(s * 32, 32)));
+    EXPECT_TRUE(result.ok()) << result.status().to_string();
+    EXPECT_TRUE(trainer->replicas_identical().value()) << "after step " << s;
+  }
+  if (buffers) *buffers = trainer->parameters().buffers();
+  return trainer->parameters().trainable();
+}
+
+TEST(Training, ACnnWithSyncBatchNormOnReplicasMatchesOneDeviceToRounding) {
+  // Synchronised moments make two replicas normalise like one device, but
+  // the moments are summed per replica and then across (fp32 all-reduce),
+  // and the convolution's weight gradient sums each replica's 16 x 20
+  // positions before the all-reduce adds them: other groupings than one
+  // device's single K chain, so agreement is to rounding, not to the bit.
+  const Dataset data = synthetic(3 * 32, 14);
+  std::vector<float> one_buffers, two_buffers;
+  const std::vector<float> one = train_cnn({0}, true, data, 3, &one_buffers);
+  const std::vector<float> two = train_cnn({0, 1}, true, data, 3, &two_buffers);
+  double worst = 0;
+  for (std::size_t i = 0; i < one.size(); ++i)
+    worst = std::max(worst, double(std::fabs(one[i] - two[i])) / (std::fabs(one[i]) + 1e-2));
+  EXPECT_LT(worst, 1e-3);
+  ASSERT_EQ(one_buffers.size(), two_buffers.size());
+  for (std::size_t i = 0; i < one_buffers.size(); ++i) EXPECT_NEAR(one_buffers[i], two_buffers[i], 1e-4) << i;
+}
+
+TEST(Training, PerReplicaBatchNormKeepsReplicasIdenticalButDiffersFromSync) {
+  // Each replica normalises with its own 16 examples; the moving
+  // statistics take the replicas' mean, so the replicas still hold the
+  // same bits (train_cnn checks after every step), and the model differs
+  // from the synchronised one.
+  const Dataset data = synthetic(2 * 32, 15);
+  const std::vector<float> local = train_cnn({0, 1}, false, data, 2);
+  const std::vector<float> sync = train_cnn({0, 1}, true, data, 2);
+  EXPECT_NE(std::memcmp(local.data(), sync.data(), local.size() * 4), 0);
+}
+
+TEST(Training, CosineDecayFollowsKeras) {
+  // Keras' CosineDecay(1e-3, decay_steps=8, alpha=0): the step counted from
+  // 0 sets the rate; after decay_steps it stays at 0.
+  OptimizerConfig config;
+  config.name = "sgd";
+  config.momentum = 0;
+  config.decay_steps = 8;
+  Optimizer sgd(config, 1);
+  std::vector<float> parameter{0.0f};
+  const std::vector<float> gradient{1.0f};
+  for (uint64_t step = 0; step < 10; ++step) {
+    const double expected = step >= 8 ? 0.0 : 1e-3 * 0.5 * (1 + std::cos(M_PI * double(step) / 8));
+    EXPECT_FLOAT_EQ(sgd.learning_rate(), float(expected)) << "step " << step;
+    parameter[0] = 0.0f;
+    sgd.apply(parameter, gradient);
+    EXPECT_FLOAT_EQ(-parameter[0], float(expected)) << "step " << step;
+  }
 }
 
 }  // namespace

@@ -62,6 +62,20 @@ TEST(Numerics, AllFp32RoundToBf16LikeTheReference) {
       << reference::f32_to_bf16(uint32_t(failure));
 }
 
+TEST(Numerics, AllFp32RoundToBf16InArraysLikeOneByOne) {
+  constexpr uint64_t kChunk = 4096;
+  const uint64_t failure = first_failure((1ull << 32) / kChunk, [](uint64_t chunk) {
+    float in[kChunk];
+    uint16_t out[kChunk];
+    for (uint64_t i = 0; i < kChunk; ++i) in[i] = f32_from_bits(uint32_t(chunk * kChunk + i));
+    numerics::f32_to_bf16_array(in, out, kChunk);
+    for (uint64_t i = 0; i < kChunk; ++i)
+      if (out[i] != numerics::f32_bits_to_bf16(uint32_t(chunk * kChunk + i))) return false;
+    return true;
+  });
+  ASSERT_EQ(failure, (1ull << 32) / kChunk) << "a value in fp32 0x" << std::hex << failure * kChunk << " + 4096";
+}
+
 TEST(Numerics, AllBf16ProductsMatchTheReference) {
   const uint64_t failure = first_failure(1ull << 32, [](uint64_t i) {
     const uint16_t a = uint16_t(i >> 16), b = uint16_t(i);

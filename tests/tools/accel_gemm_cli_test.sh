@@ -27,7 +27,7 @@ expect 2 "sw_emu has no 5x5 array" --array 5x5 --m 4 --n 4 --k 4
 expect 2 "unknown backend 'fpga'" --backend fpga --m 4 --n 4 --k 4
 expect 2 "--engine: expected fast or hls" --engine slow
 expect 2 "bf16 output needs K <= max_k" "${common[@]}" --m 4 --n 4 --k 100 --bf16-out
-expect 2 "no free block" "${common[@]}" --m 200000 --n 1 --k 1000
+expect 2 "no free block" "${common[@]}" --m 300000 --n 1 --k 1000
 expect 2 "--units: Value 0 not in range" --units 0
 [[ -e "$work/out.npy" ]] && { echo "FAIL: out.npy exists before any run"; failures=$((failures + 1)); }
 expect 2 "--out: cannot" "${common[@]}" --m 2 --n 2 --k 2 --out "$work/no/such/dir/c.npy"

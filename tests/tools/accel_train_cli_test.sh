@@ -45,6 +45,8 @@ expect 2 "devices: expected auto, a count or a list" "${small[@]}" --devices two
 expect 2 "devices: a unit is listed twice" "${small[@]}" --devices "[0,0]"
 expect 2 "train.optimizer: expected adam or sgd" "${small[@]}" --optimizer rmsprop
 expect 2 "train.learning_rate: must be a positive number" "${small[@]}" --learning-rate -1
+expect 2 "train.schedule: expected constant or cosine, got 'step'" "${small[@]}" --schedule step
+expect 0 "adam lr=0.003 \(cosine\)" "${small[@]}" --epochs 1 --schedule cosine
 expect 2 "data.validation_examples: 640 leaves no training examples" "${small[@]}" --validation-examples 640
 expect 2 "nowhere/train-images-idx3-ubyte.gz: cannot open" "${small[@]}" --data-dir "$work/nowhere"
 mkdir -p "$work/cut" && cp "$work/data"/* "$work/cut/"
@@ -52,9 +54,98 @@ gzip -dc "$work/data/train-images-idx3-ubyte.gz" | head -c 5000 | gzip >"$work/c
 expect 2 "train-images-idx3-ubyte.gz: header declares .* bytes of data, file has 4984" "${small[@]}" --data-dir "$work/cut"
 expect 2 "checkpoint.resume: needs checkpoint.dir" "${small[@]}" --resume
 expect 2 "empty/checkpoint.safetensors: cannot open" "${small[@]}" --checkpoint-dir "$work/empty" --resume
-expect 2 "hidden is 32 in the checkpoint but 48 in the config" "${small[@]}" --hidden 48 \
+expect 2 "checkpoint.safetensors: the checkpoint's model .* differs from the config's" "${small[@]}" --hidden 48 \
   --checkpoint-dir "$work/straight" --resume
+expect 0 "the run is already finished \(2 of 2 epochs done\)" "${small[@]}" --epochs 2 \
+  --checkpoint-dir "$work/straight" --resume
+
+# A checkpoint of the dense-only format before layers (systole-mlp/1,
+# tests/data: one epoch of --hidden 4 on this data set) still resumes.
+for dir in legacy legacy_other; do
+  mkdir -p "$work/$dir" && cp "$(dirname "$0")/../data/mlp_v1_checkpoint.safetensors" "$work/$dir/checkpoint.safetensors"
+done
+expect 0 "resumed from .* after epoch 1" "${small[@]}" --hidden 4 --epochs 2 --checkpoint-dir "$work/legacy" --resume
+expect 2 "legacy_other/checkpoint.safetensors: hidden is 4 in the checkpoint but 5 in the config" "${small[@]}" \
+  --hidden 5 --epochs 2 --checkpoint-dir "$work/legacy_other" --resume
+
+# A CNN with batch normalisation and dropout, written in YAML: it trains,
+# writes model.safetensors beside the checkpoint, and resumes to the bytes
+# of an uninterrupted run.
+cat >"$work/cnn.yaml" <<'YAML'
+model:
+  layers:
+    - {type: conv2d, filters: 4, kernel_size: 3, strides: 2, padding: same, activation: relu}
+    - {type: batch_normalization, momentum: 0.9}
+    - {type: max_pooling2d, pool_size: [2, 2]}
+    - {type: flatten}
+    - {type: dropout, rate: 0.25}
+    - {type: dense, units: 10}
+YAML
+cnn=(--config "$work/cnn.yaml" --data-dir "$work/data" --validation-examples 64 --global-batch 32 --array 16x16
+     --devices 2 --learning-rate 0.01)
+expect 0 "1 batch_normalization +\[14, 14, 4\] +8 params" "${cnn[@]}" --epochs 1
+expect 0 "test_accuracy: (0\.[5-9]|1\.0)" "${cnn[@]}" --epochs 3 --checkpoint-dir "$work/cnn_straight"
+[[ -f $work/cnn_straight/model.safetensors ]] && passes=$((passes + 1)) ||
+  { echo "FAIL: no model.safetensors"; failures=$((failures + 1)); }
+expect 0 "Epoch 2/2" "${cnn[@]}" --epochs 2 --checkpoint-dir "$work/cnn_resumed"
+expect 0 "resumed from .* after epoch 2" "${cnn[@]}" --epochs 3 --checkpoint-dir "$work/cnn_resumed" --resume
+if cmp -s "$work/cnn_straight/checkpoint.safetensors" "$work/cnn_resumed/checkpoint.safetensors"; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: a resumed CNN run's checkpoint differs from the uninterrupted run's"
+  failures=$((failures + 1))
+fi
+expect 2 "a dense-only .* checkpoint|checkpoint's model .* differs" "${cnn[@]}" --checkpoint-dir "$work/straight" --resume
+
+# evaluate and predict from the checkpoint alone (the model travels in it).
+trained=$("$tool" "${cnn[@]}" --epochs 3 | grep "^test_")
+evaluated=$("$tool" evaluate --checkpoint "$work/cnn_straight/checkpoint.safetensors" --data-dir "$work/data" \
+            --array 16x16 --devices 2 --global-batch 32)
+if [[ -n $trained && $trained == "$evaluated" ]]; then passes=$((passes + 1)); else
+  echo "FAIL: evaluate ($evaluated) differs from the end of training ($trained)"; failures=$((failures + 1)); fi
+npy() {  # npy FILE ROWS COLS: a float32 .npy of zeros
+  local header="{'descr': '<f4', 'fortran_order': False, 'shape': ($2, $3), }"
+  while (( (10 + ${#header} + 1) % 64 )); do header+=" "; done
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $(( (${#header} + 1) % 256 )))\\x$(printf %02x $(( (${#header} + 1) / 256 )))";
+    printf '%s\n' "$header"; head -c $(( $2 * $3 * 4 )) /dev/zero; } >"$1"
+}
+npy "$work/three.npy" 3 784
+expect 0 "predict: 3 examples -> .*logits.npy \(10 logits each\)" predict --checkpoint "$work/cnn_straight/model.safetensors" \
+  --input "$work/three.npy" --output "$work/logits.npy" --array 16x16 --devices 1
+[[ $(stat -c %s "$work/logits.npy") -eq $((128 + 3 * 10 * 4)) ]] && passes=$((passes + 1)) ||
+  { echo "FAIL: logits.npy is not 3 x 10 float32"; failures=$((failures + 1)); }
+npy "$work/wide.npy" 3 785
+expect 2 "wide.npy: expected N examples of 784 values each, got 2355 values in 3 rows" predict \
+  --checkpoint "$work/cnn_straight/model.safetensors" --input "$work/wide.npy" --output "$work/out.npy" --array 16x16
+[[ -e $work/out.npy || -e $work/out.npy.tmp ]] && { echo "FAIL: a failed predict left a file"; failures=$((failures + 1)); }
+expect 2 "predict needs --input X.npy and --output Y.npy" predict --checkpoint "$work/cnn_straight/model.safetensors"
+expect 2 "--checkpoint: required" evaluate --data-dir "$work/data"
+expect 2 "--checkpoint, --input and --output belong to evaluate and predict" "${small[@]}" --checkpoint x
+
+# Plain (not gzipped) IDX files, and a label set of 10 read from the labels.
+mkdir -p "$work/plain" && for f in "$work/data"/*.gz; do gzip -dc "$f" >"$work/plain/$(basename "$f" .gz)"; done
+expect 0 "model: input \[784\], 10 classes" "${small[@]}" --data-dir "$work/plain" --epochs 1
+
+# Bad models: each names the layer and the field.
+bad() {  # bad NAME YAML-LAYERS MESSAGE
+  printf 'model:\n%b\n' "$2" >"$work/$1.yaml"
+  expect 2 "$3" --config "$work/$1.yaml" --data-dir "$work/data" --validation-examples 64 --array 16x16
+}
+bad kernel '  layers: [{type: conv2d, filters: 4, kernel_size: [3, 0]}, {type: flatten}, {type: dense, units: 10}]' \
+  "model.layers\[0\].kernel_size: expected a positive integer or a pair"
+bad unknown '  layers: [{type: flatten}, {type: dense, units: 10}, {type: softmax}]' \
+  "model.layers\[2\].type: unknown layer type 'softmax'"
+bad notype '  layers: [{units: 10}]' "notype.yaml: model.layers\[0\]: expected a mapping with a type"
+bad both '  hidden: [32]\n  layers: [{type: flatten}]' "both.yaml: model: give either hidden"
+bad shape '  layers: [{type: dense, units: 10}]' "model.layers\[0\] \(dense\): dense expects a flat input, got \[28, 28, 1\]"
+bad logits '  layers: [{type: flatten}, {type: dense, units: 7}]' "model.layers\[1\]: the model ends in \[7\], expected \[10\] logits"
+bad input '  input_shape: [700]\n  layers: [{type: dense, units: 10}]' "model.input_shape: \[700\] holds 700 values, the data's examples 784"
+expect 2 "label [3-9] of example [0-9]+ is not below 3 \(model.classes\)" "${small[@]}" --classes 3
 expect 2 "--hidden: 'x' is not a layer width" --hidden 32,x
+expect 2 "--hidden: '2junk' is not a layer width" --hidden 1,2junk
+expect 2 "$work: not a regular file" --config "$work"
+mkdir -p "$work/endless" && ln -s /dev/zero "$work/endless/train-images-idx3-ubyte"
+expect 2 "endless/train-images-idx3-ubyte: not a regular file" "${small[@]}" --data-dir "$work/endless"
 expect 2 "array: expected ROWSxCOLS" "${small[@]}" --array 16
 
 echo "$passes passed, $failures failed"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# accel_train on the Verilated RTL (label rtl): two training steps of an MLP
-# on hw_emu 16x16 and on sw_emu 16x16 must write byte-identical checkpoints,
-# and the loss must fall.
+# accel_train on the Verilated RTL (label rtl): two epochs of an MLP, and
+# one of a CNN, on hw_emu 16x16 and on sw_emu 16x16 must write
+# byte-identical checkpoints, and the MLP's loss must fall.
 set -u
 tool=$1 make_idx=$2
 work=$(mktemp -d)
@@ -24,4 +24,25 @@ if ! awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'; then
   echo "FAIL: the loss did not fall ($first -> $last)"
   exit 1
 fi
-echo "1 passed, 0 failed"
+
+cat >"$work/cnn.yaml" <<'YAML'
+model:
+  layers:
+    - {type: conv2d, filters: 4, kernel_size: 3, strides: 2, padding: same, activation: relu}
+    - {type: max_pooling2d, pool_size: 2}
+    - {type: batch_normalization}
+    - {type: flatten}
+    - {type: dense, units: 10}
+YAML
+cnn() {
+  "$tool" --config "$work/cnn.yaml" --backend "$1" --array 16x16 --devices 1 --data-dir "$work/data" \
+    --validation-examples 32 --global-batch 32 --epochs 1 --checkpoint-dir "$work/cnn_$1"
+}
+rtl=$(cnn hw_emu 2>&1) || { echo "FAIL: hw_emu CNN run: $rtl"; exit 1; }
+emu=$(cnn sw_emu 2>&1) || { echo "FAIL: sw_emu CNN run: $emu"; exit 1; }
+echo "$rtl" | grep -E "^ *2/2|test_"
+if ! cmp -s "$work/cnn_hw_emu/checkpoint.safetensors" "$work/cnn_sw_emu/checkpoint.safetensors"; then
+  echo "FAIL: the hw_emu CNN checkpoint differs from the sw_emu one"
+  exit 1
+fi
+echo "2 passed, 0 failed"

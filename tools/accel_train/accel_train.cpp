@@ -1,5 +1,6 @@
-// accel_train: trains an MLP on Fashion-MNIST (or any IDX data set) on a
-// Systole device, one replica per compute unit, with Keras-style progress,
+// accel_train: trains a Sequential model (dense, convolutional, batch
+// normalised...) on Fashion-MNIST or any IDX data set on a Systole device,
+// one replica per compute unit, with Keras-style progress,
 // validation each epoch, the test accuracy at the end, and safetensors
 // checkpoints that a PyTorch user can open and training can resume from.
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -17,6 +19,10 @@
 #include "systole/mpi_process_group.h"
 #include "systole/trainer.h"
 #include "train_config.h"
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xnpy.hpp>
 
 namespace {
 
@@ -45,34 +51,17 @@ std::string progress_line(uint32_t step, uint32_t steps, double seconds, double 
   return text;
 }
 
-// Checkpoint tensors use PyTorch's nn.Linear layout: weight [out, in].
+// The checkpoint format this tool writes; systole-mlp/1 (the dense-only
+// format before layers) is still read.
+constexpr const char* kCheckpointFormat = "systole/2";
+constexpr const char* kLegacyMlpFormat = "systole-mlp/1";
+
+// checkpoint.safetensors: the model's state_dict() tensors, the optimizer's
+// slots and the run's metadata, all that resuming needs.
 Checkpoint make_checkpoint(const Trainer& trainer, const TrainConfig& config, uint32_t epochs_done) {
-  const MlpShape& shape = trainer.config().shape;
-  const std::vector<uint32_t> widths = shape.widths();
-  Checkpoint checkpoint;
-  auto add_layers = [&](const std::string& prefix, const std::vector<float>& flat) {
-    std::size_t at = 0;
-    for (uint32_t l = 0; l < shape.layers(); ++l) {
-      const uint32_t in = widths[l], out = widths[l + 1];
-      Tensor weight{prefix + "layers." + std::to_string(l) + ".weight", {out, in}, {}};
-      weight.values.resize(std::size_t(in) * out);
-      for (uint32_t i = 0; i < in; ++i)
-        for (uint32_t o = 0; o < out; ++o)
-          weight.values[std::size_t(o) * in + i] = flat[at + std::size_t(i) * out + o];
-      at += std::size_t(in) * out;
-      Tensor bias{prefix + "layers." + std::to_string(l) + ".bias", {out},
-                  std::vector<float>(flat.begin() + at, flat.begin() + at + out)};
-      at += out;
-      checkpoint.tensors.push_back(std::move(weight));
-      checkpoint.tensors.push_back(std::move(bias));
-    }
-  };
-  add_layers("", trainer.parameters());
-  for (const auto& [name, values] : trainer.optimizer().state()) add_layers("optimizer." + name + ".", *values);
-  checkpoint.metadata = {{"format", "systole-mlp/1"},
-                         {"inputs", std::to_string(shape.inputs)},
-                         {"hidden", join(shape.hidden, ",")},
-                         {"outputs", std::to_string(shape.outputs)},
+  Checkpoint checkpoint = model_tensors(trainer.parameters(), &trainer.optimizer());
+  checkpoint.metadata = {{"format", kCheckpointFormat},
+                         {"model", trainer.model().spec().to_json()},
                          {"optimizer", config.optimizer},
                          {"optimizer_steps", std::to_string(trainer.optimizer().steps())},
                          {"epochs_done", std::to_string(epochs_done)},
@@ -81,48 +70,71 @@ Checkpoint make_checkpoint(const Trainer& trainer, const TrainConfig& config, ui
   return checkpoint;
 }
 
+// model.safetensors: exactly the state_dict() of torch_code(), which
+// PyTorch loads with strict=True.
+Checkpoint make_model_file(const Trainer& trainer) {
+  Checkpoint model = model_tensors(trainer.parameters(), nullptr);
+  model.metadata = {{"format", kCheckpointFormat},
+                    {"model", trainer.model().spec().to_json()},
+                    {"torch", trainer.model().torch_code()}};
+  return model;
+}
+
+// A systole-mlp/1 checkpoint of the same dense stack, its tensors renamed:
+// layers.<l> was the l-th Linear, module 2l of the Sequential.
+Status upgrade_legacy(Checkpoint& checkpoint, const std::string& path, const TrainConfig& config,
+                      const ModelSpec& spec) {
+  const std::map<std::string, std::string> expected = {
+      {"inputs", std::to_string(shape_elements(spec.input_shape))},
+      {"hidden", join(config.hidden, ",")},
+      {"outputs", std::to_string(spec.classes)}};
+  if (!config.layers.empty())
+    return Status(StatusCode::kInvalidArgument,
+                  path + ": a dense-only (" + kLegacyMlpFormat + ") checkpoint; the config's model has layers");
+  for (const auto& [key, value] : expected) {
+    const auto it = checkpoint.metadata.find(key);
+    const std::string found = it == checkpoint.metadata.end() ? "(missing)" : it->second;
+    if (found != value)
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": " + key + " is " + found + " in the checkpoint but " + value + " in the config");
+  }
+  for (Tensor& tensor : checkpoint.tensors) {
+    const std::size_t at = tensor.name.find("layers.");
+    if (at == std::string::npos) continue;
+    const std::size_t dot = tensor.name.find('.', at + 7);
+    const uint32_t layer = uint32_t(std::stoul(tensor.name.substr(at + 7, dot - at - 7)));
+    tensor.name = tensor.name.substr(0, at) + std::to_string(2 * layer) + tensor.name.substr(dot);
+  }
+  return ok_status();
+}
+
 // Restores a checkpoint written by make_checkpoint; returns the epochs done.
 Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const TrainConfig& config) {
   auto checkpoint = read_safetensors(path);
   if (!checkpoint.ok()) return checkpoint.status();
-  const MlpShape& shape = trainer.config().shape;
-  const std::map<std::string, std::string> expected = {
-      {"format", "systole-mlp/1"},       {"inputs", std::to_string(shape.inputs)},
-      {"hidden", join(shape.hidden, ",")}, {"outputs", std::to_string(shape.outputs)},
-      {"optimizer", config.optimizer}};
-  for (const auto& [key, value] : expected) {
+  auto meta = [&](const std::string& key) {
     const auto it = checkpoint->metadata.find(key);
-    const std::string found = it == checkpoint->metadata.end() ? "(missing)" : it->second;
-    if (found != value)
-      return Status(StatusCode::kInvalidArgument, path + ": " + key + " is " + found +
-                                                      " in the checkpoint but " + value + " in the config");
-  }
-  const std::vector<uint32_t> widths = shape.widths();
-  auto gather = [&](const std::string& prefix) -> Result<std::vector<float>> {
-    std::vector<float> flat;
-    for (uint32_t l = 0; l < shape.layers(); ++l) {
-      const uint32_t in = widths[l], out = widths[l + 1];
-      const std::string name = prefix + "layers." + std::to_string(l);
-      const Tensor* weight = checkpoint->find(name + ".weight");
-      const Tensor* bias = checkpoint->find(name + ".bias");
-      if (!weight || weight->shape != std::vector<uint64_t>{out, in} || !bias ||
-          bias->shape != std::vector<uint64_t>{out})
-        return Status(StatusCode::kInvalidArgument,
-                      path + ": tensor " + name + ".weight/.bias missing or of the wrong shape");
-      for (uint32_t i = 0; i < in; ++i)
-        for (uint32_t o = 0; o < out; ++o) flat.push_back(weight->values[std::size_t(o) * in + i]);
-      flat.insert(flat.end(), bias->values.begin(), bias->values.end());
-    }
-    return flat;
+    return it == checkpoint->metadata.end() ? std::string("(missing)") : it->second;
   };
-  auto parameters = gather("");
-  if (!parameters.ok()) return parameters.status();
-  std::vector<std::pair<std::string, std::vector<float>>> state;
-  for (const auto& entry : trainer.optimizer().state()) {
-    auto values = gather("optimizer." + entry.first + ".");
-    if (!values.ok()) return values.status();
-    state.emplace_back(entry.first, std::move(values).value());
+  const ModelSpec& spec = trainer.model().spec();
+  if (meta("format") == kLegacyMlpFormat) {
+    SYSTOLE_RETURN_IF_ERROR(upgrade_legacy(*checkpoint, path, config, spec));
+  } else if (meta("format") != kCheckpointFormat) {
+    return Status(StatusCode::kInvalidArgument,
+                  path + ": format is " + meta("format") + ", expected " + kCheckpointFormat);
+  } else if (meta("model") != spec.to_json()) {
+    return Status(StatusCode::kInvalidArgument, path + ": the checkpoint's model " + meta("model") +
+                                                    " differs from the config's " + spec.to_json());
   }
+  if (meta("optimizer") != config.optimizer)
+    return Status(StatusCode::kInvalidArgument, path + ": optimizer is " + meta("optimizer") +
+                                                    " in the checkpoint but " + config.optimizer + " in the config");
+  std::vector<std::string> slots;
+  for (const auto& entry : trainer.optimizer().state()) slots.push_back(entry.first);
+  std::vector<float> trainable, buffers;
+  std::vector<std::pair<std::string, std::vector<float>>> state;
+  SYSTOLE_RETURN_IF_ERROR(
+      read_model_tensors(*checkpoint, path, trainer.parameters(), slots, trainable, buffers, state));
   uint64_t steps = 0;
   uint32_t epochs_done = 0;
   try {
@@ -131,8 +143,68 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const Tr
   } catch (const std::exception&) {
     return Status(StatusCode::kInvalidArgument, path + ": optimizer_steps or epochs_done metadata is missing");
   }
-  SYSTOLE_RETURN_IF_ERROR(trainer.restore(*parameters, state, steps));
+  SYSTOLE_RETURN_IF_ERROR(trainer.restore(trainable, buffers, state, steps));
   return epochs_done;
+}
+
+// The model the config describes, for data of `data`'s shape and classes.
+Result<ModelSpec> model_spec(const TrainConfig& config, const Dataset& data) {
+  ModelSpec spec;
+  const uint32_t classes = config.classes ? config.classes : data.classes;
+  if (config.layers.empty()) {
+    spec = dense_stack(data.features, config.hidden, classes);
+  } else {
+    spec.layers = config.layers;
+    spec.classes = classes;
+    spec.input_shape = config.input_shape.empty() ? Shape(data.shape) : config.input_shape;
+  }
+  if (shape_elements(spec.input_shape) != data.features)
+    return Status(StatusCode::kInvalidArgument,
+                  "model.input_shape: " + shape_text(spec.input_shape) + " holds " +
+                      std::to_string(shape_elements(spec.input_shape)) + " values, the data's examples " +
+                      std::to_string(data.features) + " (" + shape_text(data.shape) + ")");
+  return spec;
+}
+
+// A device and the compute units `devices` selects on it. sw_emu creates as
+// many units as selected; any other backend (hw_emu, a board) has its own
+// and is asked for them.
+struct OpenedDevice {
+  Device device;
+  std::vector<uint32_t> units;
+};
+
+Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape array, ProcessGroup* group) {
+  DeviceOptions options;
+  options.array_rows = array.rows;
+  options.array_cols = array.cols;
+  options.engine = config.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
+  options.xclbin = config.xclbin;
+  const bool elastic = config.backend == "sw_emu";
+  OpenedDevice opened;
+  uint32_t available = 0;
+  if (!elastic) {
+    auto device = Device::open(config.backend, 0, options);
+    if (!device.ok()) return device.status();
+    opened.device = *device;
+    available = device->info().compute_units;
+  }
+  // The processes of a job on one host share its cores: sw_emu's auto
+  // count and its threads per unit take this process's share.
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency() /
+                                          (group ? group->processes_on_this_host() : 1u));
+  if (elastic) available = cores;
+  auto units = select_units(config.devices, elastic, available);
+  if (!units.ok()) return units.status();
+  opened.units = *units;
+  if (elastic) {
+    options.compute_units = *std::max_element(units->begin(), units->end()) + 1;
+    options.threads_per_unit = std::max<uint32_t>(1, cores / uint32_t(units->size()));
+    auto device = Device::open(config.backend, 0, options);
+    if (!device.ok()) return device.status();
+    opened.device = *device;
+  }
+  return opened;
 }
 
 int train(const TrainConfig& config) {
@@ -162,10 +234,14 @@ int train(const TrainConfig& config) {
   if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
 
   // Data first: a bad data set is reported before any device work.
-  auto full_train = load_fashion_mnist(config.data_dir, true);
+  auto full_train = load_fashion_mnist(config.data_dir, true, config.classes);
   if (!full_train.ok()) return fail(full_train.status());
-  auto test = load_fashion_mnist(config.data_dir, false);
+  auto test = load_fashion_mnist(config.data_dir, false, full_train->classes);
   if (!test.ok()) return fail(test.status());
+  if (test->shape != full_train->shape)
+    return fail(Status(StatusCode::kInvalidArgument,
+                       config.data_dir + ": test images are " + shape_text(test->shape) +
+                           ", training images " + shape_text(full_train->shape)));
   if (config.validation_examples >= full_train->examples)
     return fail(Status(StatusCode::kInvalidArgument,
                        "data.validation_examples: " + std::to_string(config.validation_examples) +
@@ -175,47 +251,31 @@ int train(const TrainConfig& config) {
   const Dataset train_set = full_train->slice(0, train_examples);
   const Dataset validation = full_train->slice(train_examples, config.validation_examples);
 
-  // sw_emu creates as many compute units as the devices field selects; any
-  // other backend (hw_emu, a board) has its own and is asked for them.
-  DeviceOptions options;
-  options.array_rows = array->rows;
-  options.array_cols = array->cols;
-  options.engine = config.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
-  options.xclbin = config.xclbin;
-  const bool elastic = config.backend == "sw_emu";
-  Result<Device> device = Status(StatusCode::kInternal, "device not opened");
-  uint32_t available = 0;
-  if (!elastic) {
-    device = Device::open(config.backend, 0, options);
-    if (!device.ok()) return fail(device.status());
-    available = device->info().compute_units;
-  }
-  // The processes of a job on one host share its cores: sw_emu's auto
-  // count and its threads per unit take this process's share.
-  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency() /
-                                          (group ? group->processes_on_this_host() : 1u));
-  if (elastic) available = cores;
-  auto units = select_units(config.devices, elastic, available);
-  if (!units.ok()) return fail(units.status());
-  if (elastic) {
-    options.compute_units = *std::max_element(units->begin(), units->end()) + 1;
-    options.threads_per_unit = std::max<uint32_t>(1, cores / uint32_t(units->size()));
-    device = Device::open(config.backend, 0, options);
-    if (!device.ok()) return fail(device.status());
-  }
+  auto opened = open_device(config, *array, group.get());
+  if (!opened.ok()) return fail(opened.status());
+  Device* device = &opened->device;
+  const std::vector<uint32_t>* units = &opened->units;
 
+  auto spec = model_spec(config, train_set);
+  if (!spec.ok()) return fail(spec.status());
   TrainerConfig trainer_config;
-  trainer_config.shape.inputs = train_set.features;
-  trainer_config.shape.hidden = config.hidden;
-  trainer_config.shape.outputs = train_set.classes;
+  trainer_config.model = *spec;
+  trainer_config.launch_timeout =
+      std::chrono::milliseconds(int64_t(config.launch_timeout_s * 1000));
   trainer_config.optimizer.name = config.optimizer;
   trainer_config.optimizer.learning_rate = config.learning_rate;
+  if (config.schedule == "cosine") {
+    // Over the whole run: the steps of every epoch.
+    const uint64_t batches = train_set.examples / config.global_batch;
+    trainer_config.optimizer.decay_steps =
+        uint64_t(config.epochs) * (config.steps_per_epoch ? std::min<uint64_t>(config.steps_per_epoch, batches) : batches);
+  }
   trainer_config.optimizer.momentum = config.momentum;
   trainer_config.global_batch = config.global_batch;
   trainer_config.seed = config.seed;
   trainer_config.steps_per_execution = config.steps_per_execution;
   auto trainer = Trainer::create(*device, *units, trainer_config, group.get());
-  if (!trainer.ok()) return fail(Status(trainer.status().code(), "train." + trainer.status().message()));
+  if (!trainer.ok()) return fail(trainer.status());
 
   const std::string checkpoint_path =
       config.checkpoint_dir.empty() ? "" : config.checkpoint_dir + "/checkpoint.safetensors";
@@ -225,6 +285,13 @@ int train(const TrainConfig& config) {
     if (!done.ok()) return fail(done.status());
     first_epoch = *done;
     if (lead) std::printf("resumed from %s after epoch %u\n", checkpoint_path.c_str(), first_epoch);
+    if (first_epoch >= config.epochs) {
+      if (lead)
+        std::printf("the run is already finished (%u of %u epochs done): nothing to train; raise --epochs "
+                    "to go on, or run accel_train evaluate\n",
+                    first_epoch, config.epochs);
+      return 0;
+    }
   }
   if (lead && !checkpoint_path.empty()) {
     std::error_code error;
@@ -236,21 +303,23 @@ int train(const TrainConfig& config) {
   // and every total is the job's.
   if (!lead && !std::freopen("/dev/null", "w", stdout))
     return fail(Status(StatusCode::kUnavailable, "cannot redirect the output of rank > 0"));
-  std::vector<uint32_t> widths = trainer_config.shape.widths();
   std::printf("device: %s, %u replica(s) on units %s\n", device->info().name.c_str(),
               (*trainer)->local_replicas(), join(*units, ",").c_str());
   if (group)
     std::printf("job: %u processes x %u replica(s) = %u replicas in sync (mpi)\n", group->size(),
                 (*trainer)->local_replicas(), (*trainer)->replicas());
-  std::printf("model: MLP %s, %s lr=%g; global batch %u (%u per replica); %u launches per step\n",
-              join(widths, "-").c_str(), config.optimizer.c_str(), double(config.learning_rate),
-              config.global_batch, (*trainer)->per_replica_batch(), (*trainer)->launches_per_step());
+  std::printf("model: input %s, %u classes, %zu trainable parameters; %s lr=%g (%s); global batch %u (%u per replica)\n%s",
+              shape_text(spec->input_shape).c_str(), spec->classes,
+              (*trainer)->parameters().trainable().size(), config.optimizer.c_str(),
+              double(config.learning_rate), config.schedule.c_str(), config.global_batch, (*trainer)->per_replica_batch(),
+              (*trainer)->model().summary().c_str());
+  std::printf("torch: %s\n", (*trainer)->model().torch_code().c_str());
   std::printf("data: %u training, %u validation, %u test examples from %s\n", train_examples,
               validation.examples, test->examples, config.data_dir.c_str());
 
   // mpirun gives ranks a pseudo-terminal even when its own output is a file.
   const bool interactive = !group && isatty(STDOUT_FILENO);
-  double training_seconds = 0;
+  double training_seconds = 0, launches_per_step = 0;
   uint64_t trained_examples = 0;
   for (uint32_t epoch = first_epoch; epoch < config.epochs; ++epoch) {
     std::printf("Epoch %u/%u\n", epoch + 1, config.epochs);
@@ -261,7 +330,10 @@ int train(const TrainConfig& config) {
     uint64_t correct = 0, seen = 0;
     Batch batch;
     uint32_t step = 0;
-    while (batches.next(batch)) {
+    const uint64_t launches_before = (*trainer)->launches();
+    const uint32_t steps = config.steps_per_epoch ? std::min(config.steps_per_epoch, batches.batches())
+                                                  : batches.batches();
+    while (step < steps && batches.next(batch)) {
       auto result = (*trainer)->step(batch);
       if (!result.ok()) return fail(result.status());
       loss += result->loss_sum;
@@ -270,18 +342,19 @@ int train(const TrainConfig& config) {
       ++step;
       if (interactive) {
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        std::printf("\r%s", progress_line(step, batches.batches(), seconds, loss / seen,
+        std::printf("\r%s", progress_line(step, steps, seconds, loss / seen,
                                           double(correct) / seen).c_str());
         std::fflush(stdout);
       }
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (step) launches_per_step = double((*trainer)->launches() - launches_before) / step;
     training_seconds += seconds;
     trained_examples += seen;
     auto validated = (*trainer)->evaluate(validation);
     if (!validated.ok()) return fail(validated.status());
     std::printf("%s%s - val_loss: %.4f - val_accuracy: %.4f\n", interactive ? "\r" : "",
-                progress_line(step, batches.batches(), seconds, loss / std::max<uint64_t>(seen, 1),
+                progress_line(step, steps, seconds, loss / std::max<uint64_t>(seen, 1),
                               double(correct) / std::max<uint64_t>(seen, 1)).c_str(),
                 validated->loss_sum / validated->examples,
                 double(validated->correct) / validated->examples);
@@ -290,7 +363,8 @@ int train(const TrainConfig& config) {
     if (!*identical)
       return fail(Status(StatusCode::kInternal, "replicas diverged (a bug: they must hold the same bits)"));
     if (lead && !checkpoint_path.empty()) {
-      const Status saved = write_safetensors(checkpoint_path, make_checkpoint(**trainer, config, epoch + 1));
+      Status saved = write_safetensors(checkpoint_path, make_checkpoint(**trainer, config, epoch + 1));
+      if (saved.ok()) saved = write_safetensors(config.checkpoint_dir + "/model.safetensors", make_model_file(**trainer));
       if (!saved.ok()) return fail(saved);
     }
   }
@@ -299,19 +373,136 @@ int train(const TrainConfig& config) {
   std::printf("test_loss: %.4f - test_accuracy: %.4f\n", tested->loss_sum / tested->examples,
               double(tested->correct) / tested->examples);
   if (training_seconds > 0)
-    std::printf("throughput: %llu examples in %.1f s of training steps, %.0f samples/s\n",
+    std::printf("throughput: %llu examples in %.1f s of training steps, %.0f samples/s (%.0f launches per step and replica)\n",
                 (unsigned long long)trained_examples, training_seconds,
-                double(trained_examples) / training_seconds);
+                double(trained_examples) / training_seconds, launches_per_step);
   if (!checkpoint_path.empty()) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
+  return 0;
+}
+
+enum class Mode { kTrain, kEvaluate, kPredict };
+
+struct InferOptions {
+  std::string checkpoint, input, output;
+};
+
+// Reads a float32 .npy of examples; the first dimension counts them, the
+// rest must hold `features` values.
+Result<std::vector<float>> read_examples(const std::string& path, std::size_t features, uint32_t& count) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) return Status(StatusCode::kNotFound, path + ": cannot open");
+  xt::xarray<float> array;
+  try {
+    array = xt::load_npy<float>(stream);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInvalidArgument, path + ": not a float32 .npy file (" + e.what() + ")");
+  }
+  if (array.dimension() < 1 || array.shape()[0] == 0 || array.shape()[0] > (1u << 30) ||
+      array.size() != array.shape()[0] * features)
+    return Status(StatusCode::kInvalidArgument,
+                  path + ": expected N examples of " + std::to_string(features) + " values each, got " +
+                      std::to_string(array.size()) + " values" +
+                      (array.dimension() ? " in " + std::to_string(array.shape()[0]) + " rows" : ""));
+  count = uint32_t(array.shape()[0]);
+  return std::vector<float>(array.begin(), array.end());
+}
+
+// evaluate and predict: the model and its weights from a checkpoint.
+int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
+  auto fail = [](const Status& status) {
+    std::fprintf(stderr, "accel_train: %s\n", status.to_string().c_str());
+    return 2;
+  };
+  if (Status status = validate_train_config(config); !status.ok()) return fail(status);
+  if (started_by_mpi_launcher())
+    return fail(Status(StatusCode::kInvalidArgument, "evaluate and predict run in one process, not under mpirun"));
+  if (options.checkpoint.empty()) return fail(Status(StatusCode::kInvalidArgument, "--checkpoint: required"));
+  if (mode == Mode::kPredict && (options.input.empty() || options.output.empty()))
+    return fail(Status(StatusCode::kInvalidArgument, "predict needs --input X.npy and --output Y.npy"));
+  auto checkpoint = read_safetensors(options.checkpoint);
+  if (!checkpoint.ok()) return fail(checkpoint.status());
+  const auto description = checkpoint->metadata.find("model");
+  if (description == checkpoint->metadata.end())
+    return fail(Status(StatusCode::kInvalidArgument,
+                       options.checkpoint + ": no model description (written before format " + kCheckpointFormat + ")"));
+  auto spec = ModelSpec::from_json(description->second);
+  if (!spec.ok()) return fail(Status(spec.status().code(), options.checkpoint + ": " + spec.status().message()));
+  auto array = parse_array_shape(config.array);
+  if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
+  auto opened = open_device(config, *array, nullptr);
+  if (!opened.ok()) return fail(opened.status());
+  TrainerConfig trainer_config;
+  trainer_config.model = *spec;
+  trainer_config.global_batch = config.global_batch;
+  trainer_config.steps_per_execution = config.steps_per_execution;
+  trainer_config.launch_timeout = std::chrono::milliseconds(int64_t(config.launch_timeout_s * 1000));
+  auto trainer = Trainer::create(opened->device, opened->units, trainer_config);
+  if (!trainer.ok()) return fail(trainer.status());
+  std::vector<float> trainable, buffers;
+  std::vector<std::pair<std::string, std::vector<float>>> no_state;
+  Status loaded = read_model_tensors(*checkpoint, options.checkpoint, (*trainer)->parameters(), {}, trainable,
+                                     buffers, no_state);
+  if (loaded.ok()) loaded = (*trainer)->restore(trainable, buffers, no_state, 0);
+  if (!loaded.ok()) return fail(loaded);
+
+  if (mode == Mode::kEvaluate) {
+    auto test = load_fashion_mnist(config.data_dir, false, spec->classes);
+    if (!test.ok()) return fail(test.status());
+    if (test->features != shape_elements(spec->input_shape))
+      return fail(Status(StatusCode::kInvalidArgument, config.data_dir + ": test images are " +
+                                                           shape_text(test->shape) + ", the model takes " +
+                                                           shape_text(spec->input_shape)));
+    auto tested = (*trainer)->evaluate(*test);
+    if (!tested.ok()) return fail(tested.status());
+    std::printf("test_loss: %.4f - test_accuracy: %.4f\n", tested->loss_sum / tested->examples,
+                double(tested->correct) / tested->examples);
+    return 0;
+  }
+  uint32_t count = 0;
+  auto inputs = read_examples(options.input, shape_elements(spec->input_shape), count);
+  if (!inputs.ok()) return fail(inputs.status());
+  auto logits = (*trainer)->predict(inputs->data(), count);
+  if (!logits.ok()) return fail(logits.status());
+  // Written beside the output and renamed over it: no half-written file.
+  const std::string temporary = options.output + ".tmp";
+  try {
+    xt::dump_npy(temporary, xt::adapt(*logits, std::vector<std::size_t>{count, spec->classes}));
+  } catch (const std::exception& e) {
+    std::remove(temporary.c_str());
+    return fail(Status(StatusCode::kUnavailable, options.output + ": cannot write (" + e.what() + ")"));
+  }
+  if (std::rename(temporary.c_str(), options.output.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return fail(Status(StatusCode::kUnavailable, options.output + ": cannot write"));
+  }
+  std::printf("predict: %u examples -> %s (%u logits each)\n", count, options.output.c_str(), spec->classes);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Train an MLP on Fashion-MNIST on a Systole device."};
+  CLI::App app{"Train a model on Fashion-MNIST (or any IDX data set) on a Systole device.\n"
+               "  accel_train [train] --config F [overrides]\n"
+               "  accel_train evaluate --checkpoint F [--config F] [overrides]\n"
+               "  accel_train predict --checkpoint F --input X.npy --output Y.npy"};
+  // The mode is the first argument, if it names one.
+  Mode mode = Mode::kTrain;
+  if (argc > 1 && (std::string(argv[1]) == "train" || std::string(argv[1]) == "evaluate" ||
+                   std::string(argv[1]) == "predict")) {
+    const std::string word = argv[1];
+    mode = word == "evaluate" ? Mode::kEvaluate : word == "predict" ? Mode::kPredict : Mode::kTrain;
+    argv[1] = argv[0];
+    ++argv;
+    --argc;
+  }
   std::string config_path;
+  InferOptions infer_options;
   app.add_option("--config", config_path, "YAML configuration (see configs/)");
+  app.add_option("--checkpoint", infer_options.checkpoint,
+                 "evaluate, predict: a checkpoint.safetensors or model.safetensors");
+  app.add_option("--input", infer_options.input, "predict: float32 .npy of examples");
+  app.add_option("--output", infer_options.output, "predict: where the float32 .npy of logits goes");
   TrainConfig config;
   // Overrides: each names the config field it sets; a repeated one takes
   // its last value, so appending to a command line overrides it.
@@ -329,12 +520,18 @@ int main(int argc, char** argv) {
   auto* o_batch = app.add_option("--global-batch", config.global_batch, "train.global_batch");
   auto* o_optimizer = app.add_option("--optimizer", config.optimizer, "train.optimizer: adam or sgd");
   auto* o_lr = app.add_option("--learning-rate", config.learning_rate, "train.learning_rate");
+  auto* o_schedule = app.add_option("--schedule", config.schedule, "train.schedule: constant or cosine");
   auto* o_momentum = app.add_option("--momentum", config.momentum, "train.momentum");
   auto* o_seed = app.add_option("--seed", config.seed, "train.seed");
   auto* o_spe = app.add_option("--steps-per-execution", config.steps_per_execution,
                                "train.steps_per_execution: evaluation batches per command list");
   auto* o_checkpoint = app.add_option("--checkpoint-dir", config.checkpoint_dir, "checkpoint.dir");
   auto* o_resume = app.add_flag("--resume", config.resume, "checkpoint.resume");
+  auto* o_steps_per_epoch = app.add_option("--steps-per-epoch", config.steps_per_epoch,
+                                           "train.steps_per_epoch: batches per epoch (0: all)");
+  auto* o_classes = app.add_option("--classes", config.classes, "model.classes (0: from the labels)");
+  auto* o_launch_timeout = app.add_option("--launch-timeout", config.launch_timeout_s,
+                                          "train.launch_timeout_s: longest launch on a unit");
   auto* o_mpi_timeout = app.add_option("--mpi-timeout", config.mpi_timeout_s,
                                        "mpi.timeout_s: longest wait for another rank (mpirun)");
   try {
@@ -363,24 +560,35 @@ int main(int argc, char** argv) {
   if (given(o_batch)) merged.global_batch = config.global_batch;
   if (given(o_optimizer)) merged.optimizer = config.optimizer;
   if (given(o_lr)) merged.learning_rate = config.learning_rate;
+  if (given(o_schedule)) merged.schedule = config.schedule;
   if (given(o_momentum)) merged.momentum = config.momentum;
   if (given(o_seed)) merged.seed = config.seed;
   if (given(o_spe)) merged.steps_per_execution = config.steps_per_execution;
   if (given(o_checkpoint)) merged.checkpoint_dir = config.checkpoint_dir;
   if (given(o_resume)) merged.resume = config.resume;
   if (given(o_mpi_timeout)) merged.mpi_timeout_s = config.mpi_timeout_s;
+  if (given(o_classes)) merged.classes = config.classes;
+  if (given(o_steps_per_epoch)) merged.steps_per_epoch = config.steps_per_epoch;
+  if (given(o_launch_timeout)) merged.launch_timeout_s = config.launch_timeout_s;
   if (given(o_hidden)) {
     merged.hidden.clear();
+    merged.layers.clear();
     std::stringstream text(hidden);
     std::string item;
     while (std::getline(text, item, ',')) {
-      try {
-        merged.hidden.push_back(uint32_t(std::stoul(item)));
-      } catch (const std::exception&) {
-        std::fprintf(stderr, "accel_train: --hidden: '%s' is not a layer width\n", item.c_str());
+      // Digits only, at most 2^24: "2junk" or "-1" is refused, not cut short.
+      if (item.empty() || item.size() > 8 || item.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoul(item) == 0 || std::stoul(item) > (1u << 24)) {
+        std::fprintf(stderr, "accel_train: --hidden: '%s' is not a layer width (1 to 16777216)\n", item.c_str());
         return 2;
       }
+      merged.hidden.push_back(uint32_t(std::stoul(item)));
     }
+  }
+  if (mode != Mode::kTrain) return infer(mode, merged, infer_options);
+  if (!infer_options.checkpoint.empty() || !infer_options.input.empty() || !infer_options.output.empty()) {
+    std::fprintf(stderr, "accel_train: --checkpoint, --input and --output belong to evaluate and predict\n");
+    return 2;
   }
   return train(merged);
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -43,9 +44,57 @@ Status known_keys(const YAML::Node& node, const std::string& section,
   return ok_status();
 }
 
+// A field's value as text: a scalar as written, a list of scalars as
+// "[a, b]".
+Status field_text(const YAML::Node& value, const std::string& field, std::string& text) {
+  if (value.IsScalar()) {
+    text = value.Scalar();
+    return ok_status();
+  }
+  if (value.IsSequence()) {
+    text = "[";
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (!value[i].IsScalar())
+        return Status(StatusCode::kInvalidArgument, field + ": expected a value or a list of values");
+      text += (i ? ", " : "") + value[i].Scalar();
+    }
+    text += "]";
+    return ok_status();
+  }
+  return Status(StatusCode::kInvalidArgument, field + ": expected a value or a list of values");
+}
+
+// model.layers: a list of mappings, each with a `type`.
+Status read_layers(const YAML::Node& node, std::vector<LayerConfig>& layers) {
+  if (!node.IsSequence())
+    return Status(StatusCode::kInvalidArgument, "model.layers: expected a list of layers");
+  layers.clear();
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string where = "model.layers[" + std::to_string(i) + "]";
+    const YAML::Node entry = node[i];
+    if (!entry.IsMap() || !entry["type"] || !entry["type"].IsScalar())
+      return Status(StatusCode::kInvalidArgument,
+                    where + ": expected a mapping with a type ({type: dense, units: 10})");
+    LayerConfig layer;
+    layer.type = entry["type"].Scalar();
+    for (const auto& field : entry) {
+      const std::string key = field.first.as<std::string>();
+      if (key == "type") continue;
+      std::string text;
+      SYSTOLE_RETURN_IF_ERROR(field_text(field.second, where + "." + key, text));
+      layer.fields.emplace_back(key, text);
+    }
+    layers.push_back(std::move(layer));
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Status load_train_config(const std::string& path, TrainConfig& c) {
+  std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
+    return Status(StatusCode::kInvalidArgument, path + ": not a regular file");
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -77,8 +126,14 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "engine", "engine", c.engine)));
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "xclbin", "xclbin", c.xclbin)));
   if (const YAML::Node model = root["model"]) {
-    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(model, "model", {"hidden"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(model, "model", {"hidden", "layers", "input_shape", "classes"})));
+    if (model["hidden"] && model["layers"])
+      return in_file(Status(StatusCode::kInvalidArgument,
+                            "model: give either hidden (a dense stack) or layers, not both"));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(model, "hidden", "model.hidden", c.hidden)));
+    if (model["layers"]) SYSTOLE_RETURN_IF_ERROR(in_file(read_layers(model["layers"], c.layers)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(model, "input_shape", "model.input_shape", c.input_shape)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(model, "classes", "model.classes", c.classes)));
   }
   if (const YAML::Node data = root["data"]) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(data, "data", {"dir", "validation_examples"})));
@@ -89,12 +144,15 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   if (const YAML::Node train = root["train"]) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
         train, "train",
-        {"epochs", "global_batch", "optimizer", "learning_rate", "momentum", "seed",
-         "steps_per_execution"})));
+        {"epochs", "global_batch", "optimizer", "learning_rate", "schedule", "momentum", "seed",
+         "steps_per_execution", "launch_timeout_s", "steps_per_epoch"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "steps_per_epoch", "train.steps_per_epoch", c.steps_per_epoch)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "launch_timeout_s", "train.launch_timeout_s", c.launch_timeout_s)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "epochs", "train.epochs", c.epochs)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "global_batch", "train.global_batch", c.global_batch)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "optimizer", "train.optimizer", c.optimizer)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "learning_rate", "train.learning_rate", c.learning_rate)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "schedule", "train.schedule", c.schedule)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "momentum", "train.momentum", c.momentum)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "seed", "train.seed", c.seed)));
     SYSTOLE_RETURN_IF_ERROR(in_file(
@@ -118,8 +176,10 @@ Status validate_train_config(const TrainConfig& c) {
   };
   if (c.engine != "fast" && c.engine != "hls")
     return invalid("engine: expected fast or hls, got '" + c.engine + "'");
-  if (c.hidden.empty() || std::count(c.hidden.begin(), c.hidden.end(), 0u))
+  if (c.layers.empty() && (c.hidden.empty() || std::count(c.hidden.begin(), c.hidden.end(), 0u)))
     return invalid("model.hidden: expected a list of positive layer widths");
+  if (!(c.launch_timeout_s > 0) || c.launch_timeout_s > 7 * 86400)
+    return invalid("train.launch_timeout_s: must be > 0 seconds (and at most a week)");
   if (c.epochs == 0) return invalid("train.epochs: must be >= 1");
   if (c.global_batch == 0) return invalid("train.global_batch: must be >= 1");
   if (c.steps_per_execution == 0) return invalid("train.steps_per_execution: must be >= 1");
@@ -128,6 +188,8 @@ Status validate_train_config(const TrainConfig& c) {
     return invalid("train.optimizer: expected adam or sgd, got '" + c.optimizer + "'");
   if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))
     return invalid("train.learning_rate: must be a positive number");
+  if (c.schedule != "constant" && c.schedule != "cosine")
+    return invalid("train.schedule: expected constant or cosine, got '" + c.schedule + "'");
   if (!(c.momentum >= 0 && c.momentum < 1)) return invalid("train.momentum: must be in [0, 1)");
   if (c.resume && c.checkpoint_dir.empty())
     return invalid("checkpoint.resume: needs checkpoint.dir");

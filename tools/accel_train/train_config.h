@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "systole/mlp.h"
+#include "systole/layer.h"
 #include "systole/status.h"
 
 namespace systole {
@@ -16,18 +16,26 @@ struct TrainConfig {
   std::string array = "128x128";
   std::string engine = "fast";
   std::string xclbin;  // xrt: the bitstream (Makefile.fpga builds one)
+  // The model: a list of layers (Keras style), or `hidden`, the widths of
+  // a dense ReLU stack (the shorthand; used when `layers` is empty).
+  std::vector<LayerConfig> layers;
   std::vector<uint32_t> hidden = {256, 128};
+  Shape input_shape;     // empty: the data's example shape
+  uint32_t classes = 0;  // 0: from the training labels
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   uint32_t validation_examples = 5000;
   uint32_t epochs = 15;
+  uint32_t steps_per_epoch = 0;  // 0: every full batch of the training set
   uint32_t global_batch = 128;
   std::string optimizer = "adam";
   float learning_rate = 1e-3f;
+  std::string schedule = "constant";  // or "cosine": Keras' CosineDecay to 0 over the run
   float momentum = 0.9f;
   uint64_t seed = 1;
   uint32_t steps_per_execution = 1;  // evaluation batches per command list
   std::string checkpoint_dir;  // empty: no checkpoints
   bool resume = false;
+  double launch_timeout_s = 600;  // longest launch before the run fails
   // Under mpirun: the longest wait for another process before the job
   // ends with an error naming the silent rank(s).
   double mpi_timeout_s = 120;

@@ -53,7 +53,7 @@ struct DeviceOptions {
   uint32_t array_cols = spec::kDefaultShape.cols;
   uint32_t compute_units = 1;
   uint32_t hbm_banks = 32;                 // as an Alveo U55C
-  uint64_t bank_bytes = 256ull << 20;      // address space per bank
+  uint64_t bank_bytes = 512ull << 20;      // per bank: 16 GiB in all, as a U55C
   EmuEngine engine = EmuEngine::kFast;     // sw_emu only
   uint32_t threads_per_unit = 0;           // fast engine; 0 = cores / units
   std::string xclbin;                      // xrt: the bitstream to load

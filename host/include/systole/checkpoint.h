@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "systole/optimizer.h"
+#include "systole/parameters.h"
 #include "systole/status.h"
 
 namespace systole {
@@ -15,7 +17,8 @@ namespace systole {
 struct Tensor {
   std::string name;
   std::vector<uint64_t> shape;
-  std::vector<float> values;  // F32, row-major
+  std::vector<float> values;  // row-major
+  bool int64 = false;         // stored as I64 (counts), else F32
 };
 
 struct Checkpoint {
@@ -29,9 +32,22 @@ struct Checkpoint {
 // disk, then renamed over `path`. A failed write leaves no file behind.
 Status write_safetensors(const std::string& path, const Checkpoint& checkpoint);
 
-// Reads and validates a file: header size, JSON, dtypes (F32 only), shapes
+// Reads and validates a file: header size, JSON, dtypes (F32, and I64 for
+// counts below 2^24), shapes
 // against byte ranges, ranges inside the file and not overlapping. Errors
 // name the file and the tensor.
 Result<Checkpoint> read_safetensors(const std::string& path);
+
+// A model's tensors under their state_dict() names, and with `optimizer`,
+// its state as "optimizer.<slot>.<name>" (same shapes).
+Checkpoint model_tensors(const ParameterStore& store, const Optimizer* optimizer);
+
+// Fills `trainable`, `buffers` (laid out as in `store`) and the optimizer's
+// slots from a checkpoint; errors name `path` and the tensor that is
+// missing or of the wrong shape.
+Status read_model_tensors(const Checkpoint& checkpoint, const std::string& path, const ParameterStore& store,
+                          const std::vector<std::string>& optimizer_slots, std::vector<float>& trainable,
+                          std::vector<float>& buffers,
+                          std::vector<std::pair<std::string, std::vector<float>>>& optimizer_state);
 
 }  // namespace systole

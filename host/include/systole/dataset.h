@@ -14,10 +14,12 @@
 
 namespace systole {
 
-// Images as rows of `features` floats in [0, 1], and their class labels.
+// Images as rows of `features` floats in [0, 1] (height x width x 1,
+// row-major), and their class labels.
 struct Dataset {
   uint32_t examples = 0;
   uint32_t features = 0;
+  std::vector<uint32_t> shape;  // one example: {height, width, 1}
   uint32_t classes = 0;
   std::vector<float> images;    // examples x features, row-major
   std::vector<uint8_t> labels;  // examples
@@ -29,15 +31,17 @@ struct Dataset {
 // Where Debian's dataset-fashion-mnist package installs the files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-// Reads an IDX image file (magic 0x00000803, uint8 pixels) and its label file
-// (0x00000801). Errors name the file and what is wrong with it: a bad magic
-// number, dimensions, a count that differs between the two, a label out of
-// range, or data that ends early.
+// Reads an IDX image file (magic 0x00000803, uint8 pixels, N x H x W) and its
+// label file (0x00000801), gzip-compressed or not. `classes` 0 takes the
+// largest label + 1. Errors name the file and what is wrong with it: a bad
+// magic number, dimensions, a count that differs between the two, a label
+// out of range, or data that ends early.
 Result<Dataset> read_idx(const std::string& images_path, const std::string& labels_path,
                          uint32_t classes);
 
-// The training or test split of Fashion-MNIST (or MNIST) in `directory`.
-Result<Dataset> load_fashion_mnist(const std::string& directory, bool train);
+// The training or test split of an MNIST-style directory (train-* and
+// t10k-*-idx?-ubyte, each with or without .gz), as Fashion-MNIST ships.
+Result<Dataset> load_fashion_mnist(const std::string& directory, bool train, uint32_t classes = 0);
 
 // One batch: `size` examples' features (row-major) and labels.
 struct Batch {

@@ -27,11 +27,15 @@ struct GemmProblem {
   bool bias = false;
   bool relu = false;
   bool output_bf16 = false;
+  // C += A B: the first K block accumulates into C's fp32 values as well
+  // (the same bits as one product with the earlier K in front).
+  bool accumulate = false;
 };
 
 // Descriptors for `problem`, in execution order: for each block of C (at most
 // max_m x max_n), its K blocks (at most max_k) back to back, the first
-// without and the rest with accumulate-into-C; bias and ReLU on the last.
+// without (unless the problem accumulates) and the rest with
+// accumulate-into-C; bias and ReLU on the last.
 Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device,
                                                     const GemmProblem& problem);
 

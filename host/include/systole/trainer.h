@@ -1,4 +1,5 @@
-// Synchronous data-parallel training of an MLP on a device's compute units,
+// Synchronous data-parallel training of a Sequential model on a device's
+// compute units,
 // with TensorFlow's distribution semantics: the model is replicated and kept
 // identical; a global batch is split evenly over the replicas; each
 // replica's loss is its examples' loss sum over the GLOBAL batch size; the
@@ -10,26 +11,30 @@
 // process of P * K replicas.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
 #include "systole/dataset.h"
-#include "systole/mlp.h"
-#include "systole/replica.h"
+#include "systole/matmul.h"
+#include "systole/model.h"
+#include "systole/optimizer.h"
 #include "systole/strategy.h"
 
 namespace systole {
 
 struct TrainerConfig {
-  MlpShape shape;
+  ModelSpec model;
   OptimizerConfig optimizer;
   uint32_t global_batch = 256;
   uint64_t seed = 1;
   // Keras' steps_per_execution, as the hardware can honour it: evaluation
-  // runs this many batches per command list (rows are independent, so the
+  // runs this many batches per launch (rows are independent, so the
   // results do not change). A training step needs the host between layers
-  // (softmax, ReLU masks), so training keeps 1 + layers launches per step.
+  // (loss, masks, normalisation), so training keeps its launches per layer.
   uint32_t steps_per_execution = 1;
+  // The longest a launch may take before the step fails naming the unit.
+  std::chrono::milliseconds launch_timeout = std::chrono::minutes(10);
 };
 
 class Trainer {
@@ -47,7 +52,8 @@ class Trainer {
   uint32_t local_replicas() const { return strategy_.local_replicas(); }
   uint32_t per_replica_batch() const { return config_.global_batch / replicas(); }
   const TrainerConfig& config() const { return config_; }
-  uint32_t launches_per_step() const { return replicas_[0].engine->launches_per_step(); }
+  // Launches replica 0 has made (each a command list on its unit).
+  uint64_t launches() const { return replicas_[0].matmul->launches(); }
 
   // One synchronous step on a global batch of config().global_batch examples.
   Result<StepResult> step(const Batch& batch);
@@ -55,24 +61,32 @@ class Trainer {
   // shard; every process gets the totals).
   Result<StepResult> evaluate(const Dataset& data);
 
-  // Replica 0's fp32 master parameters (all replicas hold the same bits).
-  const std::vector<float>& parameters() const { return replicas_[0].parameters; }
+  // Per-example logits of `count` inputs, in evaluation mode, on replica 0.
+  Result<std::vector<float>> predict(const float* inputs, uint32_t count);
+
+  // Replica 0's model and fp32 master parameters (all replicas hold the
+  // same bits).
+  const Sequential& model() const { return *replicas_[0].model; }
+  const ParameterStore& parameters() const { return replicas_[0].model->parameters(); }
   const Optimizer& optimizer() const { return replicas_[0].optimizer; }
   // Whether every replica of the job holds the same parameter bits.
   Result<bool> replicas_identical() const;
 
-  // Replaces every replica's parameters and optimizer state (resume).
-  Status restore(const std::vector<float>& parameters,
+  // Replaces every replica's parameters (trainable tensors and buffers, as
+  // laid out in parameters()) and optimizer state (resume).
+  Status restore(const std::vector<float>& trainable, const std::vector<float>& buffers,
                  const std::vector<std::pair<std::string, std::vector<float>>>& optimizer_state,
                  uint64_t optimizer_steps);
 
  private:
   struct ReplicaState {
-    std::unique_ptr<Replica> engine;
-    std::vector<float> parameters;
+    std::unique_ptr<DeviceMatmul> matmul;
+    std::unique_ptr<Sequential> model;
     Optimizer optimizer;
-    std::vector<float> gradients;
   };
+
+  // The context of a pass of replica r (its global index, the all-reduce).
+  LayerContext context(uint32_t r, bool training);
 
   // Sums this process's per-replica results over the job, in global order.
   Result<StepResult> combine(const std::vector<StepResult>& local) const;

@@ -69,6 +69,20 @@ inline bf16_t f32_to_bf16(float value) {
   return f32_bits_to_bf16(f32_bits(value));
 }
 
+// f32_to_bf16 of `count` values, written with selects instead of branches
+// so that compilers vectorise it (the host runtime converts every operand
+// of every product). Bit for bit f32_to_bf16 (tested over all 2^32 inputs).
+inline void f32_to_bf16_array(const float* in, bf16_t* out, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, in + i, sizeof bits);
+    const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+    const uint32_t zero = (bits >> 16) & 0x8000u;
+    const uint32_t finite = (bits & 0x7F800000u) == 0 ? zero : rounded;
+    out[i] = bf16_t((bits & 0x7FFFFFFFu) > 0x7F800000u ? uint32_t(kBf16CanonicalNan) : finite);
+  }
+}
+
 // bf16 x bf16 -> fp32. The 8-bit significands make the product exact in fp32
 // unless it leaves the normal range: above it the product is +-Inf, below it
 // a zero with the sign of the product. Inf x 0 and NaN give the canonical NaN.

@@ -1,30 +1,10 @@
-// MLP parameters and optimizers.
-#include "systole/mlp.h"
+// SGD with momentum and Adam, as Keras defines them.
+#include "systole/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
-#include <random>
 
 namespace systole {
-
-std::vector<uint32_t> MlpShape::widths() const {
-  std::vector<uint32_t> widths{inputs};
-  widths.insert(widths.end(), hidden.begin(), hidden.end());
-  widths.push_back(outputs);
-  return widths;
-}
-
-std::vector<float> init_parameters(const MlpShape& shape, uint64_t seed) {
-  const std::vector<uint32_t> widths = shape.widths();
-  std::vector<float> flat;
-  std::mt19937_64 rng(seed);
-  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
-    const float limit = std::sqrt(6.0f / float(widths[l] + widths[l + 1]));
-    std::uniform_real_distribution<float> uniform(-limit, limit);
-    for (std::size_t i = 0; i < std::size_t(widths[l]) * widths[l + 1]; ++i) flat.push_back(uniform(rng));
-    flat.insert(flat.end(), widths[l + 1], 0.0f);
-  }
-  return flat;
-}
 
 Optimizer::Optimizer(const OptimizerConfig& config, std::size_t parameters)
     : config_(config), first_(parameters, 0.0f) {
@@ -42,9 +22,15 @@ Status Optimizer::validate(const OptimizerConfig& config) {
   return ok_status();
 }
 
+float Optimizer::learning_rate() const {
+  if (config_.decay_steps == 0) return config_.learning_rate;
+  const double progress = double(std::min(steps_, config_.decay_steps)) / double(config_.decay_steps);
+  return float(double(config_.learning_rate) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress)));
+}
+
 void Optimizer::apply(std::vector<float>& parameters, const std::vector<float>& gradients) {
+  const float lr = learning_rate();
   ++steps_;
-  const float lr = config_.learning_rate;
   if (config_.name == "sgd") {
     // Keras SGD: velocity = momentum * velocity - lr * g; w += velocity.
     for (std::size_t i = 0; i < parameters.size(); ++i) {

@@ -1,0 +1,126 @@
+// The layer interface. A layer owns named tensors in the model's
+// ParameterStore and computes its forward and backward passes; every matrix
+// product goes through a MatmulExecutor (the array), only elementwise work
+// stays on the host. Activations are fp32 on the host, batch-major, images
+// as height x width x channels (NHWC).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "systole/matmul.h"
+#include "systole/parameters.h"
+#include "systole/status.h"
+
+namespace systole {
+
+// The shape of one example: {features}, or {height, width, channels}.
+using Shape = std::vector<uint32_t>;
+std::string shape_text(const Shape& shape);  // "[28, 28, 1]"
+uint64_t shape_elements(const Shape& shape);
+
+struct Activations {
+  uint32_t batch = 0;
+  Shape shape;
+  std::vector<float> values;  // batch x shape_elements(shape)
+};
+
+// What a pass needs besides its tensors.
+struct LayerContext {
+  MatmulExecutor* matmul = nullptr;
+  bool training = false;
+  uint64_t seed = 0;     // the run's seed
+  uint64_t step = 0;     // optimizer steps taken (dropout masks)
+  uint32_t replica = 0;  // global index of this replica
+  uint32_t replicas = 1;  // num_replicas_in_sync
+  // In training: the sum over every replica of the job, in place, in a
+  // fixed order (identical bits on all). Every replica calls it the same
+  // number of times in the same order.
+  std::function<Status(std::vector<float>&)> all_reduce_sum;
+};
+
+// One layer as written in a config: its type and fields, each field's
+// value as text ("3", "[3, 3]", "same").
+struct LayerConfig {
+  std::string type;
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
+// A layer's fields, read with checks. Errors name the field
+// ("kernel_size: expected a positive integer or a pair"); the model adds
+// where the layer is.
+class LayerArgs {
+ public:
+  explicit LayerArgs(const LayerConfig& config) : config_(config), used_(config.fields.size()) {}
+  Result<uint32_t> positive(const std::string& key, uint32_t fallback);
+  // An integer or a pair: "3" is (3, 3), "[3, 2]" or "3,2" is (3, 2).
+  Result<std::pair<uint32_t, uint32_t>> pair(const std::string& key,
+                                              std::pair<uint32_t, uint32_t> fallback);
+  // A number in [low, high) (or [low, high] when `high_inclusive`).
+  Result<float> number(const std::string& key, float fallback, float low, float high,
+                       bool high_inclusive = false);
+  Result<std::string> choice(const std::string& key, const std::vector<std::string>& options,
+                             const std::string& fallback);
+  Result<bool> boolean(const std::string& key, bool fallback);
+  // Whether the key is present at all (required fields).
+  bool has(const std::string& key) const;
+  // An error naming the first field no reader asked for.
+  Status unknown_fields() const;
+
+ private:
+  const std::string* find(const std::string& key);
+  const LayerConfig& config_;
+  std::vector<bool> used_;
+};
+
+// Where a layer sits in the model.
+struct LayerSite {
+  uint32_t index = 0;       // in the config's list
+  uint32_t torch_index = 0;  // first module of the equivalent torch.nn.Sequential
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  // Checks the input shape, declares the layer's tensors in `store` (named
+  // "<torch_index>.weight" etc.) and returns the output shape.
+  virtual Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) = 0;
+  // Initial values of the declared tensors, drawn from `rng` in Keras' order.
+  virtual void initialize(ParameterStore& store, std::mt19937_64& rng) const {
+    (void)store;
+    (void)rng;
+  }
+  virtual Status forward(LayerContext& context, ParameterStore& store, const Activations& input,
+                         Activations& output) = 0;
+  // From dL/d(output): sets the gradients of the layer's trainable tensors
+  // and, when `input_gradient` is not null, dL/d(input). `input` and
+  // `output` are those of the last training forward pass.
+  virtual Status backward(LayerContext& context, ParameterStore& store, const Activations& input,
+                          const Activations& output, const Activations& output_gradient,
+                          Activations* input_gradient) = 0;
+
+  // How many modules of the equivalent torch.nn.Sequential this layer is
+  // (a Dense with a fused ReLU is Linear + ReLU: 2).
+  virtual uint32_t torch_modules() const { return 1; }
+  // Those modules as PyTorch code, for the model summary and the docs:
+  // "torch.nn.Conv2d(1, 32, 3, padding='same'), torch.nn.ReLU()".
+  virtual std::string torch_code() const = 0;
+};
+
+// Copies the input (Flatten of a flat input, inference-time Dropout).
+void pass_through(const Activations& input, Activations& output);
+// Gives `gradient` the batch and shape of `input`, all zeros.
+void zeros_like(const Activations& input, Activations& gradient);
+
+// The layer types, by the `type` a config names. Adding a layer type is one
+// file with its class and a make_ function, plus its line in registry.cpp.
+Result<std::unique_ptr<Layer>> make_layer(const LayerConfig& config);
+std::vector<std::string> layer_types();
+
+}  // namespace systole

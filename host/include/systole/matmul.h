@@ -1,0 +1,85 @@
+// Matrix products for layers: the one way a layer multiplies. A layer hands
+// over fp32 host matrices (transposed or not); an executor runs the products
+// on a compute unit (DeviceMatmul: operands rounded to bf16, fp32
+// accumulation in the array's order) or, in tests, elsewhere. Layers never
+// see buffers, descriptors or the tiler.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "systole/driver.h"
+#include "systole/gemm_plan.h"
+#include "systole/status.h"
+
+namespace systole {
+
+// C[m x n] (+)= op(A)[m x k] * op(B)[k x n] (+ bias) (ReLU), row-major fp32
+// host memory. op(X) is X, or X transposed when the flag is set (A is then
+// stored k x m, B n x k).
+struct MatmulCall {
+  uint32_t m = 0, n = 0, k = 0;
+  const float* a = nullptr;
+  bool a_transposed = false;
+  const float* b = nullptr;
+  bool b_transposed = false;
+  const float* bias = nullptr;  // n values, added after the last product
+  bool relu = false;
+  bool accumulate = false;      // c holds fp32 values that the products add to
+  float* c = nullptr;
+};
+
+class MatmulExecutor {
+ public:
+  virtual ~MatmulExecutor() = default;
+  // Runs the calls (independent of each other) as one launch where the
+  // device allows, and fills every c.
+  virtual Status run(const std::vector<MatmulCall>& calls) = 0;
+  Status run(const MatmulCall& call) { return run(std::vector<MatmulCall>{call}); }
+  // Launches (command lists) run so far.
+  virtual uint64_t launches() const = 0;
+  // The K length at which long products chain through fp32 C (the device's
+  // max_k); splitting K at multiples of it keeps the bits of one product.
+  // 0: any split does.
+  virtual uint32_t k_block() const = 0;
+};
+
+// Products on one compute unit of a device. Operands are rounded to bf16
+// (NUMERICS.md), staged into buffers in the unit's HBM banks that grow to
+// the largest call seen, tiled by plan_gemm and run as command lists.
+// Bias and ReLU are fused into the last K block; accumulate chains K
+// through fp32 C, which gives the bits of one long product.
+class DeviceMatmul final : public MatmulExecutor {
+ public:
+  static Result<std::unique_ptr<DeviceMatmul>> create(Device device, uint32_t unit,
+                                                      std::chrono::milliseconds launch_timeout);
+
+  Status run(const std::vector<MatmulCall>& calls) override;
+  using MatmulExecutor::run;
+  uint64_t launches() const override { return launches_; }
+  uint32_t k_block() const override { return device_.info().max_k; }
+
+ private:
+  // One operand's device buffer, reallocated larger when a call needs it.
+  struct Slot {
+    Buffer buffer;
+    uint32_t bank = 0;
+  };
+  DeviceMatmul() = default;
+  Result<uint64_t> stage(Slot& slot, const void* data, std::size_t bytes);
+  Status ensure(Slot& slot, std::size_t bytes);
+
+  Device device_;
+  uint32_t unit_ = 0;
+  std::chrono::milliseconds timeout_{0};
+  uint64_t launches_ = 0;
+  // Per call index: A, B, C (with bias behind it).
+  std::vector<Slot> a_, b_, c_;
+  Slot commands_;
+  std::vector<uint16_t> staging_;
+  std::vector<float> transposed_;
+};
+
+}  // namespace systole

@@ -1,0 +1,151 @@
+// Matrix products on a compute unit: operands to bf16 (transposing on the
+// way), staged in the unit's banks, tiled by plan_gemm, one launch per call
+// list.
+#include <algorithm>
+#include <cstring>
+
+#include "systole/matmul.h"
+#include "systole/numerics.h"
+
+namespace systole {
+namespace {
+
+// Unit u keeps its buffers in banks 4u .. 4u+3 (the banks Makefile.fpga
+// connects to its ports): A, B, C and the command list each in their own.
+constexpr uint32_t kBanksPerUnit = 4;
+
+// rows x cols of op(X) as bf16, row-major, from X (rows x cols, or cols x
+// rows when transposed). A transpose goes through `scratch` in fp32 so
+// that the conversion runs over contiguous arrays.
+void to_bf16(const float* x, uint32_t rows, uint32_t cols, bool transposed, std::vector<float>& scratch,
+             uint16_t* out) {
+  const std::size_t count = std::size_t(rows) * cols;
+  if (transposed) {
+    scratch.resize(count);
+    // Blocks of columns: the writes run along rows, and the block's
+    // strided reads stay in L1.
+    constexpr uint32_t kBlock = 64;
+    for (uint32_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const uint32_t c1 = std::min(cols, c0 + kBlock);
+      for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t c = c0; c < c1; ++c) scratch[std::size_t(r) * cols + c] = x[std::size_t(c) * rows + r];
+    }
+    x = scratch.data();
+  }
+  numerics::f32_to_bf16_array(x, out, count);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceMatmul>> DeviceMatmul::create(Device device, uint32_t unit,
+                                                           std::chrono::milliseconds launch_timeout) {
+  if (!device) return Status(StatusCode::kInvalidArgument, "no device");
+  if (unit >= device.info().compute_units)
+    return Status(StatusCode::kInvalidArgument,
+                  "compute unit " + std::to_string(unit) + " does not exist (device has " +
+                      std::to_string(device.info().compute_units) + ")");
+  std::unique_ptr<DeviceMatmul> matmul(new DeviceMatmul());
+  matmul->device_ = device;
+  matmul->unit_ = unit;
+  matmul->timeout_ = launch_timeout;
+  matmul->commands_.bank = (unit * kBanksPerUnit + 3) % device.info().hbm_banks;
+  return matmul;
+}
+
+Status DeviceMatmul::ensure(Slot& slot, std::size_t bytes) {
+  if (slot.buffer && slot.buffer.size() >= bytes) return ok_status();
+  // Grow by half again, so that a run of slightly larger calls does not
+  // reallocate every time.
+  const std::size_t size = std::max(bytes, slot.buffer ? slot.buffer.size() * 3 / 2 : bytes);
+  slot.buffer = Buffer();
+  auto buffer = device_.allocate(size, slot.bank);
+  if (!buffer.ok()) return buffer.status();
+  slot.buffer = std::move(buffer).value();
+  return ok_status();
+}
+
+Result<uint64_t> DeviceMatmul::stage(Slot& slot, const void* data, std::size_t bytes) {
+  SYSTOLE_RETURN_IF_ERROR(ensure(slot, bytes));
+  SYSTOLE_RETURN_IF_ERROR(slot.buffer.write(data, bytes));
+  SYSTOLE_RETURN_IF_ERROR(slot.buffer.sync(Buffer::SyncDirection::kToDevice, bytes, 0));
+  return slot.buffer.address();
+}
+
+Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
+  const DeviceInfo& info = device_.info();
+  const uint32_t banks = info.hbm_banks;
+  while (a_.size() < calls.size()) {
+    const uint32_t base = unit_ * kBanksPerUnit;
+    a_.push_back({Buffer(), base % banks});
+    b_.push_back({Buffer(), (base + 1) % banks});
+    c_.push_back({Buffer(), (base + 2) % banks});
+  }
+  std::vector<spec::GemmDescriptor> descriptors;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const MatmulCall& call = calls[i];
+    if (!call.a || !call.b || !call.c)
+      return Status(StatusCode::kInvalidArgument, "matmul: an operand is missing");
+    GemmProblem problem;
+    problem.m = call.m;
+    problem.n = call.n;
+    problem.k = call.k;
+    problem.bias = call.bias != nullptr;
+    problem.relu = call.relu;
+    problem.accumulate = call.accumulate;
+
+    staging_.resize(std::size_t(call.m) * call.k);
+    to_bf16(call.a, call.m, call.k, call.a_transposed, transposed_, staging_.data());
+    auto a = stage(a_[i], staging_.data(), staging_.size() * sizeof(uint16_t));
+    if (!a.ok()) return a.status();
+    problem.a = {*a, call.k};
+
+    staging_.resize(std::size_t(call.k) * call.n);
+    to_bf16(call.b, call.k, call.n, call.b_transposed, transposed_, staging_.data());
+    auto b = stage(b_[i], staging_.data(), staging_.size() * sizeof(uint16_t));
+    if (!b.ok()) return b.status();
+    problem.b = {*b, call.n};
+
+    // C, then the bias behind it; C is uploaded only when accumulated into.
+    const std::size_t c_bytes = std::size_t(call.m) * call.n * sizeof(float);
+    SYSTOLE_RETURN_IF_ERROR(ensure(c_[i], c_bytes + (call.bias ? call.n * sizeof(float) : 0)));
+    Buffer* c = &c_[i].buffer;
+    if (call.accumulate) {
+      SYSTOLE_RETURN_IF_ERROR(c->write(call.c, c_bytes));
+      SYSTOLE_RETURN_IF_ERROR(c->sync(Buffer::SyncDirection::kToDevice, c_bytes, 0));
+    }
+    if (call.bias) {
+      SYSTOLE_RETURN_IF_ERROR(c->write(call.bias, call.n * sizeof(float), c_bytes));
+      SYSTOLE_RETURN_IF_ERROR(c->sync(Buffer::SyncDirection::kToDevice, call.n * sizeof(float), c_bytes));
+    }
+    problem.c = {c->address(), call.n};
+    problem.bias_address = c->address() + c_bytes;
+
+    auto planned = plan_gemm(info, problem);
+    if (!planned.ok()) return planned.status();
+    descriptors.insert(descriptors.end(), planned->begin(), planned->end());
+  }
+
+  for (const std::vector<uint8_t>& list : encode_command_lists(descriptors, info.max_descriptors)) {
+    SYSTOLE_RETURN_IF_ERROR(ensure(commands_, list.size()));
+    SYSTOLE_RETURN_IF_ERROR(commands_.buffer.write(list.data(), list.size()));
+    SYSTOLE_RETURN_IF_ERROR(commands_.buffer.sync(Buffer::SyncDirection::kToDevice, list.size(), 0));
+    auto run = device_.start(unit_, commands_.buffer);
+    if (!run.ok()) return run.status();
+    ++launches_;
+    const Status done = run->wait(timeout_);
+    if (done.code() == StatusCode::kTimeout)
+      return Status(StatusCode::kTimeout, "compute unit " + std::to_string(unit_) + ": launch " +
+                                              std::to_string(launches_) + " did not finish within " +
+                                              std::to_string(timeout_.count()) + " ms");
+    SYSTOLE_RETURN_IF_ERROR(done);
+  }
+
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::size_t bytes = std::size_t(calls[i].m) * calls[i].n * sizeof(float);
+    SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, 0));
+    SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.read(calls[i].c, bytes));
+  }
+  return ok_status();
+}
+
+}  // namespace systole

@@ -1,0 +1,122 @@
+// Dense: y = x W^T + b (torch.nn.Linear's layout, weight [units, inputs]),
+// ReLU fused into the product on the array when `activation: relu`.
+#include <cmath>
+
+#include "layer_kit.h"
+
+namespace systole {
+namespace {
+
+class Dense final : public Layer {
+ public:
+  Dense(uint32_t units, bool relu, bool use_bias) : units_(units), relu_(relu), use_bias_(use_bias) {}
+
+  Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
+    if (input.size() != 1)
+      return Status(StatusCode::kInvalidArgument,
+                    "dense expects a flat input, got " + shape_text(input) +
+                        " (add a flatten layer before it, or set model.input_shape)");
+    inputs_ = input[0];
+    const std::string prefix = std::to_string(site.torch_index);
+    weight_ = store.declare(prefix + ".weight", {units_, inputs_}, true);
+    if (use_bias_) bias_ = store.declare(prefix + ".bias", {units_}, true);
+    return Shape{units_};
+  }
+
+  void initialize(ParameterStore& store, std::mt19937_64& rng) const override {
+    // Glorot uniform, drawn in Keras' kernel order [inputs][units].
+    glorot_uniform(rng, inputs_, units_, uint64_t(inputs_) * units_, [&](std::size_t i, float value) {
+      const std::size_t in = i / units_, out = i % units_;
+      store.values(weight_)[out * inputs_ + in] = value;
+    });
+  }
+
+  Status forward(LayerContext& context, ParameterStore& store, const Activations& input,
+                 Activations& output) override {
+    output.batch = input.batch;
+    output.shape = {units_};
+    output.values.resize(std::size_t(input.batch) * units_);
+    MatmulCall call;
+    call.m = input.batch;
+    call.k = inputs_;
+    call.n = units_;
+    call.a = input.values.data();
+    call.b = store.values(weight_);
+    call.b_transposed = true;
+    call.bias = use_bias_ ? store.values(bias_) : nullptr;
+    call.relu = relu_;
+    call.c = output.values.data();
+    return context.matmul->run(call);
+  }
+
+  Status backward(LayerContext& context, ParameterStore& store, const Activations& input,
+                  const Activations& output, const Activations& output_gradient,
+                  Activations* input_gradient) override {
+    const uint32_t batch = input.batch;
+    const float* delta = output_gradient.values.data();
+    if (relu_) {
+      relu_mask(output_gradient.values, output.values, masked_);
+      delta = masked_.data();
+    }
+    std::vector<MatmulCall> calls;
+    MatmulCall dw;  // dW [units x inputs] = delta^T x, the batch as K
+    dw.m = units_;
+    dw.k = batch;
+    dw.n = inputs_;
+    dw.a = delta;
+    dw.a_transposed = true;
+    dw.b = input.values.data();
+    dw.c = store.gradient(weight_);
+    calls.push_back(dw);
+    if (use_bias_) {
+      ones_.assign(batch, 1.0f);
+      MatmulCall db;  // db = 1^T delta
+      db.m = 1;
+      db.k = batch;
+      db.n = units_;
+      db.a = ones_.data();
+      db.b = delta;
+      db.c = store.gradient(bias_);
+      calls.push_back(db);
+    }
+    if (input_gradient) {
+      zeros_like(input, *input_gradient);
+      MatmulCall dx;  // dx = delta W
+      dx.m = batch;
+      dx.k = units_;
+      dx.n = inputs_;
+      dx.a = delta;
+      dx.b = store.values(weight_);
+      dx.c = input_gradient->values.data();
+      calls.push_back(dx);
+    }
+    return context.matmul->run(calls);
+  }
+
+  uint32_t torch_modules() const override { return relu_ ? 2 : 1; }
+  std::string torch_code() const override {
+    return "torch.nn.Linear(" + std::to_string(inputs_) + ", " + std::to_string(units_) +
+           (use_bias_ ? "" : ", bias=False") + ")" + (relu_ ? ", torch.nn.ReLU()" : "");
+  }
+
+ private:
+  uint32_t units_, inputs_ = 0;
+  bool relu_, use_bias_;
+  std::size_t weight_ = 0, bias_ = 0;
+  std::vector<float> ones_, masked_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Layer>> make_dense(LayerArgs& args) {
+  if (!args.has("units")) return Status(StatusCode::kInvalidArgument, "units: required");
+  auto units = args.positive("units", 1);
+  if (!units.ok()) return units.status();
+  auto relu = fused_relu(args);
+  if (!relu.ok()) return relu.status();
+  auto use_bias = args.boolean("use_bias", true);
+  if (!use_bias.ok()) return use_bias.status();
+  return std::unique_ptr<Layer>(new Dense(*units, *relu, *use_bias));
+}
+
+}  // namespace systole

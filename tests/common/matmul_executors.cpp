@@ -1,0 +1,73 @@
+// Test executors of matrix products.
+#include "common/matmul_executors.h"
+
+#include <cstring>
+
+#include "reference/reference.h"
+#include "systole/gemm_plan.h"
+#include "systole/numerics.h"
+
+namespace systole::testing {
+namespace {
+
+float element(const float* x, bool transposed, uint32_t rows, uint32_t cols, uint32_t r, uint32_t c) {
+  return transposed ? x[std::size_t(c) * rows + r] : x[std::size_t(r) * cols + c];
+}
+
+}  // namespace
+
+Status ExactMatmul::run(const std::vector<MatmulCall>& calls) {
+  ++launches_;
+  for (const MatmulCall& call : calls)
+    for (uint32_t i = 0; i < call.m; ++i)
+      for (uint32_t j = 0; j < call.n; ++j) {
+        double sum = call.accumulate ? call.c[std::size_t(i) * call.n + j] : 0.0;
+        for (uint32_t p = 0; p < call.k; ++p)
+          sum += double(element(call.a, call.a_transposed, call.m, call.k, i, p)) *
+                 element(call.b, call.b_transposed, call.k, call.n, p, j);
+        if (call.bias) sum += call.bias[j];
+        if (call.relu && !(sum > 0)) sum = 0;
+        call.c[std::size_t(i) * call.n + j] = float(sum);
+      }
+  return ok_status();
+}
+
+Status ReferenceMatmul::run(const std::vector<MatmulCall>& calls) {
+  ++launches_;
+  for (const MatmulCall& call : calls) {
+    // Memory: A (bf16, op applied), B (bf16), C (fp32), bias (fp32).
+    const std::size_t a_bytes = std::size_t(call.m) * call.k * 2, b_bytes = std::size_t(call.k) * call.n * 2;
+    const std::size_t c_bytes = std::size_t(call.m) * call.n * 4;
+    std::vector<uint8_t> memory(a_bytes + b_bytes + c_bytes + std::size_t(call.n) * 4);
+    auto put_bf16 = [&](std::size_t at, float value) {
+      const uint16_t bits = reference::f32_to_bf16(numerics::f32_bits(value));
+      std::memcpy(memory.data() + at, &bits, 2);
+    };
+    for (uint32_t i = 0; i < call.m; ++i)
+      for (uint32_t p = 0; p < call.k; ++p)
+        put_bf16((std::size_t(i) * call.k + p) * 2, element(call.a, call.a_transposed, call.m, call.k, i, p));
+    for (uint32_t p = 0; p < call.k; ++p)
+      for (uint32_t j = 0; j < call.n; ++j)
+        put_bf16(a_bytes + (std::size_t(p) * call.n + j) * 2, element(call.b, call.b_transposed, call.k, call.n, p, j));
+    if (call.accumulate) std::memcpy(memory.data() + a_bytes + b_bytes, call.c, c_bytes);
+    if (call.bias) std::memcpy(memory.data() + a_bytes + b_bytes + c_bytes, call.bias, std::size_t(call.n) * 4);
+    GemmProblem problem;
+    problem.m = call.m;
+    problem.n = call.n;
+    problem.k = call.k;
+    problem.a = {0, call.k};
+    problem.b = {a_bytes, call.n};
+    problem.c = {a_bytes + b_bytes, call.n};
+    problem.bias = call.bias != nullptr;
+    problem.bias_address = a_bytes + b_bytes + c_bytes;
+    problem.relu = call.relu;
+    problem.accumulate = call.accumulate;
+    auto descriptors = plan_gemm(device_, problem);
+    if (!descriptors.ok()) return descriptors.status();
+    for (const spec::GemmDescriptor& d : *descriptors) reference::gemm(d, device_.shape.rows, memory);
+    std::memcpy(call.c, memory.data() + a_bytes + b_bytes, c_bytes);
+  }
+  return ok_status();
+}
+
+}  // namespace systole::testing

@@ -1,0 +1,222 @@
+// The layers (label emu): every layer type's backward pass against finite
+// differences on exact arithmetic; the device path (staging, transposes,
+// tiling, K chained over chunks) against tests/reference bit for bit; and
+// the errors bad layer configs get.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "common/matmul_executors.h"
+#include "systole/model.h"
+#include "systole/numerics.h"
+
+namespace systole {
+namespace {
+
+struct Case {
+  const char* name;
+  ModelSpec spec;
+};
+
+LayerConfig layer(const std::string& type, std::vector<std::pair<std::string, std::string>> fields = {}) {
+  return {type, std::move(fields)};
+}
+
+// Small models that put every layer type behind a layer with weights, so
+// that each one's input gradient is checked too. Sizes are awkward on
+// purpose (odd, strided, asymmetric padding).
+std::vector<Case> cases() {
+  return {
+      {"dense_relu", {{6}, 3, {layer("dense", {{"units", "5"}, {"activation", "relu"}}),
+                               layer("dense", {{"units", "4"}}), layer("relu"), layer("dense", {{"units", "3"}})}}},
+      {"conv_pool", {{5, 5, 2}, 3, {layer("conv2d", {{"filters", "3"}, {"kernel_size", "3"}, {"padding", "same"},
+                                                     {"activation", "relu"}}),
+                                      layer("max_pooling2d", {{"pool_size", "2"}}), layer("flatten"),
+                                      layer("dense", {{"units", "3"}})}}},
+      {"conv_strided", {{6, 5, 1}, 3, {layer("conv2d", {{"filters", "2"}, {"kernel_size", "[3, 2]"},
+                                                        {"strides", "2"}, {"padding", "same"}}),
+                                         layer("conv2d", {{"filters", "2"}, {"kernel_size", "2"},
+                                                          {"activation", "relu"}, {"use_bias", "false"}}),
+                                         layer("flatten"), layer("dense", {{"units", "3"}})}}},
+      {"dense_batch_norm", {{6}, 3, {layer("dense", {{"units", "5"}}), layer("batch_normalization"), layer("relu"),
+                                     layer("dense", {{"units", "3"}})}}},
+      {"conv_batch_norm", {{4, 4, 1}, 3, {layer("conv2d", {{"filters", "3"}, {"kernel_size", "3"}, {"padding", "same"}}),
+                                          layer("batch_normalization", {{"momentum", "0.9"}}), layer("flatten"),
+                                          layer("dense", {{"units", "3"}})}}},
+      {"dropout", {{6}, 3, {layer("dense", {{"units", "8"}, {"activation", "relu"}}),
+                            layer("dropout", {{"rate", "0.4"}}), layer("dense", {{"units", "3"}})}}},
+  };
+}
+
+struct Batch {
+  std::vector<float> inputs;
+  std::vector<uint8_t> labels;
+  uint32_t size = 0;
+};
+
+Batch random_batch(const ModelSpec& spec, uint32_t size, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  Batch batch;
+  batch.size = size;
+  batch.inputs.resize(size * shape_elements(spec.input_shape));
+  for (float& x : batch.inputs) x = uniform(rng);
+  for (uint32_t i = 0; i < size; ++i) batch.labels.push_back(uint8_t(rng() % spec.classes));
+  return batch;
+}
+
+// Mean loss of a training-mode forward pass; with `gradients`, the
+// backward pass fills the store's gradients.
+double loss(Sequential& model, MatmulExecutor& matmul, const Batch& batch, bool gradients) {
+  LayerContext context;
+  context.matmul = &matmul;
+  context.training = true;
+  context.seed = 7;
+  context.step = 3;
+  EXPECT_TRUE(model.forward(context, batch.inputs.data(), batch.size).ok());
+  std::vector<float> logits_gradient;
+  const StepResult result = softmax_cross_entropy(model.logits(), batch.labels.data(), float(batch.size),
+                                                  gradients ? &logits_gradient : nullptr);
+  if (gradients) {
+    EXPECT_TRUE(model.backward(context, logits_gradient).ok());
+  }
+  return result.loss_sum / batch.size;
+}
+
+TEST(Layers, GradientsMatchFiniteDifferences) {
+  for (const Case& c : cases()) {
+    const uint32_t seed = 21;
+    auto model = Sequential::build(c.spec, seed).value();
+    testing::ExactMatmul exact;
+    const Batch batch = random_batch(c.spec, 5, seed);
+    loss(*model, exact, batch, true);
+    const std::vector<float> analytic = model->parameters().gradients();
+    std::vector<float>& values = model->parameters().trainable();
+    ASSERT_EQ(analytic.size(), values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const float saved = values[i], h = 1e-3f;
+      values[i] = saved + h;
+      const double plus = loss(*model, exact, batch, false);
+      values[i] = saved - h;
+      const double minus = loss(*model, exact, batch, false);
+      values[i] = saved;
+      const double numeric = (plus - minus) / (2.0 * h);
+      EXPECT_NEAR(analytic[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric))
+          << c.name << ", parameter " << i << ", seed " << seed;
+    }
+  }
+}
+
+Device open_sw_emu(uint32_t size) {
+  DeviceOptions options;
+  options.array_rows = options.array_cols = size;
+  options.threads_per_unit = 1;
+  options.hbm_banks = 4;
+  options.bank_bytes = 16 << 20;
+  auto device = Device::open("sw_emu", 0, options);
+  EXPECT_TRUE(device.ok()) << device.status().to_string();
+  return device.ok() ? *device : Device();
+}
+
+// The device path of a whole training step (forward, backward) against
+// the reference numerics, to the bit, on an 8x8 array (37 examples: K
+// chains over several blocks, partial tiles everywhere).
+TEST(Layers, DevicePassesEqualTheReferenceToTheBit) {
+  Device device = open_sw_emu(8);
+  for (const Case& c : cases()) {
+    const uint32_t seed = 33;
+    const Batch batch = random_batch(c.spec, 37, seed);
+    auto on_device = Sequential::build(c.spec, seed).value();
+    auto on_reference = Sequential::build(c.spec, seed).value();
+    auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
+    testing::ReferenceMatmul reference(device.info());
+    loss(*on_device, *matmul, batch, true);
+    loss(*on_reference, reference, batch, true);
+    const std::vector<float>& got = on_device->logits().values;
+    const std::vector<float>& want = on_reference->logits().values;
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << c.name << " logits, seed " << seed;
+    const std::vector<float>& g = on_device->parameters().gradients();
+    const std::vector<float>& r = on_reference->parameters().gradients();
+    for (std::size_t i = 0; i < g.size(); ++i)
+      ASSERT_EQ(numerics::f32_bits(g[i]), numerics::f32_bits(r[i])) << c.name << ", gradient " << i << ", seed " << seed;
+  }
+}
+
+// A convolution whose im2col matrix is chunked (200 examples of 24x24
+// positions, patch 3x3x9) chains dW over the chunks through fp32 C: the
+// same bits as the reference's single product.
+TEST(Layers, ChunkedConvolutionEqualsOneProduct) {
+  const ModelSpec spec{{24, 24, 9}, 3, {layer("conv2d", {{"filters", "5"}, {"kernel_size", "3"}, {"padding", "same"}}),
+                                        layer("flatten"), layer("dense", {{"units", "3"}})}};
+  Device device = open_sw_emu(16);
+  const Batch batch = random_batch(spec, 200, 5);
+  auto on_device = Sequential::build(spec, 5).value();
+  auto on_reference = Sequential::build(spec, 5).value();
+  auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
+  testing::ReferenceMatmul reference(device.info());
+  loss(*on_device, *matmul, batch, true);
+  loss(*on_reference, reference, batch, true);
+  EXPECT_GT(matmul->launches(), 4u) << "the convolution was not chunked";
+  const std::vector<float>& g = on_device->parameters().gradients();
+  const std::vector<float>& r = on_reference->parameters().gradients();
+  ASSERT_EQ(std::memcmp(g.data(), r.data(), g.size() * 4), 0);
+}
+
+void expect_error(const ModelSpec& spec, const std::string& message) {
+  auto model = Sequential::build(spec, 1);
+  ASSERT_FALSE(model.ok()) << message;
+  EXPECT_NE(model.status().message().find(message), std::string::npos) << model.status().message();
+}
+
+TEST(Layers, BadConfigsNameTheLayerAndTheField) {
+  const Shape image{28, 28, 1};
+  const LayerConfig logits = layer("dense", {{"units", "10"}});
+  expect_error({image, 10, {layer("conv2d", {{"filters", "8"}, {"kernel_size", "0"}}), layer("flatten"), logits}},
+               "model.layers[0].kernel_size: expected a positive integer or a pair, got '0'");
+  expect_error({image, 10, {layer("flatten"), layer("conv2d", {{"filters", "8"}, {"kernel_size", "[3, 3, 3]"}}), logits}},
+               "model.layers[1].kernel_size: expected a positive integer or a pair");
+  expect_error({image, 10, {layer("conv2d", {{"kernel_size", "3"}}), logits}}, "model.layers[0].filters: required");
+  expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "-4"}}), logits}},
+               "model.layers[1].units: expected a positive integer");
+  expect_error({image, 10, {layer("dense", {{"units", "10"}})}},
+               "model.layers[0] (dense): dense expects a flat input, got [28, 28, 1]");
+  expect_error({image, 10, {layer("flatten"), layer("convolution")}},
+               "model.layers[1].type: unknown layer type 'convolution'");
+  expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "10"}, {"activaton", "relu"}})}},
+               "model.layers[1].activaton: unknown field for a dense layer");
+  expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "10"}, {"activation", "tanh"}})}},
+               "model.layers[1].activation: expected relu or linear, got 'tanh'");
+  expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "12"}})}},
+               "model.layers[1]: the model ends in [12], expected [10] logits");
+  expect_error({image, 10, {layer("conv2d", {{"filters", "2"}, {"kernel_size", "29"}}), layer("flatten"), logits}},
+               "model.layers[0] (conv2d): kernel_size: 29x29 is larger than the input [28, 28, 1]");
+  expect_error({image, 10, {layer("flatten"), layer("dropout", {{"rate", "1"}}), logits}},
+               "model.layers[1].rate: expected a number in [0, 1)");
+  expect_error({image, 10, {layer("flatten"), layer("batch_normalization", {{"sync", "yes"}}), logits}},
+               "model.layers[1].sync: expected true or false, got 'yes'");
+  expect_error({image, 10, {layer("max_pooling2d", {{"pool_size", "2"}, {"padding", "same"}}), layer("flatten"), logits}},
+               "model.layers[0].padding: expected valid, got 'same'");
+  expect_error({{28, 28}, 10, {layer("flatten"), logits}}, "model.input_shape: expected [features] or [height, width, channels]");
+  expect_error({image, 10, {}}, "model.layers: the model has no layers");
+}
+
+TEST(Layers, TorchCodeAndStateDictNames) {
+  const ModelSpec spec{{28, 28, 1}, 10, {layer("conv2d", {{"filters", "4"}, {"kernel_size", "3"}, {"strides", "2"},
+                                                         {"padding", "same"}, {"activation", "relu"}}),
+                                          layer("batch_normalization"), layer("flatten"),
+                                          layer("dense", {{"units", "10"}})}};
+  auto model = Sequential::build(spec, 1).value();
+  EXPECT_EQ(model->torch_code(),
+            "torch.nn.Sequential(torch.nn.ZeroPad2d((0, 1, 0, 1)), torch.nn.Conv2d(1, 4, 3, stride=2), torch.nn.ReLU(), "
+            "torch.nn.BatchNorm2d(4, eps=0.001, momentum=0.01), torch.nn.Flatten(), torch.nn.Linear(784, 10))");
+  std::vector<std::string> names;
+  for (const auto& entry : model->parameters().entries()) names.push_back(entry.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"1.weight", "1.bias", "3.weight", "3.bias", "3.running_mean",
+                                             "3.running_var", "3.num_batches_tracked", "5.weight", "5.bias"}));
+  EXPECT_EQ(model->parameters().find("1.weight")->shape, (std::vector<uint64_t>{4, 1, 3, 3}));
+}
+
+}  // namespace
+}  // namespace systole
