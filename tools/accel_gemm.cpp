@@ -20,6 +20,7 @@
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/numerics.h"
+#include "systole/output_file.h"
 
 namespace {
 
@@ -258,18 +259,13 @@ Status write_npy(const std::string& path, const std::vector<uint8_t>& c, const H
                  bool bf16) {
   std::vector<float> values(uint64_t(gemm.m) * gemm.n);
   for (uint64_t i = 0; i < values.size(); ++i) values[i] = output_value(c, i, bf16);
-  const std::string temporary = path + ".tmp";
-  try {
-    xt::dump_npy(temporary,
-                 xt::adapt(values, std::vector<std::size_t>{gemm.m, gemm.n}));
-  } catch (const std::exception& e) {
-    std::remove(temporary.c_str());
-    return Status(StatusCode::kUnavailable, "--out: cannot write " + path + ": " + e.what());
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return Status(StatusCode::kUnavailable, "--out: cannot rename " + temporary + " to " + path);
-  }
+  const std::string npy =
+      xt::dump_npy(xt::adapt(values, std::vector<std::size_t>{gemm.m, gemm.n}));
+  auto file = OutputFile::create(path);
+  if (!file.ok()) return Status(file.status().code(), "--out: " + file.status().message());
+  Status status = file->write(npy.data(), npy.size());
+  if (status.ok()) status = file->commit();
+  if (!status.ok()) return Status(status.code(), "--out: " + status.message());
   return ok_status();
 }
 

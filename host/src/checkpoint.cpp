@@ -1,14 +1,13 @@
 // safetensors reading and writing, with nlohmann/json for the header.
 #include "systole/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "systole/output_file.h"
 
 namespace systole {
 
@@ -35,42 +34,23 @@ Status write_safetensors(const std::string& path, const Checkpoint& checkpoint) 
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
 
-  const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return Status(StatusCode::kUnavailable, path + ": cannot create " + temporary);
-  bool good = true;
-  auto put = [&](const void* data, std::size_t bytes) {
-    const char* p = static_cast<const char*>(data);
-    while (good && bytes > 0) {
-      const ssize_t written = ::write(fd, p, bytes);
-      if (written <= 0) good = false;
-      else {
-        p += written;
-        bytes -= std::size_t(written);
-      }
-    }
-  };
+  auto file = OutputFile::create(path);
+  if (!file.ok()) return file.status();
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
-  put(length, sizeof length);
-  put(text.data(), text.size());
+  SYSTOLE_RETURN_IF_ERROR(file->write(length, sizeof length));
+  SYSTOLE_RETURN_IF_ERROR(file->write(text.data(), text.size()));
   for (const Tensor& tensor : checkpoint.tensors) {
     if (!tensor.int64) {
-      put(tensor.values.data(), tensor.values.size() * sizeof(float));
+      SYSTOLE_RETURN_IF_ERROR(file->write(tensor.values.data(), tensor.values.size() * sizeof(float)));
       continue;
     }
     for (float value : tensor.values) {
       const int64_t count = int64_t(value);
-      put(&count, sizeof count);
+      SYSTOLE_RETURN_IF_ERROR(file->write(&count, sizeof count));
     }
   }
-  good = good && ::fsync(fd) == 0;
-  good = (::close(fd) == 0) && good;
-  if (!good || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return Status(StatusCode::kUnavailable, path + ": write failed (disk full or not writable?)");
-  }
-  return ok_status();
+  return file->commit();
 }
 
 Result<Checkpoint> read_safetensors(const std::string& path) {
@@ -164,22 +144,23 @@ Checkpoint model_tensors(const ParameterStore& store, const Optimizer* optimizer
     checkpoint.tensors.push_back({entry.name, entry.shape, {values, values + entry.size}, entry.integer});
   }
   if (!optimizer) return checkpoint;
-  for (const auto& [slot, values] : optimizer->state())
+  for (const OptimizerSlot& slot : optimizer->state())
     for (const ParameterStore::Entry& entry : store.entries())
-      if (entry.trainable)
-        checkpoint.tensors.push_back({"optimizer." + slot + "." + entry.name, entry.shape,
-                                      {values->begin() + entry.offset, values->begin() + entry.offset + entry.size}});
+      if (entry.region == slot.region)
+        checkpoint.tensors.push_back(
+            {"optimizer." + slot.name + "." + entry.name, entry.shape,
+             {slot.values->begin() + std::ptrdiff_t(entry.offset),
+              slot.values->begin() + std::ptrdiff_t(entry.offset + entry.size)}});
   return checkpoint;
 }
 
 Status read_model_tensors(const Checkpoint& checkpoint, const std::string& path, const ParameterStore& store,
-                          const std::vector<std::string>& optimizer_slots, std::vector<float>& trainable,
-                          std::vector<float>& buffers,
-                          std::vector<std::pair<std::string, std::vector<float>>>& optimizer_state) {
-  trainable.assign(store.trainable().size(), 0.0f);
-  buffers.assign(store.buffers().size(), 0.0f);
-  optimizer_state.clear();
-  for (const std::string& slot : optimizer_slots) optimizer_state.emplace_back(slot, trainable);
+                          const std::vector<OptimizerSlot>& slots, ModelValues& values) {
+  for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable})
+    values.region(region).assign(store.region(region).size(), 0.0f);
+  values.optimizer_state.clear();
+  for (const OptimizerSlot& slot : slots)
+    values.optimizer_state.emplace_back(slot.name, std::vector<float>(store.region(slot.region).size()));
   auto take = [&](const std::string& name, const ParameterStore::Entry& entry, std::vector<float>& into) {
     const Tensor* tensor = checkpoint.find(name);
     if (!tensor || tensor->shape != entry.shape) {
@@ -193,10 +174,11 @@ Status read_model_tensors(const Checkpoint& checkpoint, const std::string& path,
     return ok_status();
   };
   for (const ParameterStore::Entry& entry : store.entries()) {
-    SYSTOLE_RETURN_IF_ERROR(take(entry.name, entry, entry.trainable ? trainable : buffers));
-    if (!entry.trainable) continue;
-    for (auto& [slot, values] : optimizer_state)
-      SYSTOLE_RETURN_IF_ERROR(take("optimizer." + slot + "." + entry.name, entry, values));
+    SYSTOLE_RETURN_IF_ERROR(take(entry.name, entry, values.region(entry.region)));
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (slots[i].region == entry.region)
+        SYSTOLE_RETURN_IF_ERROR(
+            take("optimizer." + slots[i].name + "." + entry.name, entry, values.optimizer_state[i].second));
   }
   return ok_status();
 }

@@ -113,12 +113,12 @@ Result<std::unique_ptr<Sequential>> Sequential::build(const ModelSpec& spec, uin
   return model;
 }
 
-Status Sequential::forward(LayerContext& context, const float* inputs, uint32_t batch) {
+Status Sequential::forward(LayerContext& context, const float* inputs, uint32_t batch, std::size_t layers) {
   Activations& input = activations_[0];
   input.batch = batch;
   input.shape = spec_.input_shape;
   input.values.assign(inputs, inputs + std::size_t(batch) * shape_elements(spec_.input_shape));
-  for (std::size_t i = 0; i < layers_.size(); ++i)
+  for (std::size_t i = 0; i < std::min(layers, layers_.size()); ++i)
     SYSTOLE_RETURN_IF_ERROR(layers_[i]->forward(context, store_, activations_[i], activations_[i + 1]));
   return ok_status();
 }
@@ -145,7 +145,7 @@ std::string Sequential::summary() const {
       const uint32_t modules = layers_[i]->torch_modules();
       const std::size_t dot = entry.name.find('.');
       const uint32_t owner = uint32_t(std::stoul(entry.name.substr(0, dot)));
-      if (entry.trainable && owner >= torch_index && owner < torch_index + modules) count += entry.size;
+      if (entry.optimized() && owner >= torch_index && owner < torch_index + modules) count += entry.size;
     }
     char line[160];
     std::snprintf(line, sizeof line, "  %2zu %-20s %-16s %10llu params\n", i, spec_.layers[i].type.c_str(),

@@ -1,4 +1,4 @@
-// SGD with momentum and Adam, as Keras defines them.
+// SGD with momentum, Adam and sparse Adagrad, as Keras defines them.
 #include "systole/optimizer.h"
 
 #include <algorithm>
@@ -6,8 +6,8 @@
 
 namespace systole {
 
-Optimizer::Optimizer(const OptimizerConfig& config, std::size_t parameters)
-    : config_(config), first_(parameters, 0.0f) {
+Optimizer::Optimizer(const OptimizerConfig& config, std::size_t parameters, std::size_t table_values)
+    : config_(config), first_(parameters, 0.0f), accumulator_(table_values, config.table_initial_accumulator) {
   if (config.name == "adam") second_.assign(parameters, 0.0f);
 }
 
@@ -19,6 +19,10 @@ Status Optimizer::validate(const OptimizerConfig& config) {
     return Status(StatusCode::kInvalidArgument, "learning_rate must be a positive number");
   if (!(config.momentum >= 0 && config.momentum < 1))
     return Status(StatusCode::kInvalidArgument, "momentum must be in [0, 1)");
+  if (!(config.table_learning_rate > 0) || !std::isfinite(config.table_learning_rate))
+    return Status(StatusCode::kInvalidArgument, "embedding_learning_rate must be a positive number");
+  if (!(config.table_initial_accumulator >= 0) || !std::isfinite(config.table_initial_accumulator))
+    return Status(StatusCode::kInvalidArgument, "embedding_initial_accumulator must be a number >= 0");
   return ok_status();
 }
 
@@ -53,9 +57,32 @@ void Optimizer::apply(std::vector<float>& parameters, const std::vector<float>& 
   }
 }
 
-std::vector<std::pair<std::string, const std::vector<float>*>> Optimizer::state() const {
-  if (config_.name == "sgd") return {{"velocity", &first_}};
-  return {{"m", &first_}, {"v", &second_}};
+void Optimizer::apply_sparse(ParameterStore& store) {
+  const float lr = config_.table_learning_rate, epsilon = config_.epsilon;
+  for (std::size_t t = 0; t < store.entries().size(); ++t) {
+    const ParameterStore::Entry& entry = store.entries()[t];
+    if (entry.region != Region::kTable) continue;
+    const std::size_t width = std::size_t(entry.shape[1]);
+    const RowSparse& gradient = store.sparse_gradient(t);
+    float* table = store.values(t);
+    float* accumulator = accumulator_.data() + entry.offset;
+    for (std::size_t i = 0; i < gradient.rows.size(); ++i) {
+      const std::size_t at = std::size_t(gradient.rows[i]) * width;
+      const float* g = gradient.values.data() + i * width;
+      for (std::size_t j = 0; j < width; ++j) {
+        accumulator[at + j] += g[j] * g[j];
+        table[at + j] -= lr * g[j] / (std::sqrt(accumulator[at + j]) + epsilon);
+      }
+    }
+  }
+}
+
+std::vector<OptimizerSlot> Optimizer::state() const {
+  std::vector<OptimizerSlot> slots;
+  if (config_.name == "sgd") slots.push_back({"velocity", Region::kTrainable, &first_});
+  else slots.insert(slots.end(), {{"m", Region::kTrainable, &first_}, {"v", Region::kTrainable, &second_}});
+  if (!accumulator_.empty()) slots.push_back({"accumulator", Region::kTable, &accumulator_});
+  return slots;
 }
 
 Status Optimizer::restore(const std::string& name, const std::vector<float>& values,
@@ -64,6 +91,7 @@ Status Optimizer::restore(const std::string& name, const std::vector<float>& val
   if (name == "velocity" && config_.name == "sgd") target = &first_;
   if (name == "m" && config_.name == "adam") target = &first_;
   if (name == "v" && config_.name == "adam") target = &second_;
+  if (name == "accumulator" && !accumulator_.empty()) target = &accumulator_;
   if (!target)
     return Status(StatusCode::kInvalidArgument,
                   "optimizer state '" + name + "' does not belong to " + config_.name);

@@ -36,9 +36,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
     if (!matmul.ok()) return matmul.status();
     auto model = Sequential::build(config.model, config.seed);
     if (!model.ok()) return model.status();
-    const std::size_t size = (*model)->parameters().trainable().size();
-    trainer->replicas_.push_back(
-        {std::move(matmul).value(), std::move(model).value(), Optimizer(config.optimizer, size)});
+    const ParameterStore& store = (*model)->parameters();
+    Optimizer optimizer(config.optimizer, store.trainable().size(), store.tables().size());
+    trainer->replicas_.push_back({std::move(matmul).value(), std::move(model).value(), std::move(optimizer)});
   }
   return trainer;
 }
@@ -56,22 +56,28 @@ LayerContext Trainer::context(uint32_t r, bool training) {
   return context;
 }
 
-Result<StepResult> Trainer::step(const Batch& batch) {
+Result<StepResult> Trainer::step(const Batch& batch) { return train_step(batch, false); }
+
+Result<StepResult> Trainer::step_local(const Batch& local) { return train_step(local, true); }
+
+Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
   const std::size_t features = shape_elements(config_.model.input_shape);
-  if (batch.size != config_.global_batch || batch.images.size() != std::size_t(batch.size) * features ||
+  const uint32_t per_replica = per_replica_batch();
+  const uint32_t examples = (local ? local_replicas() : replicas()) * per_replica;
+  // Global replica index of the batch's first example.
+  const uint32_t first_replica = local ? strategy_.first_replica() : 0;
+  if (batch.size != examples || batch.images.size() != std::size_t(batch.size) * features ||
       batch.labels.size() != batch.size)
     return Status(StatusCode::kInvalidArgument,
                   "batch of " + std::to_string(batch.size) + " examples of " +
-                      std::to_string(batch.size ? batch.images.size() / batch.size : 0) +
-                      " values; the model takes global_batch " + std::to_string(config_.global_batch) +
-                      " of " + std::to_string(features));
-  const uint32_t per_replica = per_replica_batch();
+                      std::to_string(batch.size ? batch.images.size() / batch.size : 0) + " values; the step takes " +
+                      std::to_string(examples) + " of " + std::to_string(features));
   std::vector<StepResult> results(local_replicas());
   const Status status = strategy_.run([&](uint32_t r) -> Status {
     ReplicaState& replica = replicas_[r];
     LayerContext pass = context(r, true);
-    // This replica's slice of the global batch, by its global index.
-    const std::size_t first = std::size_t(pass.replica) * per_replica;
+    // This replica's slice of the batch, by its global index.
+    const std::size_t first = std::size_t(pass.replica - first_replica) * per_replica;
     SYSTOLE_RETURN_IF_ERROR(replica.model->forward(pass, batch.images.data() + first * features, per_replica));
     std::vector<float> logits_gradient;
     results[r] = softmax_cross_entropy(replica.model->logits(), batch.labels.data() + first,
@@ -80,6 +86,7 @@ Result<StepResult> Trainer::step(const Batch& batch) {
     ParameterStore& store = replica.model->parameters();
     SYSTOLE_RETURN_IF_ERROR(strategy_.all_reduce_sum(r, store.gradients()));
     replica.optimizer.apply(store.trainable(), store.gradients());
+    replica.optimizer.apply_sparse(store);
     return ok_status();
   });
   if (!status.ok()) return status;
@@ -128,15 +135,17 @@ Result<StepResult> Trainer::evaluate(const Dataset& data) {
   return combine(results);
 }
 
-Result<std::vector<float>> Trainer::predict(const float* inputs, uint32_t count) {
+Result<std::vector<float>> Trainer::predict(const float* inputs, uint32_t count, std::size_t layers) {
   const std::size_t features = shape_elements(config_.model.input_shape);
   const uint32_t batch = per_replica_batch() * config_.steps_per_execution;
   std::vector<float> logits;
   LayerContext pass = context(0, false);
   Sequential& model = *replicas_[0].model;
   for (uint32_t at = 0; at < count; at += batch) {
-    SYSTOLE_RETURN_IF_ERROR(model.forward(pass, inputs + std::size_t(at) * features, std::min(batch, count - at)));
-    logits.insert(logits.end(), model.logits().values.begin(), model.logits().values.end());
+    SYSTOLE_RETURN_IF_ERROR(
+        model.forward(pass, inputs + std::size_t(at) * features, std::min(batch, count - at), layers));
+    const std::vector<float>& out = model.output(layers).values;
+    logits.insert(logits.end(), out.begin(), out.end());
   }
   return logits;
 }
@@ -148,14 +157,15 @@ Result<bool> Trainer::replicas_identical() const {
   const ParameterStore& first = parameters();
   for (const ReplicaState& replica : replicas_) {
     const ParameterStore& store = replica.model->parameters();
-    if (!same(store.trainable(), first.trainable()) || !same(store.buffers(), first.buffers())) return false;
+    for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable})
+      if (!same(store.region(region), first.region(region))) return false;
   }
   ProcessGroup* group = strategy_.group();
   if (!group || group->size() == 1) return true;
   // Across processes: compare a 32-bit FNV-1a fingerprint of the bits (a
   // double holds it exactly).
   uint32_t hash = 2166136261u;
-  for (const std::vector<float>* values : {&first.trainable(), &first.buffers()}) {
+  for (const std::vector<float>* values : {&first.trainable(), &first.buffers(), &first.tables()}) {
     const auto* bytes = reinterpret_cast<const unsigned char*>(values->data());
     for (std::size_t i = 0; i < values->size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 16777619u;
   }
@@ -166,20 +176,20 @@ Result<bool> Trainer::replicas_identical() const {
   return true;
 }
 
-Status Trainer::restore(const std::vector<float>& trainable, const std::vector<float>& buffers,
-                        const std::vector<std::pair<std::string, std::vector<float>>>& optimizer_state,
-                        uint64_t optimizer_steps) {
+Status Trainer::restore(const ModelValues& values, uint64_t optimizer_steps) {
   for (ReplicaState& replica : replicas_) {
     ParameterStore& store = replica.model->parameters();
-    if (trainable.size() != store.trainable().size() || buffers.size() != store.buffers().size())
-      return Status(StatusCode::kInvalidArgument,
-                    "checkpoint has " + std::to_string(trainable.size()) + " + " + std::to_string(buffers.size()) +
-                        " values, the model " + std::to_string(store.trainable().size()) + " + " +
-                        std::to_string(store.buffers().size()));
-    store.trainable() = trainable;
-    store.buffers() = buffers;
-    for (const auto& [name, values] : optimizer_state)
-      SYSTOLE_RETURN_IF_ERROR(replica.optimizer.restore(name, values, optimizer_steps));
+    for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable})
+      if (values.region(region).size() != store.region(region).size())
+        return Status(StatusCode::kInvalidArgument,
+                      "checkpoint has " + std::to_string(values.trainable.size()) + " + " +
+                          std::to_string(values.buffers.size()) + " + " + std::to_string(values.tables.size()) +
+                          " values, the model " + std::to_string(store.trainable().size()) + " + " +
+                          std::to_string(store.buffers().size()) + " + " + std::to_string(store.tables().size()));
+    for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable})
+      store.region(region) = values.region(region);
+    for (const auto& [name, state] : values.optimizer_state)
+      SYSTOLE_RETURN_IF_ERROR(replica.optimizer.restore(name, state, optimizer_steps));
   }
   return ok_status();
 }

@@ -4,6 +4,7 @@
 // the errors bad layer configs get.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -109,6 +110,66 @@ TEST(Layers, GradientsMatchFiniteDifferences) {
   }
 }
 
+// An embedding (a table per column, ids repeated within the batch so rows
+// sum several uses) under a two-tower head: the dense gradients and the
+// table's row-sparse gradient against finite differences on every table
+// value, untouched rows included (they must be absent from the gradient).
+TEST(Layers, EmbeddingGradientsMatchFiniteDifferences) {
+  ModelSpec spec{{2}, 2, {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}}),
+                          layer("dense", {{"units", "4"}, {"activation", "relu"}}), layer("dense", {{"units", "3"}}),
+                          layer("dot")}};
+  const uint32_t seed = 17;
+  auto model = Sequential::build(spec, seed).value();
+  testing::ExactMatmul exact;
+  Batch batch;
+  batch.size = 6;
+  batch.inputs = {0, 1, 3, 1, 0, 2, 3, 1, 0, 0, 1, 3};  // users 2 and 4 never appear
+  batch.labels = {1, 0, 1, 1, 0, 1};
+  loss(*model, exact, batch, true);
+  ParameterStore& store = model->parameters();
+  ASSERT_EQ(store.entries()[0].region, Region::kTable);
+  const RowSparse sparse = store.sparse_gradient(0);
+  EXPECT_EQ(sparse.rows, (std::vector<uint32_t>{0, 1, 3, 5, 6, 7, 8}));  // item i is row 5 + i
+  const std::vector<float> dense = store.gradients();
+  auto check = [&](std::vector<float>& values, auto analytic, const char* what) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const float saved = values[i], h = 1e-3f;
+      values[i] = saved + h;
+      const double plus = loss(*model, exact, batch, false);
+      values[i] = saved - h;
+      const double minus = loss(*model, exact, batch, false);
+      values[i] = saved;
+      const double numeric = (plus - minus) / (2.0 * h);
+      EXPECT_NEAR(analytic(i), numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << what << " " << i << ", seed " << seed;
+    }
+  };
+  check(store.trainable(), [&](std::size_t i) { return dense[i]; }, "dense parameter");
+  check(store.tables(), [&](std::size_t i) -> double {
+    const uint32_t row = uint32_t(i / 3);
+    const auto at = std::find(sparse.rows.begin(), sparse.rows.end(), row);
+    return at == sparse.rows.end() ? 0.0 : sparse.values[std::size_t(at - sparse.rows.begin()) * 3 + i % 3];
+  }, "table value");
+}
+
+TEST(Layers, EmbeddingIdsOutsideTheTableAreNamed) {
+  ModelSpec spec{{2}, 2, {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}}), layer("dot")}};
+  auto model = Sequential::build(spec, 1).value();
+  testing::ExactMatmul exact;
+  LayerContext context;
+  context.matmul = &exact;
+  const float ids[] = {1, 2, 4, 4};  // example 1's item id 4 >= 4
+  const Status status = model->forward(context, ids, 2);
+  EXPECT_EQ(status.message(), "embedding: example 1, column 1: id 4 is not an integer in [0, 4)");
+  const float fraction[] = {1.5f, 0};
+  EXPECT_FALSE(model->forward(context, fraction, 1).ok());
+  ModelSpec mismatch{{3}, 2, {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}})}};
+  EXPECT_EQ(Sequential::build(mismatch, 1).status().message(),
+            "model.layers[0] (embedding): input_dim: 2 sizes for 3 id columns (give one size, or one per column)");
+  ModelSpec dot_on_flat{{4}, 2, {layer("dot")}};
+  EXPECT_EQ(Sequential::build(dot_on_flat, 1).status().message(),
+            "model.layers[0] (dot): dot expects [2, d] (two towers' vectors), got [4]");
+}
+
 Device open_sw_emu(uint32_t size) {
   DeviceOptions options;
   options.array_rows = options.array_cols = size;
@@ -181,7 +242,7 @@ TEST(Layers, BadConfigsNameTheLayerAndTheField) {
   expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "-4"}}), logits}},
                "model.layers[1].units: expected a positive integer");
   expect_error({image, 10, {layer("dense", {{"units", "10"}})}},
-               "model.layers[0] (dense): dense expects a flat input, got [28, 28, 1]");
+               "model.layers[0] (dense): dense expects a flat input or rows of one, got [28, 28, 1]");
   expect_error({image, 10, {layer("flatten"), layer("convolution")}},
                "model.layers[1].type: unknown layer type 'convolution'");
   expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "10"}, {"activaton", "relu"}})}},

@@ -13,7 +13,7 @@ expect 0 "bit-exact against the HLS kernel" "${common[@]}" --m 37 --n 19 --k 70 
 expect 0 "wrote" "${common[@]}" --m 5 --n 7 --k 3 --out "$work/a.npy"
 expect 0 "wrote" "${common[@]}" --m 7 --n 4 --k 2 --out "$work/b.npy"
 expect 0 "C\[5x4\] = A\[5x7\] \* B\[7x4\]" "${common[@]}" --a "$work/a.npy" --b "$work/b.npy"
-ls "$work"/*.tmp >/dev/null 2>&1 && { echo "FAIL: a temporary file was left behind"; failures=$((failures + 1)); }
+ls "$work"/*.tmp* >/dev/null 2>&1 && { echo "FAIL: a temporary file was left behind"; failures=$((failures + 1)); }
 
 head -c 100 "$work/a.npy" >"$work/truncated.npy"
 printf 'not a numpy file at all' >"$work/garbage.npy"
@@ -30,7 +30,7 @@ expect 2 "bf16 output needs K <= max_k" "${common[@]}" --m 4 --n 4 --k 100 --bf1
 expect 2 "no free block" "${common[@]}" --m 300000 --n 1 --k 1000
 expect 2 "--units: Value 0 not in range" --units 0
 [[ -e "$work/out.npy" ]] && { echo "FAIL: out.npy exists before any run"; failures=$((failures + 1)); }
-expect 2 "--out: cannot" "${common[@]}" --m 2 --n 2 --k 2 --out "$work/no/such/dir/c.npy"
+expect 2 "c.npy: cannot create" "${common[@]}" --m 2 --n 2 --k 2 --out "$work/no/such/dir/c.npy"
 
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -17,7 +17,11 @@
 #include "systole/checkpoint.h"
 #include "systole/dataset.h"
 #include "systole/mpi_process_group.h"
+#include "systole/output_file.h"
+#include "systole/record_pipeline.h"
+#include "systole/tfrecord.h"
 #include "systole/trainer.h"
+#include "ranking_report.h"
 #include "train_config.h"
 
 #include <xtensor/xadapt.hpp>
@@ -129,12 +133,9 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const Tr
   if (meta("optimizer") != config.optimizer)
     return Status(StatusCode::kInvalidArgument, path + ": optimizer is " + meta("optimizer") +
                                                     " in the checkpoint but " + config.optimizer + " in the config");
-  std::vector<std::string> slots;
-  for (const auto& entry : trainer.optimizer().state()) slots.push_back(entry.first);
-  std::vector<float> trainable, buffers;
-  std::vector<std::pair<std::string, std::vector<float>>> state;
+  ModelValues values;
   SYSTOLE_RETURN_IF_ERROR(
-      read_model_tensors(*checkpoint, path, trainer.parameters(), slots, trainable, buffers, state));
+      read_model_tensors(*checkpoint, path, trainer.parameters(), trainer.optimizer().state(), values));
   uint64_t steps = 0;
   uint32_t epochs_done = 0;
   try {
@@ -143,8 +144,119 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const Tr
   } catch (const std::exception&) {
     return Status(StatusCode::kInvalidArgument, path + ": optimizer_steps or epochs_done metadata is missing");
   }
-  SYSTOLE_RETURN_IF_ERROR(trainer.restore(trainable, buffers, state, steps));
+  SYSTOLE_RETURN_IF_ERROR(trainer.restore(values, steps));
   return epochs_done;
+}
+
+// The data of a run. IDX: the sets in memory, every process stepping
+// through the same global batches. TFRecord: a pipeline per process over
+// its shard of the training files (a process's share of each global
+// batch), the validation and test sets (optional) in memory.
+struct RunData {
+  Dataset train_set;                         // idx
+  std::unique_ptr<RecordPipeline> pipeline;  // tfrecord
+  Dataset validation, test;                  // empty when not given
+  Dataset shape_of;                          // no examples: the examples' shape and classes
+  uint64_t batches_per_epoch = 0;
+  std::string description;
+};
+
+ExampleColumns example_columns(const TrainConfig& config) {
+  ExampleColumns columns;
+  columns.inputs = config.inputs;
+  columns.label = config.label;
+  columns.classes = config.classes;
+  return columns;
+}
+
+// An in-memory TFRecord set (validation, test) of `patterns`; none: empty.
+Result<Dataset> load_tfrecord_set(const TrainConfig& config, const ExampleSchema& schema,
+                                  const std::vector<std::string>& patterns) {
+  if (patterns.empty()) return Dataset();
+  auto files = match_files(patterns);
+  if (!files.ok()) return files.status();
+  return load_tfrecord_dataset(*files, schema, example_columns(config));
+}
+
+Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t processes) {
+  RunData data;
+  if (config.data_format == "idx") {
+    auto full_train = load_fashion_mnist(config.data_dir, true, config.classes);
+    if (!full_train.ok()) return full_train.status();
+    auto test = load_fashion_mnist(config.data_dir, false, full_train->classes);
+    if (!test.ok()) return test.status();
+    if (test->shape != full_train->shape)
+      return Status(StatusCode::kInvalidArgument, config.data_dir + ": test images are " + shape_text(test->shape) +
+                                                      ", training images " + shape_text(full_train->shape));
+    if (config.validation_examples >= full_train->examples)
+      return Status(StatusCode::kInvalidArgument,
+                    "data.validation_examples: " + std::to_string(config.validation_examples) +
+                        " leaves no training examples (the set has " + std::to_string(full_train->examples) + ")");
+    const uint32_t train_examples = full_train->examples - config.validation_examples;
+    data.train_set = full_train->slice(0, train_examples);
+    data.validation = full_train->slice(train_examples, config.validation_examples);
+    data.test = std::move(test).value();
+    data.shape_of = data.train_set.slice(0, 0);
+    data.batches_per_epoch = train_examples / config.global_batch;
+    data.description = std::to_string(train_examples) + " training, " + std::to_string(data.validation.examples) +
+                       " validation, " + std::to_string(data.test.examples) + " test examples from " +
+                       config.data_dir;
+    return data;
+  }
+  if (config.classes == 0)
+    return Status(StatusCode::kInvalidArgument,
+                  "model.classes: required with tfrecord data (the labels are not scanned ahead)");
+  auto schema = ExampleSchema::create(config.features);
+  if (!schema.ok()) return Status(schema.status().code(), "data.features: " + schema.status().message());
+  auto files = match_files(config.train_files);
+  if (!files.ok()) return Status(files.status().code(), "data.train: " + files.status().message());
+  RecordPipelineOptions options;
+  options.files = *files;
+  options.shard_index = rank;
+  options.shard_count = processes;
+  options.cycle_length = config.cycle_length;
+  options.threads = config.reader_threads;
+  options.shuffle_buffer = config.shuffle_buffer;
+  options.seed = config.seed;
+  options.batch_size = config.global_batch / processes;
+  options.prefetch = config.prefetch;
+  options.skip_corrupt = config.skip_corrupt;
+  auto pipeline = RecordPipeline::create(*schema, example_columns(config), options);
+  if (!pipeline.ok()) return pipeline.status();
+  data.pipeline = std::move(pipeline).value();
+  auto validation = load_tfrecord_set(config, *schema, config.validation_files);
+  if (!validation.ok()) return Status(validation.status().code(), "data.validation: " + validation.status().message());
+  auto test = load_tfrecord_set(config, *schema, config.test_files);
+  if (!test.ok()) return Status(test.status().code(), "data.test: " + test.status().message());
+  data.validation = std::move(validation).value();
+  data.test = std::move(test).value();
+  data.shape_of.features = data.pipeline->example_values();
+  data.shape_of.shape = data.pipeline->example_shape();
+  data.shape_of.classes = config.classes;
+  data.batches_per_epoch = data.pipeline->batches_per_epoch();
+  const RecordPipeline& p = *data.pipeline;
+  data.description = std::to_string(p.total_records()) + " training records in " + std::to_string(files->size()) +
+                     " file(s)" +
+                     (processes > 1 ? " (this process: " + std::to_string(p.shard_records()) + ", sharded by " +
+                                          (p.shards_by_file() ? "file" : "record") + ")"
+                                    : "") +
+                     ", " + std::to_string(data.validation.examples) + " validation, " +
+                     std::to_string(data.test.examples) + " test examples (TFRecord)";
+  return data;
+}
+
+// The test set alone (evaluate), its labels in [0, classes).
+Result<Dataset> load_test_set(const TrainConfig& config, uint32_t classes) {
+  if (config.data_format == "idx") return load_fashion_mnist(config.data_dir, false, classes);
+  if (config.test_files.empty())
+    return Status(StatusCode::kInvalidArgument, "data.test: evaluate needs the test files' pattern(s)");
+  auto schema = ExampleSchema::create(config.features);
+  if (!schema.ok()) return Status(schema.status().code(), "data.features: " + schema.status().message());
+  TrainConfig with_classes = config;
+  with_classes.classes = classes;
+  auto test = load_tfrecord_set(with_classes, *schema, config.test_files);
+  if (!test.ok()) return Status(test.status().code(), "data.test: " + test.status().message());
+  return test;
 }
 
 // The model the config describes, for data of `data`'s shape and classes.
@@ -234,29 +346,16 @@ int train(const TrainConfig& config) {
   if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
 
   // Data first: a bad data set is reported before any device work.
-  auto full_train = load_fashion_mnist(config.data_dir, true, config.classes);
-  if (!full_train.ok()) return fail(full_train.status());
-  auto test = load_fashion_mnist(config.data_dir, false, full_train->classes);
-  if (!test.ok()) return fail(test.status());
-  if (test->shape != full_train->shape)
-    return fail(Status(StatusCode::kInvalidArgument,
-                       config.data_dir + ": test images are " + shape_text(test->shape) +
-                           ", training images " + shape_text(full_train->shape)));
-  if (config.validation_examples >= full_train->examples)
-    return fail(Status(StatusCode::kInvalidArgument,
-                       "data.validation_examples: " + std::to_string(config.validation_examples) +
-                           " leaves no training examples (the set has " +
-                           std::to_string(full_train->examples) + ")"));
-  const uint32_t train_examples = full_train->examples - config.validation_examples;
-  const Dataset train_set = full_train->slice(0, train_examples);
-  const Dataset validation = full_train->slice(train_examples, config.validation_examples);
+  auto loaded = load_run_data(config, group ? group->rank() : 0, group ? group->size() : 1);
+  if (!loaded.ok()) return fail(loaded.status());
+  RunData& data = *loaded;
 
   auto opened = open_device(config, *array, group.get());
   if (!opened.ok()) return fail(opened.status());
   Device* device = &opened->device;
   const std::vector<uint32_t>* units = &opened->units;
 
-  auto spec = model_spec(config, train_set);
+  auto spec = model_spec(config, data.shape_of);
   if (!spec.ok()) return fail(spec.status());
   TrainerConfig trainer_config;
   trainer_config.model = *spec;
@@ -266,11 +365,13 @@ int train(const TrainConfig& config) {
   trainer_config.optimizer.learning_rate = config.learning_rate;
   if (config.schedule == "cosine") {
     // Over the whole run: the steps of every epoch.
-    const uint64_t batches = train_set.examples / config.global_batch;
+    const uint64_t batches = data.batches_per_epoch;
     trainer_config.optimizer.decay_steps =
         uint64_t(config.epochs) * (config.steps_per_epoch ? std::min<uint64_t>(config.steps_per_epoch, batches) : batches);
   }
   trainer_config.optimizer.momentum = config.momentum;
+  trainer_config.optimizer.table_learning_rate = config.embedding_learning_rate;
+  trainer_config.optimizer.table_initial_accumulator = config.embedding_initial_accumulator;
   trainer_config.global_batch = config.global_batch;
   trainer_config.seed = config.seed;
   trainer_config.steps_per_execution = config.steps_per_execution;
@@ -308,33 +409,50 @@ int train(const TrainConfig& config) {
   if (group)
     std::printf("job: %u processes x %u replica(s) = %u replicas in sync (mpi)\n", group->size(),
                 (*trainer)->local_replicas(), (*trainer)->replicas());
-  std::printf("model: input %s, %u classes, %zu trainable parameters; %s lr=%g (%s); global batch %u (%u per replica)\n%s",
+  std::printf("model: input %s, %u classes, %zu trainable parameters%s; %s lr=%g (%s); global batch %u (%u per replica)\n%s",
               shape_text(spec->input_shape).c_str(), spec->classes,
-              (*trainer)->parameters().trainable().size(), config.optimizer.c_str(),
+              (*trainer)->parameters().trainable().size(),
+              (*trainer)->parameters().tables().empty()
+                  ? ""
+                  : (" + " + std::to_string((*trainer)->parameters().tables().size()) +
+                     " in embedding tables (adagrad lr=" + std::to_string(config.embedding_learning_rate) + ")")
+                        .c_str(),
+              config.optimizer.c_str(),
               double(config.learning_rate), config.schedule.c_str(), config.global_batch, (*trainer)->per_replica_batch(),
               (*trainer)->model().summary().c_str());
   std::printf("torch: %s\n", (*trainer)->model().torch_code().c_str());
-  std::printf("data: %u training, %u validation, %u test examples from %s\n", train_examples,
-              validation.examples, test->examples, config.data_dir.c_str());
+  std::printf("data: %s\n", data.description.c_str());
 
   // mpirun gives ranks a pseudo-terminal even when its own output is a file.
   const bool interactive = !group && isatty(STDOUT_FILENO);
-  double training_seconds = 0, launches_per_step = 0;
+  double training_seconds = 0, launches_per_step = 0, input_wait_seconds = 0;
   uint64_t trained_examples = 0;
   for (uint32_t epoch = first_epoch; epoch < config.epochs; ++epoch) {
     std::printf("Epoch %u/%u\n", epoch + 1, config.epochs);
     std::fflush(stdout);
-    BatchStream batches(train_set, config.global_batch, config.seed, epoch, /*shuffle=*/true);
+    std::unique_ptr<BatchStream> stream;
+    if (data.pipeline) data.pipeline->start_epoch(epoch);
+    else stream = std::make_unique<BatchStream>(data.train_set, config.global_batch, config.seed, epoch, /*shuffle=*/true);
     const auto start = Clock::now();
     double loss = 0;
     uint64_t correct = 0, seen = 0;
     Batch batch;
     uint32_t step = 0;
     const uint64_t launches_before = (*trainer)->launches();
-    const uint32_t steps = config.steps_per_epoch ? std::min(config.steps_per_epoch, batches.batches())
-                                                  : batches.batches();
-    while (step < steps && batches.next(batch)) {
-      auto result = (*trainer)->step(batch);
+    const uint32_t steps = uint32_t(config.steps_per_epoch ? std::min<uint64_t>(config.steps_per_epoch, data.batches_per_epoch)
+                                                           : data.batches_per_epoch);
+    while (step < steps) {
+      const auto asked = Clock::now();
+      Result<bool> more = data.pipeline ? data.pipeline->next(batch) : Result<bool>(stream->next(batch));
+      input_wait_seconds += std::chrono::duration<double>(Clock::now() - asked).count();
+      if (!more.ok()) return fail(more.status());
+      if (!*more)  // only when skip_corrupt dropped records
+        return fail(Status(StatusCode::kDataLoss, "data.train: the epoch ended after " + std::to_string(step) + " of " +
+                                                      std::to_string(steps) + " batches: " +
+                                                      std::to_string(data.pipeline->skipped()) +
+                                                      " corrupt record(s) skipped, the first: " +
+                                                      data.pipeline->first_skip_reason()));
+      auto result = data.pipeline ? (*trainer)->step_local(batch) : (*trainer)->step(batch);
       if (!result.ok()) return fail(result.status());
       loss += result->loss_sum;
       correct += result->correct;
@@ -351,13 +469,19 @@ int train(const TrainConfig& config) {
     if (step) launches_per_step = double((*trainer)->launches() - launches_before) / step;
     training_seconds += seconds;
     trained_examples += seen;
-    auto validated = (*trainer)->evaluate(validation);
-    if (!validated.ok()) return fail(validated.status());
-    std::printf("%s%s - val_loss: %.4f - val_accuracy: %.4f\n", interactive ? "\r" : "",
-                progress_line(step, steps, seconds, loss / std::max<uint64_t>(seen, 1),
-                              double(correct) / std::max<uint64_t>(seen, 1)).c_str(),
-                validated->loss_sum / validated->examples,
-                double(validated->correct) / validated->examples);
+    const std::string trained = progress_line(step, steps, seconds, loss / std::max<uint64_t>(seen, 1),
+                                              double(correct) / std::max<uint64_t>(seen, 1));
+    if (data.validation.examples > 0) {
+      auto validated = (*trainer)->evaluate(data.validation);
+      if (!validated.ok()) return fail(validated.status());
+      std::printf("%s%s - val_loss: %.4f - val_accuracy: %.4f\n", interactive ? "\r" : "", trained.c_str(),
+                  validated->loss_sum / validated->examples, double(validated->correct) / validated->examples);
+    } else {
+      std::printf("%s%s\n", interactive ? "\r" : "", trained.c_str());
+    }
+    if (data.pipeline && data.pipeline->skipped() > 0)
+      std::printf("warning: %llu corrupt record(s) skipped (data.skip_corrupt), the first: %s\n",
+                  (unsigned long long)data.pipeline->skipped(), data.pipeline->first_skip_reason().c_str());
     auto identical = (*trainer)->replicas_identical();
     if (!identical.ok()) return fail(identical.status());
     if (!*identical)
@@ -368,14 +492,19 @@ int train(const TrainConfig& config) {
       if (!saved.ok()) return fail(saved);
     }
   }
-  auto tested = (*trainer)->evaluate(*test);
-  if (!tested.ok()) return fail(tested.status());
-  std::printf("test_loss: %.4f - test_accuracy: %.4f\n", tested->loss_sum / tested->examples,
-              double(tested->correct) / tested->examples);
+  if (data.test.examples > 0) {
+    auto tested = (*trainer)->evaluate(data.test);
+    if (!tested.ok()) return fail(tested.status());
+    std::printf("test_loss: %.4f - test_accuracy: %.4f\n", tested->loss_sum / tested->examples,
+                double(tested->correct) / tested->examples);
+    if (config.ranking && lead)
+      if (Status ranked = report_ranking(**trainer, config, data.test); !ranked.ok()) return fail(ranked);
+  }
   if (training_seconds > 0)
-    std::printf("throughput: %llu examples in %.1f s of training steps, %.0f samples/s (%.0f launches per step and replica)\n",
-                (unsigned long long)trained_examples, training_seconds,
-                double(trained_examples) / training_seconds, launches_per_step);
+    std::printf("throughput: %llu examples in %.1f s of training steps, %.0f samples/s (%.0f launches per step and "
+                "replica; %.1f%% of the time waiting for input)\n",
+                (unsigned long long)trained_examples, training_seconds, double(trained_examples) / training_seconds,
+                launches_per_step, 100.0 * input_wait_seconds / training_seconds);
   if (!checkpoint_path.empty()) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
   return 0;
 }
@@ -438,20 +567,17 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
   trainer_config.launch_timeout = std::chrono::milliseconds(int64_t(config.launch_timeout_s * 1000));
   auto trainer = Trainer::create(opened->device, opened->units, trainer_config);
   if (!trainer.ok()) return fail(trainer.status());
-  std::vector<float> trainable, buffers;
-  std::vector<std::pair<std::string, std::vector<float>>> no_state;
-  Status loaded = read_model_tensors(*checkpoint, options.checkpoint, (*trainer)->parameters(), {}, trainable,
-                                     buffers, no_state);
-  if (loaded.ok()) loaded = (*trainer)->restore(trainable, buffers, no_state, 0);
+  ModelValues values;
+  Status loaded = read_model_tensors(*checkpoint, options.checkpoint, (*trainer)->parameters(), {}, values);
+  if (loaded.ok()) loaded = (*trainer)->restore(values, 0);
   if (!loaded.ok()) return fail(loaded);
 
   if (mode == Mode::kEvaluate) {
-    auto test = load_fashion_mnist(config.data_dir, false, spec->classes);
+    auto test = load_test_set(config, spec->classes);
     if (!test.ok()) return fail(test.status());
     if (test->features != shape_elements(spec->input_shape))
-      return fail(Status(StatusCode::kInvalidArgument, config.data_dir + ": test images are " +
-                                                           shape_text(test->shape) + ", the model takes " +
-                                                           shape_text(spec->input_shape)));
+      return fail(Status(StatusCode::kInvalidArgument, "the test examples are " + shape_text(test->shape) +
+                                                           ", the model takes " + shape_text(spec->input_shape)));
     auto tested = (*trainer)->evaluate(*test);
     if (!tested.ok()) return fail(tested.status());
     std::printf("test_loss: %.4f - test_accuracy: %.4f\n", tested->loss_sum / tested->examples,
@@ -464,17 +590,13 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
   auto logits = (*trainer)->predict(inputs->data(), count);
   if (!logits.ok()) return fail(logits.status());
   // Written beside the output and renamed over it: no half-written file.
-  const std::string temporary = options.output + ".tmp";
-  try {
-    xt::dump_npy(temporary, xt::adapt(*logits, std::vector<std::size_t>{count, spec->classes}));
-  } catch (const std::exception& e) {
-    std::remove(temporary.c_str());
-    return fail(Status(StatusCode::kUnavailable, options.output + ": cannot write (" + e.what() + ")"));
-  }
-  if (std::rename(temporary.c_str(), options.output.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return fail(Status(StatusCode::kUnavailable, options.output + ": cannot write"));
-  }
+  const std::string npy =
+      xt::dump_npy(xt::adapt(*logits, std::vector<std::size_t>{count, spec->classes}));
+  auto output = OutputFile::create(options.output);
+  if (!output.ok()) return fail(output.status());
+  Status written = output->write(npy.data(), npy.size());
+  if (written.ok()) written = output->commit();
+  if (!written.ok()) return fail(written);
   std::printf("predict: %u examples -> %s (%u logits each)\n", count, options.output.c_str(), spec->classes);
   return 0;
 }

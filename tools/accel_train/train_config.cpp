@@ -89,6 +89,61 @@ Status read_layers(const YAML::Node& node, std::vector<LayerConfig>& layers) {
   return ok_status();
 }
 
+// A list of file patterns: one string or a list of them.
+Status read_patterns(const YAML::Node& node, const char* key, const std::string& field,
+                     std::vector<std::string>& out) {
+  const YAML::Node value = node[key];
+  if (!value) return ok_status();
+  if (value.IsScalar()) {
+    out = {value.Scalar()};
+    return ok_status();
+  }
+  return read(node, key, field, out);
+}
+
+// data.features: a mapping of feature name to {dtype, shape, default,
+// hash_buckets}, TensorFlow's FixedLenFeature in YAML.
+Status read_features(const YAML::Node& node, std::vector<FeatureSpec>& features) {
+  if (!node.IsMap())
+    return Status(StatusCode::kInvalidArgument,
+                  "data.features: expected a mapping of name to {dtype, shape, default, hash_buckets}");
+  features.clear();
+  for (const auto& entry : node) {
+    FeatureSpec spec;
+    spec.name = entry.first.as<std::string>();
+    const std::string where = "data.features." + spec.name;
+    const YAML::Node fields = entry.second;
+    SYSTOLE_RETURN_IF_ERROR(known_keys(fields, where, {"dtype", "shape", "default", "hash_buckets"}));
+    std::string dtype = "float32";
+    SYSTOLE_RETURN_IF_ERROR(read(fields, "dtype", where + ".dtype", dtype));
+    auto type = parse_feature_type(dtype);
+    if (!type.ok()) return Status(type.status().code(), where + ".dtype: " + type.status().message());
+    spec.type = *type;
+    SYSTOLE_RETURN_IF_ERROR(read(fields, "shape", where + ".shape", spec.shape));
+    SYSTOLE_RETURN_IF_ERROR(read(fields, "hash_buckets", where + ".hash_buckets", spec.hash_buckets));
+    if (const YAML::Node value = fields["default"]) {
+      spec.has_default = true;
+      std::vector<YAML::Node> items;  // one value, or shape-many
+      if (value.IsSequence()) {
+        for (std::size_t i = 0; i < value.size(); ++i) items.push_back(value[i]);
+      } else {
+        items.push_back(value);
+      }
+      try {
+        for (const YAML::Node& item : items) {
+          if (spec.type == FeatureType::kBytes) spec.default_bytes.push_back(item.as<std::string>());
+          else spec.default_numbers.push_back(item.as<double>());
+        }
+      } catch (const YAML::Exception&) {
+        return Status(StatusCode::kInvalidArgument,
+                      where + ".default: cannot read '" + YAML::Dump(value) + "' as " + dtype + " values");
+      }
+    }
+    features.push_back(std::move(spec));
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Status load_train_config(const std::string& path, TrainConfig& c) {
@@ -109,7 +164,7 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   if (root.IsNull()) return ok_status();  // an empty file: all defaults
   SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
       root, "", {"backend", "devices", "array", "engine", "xclbin", "model", "data", "train", "checkpoint",
-                "mpi"})));
+                "mpi", "ranking"})));
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "backend", "backend", c.backend)));
   if (root["devices"] && root["devices"].IsSequence()) {
     std::vector<uint32_t> units;
@@ -136,16 +191,36 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
     SYSTOLE_RETURN_IF_ERROR(in_file(read(model, "classes", "model.classes", c.classes)));
   }
   if (const YAML::Node data = root["data"]) {
-    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(data, "data", {"dir", "validation_examples"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
+        data, "data",
+        {"format", "dir", "validation_examples", "train", "validation", "test", "features", "inputs", "label",
+         "shuffle_buffer", "cycle_length", "threads", "prefetch", "skip_corrupt"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "format", "data.format", c.data_format)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "dir", "data.dir", c.data_dir)));
     SYSTOLE_RETURN_IF_ERROR(in_file(
         read(data, "validation_examples", "data.validation_examples", c.validation_examples)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read_patterns(data, "train", "data.train", c.train_files)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read_patterns(data, "validation", "data.validation", c.validation_files)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read_patterns(data, "test", "data.test", c.test_files)));
+    if (data["features"]) SYSTOLE_RETURN_IF_ERROR(in_file(read_features(data["features"], c.features)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read_patterns(data, "inputs", "data.inputs", c.inputs)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "label", "data.label", c.label)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "shuffle_buffer", "data.shuffle_buffer", c.shuffle_buffer)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "cycle_length", "data.cycle_length", c.cycle_length)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "threads", "data.threads", c.reader_threads)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "prefetch", "data.prefetch", c.prefetch)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "skip_corrupt", "data.skip_corrupt", c.skip_corrupt)));
   }
   if (const YAML::Node train = root["train"]) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
         train, "train",
         {"epochs", "global_batch", "optimizer", "learning_rate", "schedule", "momentum", "seed",
-         "steps_per_execution", "launch_timeout_s", "steps_per_epoch"})));
+         "steps_per_execution", "launch_timeout_s", "steps_per_epoch", "embedding_learning_rate",
+         "embedding_initial_accumulator"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "embedding_initial_accumulator", "train.embedding_initial_accumulator",
+                                         c.embedding_initial_accumulator)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "embedding_learning_rate", "train.embedding_learning_rate",
+                                         c.embedding_learning_rate)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "steps_per_epoch", "train.steps_per_epoch", c.steps_per_epoch)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "launch_timeout_s", "train.launch_timeout_s", c.launch_timeout_s)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "epochs", "train.epochs", c.epochs)));
@@ -162,6 +237,12 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(checkpoint, "checkpoint", {"dir", "resume"})));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "dir", "checkpoint.dir", c.checkpoint_dir)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "resume", "checkpoint.resume", c.resume)));
+  }
+  if (const YAML::Node ranking = root["ranking"]) {
+    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(ranking, "ranking", {"k", "users"})));
+    c.ranking = true;
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(ranking, "k", "ranking.k", c.ranking_k)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(ranking, "users", "ranking.users", c.ranking_users)));
   }
   if (const YAML::Node mpi = root["mpi"]) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(mpi, "mpi", {"timeout_s"})));
@@ -188,9 +269,28 @@ Status validate_train_config(const TrainConfig& c) {
     return invalid("train.optimizer: expected adam or sgd, got '" + c.optimizer + "'");
   if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))
     return invalid("train.learning_rate: must be a positive number");
+  if (!(c.embedding_learning_rate > 0) || !std::isfinite(c.embedding_learning_rate))
+    return invalid("train.embedding_learning_rate: must be a positive number");
+  if (!(c.embedding_initial_accumulator > 0) || !std::isfinite(c.embedding_initial_accumulator))
+    return invalid("train.embedding_initial_accumulator: must be a positive number");
+  if (c.ranking && (c.ranking_k == 0 || c.ranking_users == 0))
+    return invalid("ranking.k and ranking.users must be >= 1");
+  if (c.ranking && (c.data_format != "tfrecord" || c.test_files.empty() || c.inputs.size() != 2))
+    return invalid("ranking: needs data.format tfrecord, data.test and data.inputs [user, item]");
   if (c.schedule != "constant" && c.schedule != "cosine")
     return invalid("train.schedule: expected constant or cosine, got '" + c.schedule + "'");
   if (!(c.momentum >= 0 && c.momentum < 1)) return invalid("train.momentum: must be in [0, 1)");
+  if (c.data_format != "idx" && c.data_format != "tfrecord")
+    return invalid("data.format: expected idx or tfrecord, got '" + c.data_format + "'");
+  if (c.data_format == "tfrecord") {
+    if (c.train_files.empty()) return invalid("data.train: tfrecord data needs the training files' pattern(s)");
+    if (c.features.empty()) return invalid("data.features: tfrecord data needs the records' schema");
+    if (c.inputs.empty()) return invalid("data.inputs: name the feature(s) that feed the model");
+    if (c.cycle_length == 0 || c.cycle_length > 1024) return invalid("data.cycle_length: must be in [1, 1024]");
+    if (c.reader_threads == 0 || c.reader_threads > 256) return invalid("data.threads: must be in [1, 256]");
+    if (c.prefetch == 0 || c.prefetch > 1024) return invalid("data.prefetch: must be in [1, 1024]");
+    if (c.shuffle_buffer > (1u << 24)) return invalid("data.shuffle_buffer: at most 2^24 records");
+  }
   if (c.resume && c.checkpoint_dir.empty())
     return invalid("checkpoint.resume: needs checkpoint.dir");
   return ok_status();

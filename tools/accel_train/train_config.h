@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "systole/example.h"
 #include "systole/layer.h"
 #include "systole/status.h"
 
@@ -22,8 +23,23 @@ struct TrainConfig {
   std::vector<uint32_t> hidden = {256, 128};
   Shape input_shape;     // empty: the data's example shape
   uint32_t classes = 0;  // 0: from the training labels
+  // data.format idx: an MNIST-style directory, the validation set held out
+  // from the end of the training set.
+  std::string data_format = "idx";  // or "tfrecord"
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   uint32_t validation_examples = 5000;
+  // data.format tfrecord: file patterns of tf.train.Example shards (train
+  // required, validation and test optional), their schema, which features
+  // feed the model, and the pipeline's settings.
+  std::vector<std::string> train_files, validation_files, test_files;
+  std::vector<FeatureSpec> features;
+  std::vector<std::string> inputs;
+  std::string label = "label";
+  uint32_t shuffle_buffer = 10000;
+  uint32_t cycle_length = 4;
+  uint32_t reader_threads = 2;
+  uint32_t prefetch = 2;
+  bool skip_corrupt = false;
   uint32_t epochs = 15;
   uint32_t steps_per_epoch = 0;  // 0: every full batch of the training set
   uint32_t global_batch = 128;
@@ -31,8 +47,17 @@ struct TrainConfig {
   float learning_rate = 1e-3f;
   std::string schedule = "constant";  // or "cosine": Keras' CosineDecay to 0 over the run
   float momentum = 0.9f;
+  float embedding_learning_rate = 0.05f;  // Adagrad on embedding tables' touched rows
+  float embedding_initial_accumulator = 0.1f;
   uint64_t seed = 1;
   uint32_t steps_per_execution = 1;  // evaluation batches per command list
+  // ranking: after training, a two-tower model (its inputs [user id, item
+  // id], its last layer a dot) is ranked on the test set's interactions:
+  // AUC over the test pairs and recall@k over its positives, against the
+  // popularity baseline, for at most ranking_users users (sampled).
+  bool ranking = false;
+  uint32_t ranking_k = 10;
+  uint32_t ranking_users = 2000;
   std::string checkpoint_dir;  // empty: no checkpoints
   bool resume = false;
   double launch_timeout_s = 600;  // longest launch before the run fails

@@ -42,12 +42,22 @@ Result<Checkpoint> read_safetensors(const std::string& path);
 // its state as "optimizer.<slot>.<name>" (same shapes).
 Checkpoint model_tensors(const ParameterStore& store, const Optimizer* optimizer);
 
-// Fills `trainable`, `buffers` (laid out as in `store`) and the optimizer's
-// slots from a checkpoint; errors name `path` and the tensor that is
+// A model's values as a checkpoint holds them: each region of the store,
+// laid out as in the store, and the optimizer's slots by name.
+struct ModelValues {
+  std::vector<float> trainable, buffers, tables;
+  std::vector<std::pair<std::string, std::vector<float>>> optimizer_state;
+
+  std::vector<float>& region(Region region) {
+    return region == Region::kTrainable ? trainable : region == Region::kBuffer ? buffers : tables;
+  }
+  const std::vector<float>& region(Region region) const { return const_cast<ModelValues*>(this)->region(region); }
+};
+
+// Fills `values` from a checkpoint, with the optimizer state of `slots`
+// (none: the model alone); errors name `path` and the tensor that is
 // missing or of the wrong shape.
 Status read_model_tensors(const Checkpoint& checkpoint, const std::string& path, const ParameterStore& store,
-                          const std::vector<std::string>& optimizer_slots, std::vector<float>& trainable,
-                          std::vector<float>& buffers,
-                          std::vector<std::pair<std::string, std::vector<float>>>& optimizer_state);
+                          const std::vector<OptimizerSlot>& slots, ModelValues& values);
 
 }  // namespace systole

@@ -58,6 +58,8 @@ class LayerArgs {
  public:
   explicit LayerArgs(const LayerConfig& config) : config_(config), used_(config.fields.size()) {}
   Result<uint32_t> positive(const std::string& key, uint32_t fallback);
+  // One positive integer or a list of them ("3", "[3, 4]"); required.
+  Result<std::vector<uint32_t>> positive_list(const std::string& key);
   // An integer or a pair: "3" is (3, 3), "[3, 2]" or "3,2" is (3, 2).
   Result<std::pair<uint32_t, uint32_t>> pair(const std::string& key,
                                               std::pair<uint32_t, uint32_t> fallback);

@@ -3,6 +3,7 @@
 // top of the last layer's logits.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -48,10 +49,14 @@ class Sequential {
   ParameterStore& parameters() { return store_; }
   const ParameterStore& parameters() const { return store_; }
 
-  // `batch` examples (input_shape each, row-major) through every layer; in
-  // training the activations are kept for backward().
-  Status forward(LayerContext& context, const float* inputs, uint32_t batch);
+  // `batch` examples (input_shape each, row-major) through the first
+  // `layers` layers (all by default); in training the activations are kept
+  // for backward().
+  Status forward(LayerContext& context, const float* inputs, uint32_t batch, std::size_t layers = SIZE_MAX);
   const Activations& logits() const { return activations_.back(); }
+  // The output of the first `layers` layers after forward().
+  const Activations& output(std::size_t layers) const { return activations_[std::min(layers, layers_.size())]; }
+  std::size_t layer_count() const { return layers_.size(); }
   // From dL/d(logits): every trainable tensor's gradient in the store.
   Status backward(LayerContext& context, const std::vector<float>& logits_gradient);
 

@@ -1,10 +1,15 @@
 // The one named parameter store of a model: every tensor a layer owns, by
 // the name and shape of the equivalent torch.nn module's state_dict(), in
-// fp32. Trainable tensors (weights) live in one contiguous vector with their
-// gradients, which is what the optimizer and the all-reduce see; buffers
-// (BatchNormalization's running statistics) live in another. Checkpoints and
-// the replica-consistency check see both, and nothing else knows a layer's
-// layout.
+// fp32. Each tensor lives in one of three regions:
+//   - trainable: dense weights, in one contiguous vector with their dense
+//     gradients, which is what the dense optimizer and the all-reduce see;
+//   - buffers: state that is not optimized (BatchNormalization's running
+//     statistics);
+//   - tables: embedding tables, trained through row-sparse gradients (the
+//     rows a step touched) and a sparse optimizer, never reduced or updated
+//     whole.
+// Checkpoints and the replica-consistency check see all three, and nothing
+// else knows a layer's layout.
 #pragma once
 
 #include <cstddef>
@@ -14,19 +19,32 @@
 
 namespace systole {
 
+enum class Region { kTrainable, kBuffer, kTable };
+
+// A gradient that is zero outside a few rows of a [rows x width] table:
+// `rows` ascending and distinct, `values` rows.size() x width.
+struct RowSparse {
+  std::vector<uint32_t> rows;
+  std::vector<float> values;
+};
+
 class ParameterStore {
  public:
   struct Entry {
     std::string name;             // "3.weight", as in torch's state_dict()
     std::vector<uint64_t> shape;  // torch's shape ([] for a scalar)
-    bool trainable = true;        // else a buffer (not optimized, not reduced)
+    Region region = Region::kTrainable;
     bool integer = false;         // a count kept in fp32, saved as int64
-    std::size_t offset = 0;       // into trainable() or buffers()
+    std::size_t offset = 0;       // into the region's vector
     std::size_t size = 0;
+
+    // Optimized (dense or sparse), as opposed to a buffer.
+    bool optimized() const { return region != Region::kBuffer; }
   };
 
-  // Adds a zero-filled tensor; returns its index, which layers keep.
-  std::size_t declare(const std::string& name, const std::vector<uint64_t>& shape, bool trainable,
+  // Adds a zero-filled tensor; returns its index, which layers keep. A
+  // table's shape is [rows, width].
+  std::size_t declare(const std::string& name, const std::vector<uint64_t>& shape, Region region,
                       bool integer = false);
 
   const std::vector<Entry>& entries() const { return entries_; }
@@ -35,18 +53,26 @@ class ParameterStore {
 
   float* values(std::size_t index);
   const float* values(std::size_t index) const;
-  // The gradient of a trainable tensor.
+  // The dense gradient of a trainable tensor.
   float* gradient(std::size_t index);
+  // The row-sparse gradient of a table.
+  RowSparse& sparse_gradient(std::size_t index) { return sparse_gradients_[index]; }
+  const RowSparse& sparse_gradient(std::size_t index) const { return sparse_gradients_[index]; }
 
+  std::vector<float>& region(Region region);
+  const std::vector<float>& region(Region region) const;
   std::vector<float>& trainable() { return trainable_; }
   const std::vector<float>& trainable() const { return trainable_; }
   std::vector<float>& gradients() { return gradients_; }
   std::vector<float>& buffers() { return buffers_; }
   const std::vector<float>& buffers() const { return buffers_; }
+  std::vector<float>& tables() { return tables_; }
+  const std::vector<float>& tables() const { return tables_; }
 
  private:
   std::vector<Entry> entries_;
-  std::vector<float> trainable_, gradients_, buffers_;
+  std::vector<float> trainable_, gradients_, buffers_, tables_;
+  std::vector<RowSparse> sparse_gradients_;  // by entry; empty but for tables
 };
 
 }  // namespace systole

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "systole/checkpoint.h"
 #include "systole/dataset.h"
 #include "systole/matmul.h"
 #include "systole/model.h"
@@ -55,14 +56,21 @@ class Trainer {
   // Launches replica 0 has made (each a command list on its unit).
   uint64_t launches() const { return replicas_[0].matmul->launches(); }
 
-  // One synchronous step on a global batch of config().global_batch examples.
+  // One synchronous step on a global batch of config().global_batch examples
+  // (every process passes the same batch and keeps its replicas' slices).
   Result<StepResult> step(const Batch& batch);
+  // The same step when each process reads its own share of the data (a
+  // sharded input pipeline): `local` holds this process's
+  // local_replicas() * per_replica_batch() examples, in replica order.
+  Result<StepResult> step_local(const Batch& local);
   // Loss and accuracy over a data set (each replica of the job evaluates a
   // shard; every process gets the totals).
   Result<StepResult> evaluate(const Dataset& data);
 
-  // Per-example logits of `count` inputs, in evaluation mode, on replica 0.
-  Result<std::vector<float>> predict(const float* inputs, uint32_t count);
+  // Per-example logits of `count` inputs, in evaluation mode, on replica 0;
+  // or, given `layers`, the output of the model's first `layers` layers
+  // (a two-tower model's tower vectors).
+  Result<std::vector<float>> predict(const float* inputs, uint32_t count, std::size_t layers = SIZE_MAX);
 
   // Replica 0's model and fp32 master parameters (all replicas hold the
   // same bits).
@@ -72,11 +80,9 @@ class Trainer {
   // Whether every replica of the job holds the same parameter bits.
   Result<bool> replicas_identical() const;
 
-  // Replaces every replica's parameters (trainable tensors and buffers, as
-  // laid out in parameters()) and optimizer state (resume).
-  Status restore(const std::vector<float>& trainable, const std::vector<float>& buffers,
-                 const std::vector<std::pair<std::string, std::vector<float>>>& optimizer_state,
-                 uint64_t optimizer_steps);
+  // Replaces every replica's parameters (every region, as laid out in
+  // parameters()) and optimizer state (resume).
+  Status restore(const ModelValues& values, uint64_t optimizer_steps);
 
  private:
   struct ReplicaState {
@@ -84,6 +90,9 @@ class Trainer {
     std::unique_ptr<Sequential> model;
     Optimizer optimizer;
   };
+
+  // A step on the global batch, or (local) on this process's share.
+  Result<StepResult> train_step(const Batch& batch, bool local);
 
   // The context of a pass of replica r (its global index, the all-reduce).
   LayerContext context(uint32_t r, bool training);

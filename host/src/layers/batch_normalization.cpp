@@ -32,11 +32,11 @@ class BatchNormalization final : public Layer {
     spatial_ = uint32_t(shape_elements(input) / channels_);
     image_ = input.size() == 3;
     const std::string prefix = std::to_string(site.torch_index);
-    gamma_ = store.declare(prefix + ".weight", {channels_}, true);
-    beta_ = store.declare(prefix + ".bias", {channels_}, true);
-    moving_mean_ = store.declare(prefix + ".running_mean", {channels_}, false);
-    moving_var_ = store.declare(prefix + ".running_var", {channels_}, false);
-    batches_ = store.declare(prefix + ".num_batches_tracked", {}, false, /*integer=*/true);
+    gamma_ = store.declare(prefix + ".weight", {channels_}, Region::kTrainable);
+    beta_ = store.declare(prefix + ".bias", {channels_}, Region::kTrainable);
+    moving_mean_ = store.declare(prefix + ".running_mean", {channels_}, Region::kBuffer);
+    moving_var_ = store.declare(prefix + ".running_var", {channels_}, Region::kBuffer);
+    batches_ = store.declare(prefix + ".num_batches_tracked", {}, Region::kBuffer, /*integer=*/true);
     return input;
   }
 

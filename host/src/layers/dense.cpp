@@ -1,5 +1,8 @@
 // Dense: y = x W^T + b (torch.nn.Linear's layout, weight [units, inputs]),
-// ReLU fused into the product on the array when `activation: relu`.
+// ReLU fused into the product on the array when `activation: relu`. On an
+// input of [n, features] it applies to each of the n rows, as Keras' Dense
+// and torch.nn.Linear do on the last axis (the towers of a two-tower model):
+// the batch's n rows are one product's M.
 #include <cmath>
 
 #include "layer_kit.h"
@@ -12,15 +15,18 @@ class Dense final : public Layer {
   Dense(uint32_t units, bool relu, bool use_bias) : units_(units), relu_(relu), use_bias_(use_bias) {}
 
   Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
-    if (input.size() != 1)
+    if (input.size() != 1 && input.size() != 2)
       return Status(StatusCode::kInvalidArgument,
-                    "dense expects a flat input, got " + shape_text(input) +
+                    "dense expects a flat input or rows of one, got " + shape_text(input) +
                         " (add a flatten layer before it, or set model.input_shape)");
-    inputs_ = input[0];
+    inputs_ = input.back();
+    rows_ = input.size() == 2 ? input[0] : 1;
+    Shape output = input;
+    output.back() = units_;
     const std::string prefix = std::to_string(site.torch_index);
-    weight_ = store.declare(prefix + ".weight", {units_, inputs_}, true);
-    if (use_bias_) bias_ = store.declare(prefix + ".bias", {units_}, true);
-    return Shape{units_};
+    weight_ = store.declare(prefix + ".weight", {units_, inputs_}, Region::kTrainable);
+    if (use_bias_) bias_ = store.declare(prefix + ".bias", {units_}, Region::kTrainable);
+    return output;
   }
 
   void initialize(ParameterStore& store, std::mt19937_64& rng) const override {
@@ -34,10 +40,11 @@ class Dense final : public Layer {
   Status forward(LayerContext& context, ParameterStore& store, const Activations& input,
                  Activations& output) override {
     output.batch = input.batch;
-    output.shape = {units_};
-    output.values.resize(std::size_t(input.batch) * units_);
+    output.shape = input.shape;
+    output.shape.back() = units_;
+    output.values.resize(std::size_t(input.batch) * rows_ * units_);
     MatmulCall call;
-    call.m = input.batch;
+    call.m = input.batch * rows_;
     call.k = inputs_;
     call.n = units_;
     call.a = input.values.data();
@@ -52,7 +59,7 @@ class Dense final : public Layer {
   Status backward(LayerContext& context, ParameterStore& store, const Activations& input,
                   const Activations& output, const Activations& output_gradient,
                   Activations* input_gradient) override {
-    const uint32_t batch = input.batch;
+    const uint32_t batch = input.batch * rows_;  // the product's M
     const float* delta = output_gradient.values.data();
     if (relu_) {
       relu_mask(output_gradient.values, output.values, masked_);
@@ -100,7 +107,7 @@ class Dense final : public Layer {
   }
 
  private:
-  uint32_t units_, inputs_ = 0;
+  uint32_t units_, inputs_ = 0, rows_ = 1;
   bool relu_, use_bias_;
   std::size_t weight_ = 0, bias_ = 0;
   std::vector<float> ones_, masked_;

@@ -81,6 +81,17 @@ Result<uint32_t> LayerArgs::positive(const std::string& key, uint32_t fallback) 
   return uint32_t(values[0]);
 }
 
+Result<std::vector<uint32_t>> LayerArgs::positive_list(const std::string& key) {
+  const std::string* text = find(key);
+  std::vector<uint64_t> values;
+  bool good = text && parse_integers(*text, values);
+  for (uint64_t value : values) good = good && value > 0 && value <= (1u << 24);
+  if (!good)
+    return invalid(key, "expected a positive integer or a list of them (each at most 16777216), got '" +
+                            (text ? *text : std::string()) + "'");
+  return std::vector<uint32_t>(values.begin(), values.end());
+}
+
 Result<std::pair<uint32_t, uint32_t>> LayerArgs::pair(const std::string& key,
                                                        std::pair<uint32_t, uint32_t> fallback) {
   const std::string* text = find(key);

@@ -44,5 +44,7 @@ Result<std::unique_ptr<Layer>> make_flatten(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_batch_normalization(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_dropout(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_relu(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_embedding(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_dot(LayerArgs& args);
 
 }  // namespace systole

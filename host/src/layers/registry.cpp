@@ -17,6 +17,8 @@ constexpr LayerType kLayerTypes[] = {
     {"batch_normalization", make_batch_normalization},
     {"dropout", make_dropout},
     {"relu", make_relu},
+    {"embedding", make_embedding},
+    {"dot", make_dot},
 };
 
 }  // namespace

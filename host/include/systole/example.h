@@ -1,0 +1,97 @@
+// tf.train.Example records under a fixed-length schema, with TensorFlow's
+// FixedLenFeature semantics: every feature has a dtype and a shape; a record
+// must carry exactly shape-many values of that dtype, or nothing when the
+// feature has a default value. Bytes features feed a model through hash
+// buckets (FarmHash Fingerprint64 mod buckets, as tf.strings.
+// to_hash_bucket_fast computes).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "systole/status.h"
+
+namespace systole {
+
+enum class FeatureType { kFloat, kInt64, kBytes };
+
+// "float32", "int64", "string" (TensorFlow's dtype names; "bytes" too).
+Result<FeatureType> parse_feature_type(const std::string& name);
+const char* feature_type_name(FeatureType type);
+
+struct FeatureSpec {
+  std::string name;
+  FeatureType type = FeatureType::kFloat;
+  std::vector<uint64_t> shape;  // [] is a scalar
+  // Used when a record lacks the feature; without one, a missing feature is
+  // an error. Holds shape-many values (or one, repeated).
+  std::vector<double> default_numbers;
+  std::vector<std::string> default_bytes;
+  bool has_default = false;
+  // Bytes features: each string becomes Fingerprint64(string) % hash_buckets.
+  uint64_t hash_buckets = 0;
+
+  uint64_t elements() const;
+};
+
+// FarmHash Fingerprint64 (libfarmhash), and the bucket
+// tf.strings.to_hash_bucket_fast gives a string.
+uint64_t fingerprint64(std::string_view text);
+inline uint64_t hash_bucket(std::string_view text, uint64_t buckets) { return fingerprint64(text) % buckets; }
+
+// The values of an example as the model sees them: each feature's values in
+// schema order, converted to float (int64 values and bucket indices must be
+// exact in float: |v| <= 2^24).
+class ExampleSchema {
+ public:
+  // Checks the specs (names unique, shapes, defaults, hash buckets); errors
+  // name the feature.
+  static Result<ExampleSchema> create(std::vector<FeatureSpec> features);
+
+  const std::vector<FeatureSpec>& features() const { return features_; }
+  // Index of the feature called `name`, or an error naming it.
+  Result<std::size_t> find(const std::string& name) const;
+  // Where feature i's values start in a row, and the row's length.
+  std::size_t offset(std::size_t i) const { return offsets_[i]; }
+  std::size_t row_size() const { return row_size_; }
+
+  // Parses a serialized tf.train.Example into `row` (row_size() floats).
+  // Errors name the feature and what is wrong (not a valid Example, wrong
+  // dtype, wrong number of values, a value not exact in float); the caller
+  // adds the file and record.
+  Status parse(std::string_view record, float* row) const;
+
+ private:
+  std::vector<FeatureSpec> features_;
+  std::vector<std::size_t> offsets_;
+  std::size_t row_size_ = 0;
+};
+
+// Builds a serialized tf.train.Example from named features (for writers).
+class ExampleBuilder {
+ public:
+  ExampleBuilder();
+  ~ExampleBuilder();
+  ExampleBuilder(const ExampleBuilder&) = delete;
+  ExampleBuilder& operator=(const ExampleBuilder&) = delete;
+
+  void clear();
+  void add_floats(const std::string& name, const float* values, std::size_t count);
+  void add_int64s(const std::string& name, const int64_t* values, std::size_t count);
+  void add_bytes(const std::string& name, const std::vector<std::string>& values);
+  // The Example's bytes (deterministic: features in name order).
+  std::string serialize() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A readable rendering of a serialized Example ("label: int64 [3]"), one
+// feature per line, long lists elided; or an error if it is not one.
+Result<std::string> describe_example(std::string_view record, std::size_t max_values = 8);
+
+}  // namespace systole

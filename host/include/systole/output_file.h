@@ -1,0 +1,46 @@
+// A file that appears whole or not at all: bytes go to a temporary file
+// beside the destination (unique to this process and object), which
+// commit() fsyncs and renames over the destination. Until then the
+// destination is untouched; an OutputFile destroyed without a commit
+// removes its temporary file. Only a regular file (or nothing) may be
+// replaced.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "systole/status.h"
+
+namespace systole {
+
+class OutputFile {
+ public:
+  static Result<OutputFile> create(const std::string& path);
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&& other) noexcept;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile();
+
+  const std::string& path() const { return path_; }
+  // Bytes written so far.
+  uint64_t size() const { return size_; }
+
+  // Appends `bytes` bytes (buffered). A failure (disk full) is reported
+  // here or by commit(), naming the destination.
+  Status write(const void* data, std::size_t bytes);
+  Status commit();
+
+ private:
+  OutputFile(std::string path, std::string temporary, int fd)
+      : path_(std::move(path)), temporary_(std::move(temporary)), fd_(fd) {}
+  Status flush();
+  void discard();
+
+  std::string path_, temporary_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::string buffer_;
+};
+
+}  // namespace systole

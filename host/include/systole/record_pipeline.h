@@ -1,0 +1,114 @@
+// An input pipeline over TFRecord shards of tf.train.Example records, in
+// the manner of tf.data:
+//
+//   files -> shard -> interleave(cycle_length, threads) -> parse
+//         -> shuffle(buffer, seed) -> batch(drop_remainder) -> prefetch
+//
+// Determinism: for a given seed the batches are the same whatever the
+// thread count. Worker threads read and parse ahead, but the order is
+// decided by one consumer: round robin over the cycle's files, a finished
+// file replaced by the next one in the epoch's file order (shuffled per
+// epoch with the seed when shuffling).
+//
+// Sharding (TensorFlow's AUTO policy): with at least as many files as
+// shards, shard i reads the files i, i + shards, ...; otherwise every shard
+// reads every file and keeps every shards-th record of the interleaved
+// order. Shards are disjoint and together cover every record once. All
+// shards agree on the number of batches per epoch: the smallest shard's
+// full batches, so every process of a job takes the same number of steps.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "systole/dataset.h"
+#include "systole/example.h"
+#include "systole/status.h"
+
+namespace systole {
+
+// Which features feed the model: `inputs` concatenated (in order) into an
+// example's values, and a scalar integer `label` in [0, classes).
+struct ExampleColumns {
+  std::vector<std::string> inputs;
+  std::string label;
+  uint32_t classes = 0;
+};
+
+struct RecordPipelineOptions {
+  std::vector<std::string> files;  // match_files() order
+  uint32_t shard_index = 0;
+  uint32_t shard_count = 1;
+  uint32_t cycle_length = 4;      // files read at once
+  uint32_t threads = 1;           // reading and parsing
+  uint32_t shuffle_buffer = 0;    // 0: no shuffle (files in order too)
+  uint64_t seed = 1;
+  uint32_t batch_size = 1;
+  bool drop_remainder = true;
+  uint32_t prefetch = 2;          // batches ready ahead of the consumer
+  // Skip records whose data is corrupt (a data CRC mismatch, or not an
+  // Example), counting them, instead of ending with the error. A broken
+  // frame (a length or its CRC) is found when create() counts the records,
+  // and is always an error. A skip shortens its shard; an epoch that then
+  // runs out of batches ends the run with the count and the first reason.
+  bool skip_corrupt = false;
+};
+
+class RecordPipeline {
+ public:
+  // Counts every file's records (from the frames) and plans the shards;
+  // errors name the file, or the column that the schema lacks.
+  static Result<std::unique_ptr<RecordPipeline>> create(const ExampleSchema& schema,
+                                                        const ExampleColumns& columns,
+                                                        const RecordPipelineOptions& options);
+  ~RecordPipeline();
+  RecordPipeline(const RecordPipeline&) = delete;
+  RecordPipeline& operator=(const RecordPipeline&) = delete;
+
+  uint64_t total_records() const { return total_records_; }
+  uint64_t shard_records() const { return shard_records_; }
+  bool shards_by_file() const { return by_file_; }
+  // Batches in each epoch (the same on every shard); with drop_remainder
+  // off, the last one may be short.
+  uint64_t batches_per_epoch() const { return batches_; }
+  // Values per example (the inputs concatenated), and their shape (the
+  // single input's shape, or flat).
+  uint32_t example_values() const { return example_values_; }
+  std::vector<uint32_t> example_shape() const { return example_shape_; }
+
+  // Starts an epoch (ending any previous one): shuffles with (seed, epoch).
+  void start_epoch(uint32_t epoch);
+  // The epoch's next batch; false after its last. An error names the file,
+  // record, byte offset and feature.
+  Result<bool> next(Batch& batch);
+  // Records skipped as corrupt so far (skip_corrupt), and the first reason.
+  uint64_t skipped() const;
+  std::string first_skip_reason() const;
+
+ private:
+  struct Epoch;
+  RecordPipeline() = default;
+  // A record's inputs and label into `row` (example_values() + 1 floats).
+  Status parse_row(const std::string& record, std::vector<float>& row) const;
+
+  ExampleSchema schema_;
+  RecordPipelineOptions options_;
+  std::vector<std::size_t> input_features_;
+  std::size_t label_feature_ = 0;
+  uint32_t classes_ = 0;
+  uint32_t example_values_ = 0;
+  std::vector<uint32_t> example_shape_;
+  std::vector<std::string> shard_files_;  // by file: this shard's; else all
+  bool by_file_ = false;
+  uint64_t total_records_ = 0, shard_records_ = 0, batches_ = 0;
+  std::unique_ptr<Epoch> epoch_;
+};
+
+// Every record of `files` in order, as an in-memory data set (evaluation
+// sets).
+Result<Dataset> load_tfrecord_dataset(const std::vector<std::string>& files, const ExampleSchema& schema,
+                                      const ExampleColumns& columns);
+
+}  // namespace systole

@@ -1,0 +1,115 @@
+// Temporary file, fsync, rename.
+#include "systole/output_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace systole {
+namespace {
+
+constexpr std::size_t kBufferBytes = 1 << 20;
+
+Status io_error(const std::string& path, const char* what, int error) {
+  return Status(StatusCode::kUnavailable, path + ": " + what + ": " + std::strerror(error));
+}
+
+}  // namespace
+
+Result<OutputFile> OutputFile::create(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    return Status(StatusCode::kInvalidArgument, path + ": exists and is not a regular file; not replacing it");
+  static std::atomic<uint64_t> counter{0};
+  const std::string temporary =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error(path, ("cannot create " + temporary).c_str(), errno);
+  return OutputFile(path, temporary, fd);
+}
+
+OutputFile::OutputFile(OutputFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      temporary_(std::move(other.temporary_)),
+      fd_(other.fd_),
+      size_(other.size_),
+      buffer_(std::move(other.buffer_)) {
+  other.fd_ = -1;
+}
+
+OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
+  if (this != &other) {
+    discard();
+    path_ = std::move(other.path_);
+    temporary_ = std::move(other.temporary_);
+    fd_ = other.fd_;
+    size_ = other.size_;
+    buffer_ = std::move(other.buffer_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+OutputFile::~OutputFile() { discard(); }
+
+void OutputFile::discard() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  std::remove(temporary_.c_str());
+  fd_ = -1;
+}
+
+Status OutputFile::write(const void* data, std::size_t bytes) {
+  if (fd_ < 0) return Status(StatusCode::kInternal, path_ + ": write after commit or failure");
+  buffer_.append(static_cast<const char*>(data), bytes);
+  size_ += bytes;
+  return buffer_.size() >= kBufferBytes ? flush() : ok_status();
+}
+
+Status OutputFile::flush() {
+  const char* p = buffer_.data();
+  std::size_t left = buffer_.size();
+  while (left > 0) {
+    const ssize_t written = ::write(fd_, p, left);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      const int error = written < 0 ? errno : ENOSPC;
+      discard();
+      return io_error(path_, "write failed", error);
+    }
+    p += written;
+    left -= std::size_t(written);
+  }
+  buffer_.clear();
+  return ok_status();
+}
+
+Status OutputFile::commit() {
+  if (fd_ < 0) return Status(StatusCode::kInternal, path_ + ": commit after commit or failure");
+  SYSTOLE_RETURN_IF_ERROR(flush());
+  if (::fsync(fd_) != 0) {
+    const int error = errno;
+    discard();
+    return io_error(path_, "fsync failed", error);
+  }
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    const int error = errno;
+    std::remove(temporary_.c_str());
+    return io_error(path_, "close failed", error);
+  }
+  if (std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    const int error = errno;
+    std::remove(temporary_.c_str());
+    return io_error(path_, "cannot rename the temporary file over it", error);
+  }
+  return ok_status();
+}
+
+}  // namespace systole

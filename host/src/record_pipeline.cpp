@@ -1,0 +1,409 @@
+// The TFRecord input pipeline: worker threads read and parse ahead per
+// cycle slot; one assembler thread decides the order, shuffles, batches and
+// keeps `prefetch` batches ready.
+#include "systole/record_pipeline.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "systole/tfrecord.h"
+
+namespace systole {
+namespace {
+
+constexpr std::size_t kSlotDepth = 256;  // parsed rows a slot holds ahead
+constexpr std::size_t kChunk = 32;       // rows a worker parses per turn
+
+// An example's values, then its label.
+using Row = std::vector<float>;
+
+// Generators of an epoch's shuffles, so any epoch can be replayed (resume):
+// the order of the files, the same on every shard (when every shard reads
+// every file, they must agree on the interleaved order they split), and a
+// shard's own shuffle buffer.
+std::mt19937_64 file_order_rng(uint64_t seed, uint32_t epoch) {
+  std::seed_seq sequence{uint32_t(seed), uint32_t(seed >> 32), epoch};
+  return std::mt19937_64(sequence);
+}
+
+std::mt19937_64 buffer_rng(uint64_t seed, uint32_t epoch, uint32_t shard) {
+  std::seed_seq sequence{uint32_t(seed), uint32_t(seed >> 32), epoch, shard, 1u};
+  return std::mt19937_64(sequence);
+}
+
+}  // namespace
+
+struct RecordPipeline::Epoch {
+  struct Slot {
+    int64_t file = -1;  // index into files; -1: idle
+    bool busy = false;  // a worker holds its reader
+    bool done = false;  // the file is read (or failed)
+    std::unique_ptr<TFRecordReader> reader;
+    std::deque<Row> rows;
+    Status error;  // delivered after the rows before it
+  };
+
+  const RecordPipeline& pipeline;
+  std::vector<std::string> files;  // this epoch's order
+  std::mt19937_64 rng;  // the shuffle buffer's
+
+  std::mutex mutex;
+  std::condition_variable work;     // workers: a slot may need reading
+  std::condition_variable filled;   // assembler: rows arrived
+  std::condition_variable batches;  // ready batches, or room for one
+  std::vector<Slot> slots;
+  std::size_t next_file = 0;
+  std::size_t cursor = 0;  // the slot whose turn it is
+  std::deque<Batch> ready;
+  bool finished = false;
+  Status failure;
+  bool stop = false;
+  std::atomic<uint64_t> skipped{0};
+  std::string skip_reason;
+  std::vector<std::thread> workers;
+  std::thread assembler;
+
+  Epoch(const RecordPipeline& owner, uint32_t epoch)
+      : pipeline(owner),
+        files(owner.shard_files_),
+        rng(buffer_rng(owner.options_.seed, epoch, owner.options_.shard_index)) {
+    const RecordPipelineOptions& options = owner.options_;
+    if (options.shuffle_buffer > 0) {
+      std::mt19937_64 order = file_order_rng(options.seed, epoch);
+      std::shuffle(files.begin(), files.end(), order);
+    }
+    slots.resize(std::max<std::size_t>(1, std::min<std::size_t>(options.cycle_length, files.size())));
+    for (Slot& slot : slots)
+      if (next_file < files.size()) slot.file = int64_t(next_file++);
+    const uint32_t threads = std::max<uint32_t>(1, std::min<uint32_t>(options.threads, uint32_t(slots.size())));
+    for (uint32_t t = 0; t < threads; ++t) workers.emplace_back([this, t, threads] { read(t, threads); });
+    assembler = std::thread([this] { assemble(); });
+  }
+
+  ~Epoch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stop = true;
+    }
+    work.notify_all();
+    filled.notify_all();
+    batches.notify_all();
+    for (std::thread& worker : workers) worker.join();
+    assembler.join();
+  }
+
+  void note_skip(const Status& status) {
+    if (skipped++ == 0) {
+      std::lock_guard<std::mutex> lock(mutex);
+      skip_reason = status.message();
+    }
+  }
+
+  // Worker t of n: reads ahead in the slots s with s % n == t.
+  void read(uint32_t t, uint32_t n) {
+    const RecordPipelineOptions& options = pipeline.options_;
+    std::unique_lock<std::mutex> lock(mutex);
+    std::string record;
+    while (!stop) {
+      Slot* slot = nullptr;
+      for (std::size_t s = t; s < slots.size() && !slot; s += n) {
+        Slot& candidate = slots[s];
+        if (candidate.file >= 0 && !candidate.busy && !candidate.done && candidate.rows.size() < kSlotDepth)
+          slot = &candidate;
+      }
+      if (!slot) {
+        work.wait(lock);
+        continue;
+      }
+      slot->busy = true;
+      const std::string path = files[std::size_t(slot->file)];
+      std::unique_ptr<TFRecordReader> reader = std::move(slot->reader);
+      lock.unlock();
+
+      std::vector<Row> rows;
+      Status error;
+      bool done = false;
+      if (!reader) {
+        auto opened = TFRecordReader::open(path);
+        if (opened.ok()) reader = std::make_unique<TFRecordReader>(std::move(opened).value());
+        else {
+          error = opened.status();
+          done = true;
+        }
+      }
+      while (!done && rows.size() < kChunk) {
+        const uint64_t index = reader->records_read(), at = reader->offset();
+        auto more = reader->next(record);
+        Status status = more.status();
+        if (status.ok() && !*more) {
+          done = true;
+          break;
+        }
+        Row row(pipeline.example_values_ + 1);
+        if (status.ok()) {
+          status = pipeline.parse_row(record, row);
+          if (!status.ok())
+            status = Status(status.code(), path + ": record " + std::to_string(index) + " at byte " +
+                                               std::to_string(at) + ": " + status.message());
+        }
+        if (status.ok()) {
+          rows.push_back(std::move(row));
+        } else if (options.skip_corrupt && status.code() == StatusCode::kDataLoss) {
+          note_skip(status);
+        } else {
+          error = status;
+          done = true;
+        }
+      }
+
+      lock.lock();
+      slot->busy = false;
+      for (Row& row : rows) slot->rows.push_back(std::move(row));
+      if (done) {
+        slot->done = true;
+        slot->error = error;
+        slot->reader.reset();
+      } else {
+        slot->reader = std::move(reader);
+      }
+      filled.notify_all();
+    }
+  }
+
+  // The next row in interleave order (this shard's share of it when every
+  // shard reads every file); false at the end of the input.
+  Result<bool> next_row(Row& row, uint64_t& position) {
+    const RecordPipelineOptions& options = pipeline.options_;
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      if (stop) return false;
+      bool active = false;
+      for (const Slot& slot : slots) active = active || slot.file >= 0;
+      if (!active) return false;
+      Slot& slot = slots[cursor];
+      if (slot.file < 0) {
+        cursor = (cursor + 1) % slots.size();
+        continue;
+      }
+      filled.wait(lock, [&] { return stop || !slot.rows.empty() || slot.done; });
+      if (stop) return false;
+      if (!slot.rows.empty()) {
+        row = std::move(slot.rows.front());
+        slot.rows.pop_front();
+        work.notify_all();
+        cursor = (cursor + 1) % slots.size();
+        const uint64_t at = position++;
+        if (pipeline.by_file_ || at % options.shard_count == options.shard_index) return true;
+        continue;
+      }
+      if (!slot.error.ok()) return slot.error;
+      // The file is finished: the next file takes its place in the cycle.
+      slot.done = false;
+      slot.file = next_file < files.size() ? int64_t(next_file++) : -1;
+      work.notify_all();
+    }
+  }
+
+  // Shuffle buffer, batches, prefetch.
+  void assemble() {
+    const RecordPipelineOptions& options = pipeline.options_;
+    const uint32_t values = pipeline.example_values_;
+    uint64_t position = 0, emitted = 0;
+    Batch batch;
+    auto deliver = [&](Batch&& full) {
+      std::unique_lock<std::mutex> lock(mutex);
+      batches.wait(lock, [&] { return stop || ready.size() < options.prefetch; });
+      if (stop) return false;
+      ready.push_back(std::move(full));
+      batches.notify_all();
+      return true;
+    };
+    auto add = [&](Row&& row) {
+      batch.images.insert(batch.images.end(), row.begin(), row.begin() + values);
+      batch.labels.push_back(uint8_t(row[values]));
+      if (++batch.size < options.batch_size) return true;
+      ++emitted;
+      if (!deliver(std::move(batch))) return false;
+      batch = Batch();
+      return emitted < pipeline.batches_;
+    };
+    auto finish = [&](Status status) {
+      std::lock_guard<std::mutex> lock(mutex);
+      failure = status;
+      finished = true;
+      batches.notify_all();
+    };
+
+    if (pipeline.batches_ == 0) return finish(ok_status());
+    std::vector<Row> buffer;
+    Row row;
+    bool more = true;
+    for (;;) {
+      if (more && buffer.size() < std::max<std::size_t>(1, options.shuffle_buffer)) {
+        auto got = next_row(row, position);
+        if (!got.ok()) return finish(got.status());
+        more = *got;
+        if (more) buffer.push_back(std::move(row));
+        continue;
+      }
+      if (buffer.empty()) break;
+      // A uniformly chosen element leaves; the next row takes its place.
+      const std::size_t j = options.shuffle_buffer > 0 ? std::size_t(rng() % buffer.size()) : 0;
+      Row out = std::move(buffer[j]);
+      buffer[j] = std::move(buffer.back());
+      buffer.pop_back();
+      if (!add(std::move(out))) return finish(ok_status());
+    }
+    if (batch.size > 0 && !options.drop_remainder && emitted < pipeline.batches_) {
+      ++emitted;
+      if (!deliver(std::move(batch))) return finish(ok_status());
+    }
+    finish(ok_status());
+  }
+};
+
+Status RecordPipeline::parse_row(const std::string& record, std::vector<float>& row) const {
+  thread_local std::vector<float> values;
+  values.resize(schema_.row_size());
+  SYSTOLE_RETURN_IF_ERROR(schema_.parse(record, values.data()));
+  float* out = row.data();
+  for (std::size_t feature : input_features_) {
+    const float* first = values.data() + schema_.offset(feature);
+    out = std::copy(first, first + schema_.features()[feature].elements(), out);
+  }
+  const float label = values[schema_.offset(label_feature_)];
+  if (!(label >= 0 && label < float(classes_)) || label != float(int64_t(label)))
+    return Status(StatusCode::kInvalidArgument, "feature '" + schema_.features()[label_feature_].name +
+                                                    "': label " + std::to_string(label) +
+                                                    " is not a class in [0, " + std::to_string(classes_) + ")");
+  *out = label;
+  return ok_status();
+}
+
+Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSchema& schema,
+                                                               const ExampleColumns& columns,
+                                                               const RecordPipelineOptions& options) {
+  if (options.files.empty()) return Status(StatusCode::kInvalidArgument, "no input files");
+  if (options.shard_count == 0 || options.shard_index >= options.shard_count)
+    return Status(StatusCode::kInvalidArgument, "shard " + std::to_string(options.shard_index) + " of " +
+                                                    std::to_string(options.shard_count) + " does not exist");
+  if (options.batch_size == 0 || options.cycle_length == 0 || options.threads == 0 || options.prefetch == 0)
+    return Status(StatusCode::kInvalidArgument, "batch_size, cycle_length, threads and prefetch must be >= 1");
+  if (columns.inputs.empty()) return Status(StatusCode::kInvalidArgument, "no input features named");
+  if (columns.classes == 0 || columns.classes > 256)
+    return Status(StatusCode::kInvalidArgument, "classes must be in [1, 256]");
+  std::unique_ptr<RecordPipeline> pipeline(new RecordPipeline());
+  pipeline->schema_ = schema;
+  pipeline->options_ = options;
+  pipeline->classes_ = columns.classes;
+  uint64_t values = 0;
+  for (const std::string& name : columns.inputs) {
+    auto index = schema.find(name);
+    if (!index.ok()) return Status(index.status().code(), "inputs: " + index.status().message());
+    pipeline->input_features_.push_back(*index);
+    values += schema.features()[*index].elements();
+  }
+  if (values > (1u << 28)) return Status(StatusCode::kInvalidArgument, "inputs: more than 2^28 values per example");
+  pipeline->example_values_ = uint32_t(values);
+  if (columns.inputs.size() == 1) {
+    for (uint64_t d : schema.features()[pipeline->input_features_[0]].shape)
+      pipeline->example_shape_.push_back(uint32_t(d));
+  }
+  if (pipeline->example_shape_.empty()) pipeline->example_shape_ = {uint32_t(values)};
+  auto label = schema.find(columns.label);
+  if (!label.ok()) return Status(label.status().code(), "label: " + label.status().message());
+  if (schema.features()[*label].elements() != 1)
+    return Status(StatusCode::kInvalidArgument, "label: feature '" + columns.label + "' is not a scalar");
+  pipeline->label_feature_ = *label;
+
+  // Count every file's records (all shards need the same plan).
+  std::vector<uint64_t> counts;
+  for (const std::string& file : options.files) {
+    auto count = count_tfrecords(file);
+    if (!count.ok()) return count.status();
+    counts.push_back(*count);
+    pipeline->total_records_ += *count;
+  }
+  const uint32_t shards = options.shard_count;
+  pipeline->by_file_ = shards > 1 && options.files.size() >= shards;
+  uint64_t smallest = UINT64_MAX;
+  for (uint32_t s = 0; s < shards; ++s) {
+    uint64_t records = 0;
+    if (pipeline->by_file_) {
+      for (std::size_t f = s; f < counts.size(); f += shards) records += counts[f];
+    } else {
+      records = pipeline->total_records_ / shards + (s < pipeline->total_records_ % shards ? 1 : 0);
+    }
+    smallest = std::min(smallest, records);
+    if (s == options.shard_index) pipeline->shard_records_ = records;
+  }
+  for (std::size_t f = 0; f < options.files.size(); ++f)
+    if (!pipeline->by_file_ || f % shards == options.shard_index) pipeline->shard_files_.push_back(options.files[f]);
+  pipeline->batches_ = options.drop_remainder ? smallest / options.batch_size
+                                              : (pipeline->shard_records_ + options.batch_size - 1) / options.batch_size;
+  return pipeline;
+}
+
+RecordPipeline::~RecordPipeline() = default;
+
+void RecordPipeline::start_epoch(uint32_t epoch) {
+  epoch_.reset();
+  epoch_ = std::make_unique<Epoch>(*this, epoch);
+}
+
+Result<bool> RecordPipeline::next(Batch& batch) {
+  if (!epoch_) return Status(StatusCode::kInternal, "RecordPipeline::next before start_epoch");
+  Epoch& epoch = *epoch_;
+  std::unique_lock<std::mutex> lock(epoch.mutex);
+  epoch.batches.wait(lock, [&] { return !epoch.ready.empty() || epoch.finished; });
+  if (!epoch.ready.empty()) {
+    batch = std::move(epoch.ready.front());
+    epoch.ready.pop_front();
+    epoch.batches.notify_all();
+    return true;
+  }
+  if (!epoch.failure.ok()) return epoch.failure;
+  return false;
+}
+
+uint64_t RecordPipeline::skipped() const { return epoch_ ? epoch_->skipped.load() : 0; }
+
+std::string RecordPipeline::first_skip_reason() const {
+  if (!epoch_) return {};
+  std::lock_guard<std::mutex> lock(epoch_->mutex);
+  return epoch_->skip_reason;
+}
+
+Result<Dataset> load_tfrecord_dataset(const std::vector<std::string>& files, const ExampleSchema& schema,
+                                      const ExampleColumns& columns) {
+  RecordPipelineOptions options;
+  options.files = files;
+  options.cycle_length = 1;  // file order, then record order
+  options.threads = 1;
+  options.batch_size = 4096;
+  options.drop_remainder = false;
+  auto pipeline = RecordPipeline::create(schema, columns, options);
+  if (!pipeline.ok()) return pipeline.status();
+  Dataset data;
+  data.features = (*pipeline)->example_values();
+  data.shape = (*pipeline)->example_shape();
+  data.classes = columns.classes;
+  (*pipeline)->start_epoch(0);
+  Batch batch;
+  for (;;) {
+    auto more = (*pipeline)->next(batch);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    data.images.insert(data.images.end(), batch.images.begin(), batch.images.end());
+    data.labels.insert(data.labels.end(), batch.labels.begin(), batch.labels.end());
+    data.examples += batch.size;
+  }
+  return data;
+}
+
+}  // namespace systole

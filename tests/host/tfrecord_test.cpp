@@ -1,0 +1,440 @@
+// TFRecord files, tf.train.Example parsing, hash buckets and the record
+// pipeline (label unit): the frame layout byte for byte, every corruption
+// named, Examples against hand-built bytes, and the pipeline's sharding and
+// determinism.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "common/temp_dir_test.h"
+#include "systole/example.h"
+#include "systole/record_pipeline.h"
+#include "systole/tfrecord.h"
+
+namespace systole {
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_all(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+FeatureSpec spec(const std::string& name, FeatureType type, std::vector<uint64_t> shape) {
+  FeatureSpec feature;
+  feature.name = name;
+  feature.type = type;
+  feature.shape = std::move(shape);
+  return feature;
+}
+
+class TFRecords : public testing::TempDirTest {
+ protected:
+  // A file of `records`, returning its path.
+  std::string write_file(const std::string& name, const std::vector<std::string>& records) {
+    auto writer = TFRecordWriter::create(path(name));
+    EXPECT_TRUE(writer.ok()) << writer.status().message();
+    for (const std::string& record : records) EXPECT_TRUE(writer->write(record).ok());
+    EXPECT_TRUE(writer->close().ok());
+    return path(name);
+  }
+
+  // Every record of a file, or the first error's message.
+  static std::string read_records(const std::string& file, std::vector<std::string>* records = nullptr) {
+    auto reader = TFRecordReader::open(file);
+    if (!reader.ok()) return reader.status().message();
+    std::string record;
+    for (;;) {
+      auto more = reader->next(record);
+      if (!more.ok()) return more.status().message();
+      if (!*more) return "";
+      if (records) records->push_back(record);
+    }
+  }
+};
+
+TEST(Crc32c, KnownValuesAndMask) {
+  // The CRC-32C check value (RFC 3720's "123456789"), and 32 zero bytes
+  // (RFC 3720, B.4).
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);
+  const std::string zeros(32, '\0');
+  EXPECT_EQ(crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
+  // Masking: rotate right by 15, add 0xa282ead8.
+  EXPECT_EQ(mask_crc32c(0), 0xa282ead8u);
+  EXPECT_EQ(mask_crc32c(0x00008000u), 0xa282ead9u);
+}
+
+TEST_F(TFRecords, FrameLayoutAndRoundTrip) {
+  const std::vector<std::string> records = {"", "a", std::string(70000, 'x') + "end", std::string("\0\1\2", 3)};
+  const std::string file = write_file("f.tfrecord", records);
+  const std::string bytes = read_all(file);
+  std::size_t expected = 0;
+  for (const std::string& r : records) expected += 16 + r.size();
+  ASSERT_EQ(bytes.size(), expected);
+  // Record 1 ("a") starts at 16: length 1, masked CRC of the length bytes,
+  // the data, the masked CRC of the data, all little-endian.
+  const char* frame = bytes.data() + 16;
+  uint64_t length;
+  uint32_t length_crc, data_crc;
+  std::memcpy(&length, frame, 8);
+  std::memcpy(&length_crc, frame + 8, 4);
+  std::memcpy(&data_crc, frame + 13, 4);
+  EXPECT_EQ(length, 1u);
+  EXPECT_EQ(length_crc, mask_crc32c(crc32c(frame, 8)));
+  EXPECT_EQ(frame[12], 'a');
+  EXPECT_EQ(data_crc, mask_crc32c(crc32c("a", 1)));
+
+  std::vector<std::string> back;
+  EXPECT_EQ(read_records(file, &back), "");
+  EXPECT_EQ(back, records);
+  auto count = count_tfrecords(file);
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, records.size());
+  // Nothing but the file itself is left in the directory.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), {}), 1);
+}
+
+TEST_F(TFRecords, EveryBitFlipIsNamed) {
+  const std::string file = write_file("f.tfrecord", {"first", "second!"});
+  const std::string good = read_all(file);
+  const std::size_t second = 16 + 5;  // the second record's offset
+  for (std::size_t byte = second; byte < good.size(); ++byte)
+    for (int bit = 0; bit < 8; bit += 3) {
+      std::string bad = good;
+      bad[byte] = char(bad[byte] ^ (1 << bit));
+      write_all(path("bad"), bad);
+      const std::string error = read_records(path("bad"));
+      const std::string where = path("bad") + ": record 1 at byte 21: ";
+      SCOPED_TRACE("byte " + std::to_string(byte) + " bit " + std::to_string(bit));
+      ASSERT_EQ(error.rfind(where, 0), 0u) << error;
+      const std::string what = error.substr(where.size());
+      if (byte < second + 12)
+        EXPECT_EQ(what.rfind("corrupted record: length CRC mismatch", 0), 0u) << what;
+      else
+        EXPECT_EQ(what.rfind("corrupted record: data CRC mismatch", 0), 0u) << what;
+    }
+}
+
+TEST_F(TFRecords, EveryTruncationIsNamed) {
+  const std::string file = write_file("f.tfrecord", {"first", "second!"});
+  const std::string good = read_all(file);
+  for (std::size_t size = 1; size < good.size(); ++size) {
+    if (size == 21) continue;  // a whole first record: a valid file
+    write_all(path("cut"), good.substr(0, size));
+    const uint64_t at = size < 21 ? 0 : 21;
+    const std::string where = path("cut") + ": record " + std::to_string(at ? 1 : 0) + " at byte " +
+                              std::to_string(at) + ": truncated: ";
+    const std::string error = read_records(path("cut"));
+    EXPECT_EQ(error.rfind(where, 0), 0u) << "size " << size << ": " << error;
+    auto count = count_tfrecords(path("cut"));
+    ASSERT_FALSE(count.ok());
+    EXPECT_EQ(count.status().message().rfind(where, 0), 0u) << count.status().message();
+  }
+}
+
+TEST_F(TFRecords, DataErrorLeavesTheReaderPastTheRecord) {
+  const std::string file = write_file("f.tfrecord", {"one", "two", "three"});
+  std::string bytes = read_all(file);
+  bytes[16 + 3 + 12] ^= 1;  // record 1's data
+  write_all(file, bytes);
+  auto reader = TFRecordReader::open(file);
+  ASSERT_TRUE(reader.ok());
+  std::string record;
+  auto first = reader->next(record);
+  EXPECT_TRUE(first.ok() && *first);
+  auto bad = reader->next(record);
+  EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss);
+  auto after = reader->next(record);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(*after);
+  EXPECT_EQ(record, "three");
+}
+
+TEST_F(TFRecords, RefusesWhatIsNotARegularFile) {
+  EXPECT_EQ(read_records(dir_.string()), dir_.string() + ": not a regular file");
+  EXPECT_EQ(read_records(path("missing")).rfind(path("missing") + ": cannot open", 0), 0u);
+  auto none = match_files({path("*.tfrecord")});
+  EXPECT_EQ(none.status().message(), path("*.tfrecord") + ": matches no regular file");
+  write_file("b.tfrecord", {});
+  write_file("a.tfrecord", {});
+  auto both = match_files({path("*.tfrecord"), path("a.tfrecord")});
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(*both, (std::vector<std::string>{path("a.tfrecord"), path("b.tfrecord")}));
+}
+
+// An Example built byte by byte from the protobuf wire format: features
+// {"x": float_list [1.5, -2], "id": bytes_list ["ab"]}.
+std::string hand_built_example() {
+  auto field = [](int number, const std::string& payload) {  // length-delimited
+    return std::string(1, char(number << 3 | 2)) + char(payload.size()) + payload;
+  };
+  std::string floats;  // FloatList.value, packed
+  for (float v : {1.5f, -2.0f}) floats.append(reinterpret_cast<const char*>(&v), 4);
+  const std::string x_feature = field(2, field(1, floats));  // Feature.float_list = 2
+  const std::string id_feature = field(1, field(1, "ab"));   // Feature.bytes_list = 1
+  const std::string x_entry = field(1, "x") + field(2, x_feature);
+  const std::string id_entry = field(1, "id") + field(2, id_feature);
+  return field(1, field(1, id_entry) + field(1, x_entry));  // Example.features, Features.feature map
+}
+
+TEST(Examples, ParsesHandBuiltBytesAndBuildsTheSame) {
+  FeatureSpec x = spec("x", FeatureType::kFloat, {2});
+  FeatureSpec id = spec("id", FeatureType::kBytes, {});
+  id.hash_buckets = 1000;
+  auto schema = ExampleSchema::create({x, id});
+  ASSERT_TRUE(schema.ok()) << schema.status().message();
+  std::vector<float> row(schema->row_size());
+  const std::string bytes = hand_built_example();
+  ASSERT_TRUE(schema->parse(bytes, row.data()).ok());
+  EXPECT_EQ(row, (std::vector<float>{1.5f, -2.0f, float(fingerprint64("ab") % 1000)}));
+
+  ExampleBuilder builder;
+  const float values[] = {1.5f, -2.0f};
+  builder.add_floats("x", values, 2);
+  builder.add_bytes("id", {"ab"});
+  EXPECT_EQ(builder.serialize(), bytes);  // deterministic: map keys in order
+}
+
+TEST(Examples, FixedLenFeatureErrorsNameTheFeature) {
+  FeatureSpec x = spec("x", FeatureType::kFloat, {3});
+  FeatureSpec n = spec("n", FeatureType::kInt64, {});
+  n.has_default = true;
+  n.default_numbers = {7};
+  auto schema = ExampleSchema::create({x, n});
+  ASSERT_TRUE(schema.ok());
+  std::vector<float> row(schema->row_size());
+  auto parse = [&](const ExampleBuilder& b) {
+    const Status status = schema->parse(b.serialize(), row.data());
+    return status.ok() ? std::string() : status.message();
+  };
+  ExampleBuilder b;
+  const float three[] = {1, 2, 3};
+  b.add_floats("x", three, 3);
+  EXPECT_EQ(parse(b), "");
+  EXPECT_EQ(row[3], 7.0f);  // n's default
+  b.clear();
+  b.add_floats("x", three, 2);
+  EXPECT_EQ(parse(b), "feature 'x': expected 3 float32 value(s), got 2");
+  b.clear();
+  const int64_t ints[] = {1, 2, 3};
+  b.add_int64s("x", ints, 3);
+  EXPECT_EQ(parse(b), "feature 'x': expected float_list (float32), got int64_list");
+  b.clear();
+  EXPECT_EQ(parse(b), "feature 'x': missing, and it has no default value");
+  b.add_floats("x", three, 3);
+  const int64_t huge = int64_t(1) << 40;
+  b.add_int64s("n", &huge, 1);
+  EXPECT_EQ(parse(b), "feature 'n': value 1099511627776 is not exact in float32 (|v| <= 2^24)");
+  EXPECT_EQ(schema->parse("\xff\xff", row.data()).message(), "not a valid tf.train.Example");
+
+  FeatureSpec s = spec("s", FeatureType::kBytes, {});
+  EXPECT_EQ(ExampleSchema::create({s}).status().message(),
+            "feature 's': a string feature feeds a model through hash_buckets; set it");
+  EXPECT_EQ(ExampleSchema::create({x, x}).status().message(), "feature 'x': named twice");
+}
+
+TEST(HashBuckets, FarmHashFingerprint64) {
+  // Known Fingerprint64 values (FarmHash's farmhashna, as TensorFlow's
+  // to_hash_bucket_fast uses).
+  EXPECT_EQ(fingerprint64(""), 11160318154034397263ull);
+  EXPECT_EQ(fingerprint64("Hello"), 15404698994557526151ull);
+  EXPECT_EQ(fingerprint64("World"), 18308117990299812472ull);
+  // tf.strings.to_hash_bucket_fast(["Hello", "TensorFlow", "2.x"], 3)
+  // is [0, 2, 2] in TensorFlow's documentation.
+  EXPECT_EQ(hash_bucket("Hello", 3), 0u);
+  EXPECT_EQ(hash_bucket("TensorFlow", 3), 2u);
+  EXPECT_EQ(hash_bucket("2.x", 3), 2u);
+}
+
+// Files of examples {"v": [index], "label": index % 10}, `per_file[i]`
+// records in file i; every record's index is unique.
+class Pipelines : public TFRecords {
+ protected:
+  void SetUp() override {
+    TFRecords::SetUp();
+    FeatureSpec v = spec("v", FeatureType::kFloat, {1});
+    FeatureSpec label = spec("label", FeatureType::kInt64, {});
+    schema_ = std::move(ExampleSchema::create({v, label})).value();
+    columns_ = {{"v"}, "label", 10};
+  }
+
+  std::vector<std::string> write_files(const std::vector<uint32_t>& per_file) {
+    std::vector<std::string> files;
+    uint32_t index = 0;
+    for (std::size_t f = 0; f < per_file.size(); ++f) {
+      std::vector<std::string> records;
+      for (uint32_t i = 0; i < per_file[f]; ++i, ++index) {
+        ExampleBuilder b;
+        const float v = float(index);
+        const int64_t label = index % 10;
+        b.add_floats("v", &v, 1);
+        b.add_int64s("label", &label, 1);
+        records.push_back(b.serialize());
+      }
+      files.push_back(write_file("part-" + std::to_string(f), records));
+    }
+    total_ = index;
+    return files;
+  }
+
+  // Every value an epoch yields, in order.
+  std::vector<float> epoch(const RecordPipelineOptions& options, uint32_t number = 0) {
+    auto pipeline = RecordPipeline::create(schema_, columns_, options);
+    EXPECT_TRUE(pipeline.ok()) << pipeline.status().message();
+    if (!pipeline.ok()) return {};
+    (*pipeline)->start_epoch(number);
+    std::vector<float> values;
+    Batch batch;
+    for (;;) {
+      auto more = (*pipeline)->next(batch);
+      EXPECT_TRUE(more.ok()) << more.status().message();
+      if (!more.ok() || !*more) break;
+      EXPECT_EQ(batch.size, options.batch_size);
+      for (uint32_t i = 0; i < batch.size; ++i) EXPECT_EQ(batch.labels[i], uint32_t(batch.images[i]) % 10);
+      values.insert(values.end(), batch.images.begin(), batch.images.end());
+    }
+    return values;
+  }
+
+  ExampleSchema schema_;
+  ExampleColumns columns_;
+  uint32_t total_ = 0;
+};
+
+TEST_F(Pipelines, ShardsAreDisjointAndCoverEveryRecordOnce) {
+  // Shard counts below, at and above the file count (by file, then by
+  // record). Even files: every record once. Uneven files: every record in
+  // exactly one shard's plan, none read twice, every shard the same number
+  // of batches (the smallest shard's).
+  for (const std::vector<uint32_t>& per_file :
+       {std::vector<uint32_t>{12, 12, 12, 12, 12, 12}, std::vector<uint32_t>{13, 1, 0, 29, 7, 7, 20}}) {
+    const bool even = per_file[0] == per_file[1];
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    const auto files = write_files(per_file);
+    for (uint32_t shards : {1u, 2u, 3u, 6u, 7u, 11u}) {
+      SCOPED_TRACE((even ? "even files, " : "uneven files, ") + std::to_string(shards) + " shards");
+      std::map<float, uint32_t> seen;
+      uint64_t planned = 0;
+      std::set<std::size_t> sizes;
+      for (uint32_t shard = 0; shard < shards; ++shard) {
+        RecordPipelineOptions options;
+        options.files = files;
+        options.shard_index = shard;
+        options.shard_count = shards;
+        options.batch_size = 1;
+        options.cycle_length = 3;
+        options.threads = 2;
+        options.shuffle_buffer = 5;
+        options.seed = 42;
+        auto pipeline = RecordPipeline::create(schema_, columns_, options);
+        ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+        planned += (*pipeline)->shard_records();
+        const std::vector<float> values = epoch(options);
+        sizes.insert(values.size());
+        for (float v : values) ++seen[v];
+      }
+      EXPECT_EQ(planned, total_);
+      EXPECT_EQ(sizes.size(), 1u) << "shards took different numbers of steps";
+      for (const auto& [value, count] : seen) EXPECT_EQ(count, 1u) << "record " << value << " read twice";
+      if (even && 72 % shards == 0) {
+        EXPECT_EQ(seen.size(), total_);
+      }
+    }
+  }
+}
+
+TEST_F(Pipelines, DeterministicWhateverTheThreadCount) {
+  const auto files = write_files({50, 31, 77, 5, 64});
+  RecordPipelineOptions options;
+  options.files = files;
+  options.batch_size = 16;
+  options.cycle_length = 3;
+  options.shuffle_buffer = 40;
+  options.seed = 7;
+  options.threads = 1;
+  const std::vector<float> one = epoch(options);
+  EXPECT_EQ(one.size(), std::size_t(227 / 16 * 16));  // the remainder dropped
+  for (uint32_t threads : {2u, 3u}) {
+    options.threads = threads;
+    EXPECT_EQ(epoch(options), one) << threads << " threads";
+  }
+  EXPECT_NE(epoch(options, 1), one);  // another epoch, another order
+  options.seed = 8;
+  EXPECT_NE(epoch(options), one);
+}
+
+TEST_F(Pipelines, CorruptRecordsAreNamedOrSkippedOnRequest) {
+  auto files = write_files({10, 10});
+  std::string bytes = read_all(files[1]);
+  const std::size_t record_bytes = bytes.size() / 10;
+  bytes[3 * record_bytes + 14] ^= 4;  // record 3's data
+  write_all(files[1], bytes);
+  RecordPipelineOptions options;
+  options.files = files;
+  options.batch_size = 4;
+  auto pipeline = RecordPipeline::create(schema_, columns_, options);
+  ASSERT_TRUE(pipeline.ok());
+  (*pipeline)->start_epoch(0);
+  Batch batch;
+  Result<bool> more = true;
+  while (more.ok() && *more) more = (*pipeline)->next(batch);
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.status().message().rfind(files[1] + ": record 3 at byte " + std::to_string(3 * record_bytes) +
+                                              ": corrupted record: data CRC mismatch",
+                                          0),
+            0u)
+      << more.status().message();
+
+  options.skip_corrupt = true;
+  auto skipping = RecordPipeline::create(schema_, columns_, options);
+  ASSERT_TRUE(skipping.ok());
+  (*skipping)->start_epoch(0);
+  uint32_t examples = 0;
+  for (;;) {
+    auto more_skipping = (*skipping)->next(batch);
+    ASSERT_TRUE(more_skipping.ok()) << more_skipping.status().message();
+    if (!*more_skipping) break;
+    examples += batch.size;
+  }
+  EXPECT_EQ(examples, 16u);  // 19 good records, batches of 4
+  EXPECT_EQ((*skipping)->skipped(), 1u);
+}
+
+TEST_F(Pipelines, LabelsOutsideTheClassesAreNamed) {
+  const auto files = write_files({12});
+  columns_.classes = 5;  // labels go to 9
+  RecordPipelineOptions options;
+  options.files = files;
+  options.batch_size = 2;
+  auto pipeline = RecordPipeline::create(schema_, columns_, options);
+  ASSERT_TRUE(pipeline.ok());
+  (*pipeline)->start_epoch(0);
+  Batch batch;
+  Result<bool> more = true;
+  while (more.ok() && *more) more = (*pipeline)->next(batch);
+  ASSERT_FALSE(more.ok());
+  EXPECT_NE(more.status().message().find(files[0] + ": record 5 at byte "), std::string::npos)
+      << more.status().message();
+  EXPECT_NE(more.status().message().find("feature 'label': label 5"), std::string::npos);
+}
+
+TEST_F(Pipelines, LoadsADatasetInFileOrder) {
+  const auto files = write_files({3, 4});
+  auto data = load_tfrecord_dataset(files, schema_, columns_);
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  EXPECT_EQ(data->examples, 7u);
+  EXPECT_EQ(data->images, (std::vector<float>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(data->labels, (std::vector<uint8_t>{0, 1, 2, 3, 4, 5, 6}));
+}
+
+}  // namespace
+}  // namespace systole

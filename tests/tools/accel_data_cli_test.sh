@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# accel_data end to end (label unit): CSV and IDX to TFRecord, `show`, and
+# bad input that must end with exit code 2, a message naming the file and
+# where in it, and no output file.
+set -u
+tool=$1
+make_idx=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+source "$(dirname "$0")/expect.sh"
+
+printf 'user,item,label\nalice,book,1\nbob,"a, b",0\ncarol,pen,1\n' >"$work/good.csv"
+expect 0 "wrote 3 records \(user string, item string, label int64\)" \
+  from-csv --csv "$work/good.csv" --out "$work/good" --int64 label --shards 2
+expect 0 "good-00000-of-00002.tfrecord: 2 records, .* every CRC correct" show "$work"/good-0000[01]-of-00002.tfrecord
+expect 0 'item: bytes_list\[1\] \{"a, b"\}' show "$work/good-00000-of-00002.tfrecord"
+
+mkdir -p "$work/idx" && "$make_idx" "$work/idx" 70 20 >/dev/null
+expect 0 "" fashion-mnist --data-dir "$work/idx" --out "$work/fm" --shards 3 --validation-examples 10
+expect 0 "train-00002-of-00003.tfrecord: 20 records" show "$work/fm/train-00002-of-00003.tfrecord"
+expect 0 "image: float_list\[784\]" show "$work/fm/test-00000-of-00001.tfrecord" --records 1
+expect 0 "wrote 5 records" from-idx --images "$work/idx/t10k-images-idx3-ubyte.gz" \
+  --labels "$work/idx/t10k-labels-idx1-ubyte.gz" --out "$work/five" --first 15 --count 5
+
+printf 'user,item\nx\n' >"$work/short.csv"
+expect 2 "short.csv: row 1 has 1 field\(s\), the header 2" from-csv --csv "$work/short.csv" --out "$work/short"
+printf 'user,label\nx,notanint\n' >"$work/typed.csv"
+expect 2 "typed.csv: row 1, column 'label': 'notanint' is not an int64" \
+  from-csv --csv "$work/typed.csv" --out "$work/typed" --int64 label
+expect 2 "no column 'rating'" from-csv --csv "$work/good.csv" --out "$work/rating" --float rating
+ls "$work"/short* "$work"/typed-* "$work"/rating* 2>/dev/null | grep -q tfrecord &&
+  { echo "FAIL: a failed conversion left a file"; failures=$((failures + 1)); }
+
+# One flipped bit in the second record's data, and a truncated file.
+cp "$work/good-00000-of-00002.tfrecord" "$work/flipped.tfrecord"
+size=$(stat -c %s "$work/flipped.tfrecord")
+printf '\x00' | dd of="$work/flipped.tfrecord" bs=1 seek=$((size - 8)) conv=notrunc status=none
+expect 2 "flipped.tfrecord: record 1 at byte [0-9]+: corrupted record: data CRC mismatch" show "$work/flipped.tfrecord"
+head -c 30 "$work/good-00000-of-00002.tfrecord" >"$work/cut.tfrecord"
+expect 2 "cut.tfrecord: record 0 at byte 0: truncated" show "$work/cut.tfrecord"
+expect 2 "not a regular file" show "$work"
+ls "$work"/*.tmp* >/dev/null 2>&1 && { echo "FAIL: a temporary file was left behind"; failures=$((failures + 1)); }
+
+echo "$passes passed, $failures failed"
+[[ $failures -eq 0 ]]

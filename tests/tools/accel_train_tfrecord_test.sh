@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# accel_train from TFRecord files end to end (label emu): Fashion-MNIST-shaped
+# shards through the input pipeline, and the collaborative-filtering flow
+# (accel_data debian-packages on a made-up status file, a two-tower model
+# over hashed names, the ranking report); bad data ends with exit 2 and a
+# message naming the file, record and byte offset.
+set -u
+tool=$1 accel_data=$2 make_idx=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/expect.sh"
+
+mkdir -p "$work/idx" && "$make_idx" "$work/idx" 640 160 >/dev/null || exit 1
+"$accel_data" fashion-mnist --data-dir "$work/idx" --out "$work/fm" --shards 3 --validation-examples 64 >/dev/null || exit 1
+cat >"$work/fm.yaml" <<YAML
+array: 16x16
+devices: 2
+model: {hidden: [32], classes: 10}
+data:
+  format: tfrecord
+  train: $work/fm/train-*.tfrecord
+  validation: $work/fm/validation-*.tfrecord
+  test: $work/fm/test-*.tfrecord
+  features:
+    image: {dtype: float32, shape: [28, 28, 1]}
+    label: {dtype: int64}
+  inputs: [image]
+  shuffle_buffer: 100
+train: {epochs: 3, global_batch: 32, learning_rate: 0.003}
+YAML
+expect 0 "test_accuracy: (0\.[5-9]|1\.0)" --config "$work/fm.yaml"
+expect 0 "576 training records in 3 file\(s\), 64 validation, 160 test examples \(TFRecord\)" --config "$work/fm.yaml" --epochs 1
+
+# One flipped byte in the data of record 5 of the middle shard (192
+# records of one size): named, or skipped on request.
+cp -r "$work/fm" "$work/bad"
+size=$(stat -c %s "$work/bad/train-00001-of-00003.tfrecord")
+printf '\x01' | dd of="$work/bad/train-00001-of-00003.tfrecord" bs=1 seek=$((size / 192 * 5 + 100)) conv=notrunc status=none
+sed "s|$work/fm/train|$work/bad/train|" "$work/fm.yaml" >"$work/bad.yaml"
+expect 2 "train-00001-of-00003.tfrecord: record 5 at byte $((size / 192 * 5)): corrupted record: data CRC mismatch" \
+  --config "$work/bad.yaml" --epochs 1
+sed 's/  shuffle_buffer: 100/  shuffle_buffer: 100\n  skip_corrupt: true/' "$work/bad.yaml" >"$work/skip.yaml"
+# (the remainder of 576 / 30 leaves room for a skipped record in the epoch)
+expect 0 "warning: 1 corrupt record\(s\) skipped" --config "$work/skip.yaml" --epochs 1 --global-batch 30
+sed "s|$work/fm/train-\*|$work/nothing-*|" "$work/fm.yaml" >"$work/nothing.yaml"
+expect 2 "data.train: .*nothing-\*.tfrecord: matches no regular file" --config "$work/nothing.yaml"
+
+# Collaborative filtering: 240 packages that depend on 3 of 12 libraries by
+# a planted rule (packages of one class mod 12 share two), hashed names, a
+# two-tower model, the ranking report.
+for p in $(seq 0 239); do
+  deps="lib$((p % 12)), lib$(((p * 7 + 3) % 12)) (>= 1.0), lib$(((p / 5) % 12)):any | other"
+  printf 'Package: pkg%s\nVersion: 1\nDepends: %s\n\n' "$p" "$deps"
+done >"$work/status"
+train_tool=$tool tool=$accel_data
+expect 0 "read 240 packages with [0-9]+ relationships" \
+  debian-packages --status "$work/status" --no-apt-cache --out "$work/cf" --shards 2 --negatives 3
+printf ' continued\nPackage: x\n' >"$work/orphan"
+expect 2 "orphan: line 1: a continuation line outside a field" \
+  debian-packages --status "$work/orphan" --no-apt-cache --out "$work/none"
+printf 'Package: x\nDepends y\n' >"$work/nocolon"
+expect 2 "nocolon: line 2: expected 'Field: value', got 'Depends y'" \
+  debian-packages --status "$work/nocolon" --no-apt-cache --out "$work/none"
+[[ -e $work/none ]] && { echo "FAIL: a failed conversion created its directory"; failures=$((failures + 1)); }
+tool=$train_tool
+cat >"$work/cf.yaml" <<YAML
+array: 16x16
+devices: 2
+model:
+  classes: 2
+  layers:
+    - {type: embedding, input_dim: [512, 512], output_dim: 8}
+    - {type: dense, units: 16, activation: relu}
+    - {type: dense, units: 8}
+    - {type: dot}
+data:
+  format: tfrecord
+  train: $work/cf/train-*.tfrecord
+  test: $work/cf/test-*.tfrecord
+  features:
+    package: {dtype: string, hash_buckets: 512}
+    dependency: {dtype: string, hash_buckets: 512}
+    label: {dtype: int64}
+  inputs: [package, dependency]
+  shuffle_buffer: 200
+train: {epochs: 10, global_batch: 32, learning_rate: 0.01, embedding_learning_rate: 0.3,
+        embedding_initial_accumulator: 0.001}
+ranking: {k: 3, users: 50}
+YAML
+expect 0 "\+ 8192 in embedding tables" --config "$work/cf.yaml" --epochs 1
+# On planted structure the model must rank better than popularity.
+ranked=$("$tool" --config "$work/cf.yaml" 2>&1)
+model_recall=$(sed -n 's/^  model: .*recall@3 \([0-9.]*\)$/\1/p' <<<"$ranked")
+popular_recall=$(sed -n 's/^  popularity: .*recall@3 \([0-9.]*\)$/\1/p' <<<"$ranked")
+if [[ -n $model_recall && -n $popular_recall ]] &&
+   awk -v m="$model_recall" -v p="$popular_recall" 'BEGIN{exit !(m > p + 0.1)}'; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: the two-tower model's recall@3 ($model_recall) does not beat popularity's ($popular_recall):"
+  echo "$ranked" | sed 's/^/    /'
+  failures=$((failures + 1))
+fi
+sed 's/input_dim: \[512, 512\]/input_dim: [512, 100]/' "$work/cf.yaml" >"$work/small-table.yaml"
+expect 2 "embedding: example [0-9]+, column 1: id [0-9]+ is not an integer in \[0, 100\)" --config "$work/small-table.yaml"
+printf 'ranking: {k: 0}\n' >"$work/k0.yaml"
+expect 2 "ranking.k and ranking.users must be >= 1" --config "$work/k0.yaml"
+
+echo "$passes passed, $failures failed"
+[[ $failures -eq 0 ]]

@@ -1,0 +1,111 @@
+// The ranking report: the training positives from the training files, the
+// towers' vectors from the model, recall@k and AUC from host/ranking.h.
+#include "ranking_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <unordered_map>
+
+#include "systole/ranking.h"
+#include "systole/record_pipeline.h"
+#include "systole/tfrecord.h"
+
+namespace systole {
+namespace {
+
+// The positive (label 1) pairs of a data set of [user, item] examples.
+Interactions positives(const Dataset& data) {
+  Interactions pairs;
+  for (uint32_t e = 0; e < data.examples; ++e)
+    if (data.labels[e] == 1) {
+      pairs.users.push_back(uint32_t(data.images[2 * std::size_t(e)]));
+      pairs.items.push_back(uint32_t(data.images[2 * std::size_t(e) + 1]));
+    }
+  return pairs;
+}
+
+std::vector<uint32_t> distinct(std::vector<uint32_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+}  // namespace
+
+Status report_ranking(Trainer& trainer, const TrainConfig& config, const Dataset& test) {
+  const ModelSpec& spec = trainer.model().spec();
+  if (spec.layers.empty() || spec.layers.back().type != "dot" || test.features != 2)
+    return Status(StatusCode::kInvalidArgument,
+                  "ranking: needs a two-tower model (inputs [user, item], the last layer a dot)");
+  auto schema = ExampleSchema::create(config.features);
+  if (!schema.ok()) return schema.status();
+  auto files = match_files(config.train_files);
+  if (!files.ok()) return files.status();
+  ExampleColumns columns{config.inputs, config.label, config.classes};
+  auto train_set = load_tfrecord_dataset(*files, *schema, columns);
+  if (!train_set.ok()) return train_set.status();
+  const Interactions train = positives(*train_set), held_out = positives(test);
+  std::unordered_map<uint32_t, float> popularity;
+  for (uint32_t item : train.items) popularity[item] += 1.0f;
+
+  std::vector<uint32_t> users = distinct(held_out.users);
+  const std::size_t all_users = users.size();
+  if (users.size() > config.ranking_users) {
+    std::mt19937_64 rng(config.seed);
+    std::shuffle(users.begin(), users.end(), rng);
+    users.resize(config.ranking_users);
+    std::sort(users.begin(), users.end());
+  }
+  std::vector<uint32_t> items = train.items;
+  items.insert(items.end(), held_out.items.begin(), held_out.items.end());
+  const std::vector<uint32_t> candidates = distinct(std::move(items));
+  if (users.empty() || candidates.empty())
+    return Status(StatusCode::kInvalidArgument, "ranking: the test set has no positive pairs");
+
+  // The towers' vectors: pairs (user k, candidate k) through every layer
+  // but the dot give both at once.
+  const std::size_t n = std::max(users.size(), candidates.size());
+  std::vector<float> pairs(2 * n);
+  for (std::size_t k = 0; k < n; ++k) {
+    pairs[2 * k] = float(users[k % users.size()]);
+    pairs[2 * k + 1] = float(candidates[k % candidates.size()]);
+  }
+  auto towers = trainer.predict(pairs.data(), uint32_t(n), spec.layers.size() - 1);
+  if (!towers.ok()) return towers.status();
+  const std::size_t width = towers->size() / (2 * n);
+  auto user_vector = [&](std::size_t u) { return towers->data() + 2 * u * width; };
+  auto item_vector = [&](std::size_t c) { return towers->data() + (2 * c + 1) * width; };
+  const double model_recall = recall_at_k(users, candidates, train, held_out, config.ranking_k,
+                                          [&](std::size_t u, std::vector<float>& scores) {
+                                            const float* x = user_vector(u);
+                                            for (std::size_t c = 0; c < candidates.size(); ++c) {
+                                              const float* y = item_vector(c);
+                                              float s = 0.0f;
+                                              for (std::size_t j = 0; j < width; ++j) s += x[j] * y[j];
+                                              scores[c] = s;
+                                            }
+                                          });
+  const double popular_recall = recall_at_k(users, candidates, train, held_out, config.ranking_k,
+                                            [&](std::size_t, std::vector<float>& scores) {
+                                              for (std::size_t c = 0; c < candidates.size(); ++c)
+                                                scores[c] = popularity[candidates[c]];
+                                            });
+
+  auto logits = trainer.predict(test.images.data(), test.examples);
+  if (!logits.ok()) return logits.status();
+  std::vector<float> model_scores(test.examples), popular_scores(test.examples);
+  for (uint32_t e = 0; e < test.examples; ++e) {
+    model_scores[e] = (*logits)[2 * std::size_t(e) + 1] - (*logits)[2 * std::size_t(e)];
+    popular_scores[e] = popularity[uint32_t(test.images[2 * std::size_t(e) + 1])];
+  }
+  std::printf("ranking: %zu test users (of %zu), %zu candidate items; AUC over %u test pairs\n", users.size(),
+              all_users, candidates.size(), test.examples);
+  std::printf("  model:      auc %.4f - recall@%u %.4f\n", roc_auc(model_scores, test.labels), config.ranking_k,
+              model_recall);
+  std::printf("  popularity: auc %.4f - recall@%u %.4f\n", roc_auc(popular_scores, test.labels), config.ranking_k,
+              popular_recall);
+  return ok_status();
+}
+
+}  // namespace systole

@@ -1,0 +1,185 @@
+// Package relationships as interactions: deb822 stanzas in, TFRecords out.
+#include "debian_packages.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "systole/example.h"
+#include "systole/tfrecord.h"
+
+namespace systole {
+namespace {
+
+using Edge = std::pair<std::string, std::string>;  // (package, dependency)
+
+// The package name of one relationship alternative: "libc6:any (>= 2.34)
+// [amd64] <!nocheck>" is "libc6".
+std::string relation_name(const std::string& text) {
+  const std::size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return {};
+  std::size_t last = first;
+  while (last < text.size() && !std::strchr(" \t(:[<", text[last])) ++last;
+  return text.substr(first, last - first);
+}
+
+// Reads deb822 stanzas from `in` (named `source` in errors), adding the
+// edges of packages not seen before.
+Status read_stanzas(std::istream& in, const std::string& source, std::set<std::string>& packages,
+                    std::set<Edge>& edges) {
+  std::string line, package, field, value;
+  std::map<std::string, std::string> fields;
+  uint64_t number = 0;
+  auto finish = [&]() {
+    const auto name = fields.find("package");
+    if (name != fields.end() && packages.insert(name->second).second)
+      for (const char* relation : {"depends", "pre-depends", "recommends"}) {
+        const auto found = fields.find(relation);
+        if (found == fields.end()) continue;
+        std::stringstream groups(found->second);
+        std::string group;
+        while (std::getline(groups, group, ',')) {
+          const std::string dependency = relation_name(group.substr(0, group.find('|')));
+          if (!dependency.empty() && dependency != name->second) edges.insert({name->second, dependency});
+        }
+      }
+    fields.clear();
+    field.clear();
+  };
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) {
+      finish();
+      continue;
+    }
+    if (line[0] == ' ' || line[0] == '\t') {  // a continuation
+      if (field.empty())
+        return Status(StatusCode::kInvalidArgument,
+                      source + ": line " + std::to_string(number) + ": a continuation line outside a field");
+      fields[field] += " " + line;
+      continue;
+    }
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos || colon == 0)
+      return Status(StatusCode::kInvalidArgument,
+                    source + ": line " + std::to_string(number) + ": expected 'Field: value', got '" +
+                        line.substr(0, 60) + "'");
+    field = line.substr(0, colon);
+    std::transform(field.begin(), field.end(), field.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    const std::size_t start = line.find_first_not_of(" \t", colon + 1);
+    fields[field] = start == std::string::npos ? "" : line.substr(start);
+  }
+  finish();
+  return ok_status();
+}
+
+std::string example(const std::string& package, const std::string& dependency, int64_t label) {
+  ExampleBuilder builder;
+  builder.add_bytes("package", {package});
+  builder.add_bytes("dependency", {dependency});
+  builder.add_int64s("label", &label, 1);
+  return builder.serialize();
+}
+
+// Writes `records` over `shards` files PREFIX-0000i-of-0000N.tfrecord, each
+// appearing whole or not at all.
+Status write_shards(const std::string& prefix, const std::vector<std::string>& records, uint32_t shards) {
+  std::vector<TFRecordWriter> writers;
+  for (uint32_t s = 0; s < shards; ++s) {
+    char name[64];
+    std::snprintf(name, sizeof name, "-%05u-of-%05u.tfrecord", s, shards);
+    auto writer = TFRecordWriter::create(prefix + name);
+    if (!writer.ok()) return writer.status();
+    writers.push_back(std::move(writer).value());
+  }
+  for (std::size_t i = 0; i < records.size(); ++i)
+    SYSTOLE_RETURN_IF_ERROR(writers[i * shards / records.size()].write(records[i]));
+  for (TFRecordWriter& writer : writers) SYSTOLE_RETURN_IF_ERROR(writer.close());
+  return ok_status();
+}
+
+}  // namespace
+
+Status write_debian_packages(const DebianPackagesOptions& options) {
+  if (!(options.test_fraction > 0 && options.test_fraction < 1))
+    return Status(StatusCode::kInvalidArgument, "--test-fraction: must be in (0, 1)");
+  std::set<std::string> packages;
+  std::set<Edge> edges;
+  for (const std::string& file : options.files) {
+    std::ifstream in(file);
+    struct stat info;
+    if (!in || ::stat(file.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
+      return Status(StatusCode::kNotFound, file + ": cannot open (or not a regular file)");
+    SYSTOLE_RETURN_IF_ERROR(read_stanzas(in, file, packages, edges));
+  }
+  std::string sources = std::to_string(options.files.size()) + " file(s)";
+  if (options.apt_cache && std::system("command -v apt-cache >/dev/null 2>&1") == 0) {
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen("apt-cache dumpavail 2>/dev/null", "r"), ::pclose);
+    if (!pipe) return Status(StatusCode::kUnavailable, "apt-cache dumpavail: cannot run");
+    std::string text;
+    char buffer[1 << 16];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) text.append(buffer, n);
+    std::istringstream in(text);
+    SYSTOLE_RETURN_IF_ERROR(read_stanzas(in, "apt-cache dumpavail", packages, edges));
+    sources += " and apt-cache dumpavail";
+  }
+  if (edges.empty()) return Status(StatusCode::kInvalidArgument, "no package relationships found in " + sources);
+
+  // Hold out a seeded share of each package's edges, keeping one in training.
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<Edge> train, test;
+  std::set<std::string> items;
+  for (auto it = edges.begin(); it != edges.end();) {
+    auto end = it;
+    std::vector<Edge> group;
+    while (end != edges.end() && end->first == it->first) group.push_back(*end++);
+    std::shuffle(group.begin(), group.end(), rng);
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      items.insert(group[i].second);
+      (i > 0 && uniform(rng) < options.test_fraction ? test : train).push_back(group[i]);
+    }
+    it = end;
+  }
+  // Negatives: items drawn uniformly that are not the package's edges.
+  const std::vector<std::string> catalogue(items.begin(), items.end());
+  std::uniform_int_distribution<std::size_t> pick(0, catalogue.size() - 1);
+  auto with_negatives = [&](const std::vector<Edge>& positives) {
+    std::vector<std::string> records;
+    for (const Edge& edge : positives) {
+      records.push_back(example(edge.first, edge.second, 1));
+      for (uint32_t n = 0; n < options.negatives; ++n) {
+        std::string item = catalogue[pick(rng)];
+        for (int tries = 0; tries < 16 && edges.count({edge.first, item}); ++tries) item = catalogue[pick(rng)];
+        records.push_back(example(edge.first, item, 0));
+      }
+    }
+    std::shuffle(records.begin(), records.end(), rng);
+    return records;
+  };
+  const std::vector<std::string> train_records = with_negatives(train), test_records = with_negatives(test);
+  if (::mkdir(options.out.c_str(), 0755) != 0 && errno != EEXIST)
+    return Status(StatusCode::kUnavailable, options.out + ": cannot create the directory: " + std::strerror(errno));
+  const uint32_t shards = uint32_t(std::min<std::size_t>(options.shards, train_records.size()));
+  SYSTOLE_RETURN_IF_ERROR(write_shards(options.out + "/train", train_records, shards));
+  SYSTOLE_RETURN_IF_ERROR(write_shards(options.out + "/test", test_records, 1));
+  std::printf("read %zu packages with %zu relationships (Depends, Pre-Depends, Recommends) to %zu distinct "
+              "dependencies from %s\n",
+              packages.size(), edges.size(), items.size(), sources.c_str());
+  std::printf("wrote %zu training records (%zu edges + %u negatives each) in %u file(s) and %zu test records "
+              "(%zu held-out edges + negatives) to %s/{train,test}-*.tfrecord\n",
+              train_records.size(), train.size(), options.negatives, shards, test_records.size(), test.size(),
+              options.out.c_str());
+  return ok_status();
+}
+
+}  // namespace systole

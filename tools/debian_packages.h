@@ -1,0 +1,32 @@
+// accel_data debian-packages: a collaborative-filtering data set that every
+// Debian machine has. Each package's Depends, Pre-Depends and Recommends
+// (the first alternative of each) are its interactions, as (package,
+// dependency) pairs of package names, read from the installed system's
+// status file and the archive's package lists (`apt-cache dumpavail`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "systole/status.h"
+
+namespace systole {
+
+struct DebianPackagesOptions {
+  std::string out;                                   // directory
+  std::vector<std::string> files = {"/var/lib/dpkg/status"};
+  bool apt_cache = true;      // also read `apt-cache dumpavail`, when apt-cache exists
+  double test_fraction = 0.1;  // edges held out (a package keeps at least one in training)
+  uint32_t negatives = 4;      // sampled non-edges per edge, in training and test
+  uint32_t shards = 4;         // training files
+  uint64_t seed = 1;
+};
+
+// Writes DIR/train-0000i-of-0000N.tfrecord and DIR/test-00000-of-00001.tfrecord
+// with features package (string), dependency (string), label (int64: 1 an
+// edge, 0 a sampled negative); prints what it read and wrote. Errors name
+// the file and line.
+Status write_debian_packages(const DebianPackagesOptions& options);
+
+}  // namespace systole
