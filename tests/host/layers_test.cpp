@@ -86,6 +86,24 @@ double loss(Sequential& model, MatmulExecutor& matmul, const Batch& batch, bool 
   return result.loss_sum / batch.size;
 }
 
+// Central differences of the loss in each of `values` (parameters of
+// `model`) against analytic(i).
+template <class Analytic>
+void check_finite_differences(Sequential& model, const Batch& batch, std::vector<float>& values, Analytic analytic,
+                              const std::string& what) {
+  testing::ExactMatmul exact;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float saved = values[i], h = 1e-3f;
+    values[i] = saved + h;
+    const double plus = loss(model, exact, batch, false);
+    values[i] = saved - h;
+    const double minus = loss(model, exact, batch, false);
+    values[i] = saved;
+    const double numeric = (plus - minus) / (2.0 * h);
+    EXPECT_NEAR(analytic(i), numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << what << " " << i;
+  }
+}
+
 TEST(Layers, GradientsMatchFiniteDifferences) {
   for (const Case& c : cases()) {
     const uint32_t seed = 21;
@@ -94,19 +112,10 @@ TEST(Layers, GradientsMatchFiniteDifferences) {
     const Batch batch = random_batch(c.spec, 5, seed);
     loss(*model, exact, batch, true);
     const std::vector<float> analytic = model->parameters().gradients();
-    std::vector<float>& values = model->parameters().trainable();
-    ASSERT_EQ(analytic.size(), values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const float saved = values[i], h = 1e-3f;
-      values[i] = saved + h;
-      const double plus = loss(*model, exact, batch, false);
-      values[i] = saved - h;
-      const double minus = loss(*model, exact, batch, false);
-      values[i] = saved;
-      const double numeric = (plus - minus) / (2.0 * h);
-      EXPECT_NEAR(analytic[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric))
-          << c.name << ", parameter " << i << ", seed " << seed;
-    }
+    ASSERT_EQ(analytic.size(), model->parameters().trainable().size());
+    check_finite_differences(*model, batch, model->parameters().trainable(),
+                             [&](std::size_t i) { return analytic[i]; },
+                             std::string(c.name) + ", seed " + std::to_string(seed) + ", parameter");
   }
 }
 
@@ -131,24 +140,13 @@ TEST(Layers, EmbeddingGradientsMatchFiniteDifferences) {
   const RowSparse sparse = store.sparse_gradient(0);
   EXPECT_EQ(sparse.rows, (std::vector<uint32_t>{0, 1, 3, 5, 6, 7, 8}));  // item i is row 5 + i
   const std::vector<float> dense = store.gradients();
-  auto check = [&](std::vector<float>& values, auto analytic, const char* what) {
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const float saved = values[i], h = 1e-3f;
-      values[i] = saved + h;
-      const double plus = loss(*model, exact, batch, false);
-      values[i] = saved - h;
-      const double minus = loss(*model, exact, batch, false);
-      values[i] = saved;
-      const double numeric = (plus - minus) / (2.0 * h);
-      EXPECT_NEAR(analytic(i), numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << what << " " << i << ", seed " << seed;
-    }
-  };
-  check(store.trainable(), [&](std::size_t i) { return dense[i]; }, "dense parameter");
-  check(store.tables(), [&](std::size_t i) -> double {
+  check_finite_differences(*model, batch, store.trainable(), [&](std::size_t i) { return dense[i]; },
+                           "seed " + std::to_string(seed) + ", dense parameter");
+  check_finite_differences(*model, batch, store.tables(), [&](std::size_t i) -> double {
     const uint32_t row = uint32_t(i / 3);
     const auto at = std::find(sparse.rows.begin(), sparse.rows.end(), row);
     return at == sparse.rows.end() ? 0.0 : sparse.values[std::size_t(at - sparse.rows.begin()) * 3 + i % 3];
-  }, "table value");
+  }, "seed " + std::to_string(seed) + ", table value");
 }
 
 TEST(Layers, EmbeddingIdsOutsideTheTableAreNamed) {

@@ -304,9 +304,28 @@ class Pipelines : public TFRecords {
     return values;
   }
 
+  // Runs epoch 0 of a pipeline over `files` to its end: the examples it
+  // gave, and the error that ended it ("" if none).
+  std::pair<uint32_t, std::string> drain(const RecordPipelineOptions& options) {
+    auto pipeline = RecordPipeline::create(schema_, columns_, options);
+    if (!pipeline.ok()) return {0, "create: " + pipeline.status().message()};
+    (*pipeline)->start_epoch(0);
+    Batch batch;
+    uint32_t examples = 0;
+    for (;;) {
+      auto more = (*pipeline)->next(batch);
+      if (!more.ok()) return {examples, more.status().message()};
+      if (!*more) break;
+      examples += batch.size;
+    }
+    skipped_ = (*pipeline)->skipped();
+    return {examples, ""};
+  }
+
   ExampleSchema schema_;
   ExampleColumns columns_;
   uint32_t total_ = 0;
+  uint64_t skipped_ = 0;
 };
 
 TEST_F(Pipelines, ShardsAreDisjointAndCoverEveryRecordOnce) {
@@ -381,32 +400,17 @@ TEST_F(Pipelines, CorruptRecordsAreNamedOrSkippedOnRequest) {
   RecordPipelineOptions options;
   options.files = files;
   options.batch_size = 4;
-  auto pipeline = RecordPipeline::create(schema_, columns_, options);
-  ASSERT_TRUE(pipeline.ok());
-  (*pipeline)->start_epoch(0);
-  Batch batch;
-  Result<bool> more = true;
-  while (more.ok() && *more) more = (*pipeline)->next(batch);
-  ASSERT_FALSE(more.ok());
-  EXPECT_EQ(more.status().message().rfind(files[1] + ": record 3 at byte " + std::to_string(3 * record_bytes) +
-                                              ": corrupted record: data CRC mismatch",
-                                          0),
+  const std::string error = drain(options).second;
+  EXPECT_EQ(error.rfind(files[1] + ": record 3 at byte " + std::to_string(3 * record_bytes) +
+                            ": corrupted record: data CRC mismatch",
+                        0),
             0u)
-      << more.status().message();
-
+      << error;
   options.skip_corrupt = true;
-  auto skipping = RecordPipeline::create(schema_, columns_, options);
-  ASSERT_TRUE(skipping.ok());
-  (*skipping)->start_epoch(0);
-  uint32_t examples = 0;
-  for (;;) {
-    auto more_skipping = (*skipping)->next(batch);
-    ASSERT_TRUE(more_skipping.ok()) << more_skipping.status().message();
-    if (!*more_skipping) break;
-    examples += batch.size;
-  }
+  const auto [examples, none] = drain(options);
+  EXPECT_EQ(none, "");
   EXPECT_EQ(examples, 16u);  // 19 good records, batches of 4
-  EXPECT_EQ((*skipping)->skipped(), 1u);
+  EXPECT_EQ(skipped_, 1u);
 }
 
 TEST_F(Pipelines, LabelsOutsideTheClassesAreNamed) {
@@ -415,16 +419,9 @@ TEST_F(Pipelines, LabelsOutsideTheClassesAreNamed) {
   RecordPipelineOptions options;
   options.files = files;
   options.batch_size = 2;
-  auto pipeline = RecordPipeline::create(schema_, columns_, options);
-  ASSERT_TRUE(pipeline.ok());
-  (*pipeline)->start_epoch(0);
-  Batch batch;
-  Result<bool> more = true;
-  while (more.ok() && *more) more = (*pipeline)->next(batch);
-  ASSERT_FALSE(more.ok());
-  EXPECT_NE(more.status().message().find(files[0] + ": record 5 at byte "), std::string::npos)
-      << more.status().message();
-  EXPECT_NE(more.status().message().find("feature 'label': label 5"), std::string::npos);
+  const std::string error = drain(options).second;
+  EXPECT_NE(error.find(files[0] + ": record 5 at byte "), std::string::npos) << error;
+  EXPECT_NE(error.find("feature 'label': label 5"), std::string::npos) << error;
 }
 
 TEST_F(Pipelines, LoadsADatasetInFileOrder) {
