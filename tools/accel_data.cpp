@@ -9,8 +9,7 @@
 //
 // Shards are named PREFIX-00000-of-00008.tfrecord, as TensorFlow's tools
 // name them, and hold consecutive runs of the input. Every file appears
-// whole or not at all: shards are written beside their names and renamed
-// only once all of them are complete.
+// whole or not at all: written beside its name, fsynced, renamed.
 #include <csv.h>
 #include <sys/stat.h>
 
@@ -27,48 +26,11 @@
 #include "systole/example.h"
 #include "systole/tfrecord.h"
 #include "debian_packages.h"
+#include "sharded_writer.h"
 
 namespace {
 
 using namespace systole;
-
-std::string shard_name(const std::string& prefix, uint32_t shard, uint32_t shards) {
-  char suffix[64];
-  std::snprintf(suffix, sizeof suffix, "-%05u-of-%05u.tfrecord", shard, shards);
-  return prefix + suffix;
-}
-
-// N shard writers; record i of `total` goes to shard i * N / total.
-class ShardedWriter {
- public:
-  static Result<ShardedWriter> create(const std::string& prefix, uint32_t shards, uint64_t total) {
-    ShardedWriter writer;
-    writer.total_ = total;
-    for (uint32_t s = 0; s < shards; ++s) {
-      auto file = TFRecordWriter::create(shard_name(prefix, s, shards));
-      if (!file.ok()) return file.status();
-      writer.files_.push_back(std::move(file).value());
-      writer.names_.push_back(shard_name(prefix, s, shards));
-    }
-    return writer;
-  }
-  Status write(std::string_view record) {
-    const uint64_t shard = written_ * files_.size() / std::max<uint64_t>(total_, 1);
-    ++written_;
-    return files_[std::min<std::size_t>(shard, files_.size() - 1)].write(record);
-  }
-  // All shards appear, or (on an error) none that was not there before.
-  Status close() {
-    for (TFRecordWriter& file : files_) SYSTOLE_RETURN_IF_ERROR(file.close());
-    return ok_status();
-  }
-  const std::vector<std::string>& names() const { return names_; }
-
- private:
-  std::vector<TFRecordWriter> files_;
-  std::vector<std::string> names_;
-  uint64_t total_ = 0, written_ = 0;
-};
 
 // Examples [first, first + count) of an IDX set: `image` float32 [H, W, 1]
 // in [0, 1], `label` int64.
@@ -97,7 +59,6 @@ Status write_idx_examples(const Dataset& data, uint32_t first, uint32_t count, c
 struct CsvTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
-  std::vector<uint64_t> row_offsets;  // byte offset where each data row ends
 };
 
 Result<CsvTable> read_csv(const std::string& path) {

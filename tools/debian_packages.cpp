@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "systole/example.h"
-#include "systole/tfrecord.h"
+#include "sharded_writer.h"
 
 namespace systole {
 namespace {
@@ -90,21 +90,12 @@ std::string example(const std::string& package, const std::string& dependency, i
   return builder.serialize();
 }
 
-// Writes `records` over `shards` files PREFIX-0000i-of-0000N.tfrecord, each
-// appearing whole or not at all.
+// Writes `records` over `shards` files PREFIX-0000i-of-0000N.tfrecord.
 Status write_shards(const std::string& prefix, const std::vector<std::string>& records, uint32_t shards) {
-  std::vector<TFRecordWriter> writers;
-  for (uint32_t s = 0; s < shards; ++s) {
-    char name[64];
-    std::snprintf(name, sizeof name, "-%05u-of-%05u.tfrecord", s, shards);
-    auto writer = TFRecordWriter::create(prefix + name);
-    if (!writer.ok()) return writer.status();
-    writers.push_back(std::move(writer).value());
-  }
-  for (std::size_t i = 0; i < records.size(); ++i)
-    SYSTOLE_RETURN_IF_ERROR(writers[i * shards / records.size()].write(records[i]));
-  for (TFRecordWriter& writer : writers) SYSTOLE_RETURN_IF_ERROR(writer.close());
-  return ok_status();
+  auto writer = ShardedWriter::create(prefix, shards, records.size());
+  if (!writer.ok()) return writer.status();
+  for (const std::string& record : records) SYSTOLE_RETURN_IF_ERROR(writer->write(record));
+  return writer->close();
 }
 
 }  // namespace

@@ -285,47 +285,47 @@ class Pipelines : public TFRecords {
     return files;
   }
 
-  // Every value an epoch yields, in order.
-  std::vector<float> epoch(const RecordPipelineOptions& options, uint32_t number = 0) {
+  // One epoch of a pipeline, read to its end.
+  struct Drained {
+    std::vector<float> values;  // every example's value, in order
+    std::string error;          // what ended it early ("" if nothing)
+    uint64_t skipped = 0, shard_records = 0;
+  };
+  Drained drain(const RecordPipelineOptions& options, uint32_t number = 0) {
+    Drained out;
     auto pipeline = RecordPipeline::create(schema_, columns_, options);
-    EXPECT_TRUE(pipeline.ok()) << pipeline.status().message();
-    if (!pipeline.ok()) return {};
+    if (!pipeline.ok()) {
+      out.error = "create: " + pipeline.status().message();
+      return out;
+    }
+    out.shard_records = (*pipeline)->shard_records();
     (*pipeline)->start_epoch(number);
-    std::vector<float> values;
     Batch batch;
     for (;;) {
       auto more = (*pipeline)->next(batch);
-      EXPECT_TRUE(more.ok()) << more.status().message();
-      if (!more.ok() || !*more) break;
+      if (!more.ok()) {
+        out.error = more.status().message();
+        return out;
+      }
+      if (!*more) break;
       EXPECT_EQ(batch.size, options.batch_size);
       for (uint32_t i = 0; i < batch.size; ++i) EXPECT_EQ(batch.labels[i], uint32_t(batch.images[i]) % 10);
-      values.insert(values.end(), batch.images.begin(), batch.images.end());
+      out.values.insert(out.values.end(), batch.images.begin(), batch.images.end());
     }
-    return values;
+    out.skipped = (*pipeline)->skipped();
+    return out;
   }
 
-  // Runs epoch 0 of a pipeline over `files` to its end: the examples it
-  // gave, and the error that ended it ("" if none).
-  std::pair<uint32_t, std::string> drain(const RecordPipelineOptions& options) {
-    auto pipeline = RecordPipeline::create(schema_, columns_, options);
-    if (!pipeline.ok()) return {0, "create: " + pipeline.status().message()};
-    (*pipeline)->start_epoch(0);
-    Batch batch;
-    uint32_t examples = 0;
-    for (;;) {
-      auto more = (*pipeline)->next(batch);
-      if (!more.ok()) return {examples, more.status().message()};
-      if (!*more) break;
-      examples += batch.size;
-    }
-    skipped_ = (*pipeline)->skipped();
-    return {examples, ""};
+  // Every value an epoch yields, in order; it must end without an error.
+  std::vector<float> epoch(const RecordPipelineOptions& options, uint32_t number = 0) {
+    Drained out = drain(options, number);
+    EXPECT_EQ(out.error, "");
+    return out.values;
   }
 
   ExampleSchema schema_;
   ExampleColumns columns_;
   uint32_t total_ = 0;
-  uint64_t skipped_ = 0;
 };
 
 TEST_F(Pipelines, ShardsAreDisjointAndCoverEveryRecordOnce) {
@@ -354,12 +354,11 @@ TEST_F(Pipelines, ShardsAreDisjointAndCoverEveryRecordOnce) {
         options.threads = 2;
         options.shuffle_buffer = 5;
         options.seed = 42;
-        auto pipeline = RecordPipeline::create(schema_, columns_, options);
-        ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
-        planned += (*pipeline)->shard_records();
-        const std::vector<float> values = epoch(options);
-        sizes.insert(values.size());
-        for (float v : values) ++seen[v];
+        const Drained shard_epoch = drain(options);
+        ASSERT_EQ(shard_epoch.error, "");
+        planned += shard_epoch.shard_records;
+        sizes.insert(shard_epoch.values.size());
+        for (float v : shard_epoch.values) ++seen[v];
       }
       EXPECT_EQ(planned, total_);
       EXPECT_EQ(sizes.size(), 1u) << "shards took different numbers of steps";
@@ -400,17 +399,17 @@ TEST_F(Pipelines, CorruptRecordsAreNamedOrSkippedOnRequest) {
   RecordPipelineOptions options;
   options.files = files;
   options.batch_size = 4;
-  const std::string error = drain(options).second;
+  const std::string error = drain(options).error;
   EXPECT_EQ(error.rfind(files[1] + ": record 3 at byte " + std::to_string(3 * record_bytes) +
                             ": corrupted record: data CRC mismatch",
                         0),
             0u)
       << error;
   options.skip_corrupt = true;
-  const auto [examples, none] = drain(options);
-  EXPECT_EQ(none, "");
-  EXPECT_EQ(examples, 16u);  // 19 good records, batches of 4
-  EXPECT_EQ(skipped_, 1u);
+  const Drained skipping = drain(options);
+  EXPECT_EQ(skipping.error, "");
+  EXPECT_EQ(skipping.values.size(), 16u);  // 19 good records, batches of 4
+  EXPECT_EQ(skipping.skipped, 1u);
 }
 
 TEST_F(Pipelines, LabelsOutsideTheClassesAreNamed) {
@@ -419,7 +418,7 @@ TEST_F(Pipelines, LabelsOutsideTheClassesAreNamed) {
   RecordPipelineOptions options;
   options.files = files;
   options.batch_size = 2;
-  const std::string error = drain(options).second;
+  const std::string error = drain(options).error;
   EXPECT_NE(error.find(files[0] + ": record 5 at byte "), std::string::npos) << error;
   EXPECT_NE(error.find("feature 'label': label 5"), std::string::npos) << error;
 }

@@ -161,14 +161,6 @@ struct RunData {
   std::string description;
 };
 
-ExampleColumns example_columns(const TrainConfig& config) {
-  ExampleColumns columns;
-  columns.inputs = config.inputs;
-  columns.label = config.label;
-  columns.classes = config.classes;
-  return columns;
-}
-
 // An in-memory TFRecord set (validation, test) of `patterns`; none: empty.
 Result<Dataset> load_tfrecord_set(const TrainConfig& config, const ExampleSchema& schema,
                                   const std::vector<std::string>& patterns) {
@@ -206,8 +198,8 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   if (config.classes == 0)
     return Status(StatusCode::kInvalidArgument,
                   "model.classes: required with tfrecord data (the labels are not scanned ahead)");
-  auto schema = ExampleSchema::create(config.features);
-  if (!schema.ok()) return Status(schema.status().code(), "data.features: " + schema.status().message());
+  auto schema = example_schema(config);
+  if (!schema.ok()) return schema.status();
   auto files = match_files(config.train_files);
   if (!files.ok()) return Status(files.status().code(), "data.train: " + files.status().message());
   RecordPipelineOptions options;
@@ -250,8 +242,8 @@ Result<Dataset> load_test_set(const TrainConfig& config, uint32_t classes) {
   if (config.data_format == "idx") return load_fashion_mnist(config.data_dir, false, classes);
   if (config.test_files.empty())
     return Status(StatusCode::kInvalidArgument, "data.test: evaluate needs the test files' pattern(s)");
-  auto schema = ExampleSchema::create(config.features);
-  if (!schema.ok()) return Status(schema.status().code(), "data.features: " + schema.status().message());
+  auto schema = example_schema(config);
+  if (!schema.ok()) return schema.status();
   TrainConfig with_classes = config;
   with_classes.classes = classes;
   auto test = load_tfrecord_set(with_classes, *schema, config.test_files);

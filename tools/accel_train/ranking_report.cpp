@@ -38,15 +38,14 @@ Status report_ranking(Trainer& trainer, const TrainConfig& config, const Dataset
   if (spec.layers.empty() || spec.layers.back().type != "dot" || test.features != 2)
     return Status(StatusCode::kInvalidArgument,
                   "ranking: needs a two-tower model (inputs [user, item], the last layer a dot)");
-  auto schema = ExampleSchema::create(config.features);
+  auto schema = example_schema(config);
   if (!schema.ok()) return schema.status();
   auto files = match_files(config.train_files);
   if (!files.ok()) return files.status();
-  ExampleColumns columns{config.inputs, config.label, config.classes};
-  auto train_set = load_tfrecord_dataset(*files, *schema, columns);
+  auto train_set = load_tfrecord_dataset(*files, *schema, example_columns(config));
   if (!train_set.ok()) return train_set.status();
   const Interactions train = positives(*train_set), held_out = positives(test);
-  std::unordered_map<uint32_t, float> popularity;
+  std::unordered_map<uint32_t, float> popularity;  // training positives per item
   for (uint32_t item : train.items) popularity[item] += 1.0f;
 
   std::vector<uint32_t> users = distinct(held_out.users);
@@ -86,10 +85,11 @@ Status report_ranking(Trainer& trainer, const TrainConfig& config, const Dataset
                                               scores[c] = s;
                                             }
                                           });
+  std::vector<float> candidate_popularity(candidates.size());
+  for (std::size_t c = 0; c < candidates.size(); ++c) candidate_popularity[c] = popularity[candidates[c]];
   const double popular_recall = recall_at_k(users, candidates, train, held_out, config.ranking_k,
                                             [&](std::size_t, std::vector<float>& scores) {
-                                              for (std::size_t c = 0; c < candidates.size(); ++c)
-                                                scores[c] = popularity[candidates[c]];
+                                              scores = candidate_popularity;
                                             });
 
   auto logits = trainer.predict(test.images.data(), test.examples);

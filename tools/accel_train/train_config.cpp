@@ -341,4 +341,14 @@ Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elas
   return units;
 }
 
+Result<ExampleSchema> example_schema(const TrainConfig& config) {
+  auto schema = ExampleSchema::create(config.features);
+  if (!schema.ok()) return Status(schema.status().code(), "data.features: " + schema.status().message());
+  return schema;
+}
+
+ExampleColumns example_columns(const TrainConfig& config) {
+  return ExampleColumns{config.inputs, config.label, config.classes};
+}
+
 }  // namespace systole

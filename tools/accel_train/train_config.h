@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "systole/example.h"
+#include "systole/record_pipeline.h"
 #include "systole/layer.h"
 #include "systole/status.h"
 
@@ -72,6 +73,11 @@ Status load_train_config(const std::string& path, TrainConfig& config);
 
 // Checks values that no type can (ranges, names); errors name the field.
 Status validate_train_config(const TrainConfig& config);
+
+// data.format tfrecord: the schema of data.features (errors name
+// data.features), and which features feed the model.
+Result<ExampleSchema> example_schema(const TrainConfig& config);
+ExampleColumns example_columns(const TrainConfig& config);
 
 // The compute units `devices` selects; auto means `available` of them. An
 // elastic device (sw_emu) creates as many as asked for, and `available` is

@@ -44,10 +44,12 @@ class Dot final : public Layer {
 
   Status backward(LayerContext&, ParameterStore& store, const Activations& input, const Activations&,
                   const Activations& output_gradient, Activations* input_gradient) override {
-    float bias_gradient = 0.0f;
-    for (uint32_t b = 0; b < input.batch; ++b)
-      bias_gradient += 0.5f * (output_gradient.values[2 * b + 1] - output_gradient.values[2 * b]);
-    if (use_bias_) *store.gradient(bias_) = bias_gradient;
+    if (use_bias_) {  // db = the sum of ds
+      float bias_gradient = 0.0f;
+      for (uint32_t b = 0; b < input.batch; ++b)
+        bias_gradient += 0.5f * (output_gradient.values[2 * b + 1] - output_gradient.values[2 * b]);
+      *store.gradient(bias_) = bias_gradient;
+    }
     if (!input_gradient) return ok_status();
     zeros_like(input, *input_gradient);
     for (uint32_t b = 0; b < input.batch; ++b) {

@@ -1,0 +1,38 @@
+// Sharded TFRecord output.
+#include "sharded_writer.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace systole {
+
+std::string shard_name(const std::string& prefix, uint32_t shard, uint32_t shards) {
+  char suffix[64];
+  std::snprintf(suffix, sizeof suffix, "-%05u-of-%05u.tfrecord", shard, shards);
+  return prefix + suffix;
+}
+
+Result<ShardedWriter> ShardedWriter::create(const std::string& prefix, uint32_t shards, uint64_t total) {
+  ShardedWriter writer;
+  writer.total_ = total;
+  for (uint32_t s = 0; s < shards; ++s) {
+    auto file = TFRecordWriter::create(shard_name(prefix, s, shards));
+    if (!file.ok()) return file.status();
+    writer.files_.push_back(std::move(file).value());
+    writer.names_.push_back(shard_name(prefix, s, shards));
+  }
+  return writer;
+}
+
+Status ShardedWriter::write(std::string_view record) {
+  const uint64_t shard = written_ * files_.size() / std::max<uint64_t>(total_, 1);
+  ++written_;
+  return files_[std::min<std::size_t>(shard, files_.size() - 1)].write(record);
+}
+
+Status ShardedWriter::close() {
+  for (TFRecordWriter& file : files_) SYSTOLE_RETURN_IF_ERROR(file.close());
+  return ok_status();
+}
+
+}  // namespace systole

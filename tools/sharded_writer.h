@@ -1,0 +1,34 @@
+// TFRecord output cut into shards named as TensorFlow's tools name them,
+// PREFIX-00000-of-00008.tfrecord, each holding a consecutive run of the
+// records (accel_data's subcommands).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "systole/status.h"
+#include "systole/tfrecord.h"
+
+namespace systole {
+
+std::string shard_name(const std::string& prefix, uint32_t shard, uint32_t shards);
+
+// N shard writers for `total` records; record i goes to shard i * N / total.
+class ShardedWriter {
+ public:
+  static Result<ShardedWriter> create(const std::string& prefix, uint32_t shards, uint64_t total);
+  Status write(std::string_view record);
+  // Each shard appears whole (TFRecordWriter::close); on an error, the
+  // shards after the failing one do not appear (those before it have).
+  Status close();
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::vector<TFRecordWriter> files_;
+  std::vector<std::string> names_;
+  uint64_t total_ = 0, written_ = 0;
+};
+
+}  // namespace systole
