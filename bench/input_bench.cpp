@@ -1,7 +1,8 @@
 // The input pipeline alone: records/s for read + CRC + parse + hash +
-// shuffle + batch of the collaborative-filtering data
-// (accel_data debian-packages), one epoch per thread count.
-//   input_bench 'DIR/train-*.tfrecord' BATCH THREADS...
+// sampled negatives + shuffle + batch of the collaborative-filtering data
+// (accel_data debian-packages), five epochs per thread count, and the
+// examples/s (records and their negatives) that training would consume.
+//   input_bench 'DIR/train-*.tfrecord' BATCH NEGATIVES THREADS...
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,8 +13,8 @@
 
 int main(int argc, char** argv) {
   using namespace systole;
-  if (argc < 4) {
-    std::fprintf(stderr, "usage: input_bench PATTERN BATCH THREADS...\n");
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: input_bench PATTERN BATCH NEGATIVES THREADS...\n");
     return 2;
   }
   auto files = match_files({argv[1]});
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   specs[2].type = FeatureType::kInt64;
   const ExampleSchema schema = ExampleSchema::create(specs).value();
   const ExampleColumns columns{{"package", "dependency"}, "label", 2};
-  for (int a = 3; a < argc; ++a) {
+  for (int a = 4; a < argc; ++a) {
     RecordPipelineOptions options;
     options.files = *files;
     options.batch_size = uint32_t(std::atoi(argv[2]));
@@ -40,27 +41,32 @@ int main(int argc, char** argv) {
     options.cycle_length = 4;
     options.shuffle_buffer = 20000;
     options.prefetch = 4;
+    options.negatives = uint32_t(std::atoi(argv[3]));
+    options.negative_feature = "dependency";
     auto pipeline = RecordPipeline::create(schema, columns, options);
     if (!pipeline.ok()) {
       std::fprintf(stderr, "input_bench: %s\n", pipeline.status().message().c_str());
       return 2;
     }
     const auto start = std::chrono::steady_clock::now();
-    (*pipeline)->start_epoch(0);
     Batch batch;
-    uint64_t records = 0;
-    for (;;) {
-      auto more = (*pipeline)->next(batch);
-      if (!more.ok()) {
-        std::fprintf(stderr, "input_bench: %s\n", more.status().message().c_str());
-        return 2;
+    uint64_t examples = 0;
+    for (uint32_t epoch = 0; epoch < 5; ++epoch) {
+      (*pipeline)->start_epoch(epoch);
+      for (;;) {
+        auto more = (*pipeline)->next(batch);
+        if (!more.ok()) {
+          std::fprintf(stderr, "input_bench: %s\n", more.status().message().c_str());
+          return 2;
+        }
+        if (!*more) break;
+        examples += batch.size;
       }
-      if (!*more) break;
-      records += batch.size;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("threads %s: %llu records in %.2f s, %.0f records/s\n", argv[a], (unsigned long long)records,
-                seconds, double(records) / seconds);
+    const double records = double(examples) / double(1 + options.negatives);
+    std::printf("threads %s: %.0f records (%llu examples) in %.2f s, %.0f records/s, %.0f examples/s\n", argv[a],
+                records, (unsigned long long)examples, seconds, records / seconds, double(examples) / seconds);
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 //   accel_data from-csv --csv F --out PREFIX [--shards N] [--int64 C,..] [--float C,..]
 //   accel_data debian-packages --out DIR [--status FILE]... [--no-apt-cache]
 //   accel_data show FILE... [--records N]
+//   accel_data events FILE...          (TensorBoard event files: the scalars)
 //
 // Shards are named PREFIX-00000-of-00008.tfrecord, as TensorFlow's tools
 // name them, and hold consecutive runs of the input. Every file appears
@@ -15,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -24,6 +26,7 @@
 
 #include "systole/dataset.h"
 #include "systole/example.h"
+#include "systole/summary_writer.h"
 #include "systole/tfrecord.h"
 #include "debian_packages.h"
 #include "sharded_writer.h"
@@ -237,7 +240,10 @@ int main(int argc, char** argv) {
   packages->add_option("--status", debian.files, "deb822 package files to read")->capture_default_str();
   packages->add_flag("--no-apt-cache", no_apt_cache, "do not read `apt-cache dumpavail`");
   packages->add_option("--test-fraction", debian.test_fraction, "share of edges held out")->capture_default_str();
-  packages->add_option("--negatives", debian.negatives, "sampled negatives per edge")
+  packages->add_option("--negatives", debian.negatives, "sampled negatives per held-out (test) edge")
+      ->check(CLI::Range(0u, 100u))->capture_default_str();
+  packages->add_option("--train-negatives", debian.train_negatives,
+                       "sampled negatives per training edge (0: positives only, for data.negatives)")
       ->check(CLI::Range(0u, 100u))->capture_default_str();
   packages->add_option("--shards", debian.shards, "training files")->check(CLI::Range(1u, 100000u))->capture_default_str();
   packages->add_option("--seed", debian.seed, "the split's and the negatives' seed")->capture_default_str();
@@ -245,6 +251,9 @@ int main(int argc, char** argv) {
   auto* show_command = app.add_subcommand("show", "check every record's CRC; print a summary and the first records");
   show_command->add_option("files", files, "TFRecord files")->required();
   show_command->add_option("--records", records, "records to print per file");
+  std::vector<std::string> event_files;
+  auto* events_command = app.add_subcommand("events", "check a TensorBoard event file; print its scalars (step tag value)");
+  events_command->add_option("files", event_files, "events.out.tfevents.* files")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -281,6 +290,20 @@ int main(int argc, char** argv) {
     status = write_debian_packages(debian);
   } else if (from_csv->parsed()) {
     status = csv_to_tfrecord(csv, out, shards, int64_columns, float_columns);
+  } else if (events_command->parsed()) {
+    for (const std::string& file : event_files) {
+      auto scalars = read_scalar_events(file);
+      if (!scalars.ok()) {
+        status = scalars.status();
+        break;
+      }
+      for (const ScalarEvent& scalar : *scalars) {
+        char value[32];  // the shortest text that reads back as the float
+        *std::to_chars(value, value + sizeof value - 1, scalar.value).ptr = '\0';
+        std::printf("%lld %s %s\n", (long long)scalar.step, scalar.tag.c_str(), value);
+      }
+      std::printf("%s: %zu scalars, every CRC correct\n", file.c_str(), scalars->size());
+    }
   } else {
     for (const std::string& file : files) {
       status = show(file, records);

@@ -144,11 +144,11 @@ Status write_debian_packages(const DebianPackagesOptions& options) {
   // Negatives: items drawn uniformly that are not the package's edges.
   const std::vector<std::string> catalogue(items.begin(), items.end());
   std::uniform_int_distribution<std::size_t> pick(0, catalogue.size() - 1);
-  auto with_negatives = [&](const std::vector<Edge>& positives) {
+  auto with_negatives = [&](const std::vector<Edge>& positives, uint32_t negatives) {
     std::vector<std::string> records;
     for (const Edge& edge : positives) {
       records.push_back(example(edge.first, edge.second, 1));
-      for (uint32_t n = 0; n < options.negatives; ++n) {
+      for (uint32_t n = 0; n < negatives; ++n) {
         std::string item = catalogue[pick(rng)];
         for (int tries = 0; tries < 16 && edges.count({edge.first, item}); ++tries) item = catalogue[pick(rng)];
         records.push_back(example(edge.first, item, 0));
@@ -157,7 +157,8 @@ Status write_debian_packages(const DebianPackagesOptions& options) {
     std::shuffle(records.begin(), records.end(), rng);
     return records;
   };
-  const std::vector<std::string> train_records = with_negatives(train), test_records = with_negatives(test);
+  const std::vector<std::string> train_records = with_negatives(train, options.train_negatives),
+                                 test_records = with_negatives(test, options.negatives);
   if (::mkdir(options.out.c_str(), 0755) != 0 && errno != EEXIST)
     return Status(StatusCode::kUnavailable, options.out + ": cannot create the directory: " + std::strerror(errno));
   const uint32_t shards = uint32_t(std::min<std::size_t>(options.shards, train_records.size()));
@@ -167,9 +168,9 @@ Status write_debian_packages(const DebianPackagesOptions& options) {
               "dependencies from %s\n",
               packages.size(), edges.size(), items.size(), sources.c_str());
   std::printf("wrote %zu training records (%zu edges + %u negatives each) in %u file(s) and %zu test records "
-              "(%zu held-out edges + negatives) to %s/{train,test}-*.tfrecord\n",
-              train_records.size(), train.size(), options.negatives, shards, test_records.size(), test.size(),
-              options.out.c_str());
+              "(%zu held-out edges + %u negatives each) to %s/{train,test}-*.tfrecord\n",
+              train_records.size(), train.size(), options.train_negatives, shards, test_records.size(), test.size(),
+              options.negatives, options.out.c_str());
   return ok_status();
 }
 

@@ -18,14 +18,17 @@ struct DebianPackagesOptions {
   std::vector<std::string> files = {"/var/lib/dpkg/status"};
   bool apt_cache = true;      // also read `apt-cache dumpavail`, when apt-cache exists
   double test_fraction = 0.1;  // edges held out (a package keeps at least one in training)
-  uint32_t negatives = 4;      // sampled non-edges per edge, in training and test
+  uint32_t negatives = 4;        // sampled non-edges per held-out edge (the test set's AUC)
+  uint32_t train_negatives = 0;  // per training edge; 0: the training files hold positives
+                                 // only, for negatives drawn each epoch (data.negatives)
   uint32_t shards = 4;         // training files
   uint64_t seed = 1;
 };
 
 // Writes DIR/train-0000i-of-0000N.tfrecord and DIR/test-00000-of-00001.tfrecord
 // with features package (string), dependency (string), label (int64: 1 an
-// edge, 0 a sampled negative); prints what it read and wrote. Errors name
+// edge, 0 a sampled negative: a dependency drawn uniformly from all
+// dependencies that is not one of the package's); prints what it read and wrote. Errors name
 // the file and line.
 Status write_debian_packages(const DebianPackagesOptions& options);
 

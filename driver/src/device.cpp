@@ -114,6 +114,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kDeviceError: return "device_error";
     case StatusCode::kDataLoss: return "data_loss";
     case StatusCode::kInternal: return "internal";
+    case StatusCode::kAborted: return "aborted";
   }
   return "unknown";
 }

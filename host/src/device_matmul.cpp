@@ -3,9 +3,11 @@
 // list.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "systole/matmul.h"
 #include "systole/numerics.h"
+#include "systole/trace.h"
 
 namespace systole {
 namespace {
@@ -80,7 +82,11 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     b_.push_back({Buffer(), (base + 1) % banks});
     c_.push_back({Buffer(), (base + 2) % banks});
   }
+  Trace* trace = Trace::installed();
+  const uint32_t track = Trace::unit_track(unit_);
   std::vector<spec::GemmDescriptor> descriptors;
+  std::optional<TraceScope> upload;
+  upload.emplace("upload", "device", track);
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const MatmulCall& call = calls[i];
     if (!call.a || !call.b || !call.c)
@@ -129,6 +135,8 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     SYSTOLE_RETURN_IF_ERROR(ensure(commands_, list.size()));
     SYSTOLE_RETURN_IF_ERROR(commands_.buffer.write(list.data(), list.size()));
     SYSTOLE_RETURN_IF_ERROR(commands_.buffer.sync(Buffer::SyncDirection::kToDevice, list.size(), 0));
+    upload.reset();
+    const auto started = Trace::Clock::now();
     auto run = device_.start(unit_, commands_.buffer);
     if (!run.ok()) return run.status();
     ++launches_;
@@ -138,8 +146,20 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
                                               std::to_string(launches_) + " did not finish within " +
                                               std::to_string(timeout_.count()) + " ms");
     SYSTOLE_RETURN_IF_ERROR(done);
+    if (trace) {
+      const spec::PerfCounters counters = run->counters();
+      trace->span("launch", "device", track, started, Trace::Clock::now(),
+                  {{"launch", double(launches_)},
+                   {"descriptors", double(counters.descriptors_done)},
+                   {"busy_cycles", double(counters.busy_cycles)},
+                   {"stall_cycles", double(counters.stall_cycles)},
+                   {"macs", double(counters.macs)},
+                   {"dma_read_bytes", double(counters.dma_read_bytes)},
+                   {"dma_write_bytes", double(counters.dma_write_bytes)}});
+    }
   }
 
+  TraceScope download("download", "device", track);
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const std::size_t bytes = std::size_t(calls[i].m) * calls[i].n * sizeof(float);
     SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, 0));

@@ -23,13 +23,50 @@ Status Optimizer::validate(const OptimizerConfig& config) {
     return Status(StatusCode::kInvalidArgument, "embedding_learning_rate must be a positive number");
   if (!(config.table_initial_accumulator >= 0) || !std::isfinite(config.table_initial_accumulator))
     return Status(StatusCode::kInvalidArgument, "embedding_initial_accumulator must be a number >= 0");
+  const LearningRateSchedule& schedule = config.schedule;
+  if (schedule.kind != LearningRateSchedule::Kind::kConstant && schedule.decay_steps == 0)
+    return Status(StatusCode::kInvalidArgument, std::string("schedule ") + LearningRateSchedule::name(schedule.kind) +
+                                                    ": decay_steps must be >= 1");
+  if (!(schedule.decay_rate > 0 && schedule.decay_rate <= 1))
+    return Status(StatusCode::kInvalidArgument, "decay_rate must be in (0, 1]");
   return ok_status();
 }
 
+double LearningRateSchedule::rate(double lr, uint64_t t) const {
+  if (t < warmup_steps) return lr * double(t + 1) / double(warmup_steps);
+  const uint64_t u = t - warmup_steps;
+  const double d = double(std::max<uint64_t>(decay_steps, 1));
+  switch (kind) {
+    case Kind::kConstant:
+      return lr;
+    case Kind::kCosine:
+      return lr * 0.5 * (1.0 + std::cos(3.14159265358979323846 * double(std::min<uint64_t>(u, decay_steps)) / d));
+    case Kind::kExponential:
+      return lr * std::pow(decay_rate, double(u) / d);
+    case Kind::kStep:
+      return lr * std::pow(decay_rate, std::floor(double(u) / d));
+  }
+  return lr;
+}
+
+Result<LearningRateSchedule::Kind> LearningRateSchedule::parse(const std::string& name) {
+  for (Kind kind : {Kind::kConstant, Kind::kCosine, Kind::kExponential, Kind::kStep})
+    if (name == LearningRateSchedule::name(kind)) return kind;
+  return Status(StatusCode::kInvalidArgument, "expected constant, cosine, exponential or step, got '" + name + "'");
+}
+
+const char* LearningRateSchedule::name(Kind kind) {
+  switch (kind) {
+    case Kind::kConstant: return "constant";
+    case Kind::kCosine: return "cosine";
+    case Kind::kExponential: return "exponential";
+    case Kind::kStep: return "step";
+  }
+  return "?";
+}
+
 float Optimizer::learning_rate() const {
-  if (config_.decay_steps == 0) return config_.learning_rate;
-  const double progress = double(std::min(steps_, config_.decay_steps)) / double(config_.decay_steps);
-  return float(double(config_.learning_rate) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress)));
+  return float(config_.schedule.rate(double(config_.learning_rate), steps_));
 }
 
 void Optimizer::apply(std::vector<float>& parameters, const std::vector<float>& gradients) {

@@ -36,6 +36,11 @@ std::mt19937_64 buffer_rng(uint64_t seed, uint32_t epoch, uint32_t shard) {
   return std::mt19937_64(sequence);
 }
 
+std::mt19937_64 negatives_rng(uint64_t seed, uint32_t epoch, uint32_t shard) {
+  std::seed_seq sequence{uint32_t(seed), uint32_t(seed >> 32), epoch, shard, 2u};
+  return std::mt19937_64(sequence);
+}
+
 }  // namespace
 
 struct RecordPipeline::Epoch {
@@ -50,7 +55,8 @@ struct RecordPipeline::Epoch {
 
   const RecordPipeline& pipeline;
   std::vector<std::string> files;  // this epoch's order
-  std::mt19937_64 rng;  // the shuffle buffer's
+  std::mt19937_64 rng;            // the shuffle buffer's
+  std::mt19937_64 negatives_rng;  // the sampled negatives'
 
   std::mutex mutex;
   std::condition_variable work;     // workers: a slot may need reading
@@ -71,7 +77,8 @@ struct RecordPipeline::Epoch {
   Epoch(const RecordPipeline& owner, uint32_t epoch)
       : pipeline(owner),
         files(owner.shard_files_),
-        rng(buffer_rng(owner.options_.seed, epoch, owner.options_.shard_index)) {
+        rng(buffer_rng(owner.options_.seed, epoch, owner.options_.shard_index)),
+        negatives_rng(systole::negatives_rng(owner.options_.seed, epoch, owner.options_.shard_index)) {
     const RecordPipelineOptions& options = owner.options_;
     if (options.shuffle_buffer > 0) {
       std::mt19937_64 order = file_order_rng(options.seed, epoch);
@@ -248,7 +255,15 @@ struct RecordPipeline::Epoch {
         auto got = next_row(row, position);
         if (!got.ok()) return finish(got.status());
         more = *got;
-        if (more) buffer.push_back(std::move(row));
+        if (!more) continue;
+        for (uint32_t n = 0; n < options.negatives; ++n) {
+          const std::vector<float>& pool = pipeline.negative_values_;
+          Row negative = row;
+          negative[pipeline.negative_offset_] = pool[std::size_t(negatives_rng() % pool.size())];
+          negative[values] = 0.0f;
+          buffer.push_back(std::move(negative));
+        }
+        buffer.push_back(std::move(row));
         continue;
       }
       if (buffer.empty()) break;
@@ -277,6 +292,10 @@ Status RecordPipeline::parse_row(const std::string& record, std::vector<float>& 
     out = std::copy(first, first + schema_.features()[feature].elements(), out);
   }
   const float label = values[schema_.offset(label_feature_)];
+  if (options_.negatives > 0 && label != 1.0f)
+    return Status(StatusCode::kInvalidArgument, "feature '" + schema_.features()[label_feature_].name +
+                                                    "': label " + std::to_string(label) +
+                                                    " in a file of positives (negatives are sampled)");
   if (!(label >= 0 && label < float(classes_)) || label != float(int64_t(label)))
     return Status(StatusCode::kInvalidArgument, "feature '" + schema_.features()[label_feature_].name +
                                                     "': label " + std::to_string(label) +
@@ -315,20 +334,37 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
       pipeline->example_shape_.push_back(uint32_t(d));
   }
   if (pipeline->example_shape_.empty()) pipeline->example_shape_ = {uint32_t(values)};
+  if (options.negatives > 0) {
+    auto it = std::find(columns.inputs.begin(), columns.inputs.end(), options.negative_feature);
+    if (it == columns.inputs.end())
+      return Status(StatusCode::kInvalidArgument,
+                    "negatives: feature '" + options.negative_feature + "' is not one of the inputs");
+    const std::size_t position = std::size_t(it - columns.inputs.begin());
+    for (std::size_t before = 0; before < position; ++before)
+      pipeline->negative_offset_ += uint32_t(schema.features()[pipeline->input_features_[before]].elements());
+    if (schema.features()[pipeline->input_features_[position]].elements() != 1)
+      return Status(StatusCode::kInvalidArgument,
+                    "negatives: feature '" + options.negative_feature + "' is not a scalar");
+  }
   auto label = schema.find(columns.label);
   if (!label.ok()) return Status(label.status().code(), "label: " + label.status().message());
   if (schema.features()[*label].elements() != 1)
     return Status(StatusCode::kInvalidArgument, "label: feature '" + columns.label + "' is not a scalar");
   pipeline->label_feature_ = *label;
 
-  // Count every file's records (all shards need the same plan).
+  // Count every file's records (all shards need the same plan) and, for
+  // sampled negatives, gather the replaced feature's values (all shards draw
+  // from the same ones).
   std::vector<uint64_t> counts;
   for (const std::string& file : options.files) {
-    auto count = count_tfrecords(file);
+    auto count = options.negatives > 0 ? pipeline->gather_negative_values(file) : count_tfrecords(file);
     if (!count.ok()) return count.status();
     counts.push_back(*count);
     pipeline->total_records_ += *count;
   }
+  std::vector<float>& pool = pipeline->negative_values_;
+  std::sort(pool.begin(), pool.end());
+  pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
   const uint32_t shards = options.shard_count;
   pipeline->by_file_ = shards > 1 && options.files.size() >= shards;
   uint64_t smallest = UINT64_MAX;
@@ -344,9 +380,32 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
   }
   for (std::size_t f = 0; f < options.files.size(); ++f)
     if (!pipeline->by_file_ || f % shards == options.shard_index) pipeline->shard_files_.push_back(options.files[f]);
-  pipeline->batches_ = options.drop_remainder ? smallest / options.batch_size
-                                              : (pipeline->shard_records_ + options.batch_size - 1) / options.batch_size;
+  const uint64_t per_record = 1 + uint64_t(options.negatives);
+  pipeline->batches_ = options.drop_remainder
+                           ? smallest * per_record / options.batch_size
+                           : (pipeline->shard_records_ * per_record + options.batch_size - 1) / options.batch_size;
   return pipeline;
+}
+
+Result<uint64_t> RecordPipeline::gather_negative_values(const std::string& file) {
+  auto reader = TFRecordReader::open(file);
+  if (!reader.ok()) return reader.status();
+  std::string record;
+  Row row(example_values_ + 1);
+  for (;;) {
+    const uint64_t index = reader->records_read(), at = reader->offset();
+    auto more = reader->next(record);
+    Status status = more.status();
+    if (status.ok() && !*more) return reader->records_read();
+    if (status.ok()) status = parse_row(record, row);
+    // A frame error ends the file whatever skip_corrupt says (create()
+    // counts frames); a record's bad data is skipped as next() will skip it.
+    if (options_.skip_corrupt && status.code() == StatusCode::kDataLoss && reader->records_read() > index) continue;
+    if (!status.ok())
+      return Status(status.code(), file + ": record " + std::to_string(index) + " at byte " + std::to_string(at) +
+                                       ": " + status.message());
+    negative_values_.push_back(row[negative_offset_]);
+  }
 }
 
 RecordPipeline::~RecordPipeline() = default;

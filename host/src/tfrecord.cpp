@@ -83,16 +83,20 @@ Result<TFRecordWriter> TFRecordWriter::create(const std::string& path) {
   return TFRecordWriter(std::move(file).value());
 }
 
-Status TFRecordWriter::write(std::string_view record) {
-  uint8_t header[kTFRecordHeaderBytes];
+std::string tfrecord_frame(std::string_view record) {
+  std::string frame(kTFRecordHeaderBytes + record.size() + kTFRecordFooterBytes, '\0');
+  uint8_t* header = reinterpret_cast<uint8_t*>(frame.data());
   const uint64_t length = record.size();
   for (int i = 0; i < 8; ++i) header[i] = uint8_t(length >> (8 * i));
   put_u32(header + 8, mask_crc32c(crc32c(header, 8)));
-  uint8_t footer[kTFRecordFooterBytes];
-  put_u32(footer, mask_crc32c(crc32c(record.data(), record.size())));
-  SYSTOLE_RETURN_IF_ERROR(file_.write(header, sizeof header));
-  SYSTOLE_RETURN_IF_ERROR(file_.write(record.data(), record.size()));
-  SYSTOLE_RETURN_IF_ERROR(file_.write(footer, sizeof footer));
+  std::copy(record.begin(), record.end(), frame.begin() + kTFRecordHeaderBytes);
+  put_u32(header + kTFRecordHeaderBytes + length, mask_crc32c(crc32c(record.data(), record.size())));
+  return frame;
+}
+
+Status TFRecordWriter::write(std::string_view record) {
+  const std::string frame = tfrecord_frame(record);
+  SYSTOLE_RETURN_IF_ERROR(file_.write(frame.data(), frame.size()));
   ++records_;
   return ok_status();
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "systole/trace.h"
+
 namespace systole {
 
 Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vector<uint32_t>& units,
@@ -78,13 +80,24 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
     LayerContext pass = context(r, true);
     // This replica's slice of the batch, by its global index.
     const std::size_t first = std::size_t(pass.replica - first_replica) * per_replica;
-    SYSTOLE_RETURN_IF_ERROR(replica.model->forward(pass, batch.images.data() + first * features, per_replica));
+    const uint32_t track = Trace::replica_track(pass.replica);
     std::vector<float> logits_gradient;
-    results[r] = softmax_cross_entropy(replica.model->logits(), batch.labels.data() + first,
-                                       float(config_.global_batch), &logits_gradient);
-    SYSTOLE_RETURN_IF_ERROR(replica.model->backward(pass, logits_gradient));
+    {
+      TraceScope span("forward", "host", track);
+      SYSTOLE_RETURN_IF_ERROR(replica.model->forward(pass, batch.images.data() + first * features, per_replica));
+      results[r] = softmax_cross_entropy(replica.model->logits(), batch.labels.data() + first,
+                                         float(config_.global_batch), &logits_gradient);
+    }
+    {
+      TraceScope span("backward", "host", track);
+      SYSTOLE_RETURN_IF_ERROR(replica.model->backward(pass, logits_gradient));
+    }
     ParameterStore& store = replica.model->parameters();
-    SYSTOLE_RETURN_IF_ERROR(strategy_.all_reduce_sum(r, store.gradients()));
+    {
+      TraceScope span("all-reduce", "host", track);
+      SYSTOLE_RETURN_IF_ERROR(strategy_.all_reduce_sum(r, store.gradients()));
+    }
+    TraceScope span("optimizer", "host", track);
     replica.optimizer.apply(store.trainable(), store.gradients());
     replica.optimizer.apply_sparse(store);
     return ok_status();
@@ -118,6 +131,7 @@ Result<StepResult> Trainer::evaluate(const Dataset& data) {
   const Status status = strategy_.run([&](uint32_t r) -> Status {
     LayerContext pass = context(r, false);
     const uint32_t global = pass.replica;
+    TraceScope span("evaluate", "host", Trace::replica_track(global));
     const uint32_t first = uint32_t(uint64_t(data.examples) * global / n);
     const uint32_t last = uint32_t(uint64_t(data.examples) * (global + 1) / n);
     for (uint32_t at = first; at < last; at += batch) {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/matmul_executors.h"
+#include "systole/dot_score.h"
 #include "systole/model.h"
 #include "systole/numerics.h"
 
@@ -120,33 +121,56 @@ TEST(Layers, GradientsMatchFiniteDifferences) {
 }
 
 // An embedding (a table per column, ids repeated within the batch so rows
-// sum several uses) under a two-tower head: the dense gradients and the
-// table's row-sparse gradient against finite differences on every table
-// value, untouched rows included (they must be absent from the gradient).
+// sum several uses) under a two-tower head, with and without row biases:
+// the dense gradients and the table's row-sparse gradient against finite
+// differences on every table value, untouched rows included (they must be
+// absent from the gradient).
 TEST(Layers, EmbeddingGradientsMatchFiniteDifferences) {
-  ModelSpec spec{{2}, 2, {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}}),
-                          layer("dense", {{"units", "4"}, {"activation", "relu"}}), layer("dense", {{"units", "3"}}),
-                          layer("dot")}};
-  const uint32_t seed = 17;
-  auto model = Sequential::build(spec, seed).value();
-  testing::ExactMatmul exact;
-  Batch batch;
-  batch.size = 6;
-  batch.inputs = {0, 1, 3, 1, 0, 2, 3, 1, 0, 0, 1, 3};  // users 2 and 4 never appear
-  batch.labels = {1, 0, 1, 1, 0, 1};
-  loss(*model, exact, batch, true);
-  ParameterStore& store = model->parameters();
-  ASSERT_EQ(store.entries()[0].region, Region::kTable);
-  const RowSparse sparse = store.sparse_gradient(0);
-  EXPECT_EQ(sparse.rows, (std::vector<uint32_t>{0, 1, 3, 5, 6, 7, 8}));  // item i is row 5 + i
-  const std::vector<float> dense = store.gradients();
-  check_finite_differences(*model, batch, store.trainable(), [&](std::size_t i) { return dense[i]; },
-                           "seed " + std::to_string(seed) + ", dense parameter");
-  check_finite_differences(*model, batch, store.tables(), [&](std::size_t i) -> double {
-    const uint32_t row = uint32_t(i / 3);
-    const auto at = std::find(sparse.rows.begin(), sparse.rows.end(), row);
-    return at == sparse.rows.end() ? 0.0 : sparse.values[std::size_t(at - sparse.rows.begin()) * 3 + i % 3];
-  }, "seed " + std::to_string(seed) + ", table value");
+  for (const char* row_bias : {"false", "true"}) {
+    SCOPED_TRACE(std::string("row_bias ") + row_bias);
+    ModelSpec spec{{2}, 2, {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}}),
+                            layer("dense", {{"units", "4"}, {"activation", "relu"}}), layer("dense", {{"units", "3"}}),
+                            layer("dot", {{"row_bias", row_bias}})}};
+    const uint32_t seed = 17;
+    auto model = Sequential::build(spec, seed).value();
+    // Rows of U(-1, 1) instead of Keras' U(-0.05, 0.05): pre-activations
+    // near 0 would put ReLU kinks inside the differences' step.
+    for (float& value : model->parameters().tables()) value *= 20.0f;
+    testing::ExactMatmul exact;
+    Batch batch;
+    batch.size = 6;
+    batch.inputs = {0, 1, 3, 1, 0, 2, 3, 1, 0, 0, 1, 3};  // users 2 and 4 never appear
+    batch.labels = {1, 0, 1, 1, 0, 1};
+    loss(*model, exact, batch, true);
+    ParameterStore& store = model->parameters();
+    ASSERT_EQ(store.entries()[0].region, Region::kTable);
+    const RowSparse sparse = store.sparse_gradient(0);
+    EXPECT_EQ(sparse.rows, (std::vector<uint32_t>{0, 1, 3, 5, 6, 7, 8}));  // item i is row 5 + i
+    const std::vector<float> dense = store.gradients();
+    check_finite_differences(*model, batch, store.trainable(), [&](std::size_t i) { return dense[i]; },
+                             "seed " + std::to_string(seed) + ", dense parameter");
+    check_finite_differences(*model, batch, store.tables(), [&](std::size_t i) -> double {
+      const uint32_t row = uint32_t(i / 3);
+      const auto at = std::find(sparse.rows.begin(), sparse.rows.end(), row);
+      return at == sparse.rows.end() ? 0.0 : sparse.values[std::size_t(at - sparse.rows.begin()) * 3 + i % 3];
+    }, "seed " + std::to_string(seed) + ", table value");
+  }
+}
+
+// The score with row biases, against the formula by hand.
+TEST(Layers, DotRowBiasesAreTheVectorsLastValues) {
+  const float user[] = {0.5f, -2.0f, 3.0f}, item[] = {4.0f, 0.25f, -1.5f};
+  EXPECT_EQ((DotScore{3, false})(user, item), 0.5f * 4.0f - 2.0f * 0.25f + 3.0f * -1.5f);
+  EXPECT_EQ((DotScore{3, true})(user, item), 0.5f * 4.0f - 2.0f * 0.25f + 3.0f - 1.5f);
+  ModelSpec one_value{{2}, 2, {layer("embedding", {{"input_dim", "4"}, {"output_dim", "1"}}),
+                               layer("dot", {{"row_bias", "true"}})}};
+  EXPECT_EQ(Sequential::build(one_value, 1).status().message(),
+            "model.layers[1] (dot): row_bias: the towers' vectors need at least 2 values (factors, then the "
+            "bias), got [2, 1]");
+  auto score = dot_score(one_value.layers[1], 5);
+  ASSERT_TRUE(score.ok());
+  EXPECT_TRUE(score->row_bias);
+  EXPECT_FALSE(dot_score(one_value.layers[0], 5).ok());
 }
 
 TEST(Layers, EmbeddingIdsOutsideTheTableAreNamed) {

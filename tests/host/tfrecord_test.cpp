@@ -1,10 +1,11 @@
-// TFRecord files, tf.train.Example parsing, hash buckets and the record
-// pipeline (label unit): the frame layout byte for byte, every corruption
-// named, Examples against hand-built bytes, and the pipeline's sharding and
-// determinism.
+// TFRecord files, tf.train.Example parsing, TensorBoard event files, hash
+// buckets and the record pipeline (label unit): the frame layout byte for
+// byte, every corruption named, Examples and Events against hand-built
+// bytes, and the pipeline's sharding, determinism and sampled negatives.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "common/temp_dir_test.h"
 #include "systole/example.h"
 #include "systole/record_pipeline.h"
+#include "systole/summary_writer.h"
 #include "systole/tfrecord.h"
 
 namespace systole {
@@ -183,6 +185,57 @@ std::string hand_built_example() {
   const std::string x_entry = field(1, "x") + field(2, x_feature);
   const std::string id_entry = field(1, "id") + field(2, id_feature);
   return field(1, field(1, id_entry) + field(1, x_entry));  // Example.features, Features.feature map
+}
+
+// TensorBoard event files: the Event bytes checked against the wire format
+// written out by hand (field numbers: Event.wall_time 1, step 2,
+// file_version 3, summary 5; Summary.value 1; Value.tag 1, simple_value 2),
+// read back, and a flipped bit named.
+TEST_F(TFRecords, EventFilesHoldTensorBoardsMessages) {
+  auto writer = SummaryWriter::create(path("logs/train"));
+  ASSERT_TRUE(writer.ok()) << writer.status().message();
+  const std::string file = writer->path();
+  EXPECT_NE(file.find("/logs/train/events.out.tfevents."), std::string::npos) << file;
+  EXPECT_EQ(file.substr(file.size() - 3), ".v2");
+  ASSERT_TRUE(writer->scalar("epoch_loss", 0.5f, 7).ok());
+  ASSERT_TRUE(writer->scalar("batch_accuracy", 0.25f, 300).ok());
+  ASSERT_TRUE(writer->flush().ok());
+
+  std::vector<std::string> records;
+  ASSERT_EQ(read_records(file, &records), "");
+  ASSERT_EQ(records.size(), 3u);
+  // file_version: 0x09 wall_time (8 bytes), 0x1a length "brain.Event:2".
+  ASSERT_EQ(records[0].size(), 9u + 2 + 13);
+  EXPECT_EQ(records[0][0], '\x09');
+  EXPECT_EQ(records[0].substr(9), std::string("\x1a\x0d") + "brain.Event:2");
+  // A scalar: wall_time, 0x10 step, 0x2a Summary { 0x0a Value { 0x0a tag,
+  // 0x15 float32 } }.
+  const std::string value = std::string("\x0a\x0a") + "epoch_loss" + std::string("\x15\x00\x00\x00\x3f", 5);
+  const std::string summary = "\x0a" + std::string(1, char(value.size())) + value;
+  EXPECT_EQ(records[1].substr(9), "\x10\x07\x2a" + std::string(1, char(summary.size())) + summary);
+  EXPECT_EQ(records[2].substr(9, 3), "\x10\xac\x02");  // step 300 as a varint
+
+  auto scalars = read_scalar_events(file);
+  ASSERT_TRUE(scalars.ok()) << scalars.status().message();
+  ASSERT_EQ(scalars->size(), 2u);
+  EXPECT_EQ((*scalars)[0].tag, "epoch_loss");
+  EXPECT_EQ((*scalars)[0].step, 7);
+  EXPECT_EQ((*scalars)[0].value, 0.5f);
+  EXPECT_EQ((*scalars)[1].tag, "batch_accuracy");
+  EXPECT_EQ((*scalars)[1].step, 300);
+  EXPECT_GT((*scalars)[1].wall_time, 1.7e9);
+
+  std::string bytes = read_all(file);
+  const std::size_t second = 12 + records[0].size() + 4;
+  bytes[second + 12 + 10] ^= 1;  // inside record 1's data
+  write_all(file, bytes);
+  EXPECT_EQ(read_scalar_events(file).status().message().rfind(
+                file + ": record 1 at byte " + std::to_string(second) + ": corrupted record: data CRC mismatch", 0),
+            0u);
+  // Another run's writer never reuses a file.
+  auto another = SummaryWriter::create(path("logs/train"));
+  ASSERT_TRUE(another.ok());
+  EXPECT_NE(another->path(), file);
 }
 
 TEST(Examples, ParsesHandBuiltBytesAndBuildsTheSame) {
@@ -421,6 +474,121 @@ TEST_F(Pipelines, LabelsOutsideTheClassesAreNamed) {
   const std::string error = drain(options).error;
   EXPECT_NE(error.find(files[0] + ": record 5 at byte "), std::string::npos) << error;
   EXPECT_NE(error.find("feature 'label': label 5"), std::string::npos) << error;
+}
+
+// Files of interactions {"user": u, "item": 100 + (u * 7) % 13, "label": 1},
+// one per user; negatives replace "item".
+class SampledNegatives : public TFRecords {
+ protected:
+  void SetUp() override {
+    TFRecords::SetUp();
+    schema_ = std::move(ExampleSchema::create({spec("user", FeatureType::kFloat, {}),
+                                               spec("item", FeatureType::kFloat, {}),
+                                               spec("label", FeatureType::kInt64, {})}))
+                  .value();
+    uint32_t user = 0;
+    for (uint32_t per_file : {20u, 7u, 33u}) {
+      std::vector<std::string> records;
+      for (uint32_t i = 0; i < per_file; ++i, ++user) records.push_back(interaction(user, 1));
+      options_.files.push_back(write_file("part-" + std::to_string(options_.files.size()), records));
+    }
+    options_.batch_size = 8;
+    options_.cycle_length = 2;
+    options_.threads = 2;
+    options_.shuffle_buffer = 16;
+    options_.seed = 3;
+    options_.negatives = 3;
+    options_.negative_feature = "item";
+  }
+
+  static float item_of(uint32_t user) { return float(100 + (user * 7) % 13); }
+  static std::string interaction(uint32_t user, int64_t label) {
+    ExampleBuilder b;
+    const float u = float(user), item = item_of(user);
+    b.add_floats("user", &u, 1);
+    b.add_floats("item", &item, 1);
+    b.add_int64s("label", &label, 1);
+    return b.serialize();
+  }
+
+  // An epoch's (user, item, label) triples; the error if it ends in one.
+  std::string drain(uint32_t number, std::vector<std::array<float, 3>>& out) {
+    out.clear();
+    auto pipeline = RecordPipeline::create(schema_, columns_, options_);
+    if (!pipeline.ok()) return pipeline.status().message();
+    (*pipeline)->start_epoch(number);
+    Batch batch;
+    for (;;) {
+      auto more = (*pipeline)->next(batch);
+      if (!more.ok()) return more.status().message();
+      if (!*more) return "";
+      for (uint32_t i = 0; i < batch.size; ++i)
+        out.push_back({batch.images[2 * i], batch.images[2 * i + 1], float(batch.labels[i])});
+    }
+  }
+
+  ExampleSchema schema_;
+  ExampleColumns columns_{{"user", "item"}, "label", 2};
+  RecordPipelineOptions options_;
+};
+
+TEST_F(SampledNegatives, EachPositiveGetsFreshNegativesFromTheFeaturesValues) {
+  std::set<float> items;
+  for (uint32_t user = 0; user < 60; ++user) items.insert(item_of(user));
+  std::vector<std::array<float, 3>> first, again, other_threads, second;
+  ASSERT_EQ(drain(0, first), "");
+  EXPECT_EQ(first.size(), std::size_t(60 * 4 / 8 * 8));  // 60 positives, 3 negatives each
+  std::map<float, uint32_t> positives, negatives;
+  for (const auto& [user, item, label] : first) {
+    EXPECT_TRUE(items.count(item)) << "item " << item << " is not a value of the feature";
+    if (label == 1) {
+      EXPECT_EQ(item, item_of(uint32_t(user)));
+      ++positives[user];
+    } else {
+      ++negatives[user];
+    }
+  }
+  EXPECT_EQ(positives.size(), 60u);
+  for (const auto& [user, count] : negatives) EXPECT_EQ(count, 3u) << "user " << user;
+  // Deterministic whatever the thread count; new draws each epoch.
+  ASSERT_EQ(drain(0, again), "");
+  EXPECT_EQ(again, first);
+  options_.threads = 1;
+  ASSERT_EQ(drain(0, other_threads), "");
+  EXPECT_EQ(other_threads, first);
+  ASSERT_EQ(drain(1, second), "");
+  std::multiset<std::pair<float, float>> pairs_0, pairs_1;
+  for (const auto& [user, item, label] : first)
+    if (label == 0) pairs_0.insert({user, item});
+  for (const auto& [user, item, label] : second)
+    if (label == 0) pairs_1.insert({user, item});
+  EXPECT_NE(pairs_0, pairs_1) << "epoch 1 drew the negatives of epoch 0";
+  // Shards (by record: more shards than files) draw from the same values
+  // and take every positive at most once; each keeps 56 of its 60 examples.
+  std::map<float, uint32_t> sharded;
+  options_.shard_count = 4;
+  for (options_.shard_index = 0; options_.shard_index < 4; ++options_.shard_index) {
+    std::vector<std::array<float, 3>> shard;
+    ASSERT_EQ(drain(0, shard), "");
+    EXPECT_EQ(shard.size(), 56u);
+    for (const auto& [user, item, label] : shard) {
+      EXPECT_TRUE(items.count(item));
+      if (label == 1) ++sharded[user];
+    }
+  }
+  EXPECT_GE(sharded.size(), 4u * (15 - 4));
+  for (const auto& [user, count] : sharded) EXPECT_EQ(count, 1u) << "user " << user;
+}
+
+TEST_F(SampledNegatives, ErrorsNameTheRecordAndTheFeature) {
+  write_file("part-1", {interaction(20, 1), interaction(21, 0)});
+  std::vector<std::array<float, 3>> out;
+  std::string error = drain(0, out);
+  EXPECT_NE(error.find(options_.files[1] + ": record 1 at byte "), std::string::npos) << error;
+  EXPECT_NE(error.find("label 0.000000 in a file of positives"), std::string::npos) << error;
+  options_.negative_feature = "label";
+  error = drain(0, out);
+  EXPECT_EQ(error, "negatives: feature 'label' is not one of the inputs");
 }
 
 TEST_F(Pipelines, LoadsADatasetInFileOrder) {

@@ -5,11 +5,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "reference/reference.h"
 #include "systole/numerics.h"
 #include "systole/ranking.h"
+#include "systole/trace.h"
 #include "systole/trainer.h"
 
 namespace systole {
@@ -570,13 +574,62 @@ TEST(Training, TwoTowerLearnsPlantedFactors) {
   EXPECT_GT(auc, 0.9);
 }
 
+// A traced step: every replica's phases on its own track, every launch on
+// its unit's track with the kernel's counters, valid trace-event JSON.
+TEST(Training, ATraceHoldsEveryPhaseAndLaunch) {
+  const Dataset data = synthetic(64, 3);
+  Device device = open_device(2);
+  TrainerConfig config;
+  config.model = small_shape().spec();
+  config.global_batch = 64;
+  auto trainer = Trainer::create(device, {0, 1}, config).value();
+  Trace trace;
+  Trace::install(&trace);
+  ASSERT_TRUE(trainer->step(whole(data)).ok());
+  Trace::install(nullptr);
+  ASSERT_TRUE(trainer->step(whole(data)).ok());  // not traced
+  const std::string path = testing::TempDir() + "/step_trace.json";
+  ASSERT_TRUE(trace.write(path).ok());
+  std::ifstream in(path);
+  const nlohmann::json document = nlohmann::json::parse(in);
+  std::map<std::pair<std::string, uint32_t>, uint32_t> spans;  // (name, track) -> count
+  std::map<uint32_t, std::string> track_names;
+  double busy = 0, dma = 0;
+  for (const nlohmann::json& event : document.at("traceEvents")) {
+    if (event.at("ph") == "M") {
+      if (event.at("name") == "thread_name") track_names[event.at("tid")] = event.at("args").at("name");
+      continue;
+    }
+    ASSERT_EQ(event.at("ph"), "X");
+    EXPECT_GE(event.at("ts").get<double>(), 0.0);
+    EXPECT_GE(event.at("dur").get<double>(), 0.0);
+    ++spans[{event.at("name"), event.at("tid")}];
+    if (event.at("name") == "launch") {
+      busy += event.at("args").at("busy_cycles").get<double>();
+      dma += event.at("args").at("dma_read_bytes").get<double>();
+      EXPECT_GT(event.at("args").at("descriptors").get<double>(), 0.0);
+    }
+  }
+  for (uint32_t r = 0; r < 2; ++r) {
+    for (const char* phase : {"forward", "backward", "all-reduce", "optimizer"})
+      EXPECT_EQ((spans[{phase, Trace::replica_track(r)}]), 1u) << phase << " of replica " << r;
+    // Every launch of the traced step (the untraced one made as many).
+    EXPECT_EQ((spans[{"launch", Trace::unit_track(r)}]), trainer->launches() / 2) << "unit " << r;
+    EXPECT_EQ(track_names[Trace::unit_track(r)], "device: compute unit " + std::to_string(r));
+    EXPECT_EQ(track_names[Trace::replica_track(r)], "host: replica " + std::to_string(r));
+  }
+  EXPECT_GT(busy, 0.0);
+  EXPECT_GT(dma, 0.0);
+}
+
 TEST(Training, CosineDecayFollowsKeras) {
   // Keras' CosineDecay(1e-3, decay_steps=8, alpha=0): the step counted from
   // 0 sets the rate; after decay_steps it stays at 0.
   OptimizerConfig config;
   config.name = "sgd";
   config.momentum = 0;
-  config.decay_steps = 8;
+  config.schedule.kind = LearningRateSchedule::Kind::kCosine;
+  config.schedule.decay_steps = 8;
   Optimizer sgd(config, 1);
   std::vector<float> parameter{0.0f};
   const std::vector<float> gradient{1.0f};
@@ -587,6 +640,43 @@ TEST(Training, CosineDecayFollowsKeras) {
     sgd.apply(parameter, gradient);
     EXPECT_FLOAT_EQ(-parameter[0], float(expected)) << "step " << step;
   }
+}
+
+// Each schedule, with and without warmup, against its formula; the
+// optimizer's step uses the rate of its step count.
+TEST(Training, LearningRateSchedulesFollowTheirFormulas) {
+  using Kind = LearningRateSchedule::Kind;
+  const double lr = 0.5;
+  for (uint64_t warmup : {0u, 3u}) {
+    for (Kind kind : {Kind::kConstant, Kind::kCosine, Kind::kExponential, Kind::kStep}) {
+      LearningRateSchedule schedule;
+      schedule.kind = kind;
+      schedule.decay_steps = 4;
+      schedule.decay_rate = 0.5;
+      schedule.warmup_steps = warmup;
+      for (uint64_t t = 0; t < 12; ++t) {
+        double expected = lr;
+        if (t < warmup) {
+          expected = lr * double(t + 1) / double(warmup);
+        } else {
+          const double u = double(t - warmup);
+          if (kind == Kind::kCosine) expected = lr * 0.5 * (1 + std::cos(M_PI * std::min(u, 4.0) / 4));
+          if (kind == Kind::kExponential) expected = lr * std::pow(0.5, u / 4);
+          if (kind == Kind::kStep) expected = lr * std::pow(0.5, std::floor(u / 4));
+        }
+        EXPECT_DOUBLE_EQ(schedule.rate(lr, t), expected)
+            << LearningRateSchedule::name(kind) << ", warmup " << warmup << ", step " << t;
+      }
+    }
+  }
+  EXPECT_EQ(LearningRateSchedule::parse("linear").status().message(),
+            "expected constant, cosine, exponential or step, got 'linear'");
+  OptimizerConfig config;
+  config.schedule.kind = Kind::kStep;
+  EXPECT_EQ(Optimizer::validate(config).message(), "schedule step: decay_steps must be >= 1");
+  config.schedule.decay_steps = 2;
+  config.schedule.decay_rate = 1.5;
+  EXPECT_EQ(Optimizer::validate(config).message(), "decay_rate must be in (0, 1]");
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ expect 2 "devices: expected auto, a count or a list" "${small[@]}" --devices two
 expect 2 "devices: a unit is listed twice" "${small[@]}" --devices "[0,0]"
 expect 2 "train.optimizer: expected adam or sgd" "${small[@]}" --optimizer rmsprop
 expect 2 "train.learning_rate: must be a positive number" "${small[@]}" --learning-rate -1
-expect 2 "train.schedule: expected constant or cosine, got 'step'" "${small[@]}" --schedule step
+expect 2 "train.schedule: expected constant, cosine, exponential or step, got 'linear'" "${small[@]}" --schedule linear
+expect 2 "train.decay_steps: the step schedule needs decay_steps >= 1" "${small[@]}" --schedule step
 expect 0 "adam lr=0.003 \(cosine\)" "${small[@]}" --epochs 1 --schedule cosine
 expect 2 "data.validation_examples: 640 leaves no training examples" "${small[@]}" --validation-examples 640
 expect 2 "nowhere/train-images-idx3-ubyte.gz: cannot open" "${small[@]}" --data-dir "$work/nowhere"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # accel_train on the Verilated RTL (label rtl): two epochs of an MLP, and
 # one of a CNN, on hw_emu 16x16 and on sw_emu 16x16 must write
-# byte-identical checkpoints, and the MLP's loss must fall.
+# byte-identical checkpoints, and the MLP's loss must fall; both runs'
+# traces hold the same launches, with the RTL's cycle counts on hw_emu.
 set -u
 tool=$1 make_idx=$2
 work=$(mktemp -d)
@@ -9,10 +10,18 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/data" && "$make_idx" "$work/data" 96 32 || exit 1
 run() {
   "$tool" --backend "$1" --array 16x16 --devices 1 --data-dir "$work/data" --validation-examples 32 \
-    --global-batch 32 --hidden 16 --epochs 2 --learning-rate 0.01 --checkpoint-dir "$work/$1"
+    --global-batch 32 --hidden 16 --epochs 2 --learning-rate 0.01 --checkpoint-dir "$work/$1" \
+    --trace "$work/$1.json"
 }
 rtl=$(run hw_emu 2>&1) || { echo "FAIL: hw_emu run: $rtl"; exit 1; }
 emu=$(run sw_emu 2>&1) || { echo "FAIL: sw_emu run: $emu"; exit 1; }
+launches() { grep -o '"name":"launch"' "$work/$1.json" | wc -l; }
+if [[ $(launches hw_emu) -eq 0 || $(launches hw_emu) -ne $(launches sw_emu) ]] ||
+   ! grep -q '"busy_cycles":[1-9]' "$work/hw_emu.json"; then
+  echo "FAIL: the traces differ in launches ($(launches hw_emu) on hw_emu, $(launches sw_emu) on sw_emu)" \
+       "or hw_emu's have no cycle counts"
+  exit 1
+fi
 echo "$rtl" | grep -E "^ *2/2|test_"
 if ! cmp -s "$work/hw_emu/checkpoint.safetensors" "$work/sw_emu/checkpoint.safetensors"; then
   echo "FAIL: the hw_emu checkpoint differs from the sw_emu one"

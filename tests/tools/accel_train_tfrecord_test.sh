@@ -46,14 +46,15 @@ sed "s|$work/fm/train-\*|$work/nothing-*|" "$work/fm.yaml" >"$work/nothing.yaml"
 expect 2 "data.train: .*nothing-\*.tfrecord: matches no regular file" --config "$work/nothing.yaml"
 
 # Collaborative filtering: 240 packages that depend on 3 of 12 libraries by
-# a planted rule (packages of one class mod 12 share two), hashed names, a
-# two-tower model, the ranking report.
+# a planted rule (packages of one class mod 12 share two), hashed names,
+# negatives drawn each epoch, a two-tower model with row biases, the ranking
+# report.
 for p in $(seq 0 239); do
   deps="lib$((p % 12)), lib$(((p * 7 + 3) % 12)) (>= 1.0), lib$(((p / 5) % 12)):any | other"
   printf 'Package: pkg%s\nVersion: 1\nDepends: %s\n\n' "$p" "$deps"
 done >"$work/status"
 train_tool=$tool tool=$accel_data
-expect 0 "read 240 packages with [0-9]+ relationships" \
+expect 0 "training records \([0-9]+ edges \+ 0 negatives each\).* held-out edges \+ 3 negatives each\)" \
   debian-packages --status "$work/status" --no-apt-cache --out "$work/cf" --shards 2 --negatives 3
 printf ' continued\nPackage: x\n' >"$work/orphan"
 expect 2 "orphan: line 1: a continuation line outside a field" \
@@ -71,8 +72,8 @@ model:
   layers:
     - {type: embedding, input_dim: [512, 512], output_dim: 8}
     - {type: dense, units: 16, activation: relu}
-    - {type: dense, units: 8}
-    - {type: dot}
+    - {type: dense, units: 9}
+    - {type: dot, row_bias: true}
 data:
   format: tfrecord
   train: $work/cf/train-*.tfrecord
@@ -82,12 +83,17 @@ data:
     dependency: {dtype: string, hash_buckets: 512}
     label: {dtype: int64}
   inputs: [package, dependency]
+  negatives: {count: 3, feature: dependency}
   shuffle_buffer: 200
 train: {epochs: 10, global_batch: 32, learning_rate: 0.01, embedding_learning_rate: 0.3,
         embedding_initial_accumulator: 0.001}
 ranking: {k: 3, users: 50}
 YAML
 expect 0 "\+ 8192 in embedding tables" --config "$work/cf.yaml" --epochs 1
+expect 0 "[0-9]+ training records in 2 file\(s\) \(positives; 3 negatives sampled per positive each epoch\)" \
+  --config "$work/cf.yaml" --epochs 1
+sed 's/feature: dependency}/feature: label}/' "$work/cf.yaml" >"$work/bad-negatives.yaml"
+expect 2 "data.negatives.feature: 'label' is not one of data.inputs" --config "$work/bad-negatives.yaml"
 # On planted structure the model must rank better than popularity.
 ranked=$("$tool" --config "$work/cf.yaml" 2>&1)
 model_recall=$(sed -n 's/^  model: .*recall@3 \([0-9.]*\)$/\1/p' <<<"$ranked")

@@ -20,7 +20,9 @@
 #include "systole/output_file.h"
 #include "systole/record_pipeline.h"
 #include "systole/tfrecord.h"
+#include "systole/trace.h"
 #include "systole/trainer.h"
+#include "callbacks.h"
 #include "ranking_report.h"
 #include "train_config.h"
 
@@ -213,6 +215,8 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   options.batch_size = config.global_batch / processes;
   options.prefetch = config.prefetch;
   options.skip_corrupt = config.skip_corrupt;
+  options.negatives = config.negatives;
+  options.negative_feature = config.negative_feature;
   auto pipeline = RecordPipeline::create(*schema, example_columns(config), options);
   if (!pipeline.ok()) return pipeline.status();
   data.pipeline = std::move(pipeline).value();
@@ -229,6 +233,9 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   const RecordPipeline& p = *data.pipeline;
   data.description = std::to_string(p.total_records()) + " training records in " + std::to_string(files->size()) +
                      " file(s)" +
+                     (config.negatives > 0 ? " (positives; " + std::to_string(config.negatives) +
+                                                 " negatives sampled per positive each epoch)"
+                                           : "") +
                      (processes > 1 ? " (this process: " + std::to_string(p.shard_records()) + ", sharded by " +
                                           (p.shards_by_file() ? "file" : "record") + ")"
                                     : "") +
@@ -316,7 +323,21 @@ int train(const TrainConfig& config) {
   // job (the other ranks would wait for this one), and only rank 0 logs and
   // writes checkpoints.
   std::unique_ptr<ProcessGroup> group;
-  auto fail = [&group](const Status& status) {
+  // The trace, when asked for: written at the end, or when the run fails.
+  std::unique_ptr<Trace> trace;
+  auto write_trace = [&]() {
+    if (!trace) return;
+    Trace::install(nullptr);
+    const Status written = trace->write(config.trace_file);
+    if (written.ok())
+      std::printf("trace: %s (%zu events; open it in ui.perfetto.dev or chrome://tracing)\n",
+                  config.trace_file.c_str(), trace->events());
+    else
+      std::fprintf(stderr, "accel_train: trace: %s\n", written.to_string().c_str());
+    trace.reset();
+  };
+  auto fail = [&group, &write_trace](const Status& status) {
+    write_trace();
     if (group) {
       std::fprintf(stderr, "accel_train: rank %u: %s\n", group->rank(), status.to_string().c_str());
       std::fflush(stderr);
@@ -334,6 +355,10 @@ int train(const TrainConfig& config) {
     group = std::move(joined).value();
   }
   const bool lead = !group || group->rank() == 0;
+  if (lead && !config.trace_file.empty()) {
+    trace = std::make_unique<Trace>();
+    Trace::install(trace.get());
+  }
   auto array = parse_array_shape(config.array);
   if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
 
@@ -355,11 +380,17 @@ int train(const TrainConfig& config) {
       std::chrono::milliseconds(int64_t(config.launch_timeout_s * 1000));
   trainer_config.optimizer.name = config.optimizer;
   trainer_config.optimizer.learning_rate = config.learning_rate;
-  if (config.schedule == "cosine") {
-    // Over the whole run: the steps of every epoch.
+  LearningRateSchedule& schedule = trainer_config.optimizer.schedule;
+  schedule.kind = LearningRateSchedule::parse(config.schedule).value();  // validated
+  schedule.decay_steps = config.decay_steps;
+  schedule.decay_rate = config.decay_rate;
+  schedule.warmup_steps = config.warmup_steps;
+  if (schedule.kind == LearningRateSchedule::Kind::kCosine && schedule.decay_steps == 0) {
+    // Over the rest of the run after the warmup: the steps of every epoch.
     const uint64_t batches = data.batches_per_epoch;
-    trainer_config.optimizer.decay_steps =
+    const uint64_t steps =
         uint64_t(config.epochs) * (config.steps_per_epoch ? std::min<uint64_t>(config.steps_per_epoch, batches) : batches);
+    schedule.decay_steps = std::max<uint64_t>(1, steps > schedule.warmup_steps ? steps - schedule.warmup_steps : 1);
   }
   trainer_config.optimizer.momentum = config.momentum;
   trainer_config.optimizer.table_learning_rate = config.embedding_learning_rate;
@@ -415,11 +446,51 @@ int train(const TrainConfig& config) {
   std::printf("torch: %s\n", (*trainer)->model().torch_code().c_str());
   std::printf("data: %s\n", data.description.c_str());
 
+  // The callbacks, in the order they run. Those that decide run on every
+  // rank (they see the job's totals, so the ranks agree); those that write
+  // files, on rank 0.
+  std::vector<std::unique_ptr<Callback>> callbacks;
+  if (config.terminate_on_nan) callbacks.push_back(std::make_unique<TerminateOnNaN>());
+  const bool validation = data.validation.examples > 0;
+  if (lead && !config.csv_log.empty()) {
+    auto logger = CsvLogger::create(config, validation);
+    if (!logger.ok()) return fail(logger.status());
+    callbacks.push_back(std::move(logger).value());
+  }
+  if (lead && !config.tensorboard_dir.empty()) {
+    auto board = TensorBoard::create(config, validation);
+    if (!board.ok()) return fail(board.status());
+    callbacks.push_back(std::move(board).value());
+  }
+  ModelCheckpoint* checkpoints = nullptr;
+  if (lead && !checkpoint_path.empty()) {
+    auto save = [&, trainer = trainer->get()](uint32_t epochs_done) {
+      TraceScope span("checkpoint", "host", Trace::kHostTrack);
+      Status saved = write_safetensors(checkpoint_path, make_checkpoint(*trainer, config, epochs_done));
+      if (saved.ok()) saved = write_safetensors(config.checkpoint_dir + "/model.safetensors", make_model_file(*trainer));
+      return saved;
+    };
+    auto callback = std::make_unique<ModelCheckpoint>(config, save);
+    checkpoints = callback.get();
+    callbacks.push_back(std::move(callback));
+  }
+  if (config.early_stopping) callbacks.push_back(std::make_unique<EarlyStopping>(config, **trainer));
+  // A run that ends early says which checkpoint is still the good one.
+  auto failed_in_epoch = [&](const Status& status) {
+    const uint32_t last = checkpoints && checkpoints->saved_epochs() ? checkpoints->saved_epochs() : first_epoch;
+    std::string note;
+    if (!checkpoint_path.empty())
+      note = last ? "; the last checkpoint, " + checkpoint_path + " after epoch " + std::to_string(last) + ", is intact"
+                  : "; no checkpoint was written";
+    return fail(Status(status.code(), status.message() + note));
+  };
+
   // mpirun gives ranks a pseudo-terminal even when its own output is a file.
   const bool interactive = !group && isatty(STDOUT_FILENO);
   double training_seconds = 0, launches_per_step = 0, input_wait_seconds = 0;
   uint64_t trained_examples = 0;
-  for (uint32_t epoch = first_epoch; epoch < config.epochs; ++epoch) {
+  bool stop = false;
+  for (uint32_t epoch = first_epoch; epoch < config.epochs && !stop; ++epoch) {
     std::printf("Epoch %u/%u\n", epoch + 1, config.epochs);
     std::fflush(stdout);
     std::unique_ptr<BatchStream> stream;
@@ -436,7 +507,9 @@ int train(const TrainConfig& config) {
     while (step < steps) {
       const auto asked = Clock::now();
       Result<bool> more = data.pipeline ? data.pipeline->next(batch) : Result<bool>(stream->next(batch));
-      input_wait_seconds += std::chrono::duration<double>(Clock::now() - asked).count();
+      const auto got = Clock::now();
+      input_wait_seconds += std::chrono::duration<double>(got - asked).count();
+      if (trace) trace->span("data wait", "host", Trace::kHostTrack, asked, got);
       if (!more.ok()) return fail(more.status());
       if (!*more)  // only when skip_corrupt dropped records
         return fail(Status(StatusCode::kDataLoss, "data.train: the epoch ended after " + std::to_string(step) + " of " +
@@ -445,15 +518,27 @@ int train(const TrainConfig& config) {
                                                       " corrupt record(s) skipped, the first: " +
                                                       data.pipeline->first_skip_reason()));
       auto result = data.pipeline ? (*trainer)->step_local(batch) : (*trainer)->step(batch);
+      if (trace)
+        trace->span("step", "host", Trace::kHostTrack, got, Clock::now(),
+                    {{"step", double((*trainer)->optimizer().steps())}, {"examples", double(batch.size)}});
       if (!result.ok()) return fail(result.status());
       loss += result->loss_sum;
       correct += result->correct;
       seen += result->examples;
       ++step;
-      if (interactive) {
+      BatchLogs batch_logs;
+      batch_logs.step = (*trainer)->optimizer().steps();
+      batch_logs.epoch = epoch;
+      batch_logs.batch = step;
+      batch_logs.loss = loss / seen;
+      batch_logs.accuracy = double(correct) / seen;
+      for (const auto& callback : callbacks)
+        if (Status status = callback->on_batch_end(batch_logs); !status.ok()) return failed_in_epoch(status);
+      const bool log_line = !interactive && config.log_every && step % config.log_every == 0 && step < steps;
+      if (interactive || log_line) {
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        std::printf("\r%s", progress_line(step, steps, seconds, loss / seen,
-                                          double(correct) / seen).c_str());
+        std::printf(interactive ? "\r%s" : "%s\n",
+                    progress_line(step, steps, seconds, batch_logs.loss, batch_logs.accuracy).c_str());
         std::fflush(stdout);
       }
     }
@@ -461,13 +546,20 @@ int train(const TrainConfig& config) {
     if (step) launches_per_step = double((*trainer)->launches() - launches_before) / step;
     training_seconds += seconds;
     trained_examples += seen;
-    const std::string trained = progress_line(step, steps, seconds, loss / std::max<uint64_t>(seen, 1),
-                                              double(correct) / std::max<uint64_t>(seen, 1));
-    if (data.validation.examples > 0) {
+    EpochLogs logs;
+    logs.epoch = epoch;
+    logs.loss = loss / std::max<uint64_t>(seen, 1);
+    logs.accuracy = double(correct) / std::max<uint64_t>(seen, 1);
+    logs.learning_rate = (*trainer)->optimizer().learning_rate();
+    const std::string trained = progress_line(step, steps, seconds, logs.loss, logs.accuracy);
+    if (validation) {
+      TraceScope span("validation", "host", Trace::kHostTrack);
       auto validated = (*trainer)->evaluate(data.validation);
       if (!validated.ok()) return fail(validated.status());
+      logs.val_loss = validated->loss_sum / validated->examples;
+      logs.val_accuracy = double(validated->correct) / validated->examples;
       std::printf("%s%s - val_loss: %.4f - val_accuracy: %.4f\n", interactive ? "\r" : "", trained.c_str(),
-                  validated->loss_sum / validated->examples, double(validated->correct) / validated->examples);
+                  *logs.val_loss, *logs.val_accuracy);
     } else {
       std::printf("%s%s\n", interactive ? "\r" : "", trained.c_str());
     }
@@ -478,11 +570,8 @@ int train(const TrainConfig& config) {
     if (!identical.ok()) return fail(identical.status());
     if (!*identical)
       return fail(Status(StatusCode::kInternal, "replicas diverged (a bug: they must hold the same bits)"));
-    if (lead && !checkpoint_path.empty()) {
-      Status saved = write_safetensors(checkpoint_path, make_checkpoint(**trainer, config, epoch + 1));
-      if (saved.ok()) saved = write_safetensors(config.checkpoint_dir + "/model.safetensors", make_model_file(**trainer));
-      if (!saved.ok()) return fail(saved);
-    }
+    for (const auto& callback : callbacks)
+      if (Status status = callback->on_epoch_end(logs, stop); !status.ok()) return failed_in_epoch(status);
   }
   if (data.test.examples > 0) {
     auto tested = (*trainer)->evaluate(data.test);
@@ -498,6 +587,7 @@ int train(const TrainConfig& config) {
                 (unsigned long long)trained_examples, training_seconds, double(trained_examples) / training_seconds,
                 launches_per_step, 100.0 * input_wait_seconds / training_seconds);
   if (!checkpoint_path.empty()) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
+  write_trace();
   return 0;
 }
 
@@ -634,7 +724,16 @@ int main(int argc, char** argv) {
   auto* o_batch = app.add_option("--global-batch", config.global_batch, "train.global_batch");
   auto* o_optimizer = app.add_option("--optimizer", config.optimizer, "train.optimizer: adam or sgd");
   auto* o_lr = app.add_option("--learning-rate", config.learning_rate, "train.learning_rate");
-  auto* o_schedule = app.add_option("--schedule", config.schedule, "train.schedule: constant or cosine");
+  auto* o_schedule =
+      app.add_option("--schedule", config.schedule, "train.schedule: constant, cosine, exponential or step");
+  auto* o_warmup = app.add_option("--warmup-steps", config.warmup_steps, "train.warmup_steps: linear warmup");
+  auto* o_decay_steps = app.add_option("--decay-steps", config.decay_steps, "train.decay_steps");
+  auto* o_decay_rate = app.add_option("--decay-rate", config.decay_rate, "train.decay_rate");
+  auto* o_log_every = app.add_option("--log-every", config.log_every,
+                                     "train.log_every: a progress line every N steps when not on a terminal");
+  auto* o_tensorboard = app.add_option("--tensorboard", config.tensorboard_dir, "tensorboard.dir: event files");
+  auto* o_csv = app.add_option("--csv-log", config.csv_log, "callbacks.csv_logger.filename");
+  auto* o_trace = app.add_option("--trace", config.trace_file, "trace: a Chrome/Perfetto trace of every step");
   auto* o_momentum = app.add_option("--momentum", config.momentum, "train.momentum");
   auto* o_seed = app.add_option("--seed", config.seed, "train.seed");
   auto* o_spe = app.add_option("--steps-per-execution", config.steps_per_execution,
@@ -675,6 +774,13 @@ int main(int argc, char** argv) {
   if (given(o_optimizer)) merged.optimizer = config.optimizer;
   if (given(o_lr)) merged.learning_rate = config.learning_rate;
   if (given(o_schedule)) merged.schedule = config.schedule;
+  if (given(o_warmup)) merged.warmup_steps = config.warmup_steps;
+  if (given(o_decay_steps)) merged.decay_steps = config.decay_steps;
+  if (given(o_decay_rate)) merged.decay_rate = config.decay_rate;
+  if (given(o_log_every)) merged.log_every = config.log_every;
+  if (given(o_tensorboard)) merged.tensorboard_dir = config.tensorboard_dir;
+  if (given(o_csv)) merged.csv_log = config.csv_log;
+  if (given(o_trace)) merged.trace_file = config.trace_file;
   if (given(o_momentum)) merged.momentum = config.momentum;
   if (given(o_seed)) merged.seed = config.seed;
   if (given(o_spe)) merged.steps_per_execution = config.steps_per_execution;

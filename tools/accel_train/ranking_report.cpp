@@ -7,6 +7,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "systole/dot_score.h"
 #include "systole/ranking.h"
 #include "systole/record_pipeline.h"
 #include "systole/tfrecord.h"
@@ -73,17 +74,16 @@ Status report_ranking(Trainer& trainer, const TrainConfig& config, const Dataset
   auto towers = trainer.predict(pairs.data(), uint32_t(n), spec.layers.size() - 1);
   if (!towers.ok()) return towers.status();
   const std::size_t width = towers->size() / (2 * n);
+  auto score_pair = dot_score(spec.layers.back(), uint32_t(width));
+  if (!score_pair.ok()) return score_pair.status();
+  const DotScore score = *score_pair;
   auto user_vector = [&](std::size_t u) { return towers->data() + 2 * u * width; };
   auto item_vector = [&](std::size_t c) { return towers->data() + (2 * c + 1) * width; };
   const double model_recall = recall_at_k(users, candidates, train, held_out, config.ranking_k,
                                           [&](std::size_t u, std::vector<float>& scores) {
                                             const float* x = user_vector(u);
-                                            for (std::size_t c = 0; c < candidates.size(); ++c) {
-                                              const float* y = item_vector(c);
-                                              float s = 0.0f;
-                                              for (std::size_t j = 0; j < width; ++j) s += x[j] * y[j];
-                                              scores[c] = s;
-                                            }
+                                            for (std::size_t c = 0; c < candidates.size(); ++c)
+                                              scores[c] = score(x, item_vector(c));
                                           });
   std::vector<float> candidate_popularity(candidates.size());
   for (std::size_t c = 0; c < candidates.size(); ++c) candidate_popularity[c] = popularity[candidates[c]];

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "systole/optimizer.h"
+
 namespace systole {
 namespace {
 
@@ -164,7 +166,8 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   if (root.IsNull()) return ok_status();  // an empty file: all defaults
   SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
       root, "", {"backend", "devices", "array", "engine", "xclbin", "model", "data", "train", "checkpoint",
-                "mpi", "ranking"})));
+                "mpi", "ranking", "callbacks", "tensorboard", "trace"})));
+  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "trace", "trace", c.trace_file)));
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "backend", "backend", c.backend)));
   if (root["devices"] && root["devices"].IsSequence()) {
     std::vector<uint32_t> units;
@@ -194,7 +197,7 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
         data, "data",
         {"format", "dir", "validation_examples", "train", "validation", "test", "features", "inputs", "label",
-         "shuffle_buffer", "cycle_length", "threads", "prefetch", "skip_corrupt"})));
+         "shuffle_buffer", "cycle_length", "threads", "prefetch", "skip_corrupt", "negatives"})));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "format", "data.format", c.data_format)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "dir", "data.dir", c.data_dir)));
     SYSTOLE_RETURN_IF_ERROR(in_file(
@@ -210,13 +213,22 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
     SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "threads", "data.threads", c.reader_threads)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "prefetch", "data.prefetch", c.prefetch)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "skip_corrupt", "data.skip_corrupt", c.skip_corrupt)));
+    if (const YAML::Node negatives = data["negatives"]) {
+      SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(negatives, "data.negatives", {"count", "feature"})));
+      SYSTOLE_RETURN_IF_ERROR(in_file(read(negatives, "count", "data.negatives.count", c.negatives)));
+      SYSTOLE_RETURN_IF_ERROR(in_file(read(negatives, "feature", "data.negatives.feature", c.negative_feature)));
+    }
   }
   if (const YAML::Node train = root["train"]) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
         train, "train",
         {"epochs", "global_batch", "optimizer", "learning_rate", "schedule", "momentum", "seed",
          "steps_per_execution", "launch_timeout_s", "steps_per_epoch", "embedding_learning_rate",
-         "embedding_initial_accumulator"})));
+         "embedding_initial_accumulator", "decay_steps", "decay_rate", "warmup_steps", "log_every"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "decay_steps", "train.decay_steps", c.decay_steps)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "decay_rate", "train.decay_rate", c.decay_rate)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "warmup_steps", "train.warmup_steps", c.warmup_steps)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "log_every", "train.log_every", c.log_every)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "embedding_initial_accumulator", "train.embedding_initial_accumulator",
                                          c.embedding_initial_accumulator)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "embedding_learning_rate", "train.embedding_learning_rate",
@@ -234,9 +246,44 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
         read(train, "steps_per_execution", "train.steps_per_execution", c.steps_per_execution)));
   }
   if (const YAML::Node checkpoint = root["checkpoint"]) {
-    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(checkpoint, "checkpoint", {"dir", "resume"})));
+    SYSTOLE_RETURN_IF_ERROR(
+        in_file(known_keys(checkpoint, "checkpoint", {"dir", "resume", "save_best_only", "monitor"})));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "dir", "checkpoint.dir", c.checkpoint_dir)));
     SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "resume", "checkpoint.resume", c.resume)));
+    SYSTOLE_RETURN_IF_ERROR(
+        in_file(read(checkpoint, "save_best_only", "checkpoint.save_best_only", c.save_best_only)));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "monitor", "checkpoint.monitor", c.checkpoint_monitor)));
+  }
+  if (const YAML::Node callbacks = root["callbacks"]) {
+    SYSTOLE_RETURN_IF_ERROR(
+        in_file(known_keys(callbacks, "callbacks", {"early_stopping", "terminate_on_nan", "csv_logger"})));
+    if (const YAML::Node early = callbacks["early_stopping"]) {
+      SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(early, "callbacks.early_stopping",
+                                                 {"monitor", "patience", "min_delta", "restore_best_weights"})));
+      c.early_stopping = true;
+      SYSTOLE_RETURN_IF_ERROR(
+          in_file(read(early, "monitor", "callbacks.early_stopping.monitor", c.early_stopping_monitor)));
+      SYSTOLE_RETURN_IF_ERROR(
+          in_file(read(early, "patience", "callbacks.early_stopping.patience", c.early_stopping_patience)));
+      SYSTOLE_RETURN_IF_ERROR(
+          in_file(read(early, "min_delta", "callbacks.early_stopping.min_delta", c.early_stopping_min_delta)));
+      SYSTOLE_RETURN_IF_ERROR(in_file(read(early, "restore_best_weights",
+                                           "callbacks.early_stopping.restore_best_weights",
+                                           c.early_stopping_restore_best)));
+    }
+    SYSTOLE_RETURN_IF_ERROR(
+        in_file(read(callbacks, "terminate_on_nan", "callbacks.terminate_on_nan", c.terminate_on_nan)));
+    if (const YAML::Node csv = callbacks["csv_logger"]) {
+      SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(csv, "callbacks.csv_logger", {"filename", "append"})));
+      SYSTOLE_RETURN_IF_ERROR(in_file(read(csv, "filename", "callbacks.csv_logger.filename", c.csv_log)));
+      SYSTOLE_RETURN_IF_ERROR(in_file(read(csv, "append", "callbacks.csv_logger.append", c.csv_append)));
+    }
+  }
+  if (const YAML::Node tensorboard = root["tensorboard"]) {
+    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(tensorboard, "tensorboard", {"dir", "update_freq"})));
+    SYSTOLE_RETURN_IF_ERROR(in_file(read(tensorboard, "dir", "tensorboard.dir", c.tensorboard_dir)));
+    SYSTOLE_RETURN_IF_ERROR(
+        in_file(read(tensorboard, "update_freq", "tensorboard.update_freq", c.tensorboard_update_freq)));
   }
   if (const YAML::Node ranking = root["ranking"]) {
     SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(ranking, "ranking", {"k", "users"})));
@@ -277,8 +324,20 @@ Status validate_train_config(const TrainConfig& c) {
     return invalid("ranking.k and ranking.users must be >= 1");
   if (c.ranking && (c.data_format != "tfrecord" || c.test_files.empty() || c.inputs.size() != 2))
     return invalid("ranking: needs data.format tfrecord, data.test and data.inputs [user, item]");
-  if (c.schedule != "constant" && c.schedule != "cosine")
-    return invalid("train.schedule: expected constant or cosine, got '" + c.schedule + "'");
+  if (auto kind = LearningRateSchedule::parse(c.schedule); !kind.ok())
+    return invalid("train.schedule: " + kind.status().message());
+  if ((c.schedule == "exponential" || c.schedule == "step") && c.decay_steps == 0)
+    return invalid("train.decay_steps: the " + c.schedule + " schedule needs decay_steps >= 1");
+  if (!(c.decay_rate > 0 && c.decay_rate <= 1)) return invalid("train.decay_rate: must be in (0, 1]");
+  for (const auto& [field, monitor] : {std::pair<const char*, const std::string*>{"checkpoint.monitor",
+                                                                                  &c.checkpoint_monitor},
+                                       {"callbacks.early_stopping.monitor", &c.early_stopping_monitor}})
+    if (*monitor != "loss" && *monitor != "accuracy" && *monitor != "val_loss" && *monitor != "val_accuracy")
+      return invalid(std::string(field) + ": expected loss, accuracy, val_loss or val_accuracy, got '" + *monitor +
+                     "'");
+  if (c.save_best_only && c.checkpoint_dir.empty()) return invalid("checkpoint.save_best_only: needs checkpoint.dir");
+  if (!(c.early_stopping_min_delta >= 0) || !std::isfinite(c.early_stopping_min_delta))
+    return invalid("callbacks.early_stopping.min_delta: must be a number >= 0");
   if (!(c.momentum >= 0 && c.momentum < 1)) return invalid("train.momentum: must be in [0, 1)");
   if (c.data_format != "idx" && c.data_format != "tfrecord")
     return invalid("data.format: expected idx or tfrecord, got '" + c.data_format + "'");
@@ -290,6 +349,9 @@ Status validate_train_config(const TrainConfig& c) {
     if (c.reader_threads == 0 || c.reader_threads > 256) return invalid("data.threads: must be in [1, 256]");
     if (c.prefetch == 0 || c.prefetch > 1024) return invalid("data.prefetch: must be in [1, 1024]");
     if (c.shuffle_buffer > (1u << 24)) return invalid("data.shuffle_buffer: at most 2^24 records");
+    if (c.negatives > 1000) return invalid("data.negatives.count: at most 1000 per positive");
+    if (c.negatives > 0 && std::find(c.inputs.begin(), c.inputs.end(), c.negative_feature) == c.inputs.end())
+      return invalid("data.negatives.feature: '" + c.negative_feature + "' is not one of data.inputs");
   }
   if (c.resume && c.checkpoint_dir.empty())
     return invalid("checkpoint.resume: needs checkpoint.dir");

@@ -41,12 +41,26 @@ struct TrainConfig {
   uint32_t reader_threads = 2;
   uint32_t prefetch = 2;
   bool skip_corrupt = false;
+  // data.negatives {count, feature}: training files of positives, each
+  // followed by `count` copies with `feature` drawn anew every epoch.
+  uint32_t negatives = 0;
+  std::string negative_feature;
   uint32_t epochs = 15;
   uint32_t steps_per_epoch = 0;  // 0: every full batch of the training set
   uint32_t global_batch = 128;
   std::string optimizer = "adam";
   float learning_rate = 1e-3f;
-  std::string schedule = "constant";  // or "cosine": Keras' CosineDecay to 0 over the run
+  // The learning-rate schedule over optimizer steps (host/optimizer.h):
+  // constant, cosine (to 0 over decay_steps; 0: the rest of the run after
+  // the warmup), exponential or step (decay_rate every decay_steps),
+  // after warmup_steps of linear warmup.
+  std::string schedule = "constant";
+  uint64_t decay_steps = 0;
+  double decay_rate = 0.1;
+  uint64_t warmup_steps = 0;
+  // Progress lines when stdout is not a terminal: one every log_every
+  // steps (0: the epoch's line only), as Keras' verbose=2 logs.
+  uint32_t log_every = 0;
   float momentum = 0.9f;
   float embedding_learning_rate = 0.05f;  // Adagrad on embedding tables' touched rows
   float embedding_initial_accumulator = 0.1f;
@@ -61,6 +75,29 @@ struct TrainConfig {
   uint32_t ranking_users = 2000;
   std::string checkpoint_dir;  // empty: no checkpoints
   bool resume = false;
+  // Keras' ModelCheckpoint(save_best_only): write the checkpoint only after
+  // an epoch that improves `checkpoint_monitor`.
+  bool save_best_only = false;
+  std::string checkpoint_monitor = "val_loss";
+  // callbacks.early_stopping (Keras' EarlyStopping); patience 0 with
+  // early_stopping false: off.
+  bool early_stopping = false;
+  std::string early_stopping_monitor = "val_loss";
+  uint32_t early_stopping_patience = 0;
+  double early_stopping_min_delta = 0;
+  bool early_stopping_restore_best = false;
+  // callbacks.terminate_on_nan: a NaN or infinite loss ends the run (exit
+  // 3) before the epoch's checkpoint, so the last one stays good.
+  bool terminate_on_nan = true;
+  // callbacks.csv_logger: a line per epoch (Keras' CSVLogger).
+  std::string csv_log;
+  bool csv_append = false;
+  // tensorboard: event files under DIR/train and DIR/validation; batch
+  // scalars every update_freq steps (0: epoch scalars only).
+  std::string tensorboard_dir;
+  uint32_t tensorboard_update_freq = 0;
+  // trace: a Chrome/Perfetto trace of every step, written at the end.
+  std::string trace_file;
   double launch_timeout_s = 600;  // longest launch before the run fails
   // Under mpirun: the longest wait for another process before the job
   // ends with an error naming the silent rank(s).

@@ -19,6 +19,7 @@ enum class StatusCode {
   kDeviceError,      // the device reported an error (see the message)
   kDataLoss,         // a file or transfer is truncated or corrupt
   kInternal,         // a bug: an invariant did not hold
+  kAborted,          // a run stopped itself (a NaN loss)
 };
 
 const char* status_code_name(StatusCode code);

@@ -15,14 +15,35 @@
 
 namespace systole {
 
+// The learning rate of step t (counted from 0) for a base rate lr, as
+// Keras' schedules define it, after an optional linear warmup:
+//   t < warmup_steps: lr * (t + 1) / warmup_steps; later steps follow the
+//   schedule at u = t - warmup_steps:
+//   constant     lr
+//   cosine       CosineDecay(alpha=0): lr * 0.5 * (1 + cos(pi * min(u, D) / D))
+//   exponential  ExponentialDecay: lr * decay_rate^(u / D)
+//   step         ExponentialDecay(staircase=True), PyTorch's StepLR:
+//                lr * decay_rate^floor(u / D)
+// with D = decay_steps.
+struct LearningRateSchedule {
+  enum class Kind { kConstant, kCosine, kExponential, kStep };
+  Kind kind = Kind::kConstant;
+  uint64_t decay_steps = 0;
+  double decay_rate = 0.1;
+  uint64_t warmup_steps = 0;
+
+  double rate(double lr, uint64_t t) const;
+  // "constant", "cosine", "exponential", "step".
+  static Result<Kind> parse(const std::string& name);
+  static const char* name(Kind kind);
+};
+
 struct OptimizerConfig {
   std::string name = "adam";  // "adam" or "sgd"
   float learning_rate = 1e-3f;
   float momentum = 0.9f;      // sgd
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-7f;  // adam (Keras' values)
-  // Keras' CosineDecay when > 0: step t (counted from 0) uses
-  // learning_rate * 0.5 * (1 + cos(pi * min(t, decay_steps) / decay_steps)).
-  uint64_t decay_steps = 0;
+  LearningRateSchedule schedule;
   // Embedding tables (Keras' Adagrad: accumulator += g^2,
   // w -= lr * g / (sqrt(accumulator) + epsilon)); the rate is constant.
   float table_learning_rate = 0.05f;

@@ -54,6 +54,17 @@ struct RecordPipelineOptions {
   // and is always an error. A skip shortens its shard; an epoch that then
   // runs out of batches ends the run with the count and the first reason.
   bool skip_corrupt = false;
+  // Sampled negatives, for models of interactions trained on positives
+  // only (two towers): every record (its label must be 1) is followed by
+  // `negatives` copies of it with the input `negative_feature` (a scalar)
+  // replaced by a value drawn uniformly from that feature's distinct values
+  // over all the files, labelled 0. Drawn anew each epoch from (seed,
+  // epoch, shard), so a model does not learn one fixed set of non-edges.
+  // A draw may hit another positive of the same record (a false negative,
+  // at the rate of the record's positives over the distinct values), as
+  // tf.data's and TF Recommenders' uniform samplers do; none is filtered.
+  uint32_t negatives = 0;
+  std::string negative_feature;
 };
 
 class RecordPipeline {
@@ -67,6 +78,7 @@ class RecordPipeline {
   RecordPipeline(const RecordPipeline&) = delete;
   RecordPipeline& operator=(const RecordPipeline&) = delete;
 
+  // Records in the files; examples come to (1 + negatives) per record.
   uint64_t total_records() const { return total_records_; }
   uint64_t shard_records() const { return shard_records_; }
   bool shards_by_file() const { return by_file_; }
@@ -92,6 +104,9 @@ class RecordPipeline {
   RecordPipeline() = default;
   // A record's inputs and label into `row` (example_values() + 1 floats).
   Status parse_row(const std::string& record, std::vector<float>& row) const;
+  // Reads `file`, adding its records' values of the negative feature to
+  // negative_values_; returns its record count.
+  Result<uint64_t> gather_negative_values(const std::string& file);
 
   ExampleSchema schema_;
   RecordPipelineOptions options_;
@@ -100,6 +115,8 @@ class RecordPipeline {
   uint32_t classes_ = 0;
   uint32_t example_values_ = 0;
   std::vector<uint32_t> example_shape_;
+  uint32_t negative_offset_ = 0;        // the replaced value's index in a row
+  std::vector<float> negative_values_;  // its distinct values, ascending
   std::vector<std::string> shard_files_;  // by file: this shard's; else all
   bool by_file_ = false;
   uint64_t total_records_ = 0, shard_records_ = 0, batches_ = 0;

@@ -33,6 +33,9 @@ inline constexpr uint64_t kTFRecordFooterBytes = 4;   // the data's CRC
 // beyond this is treated as corruption rather than allocated).
 inline constexpr uint64_t kTFRecordMaxBytes = 1ull << 30;
 
+// One record framed: length, its masked CRC, the data, the data's masked CRC.
+std::string tfrecord_frame(std::string_view record);
+
 // Writes `path` record by record; the file appears, complete, on close().
 class TFRecordWriter {
  public:

@@ -5,25 +5,50 @@
 // s >= 0 to any two similar inputs, and a data set of mostly negatives
 // cannot be fit from the start) leaves as the two logits (-s/2, s/2), so
 // that softmax cross-entropy over them is the logistic loss of s (class 1:
-// the pair interacts; p = sigmoid(s)) and the arg-max says s > 0. A dot
-// product per example has no matrix product for the array: host work,
-// O(batch x d). PyTorch has no such module; the model's torch code names it
-// Dot, defined in the docs.
+// the pair interacts; p = sigmoid(s)) and the arg-max says s > 0.
+// `row_bias: true` reads each vector's last value as its row's own bias
+// (biased matrix factorisation: s = <x0[:-1], x1[:-1]> + x0[-1] + x1[-1] +
+// b), so an item's popularity has a term of its own instead of a direction
+// every user vector must learn. A dot product per example has no matrix
+// product for the array: host work, O(batch x d). PyTorch has no such
+// module; the model's torch code names it Dot, defined in the docs.
+#include "systole/dot_score.h"
+
 #include "layer_kit.h"
 
 namespace systole {
 namespace {
 
+struct DotOptions {
+  bool use_bias = true;
+  bool row_bias = false;
+};
+
+Result<DotOptions> dot_options(LayerArgs& args) {
+  DotOptions options;
+  auto use_bias = args.boolean("use_bias", true);
+  if (!use_bias.ok()) return use_bias.status();
+  auto row_bias = args.boolean("row_bias", false);
+  if (!row_bias.ok()) return row_bias.status();
+  options.use_bias = *use_bias;
+  options.row_bias = *row_bias;
+  return options;
+}
+
 class Dot final : public Layer {
  public:
-  explicit Dot(bool use_bias) : use_bias_(use_bias) {}
+  explicit Dot(const DotOptions& options) : options_(options) {}
 
   Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
     if (input.size() != 2 || input[0] != 2)
       return Status(StatusCode::kInvalidArgument,
                     "dot expects [2, d] (two towers' vectors), got " + shape_text(input));
-    width_ = input[1];
-    if (use_bias_) bias_ = store.declare(std::to_string(site.torch_index) + ".bias", {}, Region::kTrainable);
+    if (options_.row_bias && input[1] < 2)
+      return Status(StatusCode::kInvalidArgument,
+                    "row_bias: the towers' vectors need at least 2 values (factors, then the bias), got " +
+                        shape_text(input));
+    score_ = DotScore{input[1], options_.row_bias};
+    if (options_.use_bias) bias_ = store.declare(std::to_string(site.torch_index) + ".bias", {}, Region::kTrainable);
     return Shape{2};
   }
 
@@ -31,11 +56,11 @@ class Dot final : public Layer {
     output.batch = input.batch;
     output.shape = {2};
     output.values.resize(std::size_t(input.batch) * 2);
-    const float bias = use_bias_ ? *store.values(bias_) : 0.0f;
+    const float bias = options_.use_bias ? *store.values(bias_) : 0.0f;
+    const uint32_t width = score_.width;
     for (uint32_t b = 0; b < input.batch; ++b) {
-      const float* x = input.values.data() + std::size_t(b) * 2 * width_;
-      float s = bias;
-      for (uint32_t j = 0; j < width_; ++j) s += x[j] * x[width_ + j];
+      const float* x = input.values.data() + std::size_t(b) * 2 * width;
+      const float s = score_(x, x + width) + bias;
       output.values[2 * b] = -0.5f * s;
       output.values[2 * b + 1] = 0.5f * s;
     }
@@ -44,7 +69,7 @@ class Dot final : public Layer {
 
   Status backward(LayerContext&, ParameterStore& store, const Activations& input, const Activations&,
                   const Activations& output_gradient, Activations* input_gradient) override {
-    if (use_bias_) {  // db = the sum of ds
+    if (options_.use_bias) {  // db = the sum of ds
       float bias_gradient = 0.0f;
       for (uint32_t b = 0; b < input.batch; ++b)
         bias_gradient += 0.5f * (output_gradient.values[2 * b + 1] - output_gradient.values[2 * b]);
@@ -52,32 +77,47 @@ class Dot final : public Layer {
     }
     if (!input_gradient) return ok_status();
     zeros_like(input, *input_gradient);
+    const uint32_t width = score_.width, factors = options_.row_bias ? width - 1 : width;
     for (uint32_t b = 0; b < input.batch; ++b) {
       const float ds = 0.5f * (output_gradient.values[2 * b + 1] - output_gradient.values[2 * b]);
-      const float* x = input.values.data() + std::size_t(b) * 2 * width_;
-      float* dx = input_gradient->values.data() + std::size_t(b) * 2 * width_;
-      for (uint32_t j = 0; j < width_; ++j) {
-        dx[j] = ds * x[width_ + j];
-        dx[width_ + j] = ds * x[j];
+      const float* x = input.values.data() + std::size_t(b) * 2 * width;
+      float* dx = input_gradient->values.data() + std::size_t(b) * 2 * width;
+      for (uint32_t j = 0; j < factors; ++j) {
+        dx[j] = ds * x[width + j];
+        dx[width + j] = ds * x[j];
       }
+      if (options_.row_bias) dx[factors] = dx[width + factors] = ds;
     }
     return ok_status();
   }
 
-  std::string torch_code() const override { return use_bias_ ? "Dot()" : "Dot(bias=False)"; }
+  std::string torch_code() const override {
+    std::string arguments;
+    if (!options_.use_bias) arguments = "bias=False";
+    if (options_.row_bias) arguments += std::string(arguments.empty() ? "" : ", ") + "row_bias=True";
+    return "Dot(" + arguments + ")";
+  }
 
  private:
-  bool use_bias_;
-  uint32_t width_ = 0;
+  DotOptions options_;
+  DotScore score_;
   std::size_t bias_ = 0;
 };
 
 }  // namespace
 
+Result<DotScore> dot_score(const LayerConfig& config, uint32_t width) {
+  if (config.type != "dot") return Status(StatusCode::kInvalidArgument, "not a dot layer: " + config.type);
+  LayerArgs args(config);
+  auto options = dot_options(args);
+  if (!options.ok()) return options.status();
+  return DotScore{width, options->row_bias};
+}
+
 Result<std::unique_ptr<Layer>> make_dot(LayerArgs& args) {
-  auto use_bias = args.boolean("use_bias", true);
-  if (!use_bias.ok()) return use_bias.status();
-  return std::unique_ptr<Layer>(new Dot(*use_bias));
+  auto options = dot_options(args);
+  if (!options.ok()) return options.status();
+  return std::unique_ptr<Layer>(new Dot(*options));
 }
 
 }  // namespace systole
