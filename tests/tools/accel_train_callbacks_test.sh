@@ -7,14 +7,7 @@
 # the schedules run, and a trace is written.
 set -u
 tool=$1 accel_data=$2 make_idx=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/data" && "$make_idx" "$work/data" 640 160 || exit 1
-
-source "$(dirname "$0")/expect.sh"
-
-small=(--data-dir "$work/data" --validation-examples 64 --global-batch 32 --array 16x16
-       --devices 2 --hidden 32 --learning-rate 0.003)
+source "$(dirname "$0")/small_idx.sh"
 
 # TensorBoard and CSVLogger: 3 epochs of 18 steps, batch scalars every 6.
 expect 0 "Epoch 3/3" "${small[@]}" --epochs 3 --tensorboard "$work/tb" --csv-log "$work/log.csv" \

@@ -4,14 +4,7 @@
 # and bad input ends with exit 2 and a message naming the field or file.
 set -u
 tool=$1 make_idx=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/data" && "$make_idx" "$work/data" 640 160 || exit 1
-
-source "$(dirname "$0")/expect.sh"
-
-small=(--data-dir "$work/data" --validation-examples 64 --global-batch 32 --array 16x16
-       --devices 2 --hidden 32 --learning-rate 0.003)
+source "$(dirname "$0")/small_idx.sh"
 expect 0 "Epoch 2/2" "${small[@]}" --epochs 2 --checkpoint-dir "$work/straight"
 expect 0 "test_accuracy: (0\.[5-9]|1\.0)" "${small[@]}" --epochs 3
 expect 0 "^18/18 \[=+\] - .* - val_accuracy" "${small[@]}" --epochs 1

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -708,45 +709,48 @@ int main(int argc, char** argv) {
   app.add_option("--input", infer_options.input, "predict: float32 .npy of examples");
   app.add_option("--output", infer_options.output, "predict: where the float32 .npy of logits goes");
   TrainConfig config;
-  // Overrides: each names the config field it sets; a repeated one takes
-  // its last value, so appending to a command line overrides it.
+  // Overrides: each flag names the config field it sets, and is applied
+  // on top of the file only when given; a repeated one takes its last
+  // value, so appending to a command line overrides it.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::vector<std::function<void(TrainConfig&)>> overrides;
+  auto flag = [&](const char* name, auto TrainConfig::*field, const char* help) {
+    CLI::Option* option = app.add_option(name, config.*field, help);
+    overrides.push_back([&config, field, option](TrainConfig& merged) {
+      if (option->count() > 0) merged.*field = config.*field;
+    });
+  };
+  flag("--backend", &TrainConfig::backend, "backend");
+  flag("--devices", &TrainConfig::devices, "devices: auto, a count, or [0,2]");
+  flag("--array", &TrainConfig::array, "array: ROWSxCOLS (emulated devices)");
+  flag("--engine", &TrainConfig::engine, "engine: fast or hls (sw_emu)");
+  flag("--xclbin", &TrainConfig::xclbin, "xclbin: the bitstream (xrt)");
+  flag("--data-dir", &TrainConfig::data_dir, "data.dir");
+  flag("--validation-examples", &TrainConfig::validation_examples, "data.validation_examples");
+  flag("--epochs", &TrainConfig::epochs, "train.epochs");
+  flag("--global-batch", &TrainConfig::global_batch, "train.global_batch");
+  flag("--optimizer", &TrainConfig::optimizer, "train.optimizer: adam or sgd");
+  flag("--learning-rate", &TrainConfig::learning_rate, "train.learning_rate");
+  flag("--schedule", &TrainConfig::schedule, "train.schedule: constant, cosine, exponential or step");
+  flag("--warmup-steps", &TrainConfig::warmup_steps, "train.warmup_steps: linear warmup");
+  flag("--decay-steps", &TrainConfig::decay_steps, "train.decay_steps");
+  flag("--decay-rate", &TrainConfig::decay_rate, "train.decay_rate");
+  flag("--momentum", &TrainConfig::momentum, "train.momentum");
+  flag("--seed", &TrainConfig::seed, "train.seed");
+  flag("--steps-per-execution", &TrainConfig::steps_per_execution,
+       "train.steps_per_execution: evaluation batches per command list");
+  flag("--steps-per-epoch", &TrainConfig::steps_per_epoch, "train.steps_per_epoch: batches per epoch (0: all)");
+  flag("--log-every", &TrainConfig::log_every, "train.log_every: a progress line every N steps when not on a terminal");
+  flag("--launch-timeout", &TrainConfig::launch_timeout_s, "train.launch_timeout_s: longest launch on a unit");
+  flag("--classes", &TrainConfig::classes, "model.classes (0: from the labels)");
+  flag("--checkpoint-dir", &TrainConfig::checkpoint_dir, "checkpoint.dir");
+  flag("--tensorboard", &TrainConfig::tensorboard_dir, "tensorboard.dir: event files");
+  flag("--csv-log", &TrainConfig::csv_log, "callbacks.csv_logger.filename");
+  flag("--trace", &TrainConfig::trace_file, "trace: a Chrome/Perfetto trace of every step");
+  flag("--mpi-timeout", &TrainConfig::mpi_timeout_s, "mpi.timeout_s: longest wait for another rank (mpirun)");
+  CLI::Option* o_resume = app.add_flag("--resume", config.resume, "checkpoint.resume");
   std::string hidden;
-  auto* o_backend = app.add_option("--backend", config.backend, "backend");
-  auto* o_devices = app.add_option("--devices", config.devices, "devices: auto, a count, or [0,2]");
-  auto* o_array = app.add_option("--array", config.array, "array: ROWSxCOLS (emulated devices)");
-  auto* o_engine = app.add_option("--engine", config.engine, "engine: fast or hls (sw_emu)");
-  auto* o_xclbin = app.add_option("--xclbin", config.xclbin, "xclbin: the bitstream (xrt)");
-  auto* o_hidden = app.add_option("--hidden", hidden, "model.hidden, e.g. 256,128");
-  auto* o_data = app.add_option("--data-dir", config.data_dir, "data.dir");
-  auto* o_validation = app.add_option("--validation-examples", config.validation_examples, "data.validation_examples");
-  auto* o_epochs = app.add_option("--epochs", config.epochs, "train.epochs");
-  auto* o_batch = app.add_option("--global-batch", config.global_batch, "train.global_batch");
-  auto* o_optimizer = app.add_option("--optimizer", config.optimizer, "train.optimizer: adam or sgd");
-  auto* o_lr = app.add_option("--learning-rate", config.learning_rate, "train.learning_rate");
-  auto* o_schedule =
-      app.add_option("--schedule", config.schedule, "train.schedule: constant, cosine, exponential or step");
-  auto* o_warmup = app.add_option("--warmup-steps", config.warmup_steps, "train.warmup_steps: linear warmup");
-  auto* o_decay_steps = app.add_option("--decay-steps", config.decay_steps, "train.decay_steps");
-  auto* o_decay_rate = app.add_option("--decay-rate", config.decay_rate, "train.decay_rate");
-  auto* o_log_every = app.add_option("--log-every", config.log_every,
-                                     "train.log_every: a progress line every N steps when not on a terminal");
-  auto* o_tensorboard = app.add_option("--tensorboard", config.tensorboard_dir, "tensorboard.dir: event files");
-  auto* o_csv = app.add_option("--csv-log", config.csv_log, "callbacks.csv_logger.filename");
-  auto* o_trace = app.add_option("--trace", config.trace_file, "trace: a Chrome/Perfetto trace of every step");
-  auto* o_momentum = app.add_option("--momentum", config.momentum, "train.momentum");
-  auto* o_seed = app.add_option("--seed", config.seed, "train.seed");
-  auto* o_spe = app.add_option("--steps-per-execution", config.steps_per_execution,
-                               "train.steps_per_execution: evaluation batches per command list");
-  auto* o_checkpoint = app.add_option("--checkpoint-dir", config.checkpoint_dir, "checkpoint.dir");
-  auto* o_resume = app.add_flag("--resume", config.resume, "checkpoint.resume");
-  auto* o_steps_per_epoch = app.add_option("--steps-per-epoch", config.steps_per_epoch,
-                                           "train.steps_per_epoch: batches per epoch (0: all)");
-  auto* o_classes = app.add_option("--classes", config.classes, "model.classes (0: from the labels)");
-  auto* o_launch_timeout = app.add_option("--launch-timeout", config.launch_timeout_s,
-                                          "train.launch_timeout_s: longest launch on a unit");
-  auto* o_mpi_timeout = app.add_option("--mpi-timeout", config.mpi_timeout_s,
-                                       "mpi.timeout_s: longest wait for another rank (mpirun)");
+  CLI::Option* o_hidden = app.add_option("--hidden", hidden, "model.hidden, e.g. 256,128");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -761,36 +765,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto given = [](CLI::Option* option) { return option->count() > 0; };
-  if (given(o_backend)) merged.backend = config.backend;
-  if (given(o_devices)) merged.devices = config.devices;
-  if (given(o_array)) merged.array = config.array;
-  if (given(o_engine)) merged.engine = config.engine;
-  if (given(o_xclbin)) merged.xclbin = config.xclbin;
-  if (given(o_data)) merged.data_dir = config.data_dir;
-  if (given(o_validation)) merged.validation_examples = config.validation_examples;
-  if (given(o_epochs)) merged.epochs = config.epochs;
-  if (given(o_batch)) merged.global_batch = config.global_batch;
-  if (given(o_optimizer)) merged.optimizer = config.optimizer;
-  if (given(o_lr)) merged.learning_rate = config.learning_rate;
-  if (given(o_schedule)) merged.schedule = config.schedule;
-  if (given(o_warmup)) merged.warmup_steps = config.warmup_steps;
-  if (given(o_decay_steps)) merged.decay_steps = config.decay_steps;
-  if (given(o_decay_rate)) merged.decay_rate = config.decay_rate;
-  if (given(o_log_every)) merged.log_every = config.log_every;
-  if (given(o_tensorboard)) merged.tensorboard_dir = config.tensorboard_dir;
-  if (given(o_csv)) merged.csv_log = config.csv_log;
-  if (given(o_trace)) merged.trace_file = config.trace_file;
-  if (given(o_momentum)) merged.momentum = config.momentum;
-  if (given(o_seed)) merged.seed = config.seed;
-  if (given(o_spe)) merged.steps_per_execution = config.steps_per_execution;
-  if (given(o_checkpoint)) merged.checkpoint_dir = config.checkpoint_dir;
-  if (given(o_resume)) merged.resume = config.resume;
-  if (given(o_mpi_timeout)) merged.mpi_timeout_s = config.mpi_timeout_s;
-  if (given(o_classes)) merged.classes = config.classes;
-  if (given(o_steps_per_epoch)) merged.steps_per_epoch = config.steps_per_epoch;
-  if (given(o_launch_timeout)) merged.launch_timeout_s = config.launch_timeout_s;
-  if (given(o_hidden)) {
+  for (const auto& apply : overrides) apply(merged);
+  if (o_resume->count() > 0) merged.resume = config.resume;
+  if (o_hidden->count() > 0) {
     merged.hidden.clear();
     merged.layers.clear();
     std::stringstream text(hidden);
