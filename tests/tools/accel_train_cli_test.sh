@@ -36,6 +36,8 @@ expect 2 "missing.yaml: cannot open" --config "$work/missing.yaml"
 expect 2 "global_batch 32 does not divide evenly over 3 replicas" "${small[@]}" --devices 3
 expect 2 "devices: expected auto, a count or a list" "${small[@]}" --devices two
 expect 2 "devices: a unit is listed twice" "${small[@]}" --devices "[0,0]"
+expect 0 "device: sw_emu\[3\] 16x16" "${small[@]}" --epochs 1 --device 3
+expect 2 "sw_emu device 16 does not exist" "${small[@]}" --device 16
 expect 2 "train.optimizer: expected adam or sgd" "${small[@]}" --optimizer rmsprop
 expect 2 "train.learning_rate: must be a positive number" "${small[@]}" --learning-rate -1
 expect 2 "train.schedule: expected constant, cosine, exponential or step, got 'linear'" "${small[@]}" --schedule linear

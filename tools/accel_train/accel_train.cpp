@@ -296,7 +296,7 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   OpenedDevice opened;
   uint32_t available = 0;
   if (!elastic) {
-    auto device = Device::open(config.backend, 0, options);
+    auto device = Device::open(config.backend, config.device, options);
     if (!device.ok()) return device.status();
     opened.device = *device;
     available = device->info().compute_units;
@@ -312,7 +312,7 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   if (elastic) {
     options.compute_units = *std::max_element(units->begin(), units->end()) + 1;
     options.threads_per_unit = std::max<uint32_t>(1, cores / uint32_t(units->size()));
-    auto device = Device::open(config.backend, 0, options);
+    auto device = Device::open(config.backend, config.device, options);
     if (!device.ok()) return device.status();
     opened.device = *device;
   }
@@ -721,7 +721,8 @@ int main(int argc, char** argv) {
     });
   };
   flag("--backend", &TrainConfig::backend, "backend");
-  flag("--devices", &TrainConfig::devices, "devices: auto, a count, or [0,2]");
+  flag("--device", &TrainConfig::device, "device: which board of the backend (xrt's device index)");
+  flag("--devices", &TrainConfig::devices, "devices: the compute units: auto, a count, or [0,2]");
   flag("--array", &TrainConfig::array, "array: ROWSxCOLS (emulated devices)");
   flag("--engine", &TrainConfig::engine, "engine: fast or hls (sw_emu)");
   flag("--xclbin", &TrainConfig::xclbin, "xclbin: the bitstream (xrt)");

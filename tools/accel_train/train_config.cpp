@@ -165,10 +165,11 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   };
   if (root.IsNull()) return ok_status();  // an empty file: all defaults
   SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
-      root, "", {"backend", "devices", "array", "engine", "xclbin", "model", "data", "train", "checkpoint",
+      root, "", {"backend", "device", "devices", "array", "engine", "xclbin", "model", "data", "train", "checkpoint",
                 "mpi", "ranking", "callbacks", "tensorboard", "trace"})));
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "trace", "trace", c.trace_file)));
   SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "backend", "backend", c.backend)));
+  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "device", "device", c.device)));
   if (root["devices"] && root["devices"].IsSequence()) {
     std::vector<uint32_t> units;
     SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "devices", "devices", units)));
