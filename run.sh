@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: install what is missing, build, and train an MLP on
 # Fashion-MNIST on the simulated 128x128 accelerator (sw_emu), one replica
 # per core, to ~88.8% test accuracy. Extra arguments override the config

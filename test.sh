@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The tests: install what is missing, build, and run every test except the
 # `slow` label (run those with: ctest --test-dir build -L slow).
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ordered all-reduce among replica threads against memcpy, in the same
 // process: bus bandwidth (2(N-1)/N x bytes / time, NCCL's definition: the
 // bytes each link must carry) against single-thread memcpy bandwidth.

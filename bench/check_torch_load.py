@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Loads accel_train's model.safetensors into PyTorch with strict=True and
 compares PyTorch's logits with accel_train predict's on the same inputs.
 PyTorch computes in fp32 where the array rounds operands to bf16, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Google Benchmark reporter that prints as the console reporter does and
 // keeps one counter of every run, for the ratio tables and FIGURE lines.
 #pragma once

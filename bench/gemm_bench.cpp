@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM throughput of the sw_emu device (fast bit-exact path, 128x128 array,
 // operands already in device memory, as a board would have them) against
 // Eigen's fp32 GEMM, in the same process, on 1 and 2 threads. Prints a ratio

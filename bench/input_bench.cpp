@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The input pipeline alone: records/s for read + CRC + parse + hash +
 // sampled negatives + shuffle + batch of the collaborative-filtering data
 // (accel_data debian-packages), five epochs per thread count, and the

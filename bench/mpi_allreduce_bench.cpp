@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run under mpirun (bench/run mpi). Our cross-process all-reduce, as
 // training uses it (a Strategy of one replica per process over the MPI
 // process group: pipelined ordered chain, then broadcast), against

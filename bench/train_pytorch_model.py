@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The PyTorch peer of accel_train for any model it trains: the model as
 accel_train prints it (its `torch:` line, torch.nn code), Glorot-uniform
 weights and zero biases (Keras' defaults, as accel_train draws them), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AXI4 read slave model with protocol checks.
 #include "axi_read_memory.h"
 

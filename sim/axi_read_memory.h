@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An AXI4 read slave over a byte array, for Verilator harnesses: the HBM
 // model of one port. It answers bursts after a latency, applies random
 // back-pressure (ARREADY low, RVALID gaps), answers SLVERR for injected

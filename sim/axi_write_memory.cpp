@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AXI4 write slave model with protocol checks.
 #include "axi_write_memory.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An AXI4 write slave over a byte array, for Verilator harnesses: the HBM
 // model of one write port. It takes W beats once their burst's address has
 // arrived (a slave may wait for AW), applies WSTRB, answers each burst on B

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The co-simulation harness of the Systole kernel: a Verilated kernel (any
 // model with the ports of hw/rtl/systole_kernel.sv, so also RTL that Vitis
 // HLS generates from hw/hls with the same interface), its four AXI4 master

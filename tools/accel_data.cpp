@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // accel_data: data into and out of TFRecord files of tf.train.Example
 // records, the format accel_train's input pipeline reads.
 //

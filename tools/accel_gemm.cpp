@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // accel_gemm: multiplies random or .npy matrices of any shape on a Systole
 // device, checks the result bit for bit against the HLS kernel (the
 // executable spec) and against fp64 on sampled entries, and prints time,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Package relationships as interactions: deb822 stanzas in, TFRecords out.
 #include "debian_packages.h"
 

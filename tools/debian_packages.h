@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // accel_data debian-packages: a collaborative-filtering data set that every
 // Debian machine has. Each package's Depends, Pre-Depends and Recommends
 // (the first alternative of each) are its interactions, as (package,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sharded TFRecord output.
 #include "sharded_writer.h"
 

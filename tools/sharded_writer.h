@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TFRecord output cut into shards named as TensorFlow's tools name them,
 // PREFIX-00000-of-00008.tfrecord, each holding a consecutive run of the
 // records (accel_data's subcommands).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hw_emu backend: the SystemVerilog kernel (hw/rtl), verilated for each
 // supported array size, inside sim/'s harness with the HBM models, behind
 // the same DeviceBackend interface as sw_emu. Registers are AXI4-Lite

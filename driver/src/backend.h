@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The interface every driver backend implements: device memory, the compute
 // units' AXI4-Lite register files, and a wait for ap_done. The device API in
 // device.cpp drives the kernel through registers only, so the register

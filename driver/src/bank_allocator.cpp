@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // First-fit allocation of device memory per HBM bank.
 #include "bank_allocator.h"
 

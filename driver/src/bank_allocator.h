@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // First-fit allocator of device address space, one region per HBM bank, for
 // the backends that own their memory (sw_emu, hw_emu). Blocks are aligned to
 // 4 KiB, as XRT aligns buffer objects.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device API on top of a backend: identification from the ID registers,
 // buffers with host copies, and the ap_ctrl_hs launch sequence.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device memory of the emulated backends: one anonymous mapping for all
 // banks. Pages are committed when first touched, so a large address space
 // (32 banks of 512 MiB) costs nothing until used.

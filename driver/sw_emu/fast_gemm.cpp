@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fast bit-exact GEMM. Operands are decoded to fp32 into packed panels (MR
 // rows of A, NR columns of B, each K tile of `k_tile` rows zero-padded, as
 // the array pads). For every MR x NR block of C the micro-kernel computes one

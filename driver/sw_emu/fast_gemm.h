@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fast bit-exact GEMM of the sw_emu backend: the same bits as the HLS
 // kernel (hw/spec/NUMERICS.md), computed with AVX2/FMA on several threads.
 #pragma once

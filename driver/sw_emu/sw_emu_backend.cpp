@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sw_emu backend: device memory in host memory, and per compute unit a
 // register file and a worker thread that runs the kernel when ap_start is
 // written — either the hw/hls kernel compiled natively or the fast bit-exact

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads and checks an xclbin's kernel, compute units, arguments and banks.
 #include "xclbin_topology.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the xrt backend needs from an xclbin: the Systole kernel's compute
 // units, where each keeps its arguments (register offsets) and which HBM
 // banks each memory argument reaches. Read with XRT's own parser

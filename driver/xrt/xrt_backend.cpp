@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The xrt backend: a Systole kernel on an Alveo board through XRT's native
 // API. The device API drives every backend through the kernel's registers
 // (device.cpp); here those accesses become XRT calls:

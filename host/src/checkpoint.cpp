@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // safetensors reading and writing, with nlohmann/json for the header.
 #include "systole/checkpoint.h"
 

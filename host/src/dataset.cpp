@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IDX reading through zlib, and the shuffled, prefetched batch stream.
 #include "systole/dataset.h"
 

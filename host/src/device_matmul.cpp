@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Matrix products on a compute unit: operands to bf16 (transposing on the
 // way), staged in the unit's banks, tiled by plan_gemm, one launch per call
 // list.

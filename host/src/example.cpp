@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tf.train.Example through libprotobuf (the messages in host/proto), hash
 // buckets through libfarmhash.
 #include "systole/example.h"

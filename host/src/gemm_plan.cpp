@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM tiling into device-sized descriptors, and command-list encoding.
 #include "systole/gemm_plan.h"
 

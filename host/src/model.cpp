@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Sequential model: building layers from their configs, the passes, the
 // loss, and the model's description.
 #include "systole/model.h"

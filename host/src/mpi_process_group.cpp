@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessGroup over MPI: a pipelined chain for the ordered sum, then a
 // broadcast; every wait polls with a deadline and names the silent ranks.
 #include "systole/mpi_process_group.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SGD with momentum, Adam and sparse Adagrad, as Keras defines them.
 #include "systole/optimizer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Temporary file, fsync, rename.
 #include "systole/output_file.h"
 

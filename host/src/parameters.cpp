@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The named parameter store.
 #include "systole/parameters.h"
 

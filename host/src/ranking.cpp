@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ROC AUC and recall@k.
 #include "systole/ranking.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TFRecord input pipeline: worker threads read and parse ahead per
 // cycle slot; one assembler thread decides the order, shuffles, batches and
 // keeps `prefetch` batches ready.

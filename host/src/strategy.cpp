@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ordered all-reduce among threads (and processes) and the replica runner.
 #include "systole/strategy.h"
 

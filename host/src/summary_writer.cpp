@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TensorBoard event files: Event messages (libprotobuf) framed as TFRecords.
 #include "systole/summary_writer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TFRecord framing over stdio, CRC-32C from Boost.CRC.
 #include "systole/tfrecord.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Trace events in memory, written as Chrome trace-event JSON.
 #include "systole/trace.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synchronous data-parallel training over replicas.
 #include "systole/trainer.h"
 

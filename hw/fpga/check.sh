@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make -f Makefile.fpga check: what can be checked here without Vitis.
 #  1. yosys 0.23 synthesises the RTL modules, generic (synth) and for
 #     UltraScale+ (synth_xilinx -family xcup), and the 4x4 array, with no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the Vitis inputs that follow from hw/spec, so that they are never
 // typed twice:
 //   gen_fpga_config kernel-xml

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Packages the RTL kernel (hw/fpga/systole_rtl.sv around hw/rtl) as a Vitis
 # kernel object. Makefile.fpga runs it:
 #   vivado -mode batch -source package_rtl.tcl -tclargs \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RTL kernel as Vitis packages it (package_xo, Makefile.fpga): the
 // names Vitis expects (ap_clk, ap_rst_n, s_axi_control, one m_axi_gmem_<arg>
 // AXI4 master per memory argument) around systole_kernel, nothing else.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The few Vitis HLS facilities the kernel uses, for building it with an
 // ordinary C++ compiler. Under Vitis HLS (__SYNTHESIS__ or __VITIS_HLS__) the
 // real headers are used instead; `#pragma HLS` lines are ignored by g++.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Systole kernel in HLS C++: command-list walker, DMA, and a
 // weight-stationary ROWS x COLS array in a load -> compute -> store dataflow.
 // This is the executable specification: the RTL and the fast sw_emu path must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vitis HLS top function of the Systole kernel (v++ -c -k systole_top). The
 // array size is fixed at build time by SYSTOLE_ROWS / SYSTOLE_COLS. The
 // parameters follow spec::kKernelArgs, so xrt::kernel argument i is the

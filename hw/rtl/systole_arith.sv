@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The numerics contract (hw/spec/NUMERICS.md) as functions, so that the
 // array can evaluate a whole row of PEs in one loop (see systole_pe_row)
 // and every other user shares the same text. The modules systole_bf16_mul,

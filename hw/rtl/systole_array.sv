@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The weight-stationary systolic array: Rows x Cols PEs as Rows instances of
 // systole_pe_row. Rows run along K, columns along N. Each cycle one
 // activation vector (Rows bf16 values of one row of A, for one K tile)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel's AXI4-Lite slave: the register map of hw/spec (through the
 // generated systole_pkg), with Vitis ap_ctrl_hs semantics so XRT's
 // xrt::kernel can drive it:

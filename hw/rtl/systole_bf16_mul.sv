@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bf16 x bf16 -> fp32 product: systole_arith::bf16_mul as a module, for the
 // arithmetic tests and the synthesis check.
 module systole_bf16_mul (

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The compute core: the weight-stationary array, the fp32 accumulator
 // memory in which K tiles accumulate, and the output stage.
 //

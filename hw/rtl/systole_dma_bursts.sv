@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The address side of a DMA request, shared by the read and write DMAs:
 // INCR bursts of whole 64-byte beats, each at most 256 beats and never
 // across a 4 KiB boundary (so at most 64 beats at this data width), with at

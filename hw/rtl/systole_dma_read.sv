@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AXI4 read DMA: bytes [addr, addr + bytes) of a port, delivered as the
 // 64-byte beats that cover them, in order, `last` on each request's final
 // beat. Requests become INCR bursts of full beats, each at most 256 beats

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AXI4 write DMA: one request at a time writes a row of `bytes` bytes to
 // [addr, addr + bytes). The row arrives packed (row byte j is byte j % 64 of
 // row beat j / 64); the DMA realigns it to memory beats and sets WSTRB on the

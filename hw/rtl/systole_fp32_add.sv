@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp32 + fp32: systole_arith::fp32_add as a module (the accumulator memory,
 // the bias add, the arithmetic tests).
 module systole_fp32_add (

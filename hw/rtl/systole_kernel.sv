@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Systole kernel: AXI4-Lite registers, four AXI4 master ports (cmd, a,
 // b: read; c: read and write) and the controller around the compute core.
 // It computes what hw/hls/systole_kernel.h computes, bit for bit:

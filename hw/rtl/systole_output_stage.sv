@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One lane of the output stage (NUMERICS.md, after the K tiles): optional
 // bias add, optional ReLU (NaN stays NaN; -0 and negatives become +0), then
 // fp32 or bf16 (in the low half) as the word to store.

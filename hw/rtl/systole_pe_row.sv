@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One row of Cols processing elements of the weight-stationary array. Each
 // PE holds two weights (banks): one in use, one shifting in for the next K
 // tile. An activation enters at the left with the bank of its K tile and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One read port as rows: each request reads bytes [addr, addr + bytes)
 // (bytes <= RowBytes) through systole_dma_read and delivers them as one
 // row, byte 0 being the byte at addr (row byte i at [8i +: 8]; bytes past

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where an engine of the kernel's controller is in a descriptor's work:
 // N tile j, K tile t and the step i inside that K tile (a weight row, or
 // an activation row), in the order the array consumes them: i fastest,

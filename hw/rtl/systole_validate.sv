@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which error a command-list header or GEMM descriptor gets: the checks and
 // their precedence of hw/spec/systole/validate.h, on one 64-byte beat as the
 // command fetch reads it (little-endian: byte i in bits 8i+7..8i). Field

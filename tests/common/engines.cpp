@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs workloads through the kernel's models.
 #include "common/engines.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a random workload through each model of the kernel and returns the
 // memory image it leaves, so tests can compare models byte for byte.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test executors of matrix products.
 #include "common/matmul_executors.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MatmulExecutors for tests: exact arithmetic (for finite-difference
 // checks of the layers' backward passes), and the device's numerics through
 // tests/reference (the second implementation of NUMERICS.md), tiled exactly

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random command lists for differential tests.
 #include "common/random_workload.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random command lists for differential tests: awkward shapes around the
 // array's tile size, leading dimensions and addresses that are not
 // beat-aligned, accumulate chains, every flag, and value distributions that

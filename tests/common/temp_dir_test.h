@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test fixture with a directory of its own: created fresh for each test
 // (named after the process and the test) and removed with everything in it
 // afterwards.

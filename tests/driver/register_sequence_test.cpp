@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver's register sequence against a fake register file (label unit):
 // what it writes before ap_start, how it reads results and errors, and how it
 // rejects a device that is not ours. Every backend relies on this sequence.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sw_emu backend through the public API (label emu): opening, buffers,
 // launch-argument checks, timeouts, busy units, several compute units.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "driver/xclbin_writer.h"
 
 #include <xrt/xclbin.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes xclbin files (XRT's axlf container) that describe a Systole
 // kernel: IP_LAYOUT (compute units), MEM_TOPOLOGY (HBM banks),
 // CONNECTIVITY (argument -> bank) and EMBEDDED_METADATA (the kernel's

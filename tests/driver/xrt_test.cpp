@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The xrt backend without a board (label unit): it reads compute units,
 // argument registers and HBM banks from xclbins (assembled here, read by
 // XRT's own parser), checks them against hw/spec, and a user without an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Differential tests (label emu): the same random command lists through the
 // HLS kernel, the fast path (1 and 2 threads), the fast path's portable code
 // and the reference, compared byte for byte over the whole memory image

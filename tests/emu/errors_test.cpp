@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Malformed command lists (label emu): each gets its specific error code and
 // index from both sw_emu engines, and the launch writes nothing at all, even
 // when the bad descriptor comes after good ones.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Vitis top function, built here with an 8x8 array (label emu): random
 // command lists through systole_top's ports and result outputs, against the
 // reference.

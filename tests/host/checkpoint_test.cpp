@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // safetensors checkpoints (label unit): round trip, the exact byte layout,
 // atomic writes, and every kind of corrupt file.
 #include "systole/checkpoint.h"

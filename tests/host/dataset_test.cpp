@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IDX reading and the batch stream (label unit).
 #include "systole/dataset.h"
 

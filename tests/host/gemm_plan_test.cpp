@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM tiling (labels unit and emu): descriptors stay inside the device's
 // limits, and a tiled GEMM on the device gives the same bits as one long-K
 // descriptor would (the chaining claim of NUMERICS.md), through the reference.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layers (label emu): every layer type's backward pass against finite
 // differences on exact arithmetic; the device path (staging, transposes,
 // tiling, K chained over chunks) against tests/reference bit for bit; and

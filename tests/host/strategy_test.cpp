@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ordered all-reduce and the strategy (label unit): exact sums in the
 // documented order, identical results on every replica, awkward lengths,
 // the same bits however the replicas are spread over processes, and no hang

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TFRecord files, tf.train.Example parsing, TensorBoard event files, hash
 // buckets and the record pipeline (label unit): the frame layout byte for
 // byte, every corruption named, Examples and Events against hand-built

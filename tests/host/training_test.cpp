@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Training on the device (label emu): gradients against finite differences,
 // one step against a plain reference of the same numerics (bit for bit),
 // N replicas against one device, engines against each other.

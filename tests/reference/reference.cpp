@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference numerics from NUMERICS.md, by field decoding and exact doubles.
 #include "reference.h"
 

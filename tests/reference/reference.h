@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The test reference: hw/spec/NUMERICS.md implemented a second time, from
 // the text and not from numerics.h. Values are decoded into sign, exponent and
 // significand fields and computed exactly in double precision; nothing here

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RTL arithmetic units under Verilator (label rtl) against numerics.h,
 // which the numerics tests check exhaustively against the reference: every
 // bf16 value times a set of boundary values plus random products, and random

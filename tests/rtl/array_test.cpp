@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The weight-stationary array under Verilator (label rtl): K tiles of random
 // weights and activations (typical values, zeros, subnormals, Inf, NaN),
 // the next tile's weights shifting into the other bank while the current

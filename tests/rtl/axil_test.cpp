@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AXI4-Lite register slave under Verilator (label rtl): raw AXI-Lite
 // transactions check ap_ctrl_hs (start taken once, done and ready clear on
 // read, idle), byte strobes, read-only registers and interrupts; then the

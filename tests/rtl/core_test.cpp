@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The compute core under Verilator (label rtl): for random GEMM tiles
 // (M rows, N <= Cols columns, K over several tiles, zero padding, every
 // flag), the core's words equal NUMERICS.md's formula for one descriptor:

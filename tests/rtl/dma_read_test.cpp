@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The read DMA under Verilator against sim/'s AXI4 memory model (label rtl):
 // random requests (crossing 4 KiB pages, single bytes, whole pages) under
 // several latency and back-pressure profiles. Every beat must be the

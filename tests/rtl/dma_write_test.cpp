@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The write DMA under Verilator against sim/'s AXI4 write memory (label
 // rtl): random rows at random byte addresses (one byte, across 4 KiB pages,
 // whole pages) under several back-pressure profiles and data gaps. After

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The full 128x128 kernel (label slow: `ctest --test-dir build -L slow`):
 // GEMMs planned by the host runtime run through the Verilated RTL (hw_emu)
 // and through the HLS kernel compiled natively (sw_emu, EmuEngine::kHls),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hw_emu backend (label rtl): the Verilated RTL kernel behind the same
 // driver API as sw_emu. Random command lists on 4x4, 8x8 and 16x16 equal the
 // reference byte for byte; bad descriptors and waits behave as on sw_emu;

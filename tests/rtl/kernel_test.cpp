@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The whole RTL kernel under Verilator (label rtl): AXI4-Lite control, four
 // AXI4 masters on sim/'s memory models (latency, back-pressure, protocol
 // checks), random command lists compared byte for byte with the reference;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RTL command validator under Verilator (label rtl) against
 // hw/spec/systole/validate.h: random valid descriptors with up to three
 // corruptions from boundary values (zero, the limit, limit + 1, odd and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for driving Verilated models in the RTL tests: lanes of packed
 // ports, and random bf16 values that reach the contract's corners.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The numerics contract: numerics.h against the independent reference,
 // exhaustively where the input space allows (all bf16 values, all fp32
 // conversions, all bf16 products) and on boundary patterns for sums.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # accel_data end to end (label unit): CSV and IDX to TFRecord, `show`, and
 # bad input that must end with exit code 2, a message naming the file and
 # where in it, and no output file.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # accel_gemm end to end (label emu): a run that verifies, .npy round trip,
 # and bad input that must end with exit code 2 and a message naming it.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # accel_train's callbacks end to end (label emu) on a small synthetic data
 # set: TensorBoard event files and the CSV log hold every epoch, early
 # stopping stops and restores the best epoch's weights exactly,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # accel_train end to end (label emu) on a small synthetic data set: it
 # trains, resuming gives the same checkpoint bytes as an uninterrupted run,
 # and bad input ends with exit 2 and a message naming the field or file.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # accel_train on the Verilated RTL (label rtl): two epochs of an MLP, and
 # one of a CNN, on hw_emu 16x16 and on sw_emu 16x16 must write
 # byte-identical checkpoints, and the MLP's loss must fall; both runs'

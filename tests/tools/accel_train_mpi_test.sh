@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # accel_train under mpirun (label mpi): 2 processes of K replicas end with
 # the same checkpoint bytes as 1 process of 2K; only rank 0 logs; every rank
 # resumes from rank 0's checkpoint; a killed or stalled rank ends the job

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # accel_train from TFRecord files end to end (label emu): Fashion-MNIST-shaped
 # shards through the input pipeline, and the collaborative-filtering flow
 # (accel_data debian-packages on a made-up status file, a two-tower model

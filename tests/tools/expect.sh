@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the command-line test scripts. Set `tool` first.
 # expect CODE REGEX ARGS...: "$tool" ARGS exits with CODE and prints a line
 # matching REGEX; counts into $passes and $failures.

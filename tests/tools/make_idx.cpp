@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes a small synthetic Fashion-MNIST-shaped data set (gzip IDX files,
 // 28x28 images, 10 classes, labels learnable from the pixels) for the
 // accel_train end-to-end test: make_idx DIR TRAIN_EXAMPLES TEST_EXAMPLES.

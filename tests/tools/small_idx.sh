@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the accel_train tests that train on small synthetic IDX data:
 # a temporary $work (removed on exit) holding $work/data (make_idx: 640
 # training and 160 test examples), expect(), and $small, the flags of a

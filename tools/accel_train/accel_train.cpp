@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // accel_train: trains a Sequential model (dense, convolutional, batch
 // normalised...) on Fashion-MNIST or any IDX data set on a Systole device,
 // one replica per compute unit, with Keras-style progress,

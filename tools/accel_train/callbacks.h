@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // accel_train's callbacks, with Keras' semantics: what runs after each
 // batch and each epoch of the fit loop (EarlyStopping, ModelCheckpoint,
 // CSVLogger, TensorBoard, TerminateOnNaN). Every rank of a job runs the

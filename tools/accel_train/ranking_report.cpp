@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ranking report: the training positives from the training files, the
 // towers' vectors from the model, recall@k and AUC from host/ranking.h.
 #include "ranking_report.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // accel_train's ranking report for a two-tower recommender (`ranking:` in
 // the config): after training, the model and the popularity baseline are
 // ranked on the test set's interactions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // YAML configuration of accel_train.
 #include "train_config.h"
 

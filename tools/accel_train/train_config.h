@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // accel_train's configuration: a YAML file, then command-line overrides.
 #pragma once
 

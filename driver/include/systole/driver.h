@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Systole device API, modelled on XRT's native API: a Device holds one or
 // more compute units (array instances) and HBM banks; Buffers live in a bank
 // and are synced to and from the device; a Run is one launch of a command

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors as values: Status for operations that return nothing, Result<T> for
 // those that return a value. Libraries return these; only the command-line
 // tools turn them into messages and exit codes.

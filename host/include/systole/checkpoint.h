@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints in the safetensors format (an 8-byte little-endian header
 // length, a JSON header naming each tensor's dtype, shape and byte range,
 // then the raw data), which PyTorch users open with the safetensors package.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data for training: IDX files (gzip or plain, as MNIST and Fashion-MNIST
 // ship them) and a shuffled, batched, prefetched stream of examples.
 #pragma once

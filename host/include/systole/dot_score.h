@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The score of a `dot` layer (two towers) on its two vectors, shared by the
 // layer and by whatever ranks candidates with the towers' outputs.
 #pragma once

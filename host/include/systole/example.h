@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tf.train.Example records under a fixed-length schema, with TensorFlow's
 // FixedLenFeature semantics: every feature has a dtype and a shape; a record
 // must carry exactly shape-many values of that dtype, or nothing when the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tiling of a GEMM of any size into descriptors that fit what the device
 // reports, and the encoding of descriptors into command lists.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layer interface. A layer owns named tensors in the model's
 // ParameterStore and computes its forward and backward passes; every matrix
 // product goes through a MatmulExecutor (the array), only elementwise work

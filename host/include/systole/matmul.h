@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Matrix products for layers: the one way a layer multiplies. A layer hands
 // over fp32 host matrices (transposed or not); an executor runs the products
 // on a compute unit (DeviceMatmul: operands rounded to bf16, fp32

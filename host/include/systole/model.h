@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Sequential model: a list of layers (as a Keras user writes
 // tf.keras.Sequential), its parameter store, and softmax cross-entropy on
 // top of the last layer's logits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ProcessGroup of a job started by an MPI launcher (mpirun): OpenMPI
 // carries the gradients between processes, on one host or many.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The optimizers that update a model's fp32 master parameters, with their
 // state for checkpoints: Keras' SGD with momentum or Adam for the dense
 // tensors, and Adagrad for embedding tables, applied to the rows a step

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A file that appears whole or not at all: bytes go to a temporary file
 // beside the destination (unique to this process and object), which
 // commit() fsyncs and renames over the destination. Until then the

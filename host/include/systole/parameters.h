@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one named parameter store of a model: every tensor a layer owns, by
 // the name and shape of the equivalent torch.nn module's state_dict(), in
 // fp32. Each tensor lives in one of three regions:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The processes of one training job. A Strategy's replicas share one
 // process; a ProcessGroup joins several such processes (over MPI, see
 // mpi_process_group.h), so that the job's replicas are the replicas of all

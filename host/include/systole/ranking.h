@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ranking metrics of a recommender, for a model and for the popularity
 // baseline alike: ROC AUC over labelled pairs, and recall@k over held-out
 // interactions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An input pipeline over TFRecord shards of tf.train.Example records, in
 // the manner of tf.data:
 //

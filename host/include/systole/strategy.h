@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TPUStrategy-style synchronous data parallelism over array instances: one
 // replica per compute unit, each driven from its own thread, gradients
 // summed by an all-reduce with a fixed order, within the process and, given

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TensorBoard event files of scalar summaries. An event file is a TFRecord
 // file (host/tfrecord.h framing, masked CRC-32C) of Event messages
 // (host/proto/event.proto): first one holding file_version

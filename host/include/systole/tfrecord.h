@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TFRecord files, as TensorFlow writes and reads them: a sequence of
 // records, each framed as
 //

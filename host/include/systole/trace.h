@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A trace of where a run's time goes, in the Chrome trace-event JSON format
 // ({"traceEvents": [...]}) that Perfetto UI and chrome://tracing open:
 // complete events ("ph": "X") with a name, a category, a start and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synchronous data-parallel training of a Sequential model on a device's
 // compute units,
 // with TensorFlow's distribution semantics: the model is replicated and kept

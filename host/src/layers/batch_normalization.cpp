@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BatchNormalization over the last axis (features of a flat input, channels
 // of an image), on the host. In training it normalises with the batch's
 // mean and (biased) variance, as Keras does:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conv2D, lowered to products on the array with im2col/col2im: for a chunk
 // of examples, the patches become the rows of a matrix `col` (one row per
 // output position, columns in (ky, kx, channel) order), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dense: y = x W^T + b (torch.nn.Linear's layout, weight [units, inputs]),
 // ReLU fused into the product on the array when `activation: relu`. On an
 // input of [n, features] it applies to each of the n rows, as Keras' Dense

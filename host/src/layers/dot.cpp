@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dot: the score of a two-tower model. An example is [2, d]: the two
 // towers' vectors (an embedding of two ids, then dense layers applied to
 // each row); the score s = <x0, x1> + b (b a learned global bias, as matrix

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropout (inverted, as Keras and PyTorch): in training each value is kept
 // with probability 1 - rate and scaled by 1 / (1 - rate). The mask is drawn
 // from (seed, step, replica, layer), so runs repeat and a resumed run draws

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Embedding: integer ids -> rows of a table (torch.nn.Embedding's layout,
 // weight [rows, output_dim]). An example is n ids (floats holding exact
 // integers, as the input pipeline delivers hash buckets); its output is

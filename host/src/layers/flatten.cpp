@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Flatten: height x width x channels to one vector in channel-major order
 // (C, H, W), torch.nn.Flatten's order on NCHW tensors, so that the weights
 // of a Dense layer after it mean the same in PyTorch. (Keras flattens in

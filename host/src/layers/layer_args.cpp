@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shapes and the checked reading of a layer's config fields.
 #include <cmath>
 #include <sstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the layer files share: initialisers, the ReLU mask, the fused
 // activation field, and the make_ functions registry.cpp lists.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MaxPooling2D on the host: the largest value of each window (the first
 // one in row-major order on ties), and the gradient routed back to it.
 #include "layer_kit.h"

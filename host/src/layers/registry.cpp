@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layer types a config can name: the one table to extend.
 #include "layer_kit.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReLU as a layer of its own, on the host (Dense and Conv2D fuse it into
 // the product instead with `activation: relu`).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binary format of a command list in device memory: a 64-byte header followed
 // by 64-byte GEMM descriptors. Little-endian, one AXI beat per record.
 #pragma once

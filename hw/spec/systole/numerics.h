@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The numerics contract of hw/spec/NUMERICS.md, as the operations every C++
 // model (HLS kernel, fast sw_emu path) calls. The tests check these against a
 // second implementation written separately from NUMERICS.md.

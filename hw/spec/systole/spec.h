@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hardware parameters and the AXI4-Lite register map shared by the HLS kernel,
 // the RTL, the driver and the host. Nothing here may be typed twice elsewhere.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which error a malformed command list gets, and in which order the checks
 // run. Every model (HLS kernel, fast sw_emu path, RTL) implements exactly this
 // precedence, so a bad list reports the same code and index everywhere.
