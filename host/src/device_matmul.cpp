@@ -86,8 +86,7 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   Trace* trace = Trace::installed();
   const uint32_t track = Trace::unit_track(unit_);
   std::vector<spec::GemmDescriptor> descriptors;
-  std::optional<TraceScope> upload;
-  upload.emplace("upload", "device", track);
+  std::optional<TraceScope> upload(std::in_place, "upload", "device", track);  // until the first launch
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const MatmulCall& call = calls[i];
     if (!call.a || !call.b || !call.c)

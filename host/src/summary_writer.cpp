@@ -52,8 +52,10 @@ Result<SummaryWriter> SummaryWriter::create(const std::string& dir) {
 }
 
 Status SummaryWriter::append(const std::string& event) {
-  const std::string frame = tfrecord_frame(event);
-  if (std::fwrite(frame.data(), 1, frame.size(), file_.get()) != frame.size())
+  const TFRecordFrame frame = tfrecord_frame(event);
+  if (std::fwrite(frame.header, 1, sizeof frame.header, file_.get()) != sizeof frame.header ||
+      std::fwrite(event.data(), 1, event.size(), file_.get()) != event.size() ||
+      std::fwrite(frame.footer, 1, sizeof frame.footer, file_.get()) != sizeof frame.footer)
     return Status(StatusCode::kUnavailable, path_ + ": write failed: " + std::strerror(errno));
   return ok_status();
 }

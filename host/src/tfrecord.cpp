@@ -84,20 +84,20 @@ Result<TFRecordWriter> TFRecordWriter::create(const std::string& path) {
   return TFRecordWriter(std::move(file).value());
 }
 
-std::string tfrecord_frame(std::string_view record) {
-  std::string frame(kTFRecordHeaderBytes + record.size() + kTFRecordFooterBytes, '\0');
-  uint8_t* header = reinterpret_cast<uint8_t*>(frame.data());
+TFRecordFrame tfrecord_frame(std::string_view record) {
+  TFRecordFrame frame;
   const uint64_t length = record.size();
-  for (int i = 0; i < 8; ++i) header[i] = uint8_t(length >> (8 * i));
-  put_u32(header + 8, mask_crc32c(crc32c(header, 8)));
-  std::copy(record.begin(), record.end(), frame.begin() + kTFRecordHeaderBytes);
-  put_u32(header + kTFRecordHeaderBytes + length, mask_crc32c(crc32c(record.data(), record.size())));
+  for (int i = 0; i < 8; ++i) frame.header[i] = uint8_t(length >> (8 * i));
+  put_u32(frame.header + 8, mask_crc32c(crc32c(frame.header, 8)));
+  put_u32(frame.footer, mask_crc32c(crc32c(record.data(), record.size())));
   return frame;
 }
 
 Status TFRecordWriter::write(std::string_view record) {
-  const std::string frame = tfrecord_frame(record);
-  SYSTOLE_RETURN_IF_ERROR(file_.write(frame.data(), frame.size()));
+  const TFRecordFrame frame = tfrecord_frame(record);
+  SYSTOLE_RETURN_IF_ERROR(file_.write(frame.header, sizeof frame.header));
+  SYSTOLE_RETURN_IF_ERROR(file_.write(record.data(), record.size()));
+  SYSTOLE_RETURN_IF_ERROR(file_.write(frame.footer, sizeof frame.footer));
   ++records_;
   return ok_status();
 }

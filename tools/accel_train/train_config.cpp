@@ -47,6 +47,41 @@ Status known_keys(const YAML::Node& node, const std::string& section,
   return ok_status();
 }
 
+// A list of file patterns: one string or a list of them.
+Status read_patterns(const YAML::Node& node, const char* key, const std::string& field,
+                     std::vector<std::string>& out) {
+  const YAML::Node value = node[key];
+  if (!value) return ok_status();
+  if (value.IsScalar()) {
+    out = {value.Scalar()};
+    return ok_status();
+  }
+  return read(node, key, field, out);
+}
+
+// One mapping of the file under its dotted name ("train",
+// "callbacks.early_stopping"; "" at the top): its keys checked against the
+// known ones, its fields read under their full names ("train.epochs"), the
+// names errors give.
+class Section {
+ public:
+  Section(const YAML::Node& node, std::string name) : node_(node), name_(std::move(name)) {}
+  Status known(const std::set<std::string>& keys) const { return known_keys(node_, name_, keys); }
+  template <class T>
+  Status read(const char* key, T& out) const {
+    return systole::read(node_, key, field(key), out);
+  }
+  // One file pattern or a list of them.
+  Status patterns(const char* key, std::vector<std::string>& out) const {
+    return read_patterns(node_, key, field(key), out);
+  }
+
+ private:
+  std::string field(const char* key) const { return name_.empty() ? std::string(key) : name_ + "." + key; }
+  YAML::Node node_;
+  std::string name_;
+};
+
 // A field's value as text: a scalar as written, a list of scalars as
 // "[a, b]".
 Status field_text(const YAML::Node& value, const std::string& field, std::string& text) {
@@ -92,18 +127,6 @@ Status read_layers(const YAML::Node& node, std::vector<LayerConfig>& layers) {
   return ok_status();
 }
 
-// A list of file patterns: one string or a list of them.
-Status read_patterns(const YAML::Node& node, const char* key, const std::string& field,
-                     std::vector<std::string>& out) {
-  const YAML::Node value = node[key];
-  if (!value) return ok_status();
-  if (value.IsScalar()) {
-    out = {value.Scalar()};
-    return ok_status();
-  }
-  return read(node, key, field, out);
-}
-
 // data.features: a mapping of feature name to {dtype, shape, default,
 // hash_buckets}, TensorFlow's FixedLenFeature in YAML.
 Status read_features(const YAML::Node& node, std::vector<FeatureSpec>& features) {
@@ -116,14 +139,15 @@ Status read_features(const YAML::Node& node, std::vector<FeatureSpec>& features)
     spec.name = entry.first.as<std::string>();
     const std::string where = "data.features." + spec.name;
     const YAML::Node fields = entry.second;
-    SYSTOLE_RETURN_IF_ERROR(known_keys(fields, where, {"dtype", "shape", "default", "hash_buckets"}));
+    const Section feature(fields, where);
+    SYSTOLE_RETURN_IF_ERROR(feature.known({"dtype", "shape", "default", "hash_buckets"}));
     std::string dtype = "float32";
-    SYSTOLE_RETURN_IF_ERROR(read(fields, "dtype", where + ".dtype", dtype));
+    SYSTOLE_RETURN_IF_ERROR(feature.read("dtype", dtype));
     auto type = parse_feature_type(dtype);
     if (!type.ok()) return Status(type.status().code(), where + ".dtype: " + type.status().message());
     spec.type = *type;
-    SYSTOLE_RETURN_IF_ERROR(read(fields, "shape", where + ".shape", spec.shape));
-    SYSTOLE_RETURN_IF_ERROR(read(fields, "hash_buckets", where + ".hash_buckets", spec.hash_buckets));
+    SYSTOLE_RETURN_IF_ERROR(feature.read("shape", spec.shape));
+    SYSTOLE_RETURN_IF_ERROR(feature.read("hash_buckets", spec.hash_buckets));
     if (const YAML::Node value = fields["default"]) {
       spec.has_default = true;
       std::vector<YAML::Node> items;  // one value, or shape-many
@@ -147,6 +171,137 @@ Status read_features(const YAML::Node& node, std::vector<FeatureSpec>& features)
   return ok_status();
 }
 
+// The config's fields from a parsed file.
+Status read_config(const YAML::Node& root, TrainConfig& c) {
+  const Section top(root, "");
+  SYSTOLE_RETURN_IF_ERROR(top.known({"backend", "device", "devices", "array", "engine", "xclbin", "model", "data",
+                                     "train", "checkpoint", "mpi", "ranking", "callbacks", "tensorboard", "trace"}));
+  SYSTOLE_RETURN_IF_ERROR(top.read("trace", c.trace_file));
+  SYSTOLE_RETURN_IF_ERROR(top.read("backend", c.backend));
+  SYSTOLE_RETURN_IF_ERROR(top.read("device", c.device));
+  if (root["devices"] && root["devices"].IsSequence()) {
+    std::vector<uint32_t> units;
+    SYSTOLE_RETURN_IF_ERROR(top.read("devices", units));
+    std::ostringstream text;
+    text << "[";
+    for (std::size_t i = 0; i < units.size(); ++i) text << (i ? "," : "") << units[i];
+    text << "]";
+    c.devices = text.str();
+  } else {
+    SYSTOLE_RETURN_IF_ERROR(top.read("devices", c.devices));
+  }
+  SYSTOLE_RETURN_IF_ERROR(top.read("array", c.array));
+  SYSTOLE_RETURN_IF_ERROR(top.read("engine", c.engine));
+  SYSTOLE_RETURN_IF_ERROR(top.read("xclbin", c.xclbin));
+  if (const YAML::Node node = root["model"]) {
+    const Section model(node, "model");
+    SYSTOLE_RETURN_IF_ERROR(model.known({"hidden", "layers", "input_shape", "classes"}));
+    if (node["hidden"] && node["layers"])
+      return Status(StatusCode::kInvalidArgument, "model: give either hidden (a dense stack) or layers, not both");
+    SYSTOLE_RETURN_IF_ERROR(model.read("hidden", c.hidden));
+    if (node["layers"]) SYSTOLE_RETURN_IF_ERROR(read_layers(node["layers"], c.layers));
+    SYSTOLE_RETURN_IF_ERROR(model.read("input_shape", c.input_shape));
+    SYSTOLE_RETURN_IF_ERROR(model.read("classes", c.classes));
+  }
+  if (const YAML::Node node = root["data"]) {
+    const Section data(node, "data");
+    SYSTOLE_RETURN_IF_ERROR(data.known({"format", "dir", "validation_examples", "train", "validation", "test",
+                                        "features", "inputs", "label", "shuffle_buffer", "cycle_length", "threads",
+                                        "prefetch", "skip_corrupt", "negatives"}));
+    SYSTOLE_RETURN_IF_ERROR(data.read("format", c.data_format));
+    SYSTOLE_RETURN_IF_ERROR(data.read("dir", c.data_dir));
+    SYSTOLE_RETURN_IF_ERROR(data.read("validation_examples", c.validation_examples));
+    SYSTOLE_RETURN_IF_ERROR(data.patterns("train", c.train_files));
+    SYSTOLE_RETURN_IF_ERROR(data.patterns("validation", c.validation_files));
+    SYSTOLE_RETURN_IF_ERROR(data.patterns("test", c.test_files));
+    if (node["features"]) SYSTOLE_RETURN_IF_ERROR(read_features(node["features"], c.features));
+    SYSTOLE_RETURN_IF_ERROR(data.patterns("inputs", c.inputs));
+    SYSTOLE_RETURN_IF_ERROR(data.read("label", c.label));
+    SYSTOLE_RETURN_IF_ERROR(data.read("shuffle_buffer", c.shuffle_buffer));
+    SYSTOLE_RETURN_IF_ERROR(data.read("cycle_length", c.cycle_length));
+    SYSTOLE_RETURN_IF_ERROR(data.read("threads", c.reader_threads));
+    SYSTOLE_RETURN_IF_ERROR(data.read("prefetch", c.prefetch));
+    SYSTOLE_RETURN_IF_ERROR(data.read("skip_corrupt", c.skip_corrupt));
+    if (const YAML::Node sampled = node["negatives"]) {
+      const Section negatives(sampled, "data.negatives");
+      SYSTOLE_RETURN_IF_ERROR(negatives.known({"count", "feature"}));
+      SYSTOLE_RETURN_IF_ERROR(negatives.read("count", c.negatives));
+      SYSTOLE_RETURN_IF_ERROR(negatives.read("feature", c.negative_feature));
+    }
+  }
+  if (const YAML::Node node = root["train"]) {
+    const Section train(node, "train");
+    SYSTOLE_RETURN_IF_ERROR(train.known({"epochs", "global_batch", "optimizer", "learning_rate", "schedule",
+                                         "momentum", "seed", "steps_per_execution", "launch_timeout_s",
+                                         "steps_per_epoch", "embedding_learning_rate",
+                                         "embedding_initial_accumulator", "decay_steps", "decay_rate",
+                                         "warmup_steps", "log_every"}));
+    SYSTOLE_RETURN_IF_ERROR(train.read("decay_steps", c.decay_steps));
+    SYSTOLE_RETURN_IF_ERROR(train.read("decay_rate", c.decay_rate));
+    SYSTOLE_RETURN_IF_ERROR(train.read("warmup_steps", c.warmup_steps));
+    SYSTOLE_RETURN_IF_ERROR(train.read("log_every", c.log_every));
+    SYSTOLE_RETURN_IF_ERROR(train.read("embedding_initial_accumulator", c.embedding_initial_accumulator));
+    SYSTOLE_RETURN_IF_ERROR(train.read("embedding_learning_rate", c.embedding_learning_rate));
+    SYSTOLE_RETURN_IF_ERROR(train.read("steps_per_epoch", c.steps_per_epoch));
+    SYSTOLE_RETURN_IF_ERROR(train.read("launch_timeout_s", c.launch_timeout_s));
+    SYSTOLE_RETURN_IF_ERROR(train.read("epochs", c.epochs));
+    SYSTOLE_RETURN_IF_ERROR(train.read("global_batch", c.global_batch));
+    SYSTOLE_RETURN_IF_ERROR(train.read("optimizer", c.optimizer));
+    SYSTOLE_RETURN_IF_ERROR(train.read("learning_rate", c.learning_rate));
+    SYSTOLE_RETURN_IF_ERROR(train.read("schedule", c.schedule));
+    SYSTOLE_RETURN_IF_ERROR(train.read("momentum", c.momentum));
+    SYSTOLE_RETURN_IF_ERROR(train.read("seed", c.seed));
+    SYSTOLE_RETURN_IF_ERROR(train.read("steps_per_execution", c.steps_per_execution));
+  }
+  if (const YAML::Node node = root["checkpoint"]) {
+    const Section checkpoint(node, "checkpoint");
+    SYSTOLE_RETURN_IF_ERROR(checkpoint.known({"dir", "resume", "save_best_only", "monitor"}));
+    SYSTOLE_RETURN_IF_ERROR(checkpoint.read("dir", c.checkpoint_dir));
+    SYSTOLE_RETURN_IF_ERROR(checkpoint.read("resume", c.resume));
+    SYSTOLE_RETURN_IF_ERROR(checkpoint.read("save_best_only", c.save_best_only));
+    SYSTOLE_RETURN_IF_ERROR(checkpoint.read("monitor", c.checkpoint_monitor));
+  }
+  if (const YAML::Node node = root["callbacks"]) {
+    const Section callbacks(node, "callbacks");
+    SYSTOLE_RETURN_IF_ERROR(callbacks.known({"early_stopping", "terminate_on_nan", "csv_logger"}));
+    if (const YAML::Node stopping = node["early_stopping"]) {
+      const Section early(stopping, "callbacks.early_stopping");
+      SYSTOLE_RETURN_IF_ERROR(early.known({"monitor", "patience", "min_delta", "restore_best_weights"}));
+      c.early_stopping = true;
+      SYSTOLE_RETURN_IF_ERROR(early.read("monitor", c.early_stopping_monitor));
+      SYSTOLE_RETURN_IF_ERROR(early.read("patience", c.early_stopping_patience));
+      SYSTOLE_RETURN_IF_ERROR(early.read("min_delta", c.early_stopping_min_delta));
+      SYSTOLE_RETURN_IF_ERROR(early.read("restore_best_weights", c.early_stopping_restore_best));
+    }
+    SYSTOLE_RETURN_IF_ERROR(callbacks.read("terminate_on_nan", c.terminate_on_nan));
+    if (const YAML::Node logger = node["csv_logger"]) {
+      const Section csv(logger, "callbacks.csv_logger");
+      SYSTOLE_RETURN_IF_ERROR(csv.known({"filename", "append"}));
+      SYSTOLE_RETURN_IF_ERROR(csv.read("filename", c.csv_log));
+      SYSTOLE_RETURN_IF_ERROR(csv.read("append", c.csv_append));
+    }
+  }
+  if (const YAML::Node node = root["tensorboard"]) {
+    const Section tensorboard(node, "tensorboard");
+    SYSTOLE_RETURN_IF_ERROR(tensorboard.known({"dir", "update_freq"}));
+    SYSTOLE_RETURN_IF_ERROR(tensorboard.read("dir", c.tensorboard_dir));
+    SYSTOLE_RETURN_IF_ERROR(tensorboard.read("update_freq", c.tensorboard_update_freq));
+  }
+  if (const YAML::Node node = root["ranking"]) {
+    const Section ranking(node, "ranking");
+    SYSTOLE_RETURN_IF_ERROR(ranking.known({"k", "users"}));
+    c.ranking = true;
+    SYSTOLE_RETURN_IF_ERROR(ranking.read("k", c.ranking_k));
+    SYSTOLE_RETURN_IF_ERROR(ranking.read("users", c.ranking_users));
+  }
+  if (const YAML::Node node = root["mpi"]) {
+    const Section mpi(node, "mpi");
+    SYSTOLE_RETURN_IF_ERROR(mpi.known({"timeout_s"}));
+    SYSTOLE_RETURN_IF_ERROR(mpi.read("timeout_s", c.mpi_timeout_s));
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Status load_train_config(const std::string& path, TrainConfig& c) {
@@ -161,143 +316,9 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   } catch (const YAML::Exception& e) {
     return Status(StatusCode::kInvalidArgument, path + ": " + e.what());
   }
-  auto in_file = [&](Status status) {
-    return status.ok() ? status : Status(status.code(), path + ": " + status.message());
-  };
   if (root.IsNull()) return ok_status();  // an empty file: all defaults
-  SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
-      root, "", {"backend", "device", "devices", "array", "engine", "xclbin", "model", "data", "train", "checkpoint",
-                "mpi", "ranking", "callbacks", "tensorboard", "trace"})));
-  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "trace", "trace", c.trace_file)));
-  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "backend", "backend", c.backend)));
-  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "device", "device", c.device)));
-  if (root["devices"] && root["devices"].IsSequence()) {
-    std::vector<uint32_t> units;
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "devices", "devices", units)));
-    std::ostringstream text;
-    text << "[";
-    for (std::size_t i = 0; i < units.size(); ++i) text << (i ? "," : "") << units[i];
-    text << "]";
-    c.devices = text.str();
-  } else {
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "devices", "devices", c.devices)));
-  }
-  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "array", "array", c.array)));
-  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "engine", "engine", c.engine)));
-  SYSTOLE_RETURN_IF_ERROR(in_file(read(root, "xclbin", "xclbin", c.xclbin)));
-  if (const YAML::Node model = root["model"]) {
-    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(model, "model", {"hidden", "layers", "input_shape", "classes"})));
-    if (model["hidden"] && model["layers"])
-      return in_file(Status(StatusCode::kInvalidArgument,
-                            "model: give either hidden (a dense stack) or layers, not both"));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(model, "hidden", "model.hidden", c.hidden)));
-    if (model["layers"]) SYSTOLE_RETURN_IF_ERROR(in_file(read_layers(model["layers"], c.layers)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(model, "input_shape", "model.input_shape", c.input_shape)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(model, "classes", "model.classes", c.classes)));
-  }
-  if (const YAML::Node data = root["data"]) {
-    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
-        data, "data",
-        {"format", "dir", "validation_examples", "train", "validation", "test", "features", "inputs", "label",
-         "shuffle_buffer", "cycle_length", "threads", "prefetch", "skip_corrupt", "negatives"})));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "format", "data.format", c.data_format)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "dir", "data.dir", c.data_dir)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(
-        read(data, "validation_examples", "data.validation_examples", c.validation_examples)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read_patterns(data, "train", "data.train", c.train_files)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read_patterns(data, "validation", "data.validation", c.validation_files)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read_patterns(data, "test", "data.test", c.test_files)));
-    if (data["features"]) SYSTOLE_RETURN_IF_ERROR(in_file(read_features(data["features"], c.features)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read_patterns(data, "inputs", "data.inputs", c.inputs)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "label", "data.label", c.label)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "shuffle_buffer", "data.shuffle_buffer", c.shuffle_buffer)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "cycle_length", "data.cycle_length", c.cycle_length)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "threads", "data.threads", c.reader_threads)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "prefetch", "data.prefetch", c.prefetch)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(data, "skip_corrupt", "data.skip_corrupt", c.skip_corrupt)));
-    if (const YAML::Node negatives = data["negatives"]) {
-      SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(negatives, "data.negatives", {"count", "feature"})));
-      SYSTOLE_RETURN_IF_ERROR(in_file(read(negatives, "count", "data.negatives.count", c.negatives)));
-      SYSTOLE_RETURN_IF_ERROR(in_file(read(negatives, "feature", "data.negatives.feature", c.negative_feature)));
-    }
-  }
-  if (const YAML::Node train = root["train"]) {
-    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(
-        train, "train",
-        {"epochs", "global_batch", "optimizer", "learning_rate", "schedule", "momentum", "seed",
-         "steps_per_execution", "launch_timeout_s", "steps_per_epoch", "embedding_learning_rate",
-         "embedding_initial_accumulator", "decay_steps", "decay_rate", "warmup_steps", "log_every"})));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "decay_steps", "train.decay_steps", c.decay_steps)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "decay_rate", "train.decay_rate", c.decay_rate)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "warmup_steps", "train.warmup_steps", c.warmup_steps)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "log_every", "train.log_every", c.log_every)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "embedding_initial_accumulator", "train.embedding_initial_accumulator",
-                                         c.embedding_initial_accumulator)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "embedding_learning_rate", "train.embedding_learning_rate",
-                                         c.embedding_learning_rate)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "steps_per_epoch", "train.steps_per_epoch", c.steps_per_epoch)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "launch_timeout_s", "train.launch_timeout_s", c.launch_timeout_s)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "epochs", "train.epochs", c.epochs)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "global_batch", "train.global_batch", c.global_batch)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "optimizer", "train.optimizer", c.optimizer)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "learning_rate", "train.learning_rate", c.learning_rate)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "schedule", "train.schedule", c.schedule)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "momentum", "train.momentum", c.momentum)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(train, "seed", "train.seed", c.seed)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(
-        read(train, "steps_per_execution", "train.steps_per_execution", c.steps_per_execution)));
-  }
-  if (const YAML::Node checkpoint = root["checkpoint"]) {
-    SYSTOLE_RETURN_IF_ERROR(
-        in_file(known_keys(checkpoint, "checkpoint", {"dir", "resume", "save_best_only", "monitor"})));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "dir", "checkpoint.dir", c.checkpoint_dir)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "resume", "checkpoint.resume", c.resume)));
-    SYSTOLE_RETURN_IF_ERROR(
-        in_file(read(checkpoint, "save_best_only", "checkpoint.save_best_only", c.save_best_only)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(checkpoint, "monitor", "checkpoint.monitor", c.checkpoint_monitor)));
-  }
-  if (const YAML::Node callbacks = root["callbacks"]) {
-    SYSTOLE_RETURN_IF_ERROR(
-        in_file(known_keys(callbacks, "callbacks", {"early_stopping", "terminate_on_nan", "csv_logger"})));
-    if (const YAML::Node early = callbacks["early_stopping"]) {
-      SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(early, "callbacks.early_stopping",
-                                                 {"monitor", "patience", "min_delta", "restore_best_weights"})));
-      c.early_stopping = true;
-      SYSTOLE_RETURN_IF_ERROR(
-          in_file(read(early, "monitor", "callbacks.early_stopping.monitor", c.early_stopping_monitor)));
-      SYSTOLE_RETURN_IF_ERROR(
-          in_file(read(early, "patience", "callbacks.early_stopping.patience", c.early_stopping_patience)));
-      SYSTOLE_RETURN_IF_ERROR(
-          in_file(read(early, "min_delta", "callbacks.early_stopping.min_delta", c.early_stopping_min_delta)));
-      SYSTOLE_RETURN_IF_ERROR(in_file(read(early, "restore_best_weights",
-                                           "callbacks.early_stopping.restore_best_weights",
-                                           c.early_stopping_restore_best)));
-    }
-    SYSTOLE_RETURN_IF_ERROR(
-        in_file(read(callbacks, "terminate_on_nan", "callbacks.terminate_on_nan", c.terminate_on_nan)));
-    if (const YAML::Node csv = callbacks["csv_logger"]) {
-      SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(csv, "callbacks.csv_logger", {"filename", "append"})));
-      SYSTOLE_RETURN_IF_ERROR(in_file(read(csv, "filename", "callbacks.csv_logger.filename", c.csv_log)));
-      SYSTOLE_RETURN_IF_ERROR(in_file(read(csv, "append", "callbacks.csv_logger.append", c.csv_append)));
-    }
-  }
-  if (const YAML::Node tensorboard = root["tensorboard"]) {
-    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(tensorboard, "tensorboard", {"dir", "update_freq"})));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(tensorboard, "dir", "tensorboard.dir", c.tensorboard_dir)));
-    SYSTOLE_RETURN_IF_ERROR(
-        in_file(read(tensorboard, "update_freq", "tensorboard.update_freq", c.tensorboard_update_freq)));
-  }
-  if (const YAML::Node ranking = root["ranking"]) {
-    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(ranking, "ranking", {"k", "users"})));
-    c.ranking = true;
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(ranking, "k", "ranking.k", c.ranking_k)));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(ranking, "users", "ranking.users", c.ranking_users)));
-  }
-  if (const YAML::Node mpi = root["mpi"]) {
-    SYSTOLE_RETURN_IF_ERROR(in_file(known_keys(mpi, "mpi", {"timeout_s"})));
-    SYSTOLE_RETURN_IF_ERROR(in_file(read(mpi, "timeout_s", "mpi.timeout_s", c.mpi_timeout_s)));
-  }
-  return ok_status();
+  const Status status = read_config(root, c);
+  return status.ok() ? status : Status(status.code(), path + ": " + status.message());
 }
 
 Status validate_train_config(const TrainConfig& c) {
@@ -331,12 +352,14 @@ Status validate_train_config(const TrainConfig& c) {
   if ((c.schedule == "exponential" || c.schedule == "step") && c.decay_steps == 0)
     return invalid("train.decay_steps: the " + c.schedule + " schedule needs decay_steps >= 1");
   if (!(c.decay_rate > 0 && c.decay_rate <= 1)) return invalid("train.decay_rate: must be in (0, 1]");
-  for (const auto& [field, monitor] : {std::pair<const char*, const std::string*>{"checkpoint.monitor",
-                                                                                  &c.checkpoint_monitor},
-                                       {"callbacks.early_stopping.monitor", &c.early_stopping_monitor}})
-    if (*monitor != "loss" && *monitor != "accuracy" && *monitor != "val_loss" && *monitor != "val_accuracy")
-      return invalid(std::string(field) + ": expected loss, accuracy, val_loss or val_accuracy, got '" + *monitor +
-                     "'");
+  auto check_monitor = [&](const char* field, const std::string& monitor) {
+    const bool known = monitor == "loss" || monitor == "accuracy" || monitor == "val_loss" || monitor == "val_accuracy";
+    return known ? ok_status()
+                 : invalid(std::string(field) + ": expected loss, accuracy, val_loss or val_accuracy, got '" + monitor +
+                           "'");
+  };
+  SYSTOLE_RETURN_IF_ERROR(check_monitor("checkpoint.monitor", c.checkpoint_monitor));
+  SYSTOLE_RETURN_IF_ERROR(check_monitor("callbacks.early_stopping.monitor", c.early_stopping_monitor));
   if (c.save_best_only && c.checkpoint_dir.empty()) return invalid("checkpoint.save_best_only: needs checkpoint.dir");
   if (!(c.early_stopping_min_delta >= 0) || !std::isfinite(c.early_stopping_min_delta))
     return invalid("callbacks.early_stopping.min_delta: must be a number >= 0");

@@ -34,8 +34,13 @@ inline constexpr uint64_t kTFRecordFooterBytes = 4;   // the data's CRC
 // beyond this is treated as corruption rather than allocated).
 inline constexpr uint64_t kTFRecordMaxBytes = 1ull << 30;
 
-// One record framed: length, its masked CRC, the data, the data's masked CRC.
-std::string tfrecord_frame(std::string_view record);
+// What frames a record's data: before it, the length and its masked CRC;
+// after it, the data's masked CRC.
+struct TFRecordFrame {
+  uint8_t header[kTFRecordHeaderBytes];
+  uint8_t footer[kTFRecordFooterBytes];
+};
+TFRecordFrame tfrecord_frame(std::string_view record);
 
 // Writes `path` record by record; the file appears, complete, on close().
 class TFRecordWriter {
