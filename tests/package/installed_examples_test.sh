@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs the build into a fresh prefix, builds examples/ against it as
+# another project would (find_package(Systole), Systole::host), and runs
+# both examples. Usage: installed_examples_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 source=$2
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+
+cmake --install "$build" --prefix "$prefix/usr" >"$prefix/install.log"
+for file in include/systole/driver.h include/systole/trainer.h include/systole/spec.h \
+            lib/cmake/Systole/SystoleConfig.cmake bin/accel_train; do
+  [[ -e $prefix/usr/$file ]] || { echo "FAIL: the install has no $file"; exit 1; }
+done
+# The package must not point back into this checkout or its build tree.
+if grep -rlF -e "$source" -e "$build" "$prefix/usr/lib/cmake"; then
+  echo "FAIL: the installed CMake files above name the source or build tree"
+  exit 1
+fi
+
+cmake -S "$source/examples" -B "$prefix/examples" -DCMAKE_PREFIX_PATH="$prefix/usr" \
+      -DCMAKE_BUILD_TYPE=Release >"$prefix/configure.log"
+cmake --build "$prefix/examples" -j "$(nproc)" >"$prefix/build.log" \
+  || { cat "$prefix/build.log"; exit 1; }
+
+"$prefix/examples/gemm"
+"$prefix/examples/custom_training_loop" | tee "$prefix/loop.log"
+grep -q "replicas' parameters identical" "$prefix/loop.log"
+echo "PASS: examples built against the installed package and ran"
