@@ -31,6 +31,7 @@
 #include "systole/tfrecord.h"
 #include "debian_packages.h"
 #include "sharded_writer.h"
+#include "guarded_main.h"
 
 namespace {
 
@@ -202,7 +203,7 @@ Status show(const std::string& path, uint32_t show_records) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int tool_main(int argc, char** argv) {
   CLI::App app{"Convert data to TFRecord files of tf.train.Example records, and inspect them."};
   app.require_subcommand(1);
   std::string images, labels, out, csv, data_dir = kFashionMnistDir;
@@ -317,3 +318,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return systole::tools::guarded_main("accel_data", tool_main, argc, argv); }

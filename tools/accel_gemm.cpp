@@ -22,6 +22,7 @@
 #include "systole/gemm_plan.h"
 #include "systole/numerics.h"
 #include "systole/output_file.h"
+#include "guarded_main.h"
 
 namespace {
 
@@ -376,7 +377,7 @@ int run(const Options& options) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int tool_main(int argc, char** argv) {
   CLI::App app{"Multiply matrices on a Systole device and check the result."};
   Options options;
   app.add_option("--m", options.m, "rows of A and C (random operands)")->check(CLI::Range(1u, 1u << 20));
@@ -408,3 +409,5 @@ int main(int argc, char** argv) {
   }
   return run(options);
 }
+
+int main(int argc, char** argv) { return systole::tools::guarded_main("accel_gemm", tool_main, argc, argv); }

@@ -281,6 +281,13 @@ Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index,
   if (options.compute_units == 0 || options.compute_units > 64)
     return Status(StatusCode::kInvalidArgument,
                   "compute_units must be 1..64, got " + std::to_string(options.compute_units));
+  // More threads than this only time-slice the cores (and each costs a
+  // stack); a bound turns a typo into an error rather than 100,000 threads.
+  constexpr uint32_t kMaxThreadsPerUnit = 256;
+  if (options.threads_per_unit > kMaxThreadsPerUnit)
+    return Status(StatusCode::kInvalidArgument,
+                  "threads_per_unit must be 0 (cores / units) to " + std::to_string(kMaxThreadsPerUnit) +
+                      ", got " + std::to_string(options.threads_per_unit));
   if (options.hbm_banks == 0 || options.bank_bytes == 0 ||
       options.bank_bytes % BankAllocator::kAlignment != 0)
     return Status(StatusCode::kInvalidArgument,

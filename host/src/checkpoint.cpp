@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "systole/output_file.h"
+#include "systole/tfrecord.h"
 
 namespace systole {
 
@@ -17,6 +19,31 @@ const Tensor* Checkpoint::find(const std::string& name) const {
     if (tensor.name == name) return &tensor;
   return nullptr;
 }
+
+namespace {
+
+// The data section as it is written, a tensor's bytes at a time.
+template <class Sink>
+Status for_each_data_chunk(const Checkpoint& checkpoint, Sink&& sink) {
+  std::vector<int64_t> counts;
+  for (const Tensor& tensor : checkpoint.tensors) {
+    if (!tensor.int64) {
+      SYSTOLE_RETURN_IF_ERROR(sink(tensor.values.data(), tensor.values.size() * sizeof(float)));
+      continue;
+    }
+    counts.assign(tensor.values.begin(), tensor.values.end());
+    SYSTOLE_RETURN_IF_ERROR(sink(counts.data(), counts.size() * sizeof(int64_t)));
+  }
+  return ok_status();
+}
+
+std::string hex32(uint32_t value) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", value);
+  return text;
+}
+
+}  // namespace
 
 Status write_safetensors(const std::string& path, const Checkpoint& checkpoint) {
   nlohmann::json header = nlohmann::json::object();
@@ -31,7 +58,14 @@ Status write_safetensors(const std::string& path, const Checkpoint& checkpoint) 
                            {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  if (!checkpoint.metadata.empty()) header["__metadata__"] = checkpoint.metadata;
+  std::map<std::string, std::string> metadata = checkpoint.metadata;
+  uint32_t crc = 0;
+  SYSTOLE_RETURN_IF_ERROR(for_each_data_chunk(checkpoint, [&](const void* data, std::size_t bytes) {
+    crc = crc32c_extend(crc, data, bytes);
+    return ok_status();
+  }));
+  metadata[kDataChecksumKey] = hex32(crc);
+  header["__metadata__"] = metadata;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
 
@@ -41,20 +75,15 @@ Status write_safetensors(const std::string& path, const Checkpoint& checkpoint) 
   for (int i = 0; i < 8; ++i) length[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
   SYSTOLE_RETURN_IF_ERROR(file->write(length, sizeof length));
   SYSTOLE_RETURN_IF_ERROR(file->write(text.data(), text.size()));
-  for (const Tensor& tensor : checkpoint.tensors) {
-    if (!tensor.int64) {
-      SYSTOLE_RETURN_IF_ERROR(file->write(tensor.values.data(), tensor.values.size() * sizeof(float)));
-      continue;
-    }
-    for (float value : tensor.values) {
-      const int64_t count = int64_t(value);
-      SYSTOLE_RETURN_IF_ERROR(file->write(&count, sizeof count));
-    }
-  }
+  SYSTOLE_RETURN_IF_ERROR(for_each_data_chunk(
+      checkpoint, [&](const void* data, std::size_t bytes) { return file->write(data, bytes); }));
   return file->commit();
 }
 
 Result<Checkpoint> read_safetensors(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
+    return Status(StatusCode::kInvalidArgument, path + ": not a regular file");
   std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) return Status(StatusCode::kNotFound, path + ": cannot open");
   const uint64_t size = uint64_t(file.tellg());
@@ -78,8 +107,27 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
   }
   if (!header.is_object()) return bad("header is not a JSON object");
 
-  Checkpoint checkpoint;
   const uint64_t data_size = size - 8 - header_size;
+  // The data section's checksum, when the writer recorded one (this
+  // library always does; other writers do not).
+  // It is checked before any value is read, so damage is named as such.
+  const auto metadata = header.find("__metadata__");
+  if (metadata != header.end() && metadata->is_object() && metadata->contains(kDataChecksumKey) &&
+      (*metadata)[kDataChecksumKey].is_string()) {
+    const std::string recorded = (*metadata)[kDataChecksumKey].get<std::string>();
+    uint32_t crc = 0;
+    std::vector<char> chunk(1 << 20);
+    for (uint64_t left = data_size; left > 0;) {
+      const std::size_t bytes = std::size_t(std::min<uint64_t>(left, chunk.size()));
+      if (!file.read(chunk.data(), std::streamsize(bytes))) return bad("data section cannot be read");
+      crc = crc32c_extend(crc, chunk.data(), bytes);
+      left -= bytes;
+    }
+    if (hex32(crc) != recorded)
+      return bad("the data section's CRC-32C is " + hex32(crc) + " but the header records " + recorded +
+                 ": the file is damaged");
+  }
+  Checkpoint checkpoint;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
@@ -107,7 +155,12 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
       const auto offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
       if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size)
         return bad(where + "data_offsets outside the file's " + std::to_string(data_size) + " data bytes");
-      for (uint64_t d : tensor.shape) elements *= d;
+      for (uint64_t d : tensor.shape) {
+        if (d != 0 && elements > data_size / d)  // more than the file holds, and no overflow
+          return bad(where + "shape " + entry["shape"].dump() + " holds more than the file's " +
+                     std::to_string(data_size) + " data bytes");
+        elements *= d;
+      }
       if (elements * element_bytes != offsets[1] - offsets[0])
         return bad(where + "shape holds " + std::to_string(elements) + " elements but data_offsets span " +
                    std::to_string(offsets[1] - offsets[0]) + " bytes");
@@ -134,6 +187,7 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
   std::sort(ranges.begin(), ranges.end());
   for (std::size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].first < ranges[i - 1].second) return bad("tensors overlap in the data");
+
   return checkpoint;
 }
 

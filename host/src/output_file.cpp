@@ -3,6 +3,7 @@
 #include "systole/output_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,6 +112,44 @@ Status OutputFile::commit() {
     return io_error(path_, "cannot rename the temporary file over it", error);
   }
   return ok_status();
+}
+
+Result<DirectoryLock> DirectoryLock::acquire(const std::string& directory, const std::string& holder) {
+  const std::string path = directory + "/.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status(StatusCode::kUnavailable, path + ": cannot open (" + std::strerror(errno) + ")");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char text[256] = {};
+    const ssize_t got = ::pread(fd, text, sizeof text - 1, 0);
+    ::close(fd);
+    if (error != EWOULDBLOCK)
+      return Status(StatusCode::kUnavailable, path + ": cannot lock (" + std::strerror(error) + ")");
+    std::string other = got > 0 ? std::string(text, std::size_t(got)) : "another process";
+    while (!other.empty() && other.back() == '\n') other.pop_back();
+    return Status(StatusCode::kUnavailable, directory + " is in use by " + other +
+                                                "; wait for that run to end, or give this one another directory");
+  }
+  const std::string line = holder + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, line.data(), line.size(), 0) != ssize_t(line.size())) {
+    const int error = errno;
+    ::close(fd);
+    return Status(StatusCode::kUnavailable, path + ": cannot write (" + std::strerror(error) + ")");
+  }
+  return DirectoryLock(fd);
+}
+
+DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
 }  // namespace systole

@@ -70,10 +70,17 @@ Result<std::FILE*> open_regular(const std::string& path, uint64_t& bytes) {
 
 }  // namespace
 
-uint32_t crc32c(const void* data, std::size_t bytes) {
-  Crc32c crc;
-  crc.process_bytes(data, bytes);
-  return crc.checksum();
+uint32_t crc32c(const void* data, std::size_t bytes) { return crc32c_extend(0, data, bytes); }
+
+uint32_t crc32c_extend(uint32_t crc, const void* data, std::size_t bytes) {
+  // The register after `crc` is the checksum with the final XOR undone;
+  // Boost takes an initial remainder unreflected, as the polynomial is
+  // written, and reflects it itself.
+  uint32_t remainder = crc ^ 0xFFFFFFFFu, unreflected = 0;
+  for (int bit = 0; bit < 32; ++bit) unreflected |= ((remainder >> bit) & 1u) << (31 - bit);
+  Crc32c extended(unreflected);
+  extended.process_bytes(data, bytes);
+  return extended.checksum();
 }
 
 uint32_t mask_crc32c(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }

@@ -63,6 +63,11 @@ TEST_F(Checkpoints, CorruptFilesAreRejectedWithTheReason) {
   expect(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"v":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
          8, "tensors overlap");
   expect(R"({"w":{"dtype":"F32"}})", 0, "needs dtype, shape and data_offsets");
+  // A shape whose element count wraps around 2^64 to the bytes present.
+  expect(R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})", 0,
+         "holds more than the file's 0 data bytes");
+  expect(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"__metadata__":{"data_crc32c":"00000000"}})", 4,
+         "the data section's CRC-32C is");
   {
     std::ofstream out(path("bad.safetensors"), std::ios::binary);
     const uint64_t length = 1000;
@@ -71,6 +76,34 @@ TEST_F(Checkpoints, CorruptFilesAreRejectedWithTheReason) {
   auto result = read_safetensors(path("bad.safetensors"));
   EXPECT_NE(result.status().message().find("runs past the end"), std::string::npos);
   EXPECT_EQ(read_safetensors(path("none")).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(Checkpoints, EveryFlippedDataBitIsCaughtByTheChecksum) {
+  Checkpoint checkpoint;
+  checkpoint.tensors = {{"w", {3}, {1.5f, -2.0f, 0.25f}}, {"n", {}, {7}, /*int64=*/true}};
+  ASSERT_TRUE(write_safetensors(path("c.safetensors"), checkpoint).ok());
+  std::string bytes;
+  {
+    std::ifstream in(path("c.safetensors"), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto back = read_safetensors(path("c.safetensors"));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->metadata.count(kDataChecksumKey), 1u);
+  const std::size_t data_start = bytes.size() - 3 * 4 - 8;
+  for (std::size_t at = data_start; at < bytes.size(); ++at)
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string damaged = bytes;
+      damaged[at] = char(damaged[at] ^ (1 << bit));
+      {
+        std::ofstream out(path("d.safetensors"), std::ios::binary);
+        out.write(damaged.data(), std::streamsize(damaged.size()));
+      }
+      auto result = read_safetensors(path("d.safetensors"));
+      ASSERT_FALSE(result.ok()) << "byte " << at << " bit " << bit;
+      EXPECT_NE(result.status().message().find("the file is damaged"), std::string::npos)
+          << result.status().message();
+    }
 }
 
 TEST_F(Checkpoints, CountsTravelAsInt64) {

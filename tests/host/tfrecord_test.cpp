@@ -68,6 +68,8 @@ TEST(Crc32c, KnownValuesAndMask) {
   // The CRC-32C check value (RFC 3720's "123456789"), and 32 zero bytes
   // (RFC 3720, B.4).
   EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);
+  for (std::size_t split = 0; split <= 9; ++split)
+    EXPECT_EQ(crc32c_extend(crc32c("123456789", split), "123456789" + split, 9 - split), 0xE3069283u) << split;
   const std::string zeros(32, '\0');
   EXPECT_EQ(crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
   // Masking: rotate right by 15, add 0xa282ead8.

@@ -41,6 +41,12 @@ expect 2 "flipped.tfrecord: record 1 at byte [0-9]+: corrupted record: data CRC 
 head -c 30 "$work/good-00000-of-00002.tfrecord" >"$work/cut.tfrecord"
 expect 2 "cut.tfrecord: record 0 at byte 0: truncated" show "$work/cut.tfrecord"
 expect 2 "not a regular file" show "$work"
+# Memory runs out (a 60 MB address space cannot hold Fashion-MNIST): the
+# standard library's std::bad_alloc becomes a named error and exit 2, and
+# nothing is written.
+(ulimit -v 60000; expect 2 "accel_data: out of memory" fashion-mnist --out "$work/oom" --shards 2
+ exit $failures) || failures=$((failures + 1))
+[[ -e $work/oom ]] && { echo "FAIL: out of memory, accel_data still wrote $work/oom"; failures=$((failures + 1)); }
 ls "$work"/*.tmp* >/dev/null 2>&1 && { echo "FAIL: a temporary file was left behind"; failures=$((failures + 1)); }
 
 echo "$passes passed, $failures failed"

@@ -21,6 +21,7 @@ printf 'not a numpy file at all' >"$work/garbage.npy"
 expect 2 "truncated" "${common[@]}" --a "$work/truncated.npy" --b "$work/b.npy"
 expect 2 "--a: .*garbage.npy is not a float32 .npy" "${common[@]}" --a "$work/garbage.npy" --b "$work/b.npy"
 expect 2 "--b: cannot open" "${common[@]}" --a "$work/a.npy" --b "$work/missing.npy"
+expect 2 "threads_per_unit must be 0 \(cores / units\) to 256, got 100000" --m 8 --n 8 --k 8 --array 8x8 --threads 100000
 expect 2 "A's columns must equal B's rows" "${common[@]}" --a "$work/a.npy" --b "$work/a.npy"
 expect 2 "--a and --b go together" "${common[@]}" --a "$work/a.npy"
 expect 2 "--array: expected ROWSxCOLS" --array 8by8

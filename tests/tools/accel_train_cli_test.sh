@@ -55,6 +55,30 @@ expect 2 "checkpoint.safetensors: the checkpoint's model .* differs from the con
   --checkpoint-dir "$work/straight" --resume
 expect 0 "the run is already finished \(2 of 2 epochs done\)" "${small[@]}" --epochs 2 \
   --checkpoint-dir "$work/straight" --resume
+# A checkpoint of another run, or a damaged one, is refused and left as it
+# was.
+expect 2 "straight/checkpoint.safetensors: seed is [0-9]+ in the checkpoint but 99 in this run" "${small[@]}" \
+  --epochs 3 --seed 99 --checkpoint-dir "$work/straight" --resume
+expect 2 "global_batch is 32 in the checkpoint but 64 in this run" "${small[@]}" --epochs 3 --global-batch 64 \
+  --checkpoint-dir "$work/straight" --resume
+mkdir -p "$work/damaged"
+cp "$work/straight/checkpoint.safetensors" "$work/damaged/checkpoint.safetensors"
+size=$(stat -c %s "$work/damaged/checkpoint.safetensors")
+printf '\x7f' | dd of="$work/damaged/checkpoint.safetensors" bs=1 seek=$((size - 100)) conv=notrunc status=none
+cp "$work/damaged/checkpoint.safetensors" "$work/damaged.copy"
+expect 2 "damaged/checkpoint.safetensors: the data section's CRC-32C is [0-9a-f]{8} but the header records [0-9a-f]{8}: the file is damaged" \
+  "${small[@]}" --epochs 3 --checkpoint-dir "$work/damaged" --resume
+cmp -s "$work/damaged/checkpoint.safetensors" "$work/damaged.copy" ||
+  { echo "FAIL: a refused checkpoint was changed"; failures=$((failures + 1)); }
+# A checkpoint directory is one run's: a second run on it is refused,
+# naming the holder (here a stand-in holding the lock as a run does).
+mkdir -p "$work/locked"
+exec 9>"$work/locked/.lock"
+flock -n 9 && echo "accel_train pid 4242 on host elsewhere" >&9
+expect 2 "locked is in use by accel_train pid 4242 on host elsewhere; wait for that run to end" "${small[@]}" \
+  --epochs 1 --checkpoint-dir "$work/locked"
+exec 9>&-
+expect 0 "Epoch 1/1" "${small[@]}" --epochs 1 --checkpoint-dir "$work/locked"
 
 # A checkpoint of the dense-only format before layers (systole-mlp/1,
 # tests/data: one epoch of --hidden 4 on this data set) still resumes.

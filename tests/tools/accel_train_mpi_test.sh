@@ -107,5 +107,15 @@ uneven=$("${mpi[@]}" -np 1 "$binary" "${small[@]}" --global-batch 48 --devices 1
 if [[ $? -ne 0 ]] && grep -q "process 1 runs 2 replica(s), process 0 runs 1" <<<"$uneven"; then
   passes=$((passes + 1)); else echo "FAIL: uneven replicas: $uneven"; failures=$((failures + 1)); fi
 
+# Ranks started with different settings: refused before step 0, naming the
+# setting and the rank.
+for setting in "train.global_batch --global-batch 64" "train.seed --seed 7" "model.hidden --hidden 16" \
+               "train.learning_rate --learning-rate 0.01" "train.epochs --epochs 3"; do
+  read -r name flag value <<<"$setting"
+  differ=$("${mpi[@]}" -np 1 "$binary" "${small[@]}" : -np 1 "$binary" "${small[@]}" "$flag" "$value" 2>&1)
+  if [[ $? -ne 0 ]] && grep -q "different settings: $name differs from rank 0's on rank(s) 1" <<<"$differ"; then
+    passes=$((passes + 1)); else echo "FAIL: ranks differing in $name: $differ"; failures=$((failures + 1)); fi
+done
+
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -8,10 +8,12 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -27,6 +29,7 @@
 #include "callbacks.h"
 #include "ranking_report.h"
 #include "train_config.h"
+#include "guarded_main.h"
 
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
@@ -134,22 +137,38 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const Tr
     return Status(StatusCode::kInvalidArgument, path + ": the checkpoint's model " + meta("model") +
                                                     " differs from the config's " + spec.to_json());
   }
-  if (meta("optimizer") != config.optimizer)
-    return Status(StatusCode::kInvalidArgument, path + ": optimizer is " + meta("optimizer") +
-                                                    " in the checkpoint but " + config.optimizer + " in the config");
+  // The settings that decide what the run computes must be this run's: a
+  // checkpoint of another run is refused, not continued.
+  const std::pair<const char*, std::string> settings[] = {{"optimizer", config.optimizer},
+                                                           {"seed", std::to_string(config.seed)},
+                                                           {"global_batch", std::to_string(config.global_batch)}};
+  for (const auto& [key, value] : settings)
+    if (meta(key) != value)
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": " + key + " is " + meta(key) + " in the checkpoint but " + value + " in this run");
+  auto count = [&](const char* key, uint64_t limit) -> Result<uint64_t> {
+    const std::string text = meta(key);
+    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoull(text) > limit)
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": metadata " + key + " is '" + text + "', not a count up to " + std::to_string(limit));
+    return std::stoull(text);
+  };
+  auto steps = count("optimizer_steps", uint64_t(1) << 53);
+  if (!steps.ok()) return steps.status();
+  auto epochs_done = count("epochs_done", 1u << 24);
+  if (!epochs_done.ok()) return epochs_done.status();
   ModelValues values;
   SYSTOLE_RETURN_IF_ERROR(
       read_model_tensors(*checkpoint, path, trainer.parameters(), trainer.optimizer().state(), values));
-  uint64_t steps = 0;
-  uint32_t epochs_done = 0;
-  try {
-    steps = std::stoull(checkpoint->metadata.at("optimizer_steps"));
-    epochs_done = uint32_t(std::stoul(checkpoint->metadata.at("epochs_done")));
-  } catch (const std::exception&) {
-    return Status(StatusCode::kInvalidArgument, path + ": optimizer_steps or epochs_done metadata is missing");
-  }
-  SYSTOLE_RETURN_IF_ERROR(trainer.restore(values, steps));
-  return epochs_done;
+  for (const Tensor& tensor : checkpoint->tensors)
+    for (float value : tensor.values)
+      if (!std::isfinite(value))
+        return Status(StatusCode::kInvalidArgument,
+                      path + ": tensor '" + tensor.name + "' holds " + std::to_string(value) +
+                          "; a checkpoint to resume from must hold finite values");
+  SYSTOLE_RETURN_IF_ERROR(trainer.restore(values, *steps));
+  return uint32_t(*epochs_done);
 }
 
 // The data of a run. IDX: the sets in memory, every process stepping
@@ -320,6 +339,37 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   return opened;
 }
 
+// Under mpirun: every rank's job_settings() against rank 0's, before any
+// data or device work. Each setting travels as a 64-bit FNV-1a hash of its
+// text (two exact 32-bit halves in all_gather's doubles); a difference is
+// an error on every rank naming the setting, this rank's value and the
+// ranks that differ from rank 0.
+Status check_ranks_agree(ProcessGroup& group, const TrainConfig& config) {
+  const auto settings = job_settings(config);
+  std::vector<double> local;
+  for (const auto& [name, value] : settings) {
+    uint64_t hash = 14695981039346656037ull;
+    for (unsigned char byte : value) hash = (hash ^ byte) * 1099511628211ull;
+    local.push_back(double(hash >> 32));
+    local.push_back(double(hash & 0xFFFFFFFFu));
+  }
+  auto all = group.all_gather(local);
+  if (!all.ok()) return all.status();
+  const std::size_t width = local.size();
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    std::string differing;
+    for (uint32_t rank = 1; rank < group.size(); ++rank)
+      if ((*all)[rank * width + 2 * i] != (*all)[2 * i] || (*all)[rank * width + 2 * i + 1] != (*all)[2 * i + 1])
+        differing += (differing.empty() ? "" : ", ") + std::to_string(rank);
+    if (!differing.empty())
+      return Status(StatusCode::kInvalidArgument,
+                    "the processes of the job were started with different settings: " + settings[i].first +
+                        " differs from rank 0's on rank(s) " + differing + " (this rank, " +
+                        std::to_string(group.rank()) + ", has '" + settings[i].second + "')");
+  }
+  return ok_status();
+}
+
 int train(const TrainConfig& config) {
   // Under mpirun this process is one rank of a job: an error ends the whole
   // job (the other ranks would wait for this one), and only rank 0 logs and
@@ -355,6 +405,7 @@ int train(const TrainConfig& config) {
     auto joined = join_mpi_job(mpi);
     if (!joined.ok()) return fail(joined.status());
     group = std::move(joined).value();
+    if (Status agreed = check_ranks_agree(*group, config); !agreed.ok()) return fail(agreed);
   }
   const bool lead = !group || group->rank() == 0;
   if (lead && !config.trace_file.empty()) {
@@ -405,6 +456,20 @@ int train(const TrainConfig& config) {
 
   const std::string checkpoint_path =
       config.checkpoint_dir.empty() ? "" : config.checkpoint_dir + "/checkpoint.safetensors";
+  // The directory is this run's alone from here on: a second run on it
+  // would interleave its checkpoints with ours.
+  std::optional<DirectoryLock> checkpoint_lock;
+  if (lead && !checkpoint_path.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(config.checkpoint_dir, error);
+    if (error) return fail(Status(StatusCode::kUnavailable, "checkpoint.dir: cannot create " + config.checkpoint_dir));
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    auto lock = DirectoryLock::acquire(config.checkpoint_dir, "accel_train pid " + std::to_string(getpid()) +
+                                                                  " on host " + host);
+    if (!lock.ok()) return fail(lock.status());
+    checkpoint_lock.emplace(std::move(lock).value());
+  }
   uint32_t first_epoch = 0;
   if (config.resume) {
     auto done = resume_from(checkpoint_path, **trainer, config);
@@ -418,11 +483,6 @@ int train(const TrainConfig& config) {
                     first_epoch, config.epochs);
       return 0;
     }
-  }
-  if (lead && !checkpoint_path.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(config.checkpoint_dir, error);
-    if (error) return fail(Status(StatusCode::kUnavailable, "checkpoint.dir: cannot create " + config.checkpoint_dir));
   }
 
   // Everything below prints on rank 0 only: the ranks train in lockstep
@@ -687,7 +747,7 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int tool_main(int argc, char** argv) {
   CLI::App app{"Train a model on Fashion-MNIST (or any IDX data set) on a Systole device.\n"
                "  accel_train [train] --config F [overrides]\n"
                "  accel_train evaluate --checkpoint F [--config F] [overrides]\n"
@@ -791,3 +851,5 @@ int main(int argc, char** argv) {
   }
   return train(merged);
 }
+
+int main(int argc, char** argv) { return systole::tools::guarded_main("accel_train", tool_main, argc, argv); }

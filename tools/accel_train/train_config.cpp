@@ -438,4 +438,73 @@ ExampleColumns example_columns(const TrainConfig& config) {
   return ExampleColumns{config.inputs, config.label, config.classes};
 }
 
+std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig& c) {
+  auto text = [](const auto& value) {
+    std::ostringstream out;
+    out.precision(17);
+    out << value;
+    return out.str();
+  };
+  auto list = [&](const auto& values) {
+    std::string joined = "[";
+    for (const auto& value : values) joined += (joined.size() > 1 ? ", " : "") + text(value);
+    return joined + "]";
+  };
+  std::string layers;
+  for (const LayerConfig& layer : c.layers) {
+    layers += "{" + layer.type;
+    for (const auto& [key, value] : layer.fields) layers += ", " + key + ": " + value;
+    layers += "}";
+  }
+  std::string features;
+  for (const FeatureSpec& f : c.features)
+    features += "{" + f.name + " " + text(int(f.type)) + " " + list(f.shape) + " " + list(f.default_numbers) + " " +
+                list(f.default_bytes) + " " + text(f.has_default) + " " + text(f.hash_buckets) + "}";
+  return {{"backend", c.backend},
+          {"array", c.array},
+          {"engine", c.engine},
+          {"model.layers", layers},
+          {"model.hidden", list(c.hidden)},
+          {"model.input_shape", list(c.input_shape)},
+          {"model.classes", text(c.classes)},
+          {"data.format", c.data_format},
+          {"data.dir", c.data_dir},
+          {"data.validation_examples", text(c.validation_examples)},
+          {"data.train", list(c.train_files)},
+          {"data.validation", list(c.validation_files)},
+          {"data.test", list(c.test_files)},
+          {"data.features", features},
+          {"data.inputs", list(c.inputs)},
+          {"data.label", c.label},
+          {"data.shuffle_buffer", text(c.shuffle_buffer)},
+          {"data.cycle_length", text(c.cycle_length)},
+          {"data.skip_corrupt", text(c.skip_corrupt)},
+          {"data.negatives.count", text(c.negatives)},
+          {"data.negatives.feature", c.negative_feature},
+          {"train.epochs", text(c.epochs)},
+          {"train.steps_per_epoch", text(c.steps_per_epoch)},
+          {"train.global_batch", text(c.global_batch)},
+          {"train.optimizer", c.optimizer},
+          {"train.learning_rate", text(c.learning_rate)},
+          {"train.schedule", c.schedule},
+          {"train.decay_steps", text(c.decay_steps)},
+          {"train.decay_rate", text(c.decay_rate)},
+          {"train.warmup_steps", text(c.warmup_steps)},
+          {"train.momentum", text(c.momentum)},
+          {"train.embedding_learning_rate", text(c.embedding_learning_rate)},
+          {"train.embedding_initial_accumulator", text(c.embedding_initial_accumulator)},
+          {"train.seed", text(c.seed)},
+          {"train.steps_per_execution", text(c.steps_per_execution)},
+          {"train.launch_timeout_s", text(c.launch_timeout_s)},
+          {"ranking", text(c.ranking) + " " + text(c.ranking_k) + " " + text(c.ranking_users)},
+          {"checkpoint.dir", c.checkpoint_dir},
+          {"checkpoint.resume", text(c.resume)},
+          {"checkpoint.save_best_only", text(c.save_best_only) + " " + c.checkpoint_monitor},
+          {"callbacks.early_stopping",
+           text(c.early_stopping) + " " + c.early_stopping_monitor + " " + text(c.early_stopping_patience) + " " +
+               text(c.early_stopping_min_delta) + " " + text(c.early_stopping_restore_best)},
+          {"callbacks.terminate_on_nan", text(c.terminate_on_nan)},
+          {"mpi.timeout_s", text(c.mpi_timeout_s)}};
+}
+
 }  // namespace systole

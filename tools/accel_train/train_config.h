@@ -113,6 +113,14 @@ Status load_train_config(const std::string& path, TrainConfig& config);
 // Checks values that no type can (ranges, names); errors name the field.
 Status validate_train_config(const TrainConfig& config);
 
+// The settings every process of an mpirun job must share, as (name in the
+// config file, value as text): what the job computes and when it stops.
+// Left out are the settings a process may choose for itself: its board
+// (device), compute units (devices; the replica counts are compared
+// separately), reader threads and prefetch, and where rank 0 writes logs
+// and traces.
+std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig& config);
+
 // data.format tfrecord: the schema of data.features (errors name
 // data.features), and which features feed the model.
 Result<ExampleSchema> example_schema(const TrainConfig& config);

@@ -29,14 +29,20 @@ struct Checkpoint {
   const Tensor* find(const std::string& name) const;
 };
 
+// The metadata key under which the writer records the CRC-32C of the data
+// section (every byte after the header), as 8 hex digits.
+inline constexpr const char* kDataChecksumKey = "data_crc32c";
+
 // Writes atomically: a temporary file in the same directory, flushed to
-// disk, then renamed over `path`. A failed write leaves no file behind.
+// disk, then renamed over `path`. A failed write leaves no file behind. The
+// metadata gains kDataChecksumKey.
 Status write_safetensors(const std::string& path, const Checkpoint& checkpoint);
 
 // Reads and validates a file: header size, JSON, dtypes (F32, and I64 for
-// counts below 2^24), shapes
-// against byte ranges, ranges inside the file and not overlapping. Errors
-// name the file and the tensor.
+// counts below 2^24), shapes (no larger than the file) against byte ranges,
+// ranges inside the file and not overlapping, and the data section's
+// checksum when the header records one. Errors name the file and the
+// tensor.
 Result<Checkpoint> read_safetensors(const std::string& path);
 
 // A model's tensors under their state_dict() names, and with `optimizer`,

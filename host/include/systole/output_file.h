@@ -44,4 +44,24 @@ class OutputFile {
   std::string buffer_;
 };
 
+// An exclusive lock on a directory that one process writes (a run's
+// checkpoint directory): flock(2) on DIR/.lock, held until the handle goes
+// or the process ends, however it ends. The file says who holds it, so a
+// second process is refused with the holder's name.
+class DirectoryLock {
+ public:
+  // `holder` describes this process ("accel_train pid 123 on host h").
+  // Fails with kUnavailable naming the directory and the current holder.
+  static Result<DirectoryLock> acquire(const std::string& directory, const std::string& holder);
+  DirectoryLock(DirectoryLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  DirectoryLock& operator=(DirectoryLock&& other) noexcept;
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  ~DirectoryLock();
+
+ private:
+  explicit DirectoryLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
 }  // namespace systole

@@ -26,6 +26,9 @@ namespace systole {
 // CRC-32C (Castagnoli, reflected, as iSCSI and ext4 use) and its masked
 // form.
 uint32_t crc32c(const void* data, std::size_t bytes);
+// The CRC-32C of a message that continues one whose CRC-32C is `crc`
+// (crc32c_extend(crc32c(a), b) == crc32c(a + b); crc32c is extend from 0).
+uint32_t crc32c_extend(uint32_t crc, const void* data, std::size_t bytes);
 uint32_t mask_crc32c(uint32_t crc);
 
 inline constexpr uint64_t kTFRecordHeaderBytes = 12;  // length + its CRC
