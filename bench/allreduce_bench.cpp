@@ -23,7 +23,8 @@ void BM_Memcpy(benchmark::State& state) {
     std::memcpy(to.data(), from.data(), bytes);
     benchmark::ClobberMemory();
   }
-  state.counters["GB/s"] = benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_AllReduce(benchmark::State& state) {
@@ -36,17 +37,18 @@ void BM_AllReduce(benchmark::State& state) {
     if (!status.ok()) state.SkipWithError(status.to_string().c_str());
   }
   const double bus_bytes = 2.0 * (replicas - 1) / replicas * double(bytes);
-  state.counters["GB/s"] = benchmark::Counter(bus_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(bus_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 constexpr int64_t kSizes[] = {1 << 20, 16 << 20, 64 << 20};
 
-BENCHMARK(BM_Memcpy)->Arg(1 << 20)->Arg(16 << 20)->Arg(64 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Memcpy)->Arg(1 << 20)->Arg(16 << 20)->Arg(64 << 20)->UseRealTime()->Unit(
+    benchmark::kMillisecond);
 BENCHMARK(BM_AllReduce)
     ->ArgsProduct({{1 << 20, 16 << 20, 64 << 20}, {2, 4}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-
 
 }  // namespace
 
@@ -61,8 +63,8 @@ int main(int argc, char** argv) {
   for (int64_t size : kSizes) {
     const double copy = collector["BM_Memcpy/" + std::to_string(size) + "/real_time"];
     for (int replicas : {2, 4}) {
-      const double ring = collector["BM_AllReduce/" + std::to_string(size) + "/" +
-                                          std::to_string(replicas) + "/real_time"];
+      const double ring =
+          collector["BM_AllReduce/" + std::to_string(size) + "/" + std::to_string(replicas) + "/real_time"];
       if (copy > 0 && ring > 0)
         std::printf("%10lld %9d %10.2f %10.2f %7.2f\n", (long long)size, replicas, ring, copy, ring / copy);
     }

@@ -22,8 +22,8 @@ using namespace systole;
 constexpr int kSizes[] = {256, 512, 1024, 2048};
 
 void set_flops(benchmark::State& state, double size) {
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * size * size * size * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * size * size * size * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Eigen(benchmark::State& state) {
@@ -62,8 +62,8 @@ struct DeviceGemm {
     problem.a = {data.address(), uint32_t(size)};
     problem.b = {data.address() + n * n * 2, uint32_t(size)};
     problem.c = {data.address() + n * n * 4, uint32_t(size)};
-    const auto lists = encode_command_lists(plan_gemm(device.info(), problem).value(),
-                                            device.info().max_descriptors);
+    const auto lists =
+        encode_command_lists(plan_gemm(device.info(), problem).value(), device.info().max_descriptors);
     commands = device.allocate(lists.at(0).size(), 1).value();
     check(commands.write(lists[0].data(), lists[0].size()));
     check(commands.sync(Buffer::SyncDirection::kToDevice));
@@ -103,7 +103,6 @@ void sizes_and_threads(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Eigen)->Apply(sizes_and_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SwEmu)->Apply(sizes_and_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SwEmuHls)->Args({256})->UseRealTime()->Unit(benchmark::kMillisecond);
-
 
 }  // namespace
 

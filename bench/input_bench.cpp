@@ -66,8 +66,9 @@ int main(int argc, char** argv) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double records = double(examples) / double(1 + options.negatives);
-    std::printf("threads %s: %.0f records (%llu examples) in %.2f s, %.0f records/s, %.0f examples/s\n", argv[a],
-                records, (unsigned long long)examples, seconds, records / seconds, double(examples) / seconds);
+    std::printf("threads %s: %.0f records (%llu examples) in %.2f s, %.0f records/s, %.0f examples/s\n",
+                argv[a], records, (unsigned long long)examples, seconds, records / seconds,
+                double(examples) / seconds);
   }
   return 0;
 }

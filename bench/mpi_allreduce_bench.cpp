@@ -54,8 +54,8 @@ int main() {
     std::printf("all-reduce across %u processes, bus bandwidth GB/s (median)\n%10s %10s %14s %7s\n",
                 group.size(), "bytes", "systole", "MPI_Allreduce", "ratio");
   double ratio_16mib = 0;
-  for (std::size_t bytes : {std::size_t(64) << 10, std::size_t(1) << 20, std::size_t(16) << 20,
-                            std::size_t(64) << 20}) {
+  for (std::size_t bytes :
+       {std::size_t(64) << 10, std::size_t(1) << 20, std::size_t(16) << 20, std::size_t(64) << 20}) {
     const std::size_t count = bytes / sizeof(float);
     std::vector<float> ours(count, 1.0f), send(count, 1.0f), theirs(count);
     const int repetitions = bytes >= (std::size_t(16) << 20) ? 9 : 51;

@@ -43,7 +43,8 @@ Data clusters(uint32_t count, uint64_t seed) {
   for (uint32_t i = 0; i < count; ++i) {
     const uint8_t label = uint8_t(rng() % kClasses);
     data.labels.push_back(label);
-    for (uint32_t f = 0; f < kFeatures; ++f) data.inputs.push_back(centres[label * kFeatures + f] + normal(rng));
+    for (uint32_t f = 0; f < kFeatures; ++f)
+      data.inputs.push_back(centres[label * kFeatures + f] + normal(rng));
   }
   return data;
 }
@@ -103,7 +104,9 @@ int main() {
       context.step = replica.optimizer->steps();
       context.replica = r;
       context.replicas = kReplicas;
-      context.all_reduce_sum = [&, r](std::vector<float>& values) { return strategy.all_reduce_sum(r, values); };
+      context.all_reduce_sum = [&, r](std::vector<float>& values) {
+        return strategy.all_reduce_sum(r, values);
+      };
 
       const std::size_t first = std::size_t(r) * per_replica;
       SYSTOLE_RETURN_IF_ERROR(replica.model->forward(context, inputs + first * kFeatures, per_replica));
@@ -125,7 +128,8 @@ int main() {
     double epoch_loss = 0;
     for (uint32_t s = 0; s < steps; ++s) {
       const std::size_t at = std::size_t(s) * kGlobalBatch;
-      const Status status = strategy.run(step_fn(train.inputs.data() + at * kFeatures, train.labels.data() + at));
+      const Status status =
+          strategy.run(step_fn(train.inputs.data() + at * kFeatures, train.labels.data() + at));
       if (!status.ok()) return fail(status);
       Result<double> loss = strategy.reduce(ReduceOp::kMean, losses);
       if (!loss.ok()) return fail(loss.status());
@@ -143,7 +147,8 @@ int main() {
     const uint32_t batch = uint32_t(std::min<std::size_t>(kGlobalBatch, test.labels.size() - at));
     const Status status = replica.model->forward(inference, test.inputs.data() + at * kFeatures, batch);
     if (!status.ok()) return fail(status);
-    const StepResult part = softmax_cross_entropy(replica.model->logits(), test.labels.data() + at, 1.0f, nullptr);
+    const StepResult part =
+        softmax_cross_entropy(replica.model->logits(), test.labels.data() + at, 1.0f, nullptr);
     total.correct += part.correct;
     total.examples += part.examples;
   }

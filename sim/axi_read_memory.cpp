@@ -32,9 +32,9 @@ void AxiReadMemory::check_request(const Request& r) {
     violations_.push_back("cycle " + std::to_string(cycle_) + ": " + what + " (araddr " +
                           std::to_string(r.address) + ", arlen " + std::to_string(r.len) + ")");
   };
-  if (previous_.valid && !previous_fired_ && (!r.valid || r.address != previous_.address ||
-                                               r.len != previous_.len || r.size != previous_.size ||
-                                               r.burst != previous_.burst))
+  if (previous_.valid && !previous_fired_ &&
+      (!r.valid || r.address != previous_.address || r.len != previous_.len || r.size != previous_.size ||
+       r.burst != previous_.burst))
     fail("ARVALID dropped or its payload changed before ARREADY");
   if (!r.valid) return;
   if (r.burst != 1) fail("burst type is not INCR");
@@ -55,7 +55,6 @@ void AxiReadMemory::before_edge() {
 
 void AxiReadMemory::inject_stall(uint64_t begin, uint64_t end) { stalls_.emplace_back(begin, end); }
 
-
 void AxiReadMemory::drive_beat() {
   const Burst& burst = bursts_queue_.front();
   const uint64_t address = burst.address + uint64_t(beat_in_burst_) * kBeatBytes;
@@ -70,7 +69,8 @@ void AxiReadMemory::drive_beat() {
 void AxiReadMemory::after_edge() {
   ++cycle_;
   if (ar_fire_) {
-    bursts_queue_.push_back({previous_.address, uint32_t(previous_.len) + 1, cycle_ + timing_.latency_cycles});
+    bursts_queue_.push_back(
+        {previous_.address, uint32_t(previous_.len) + 1, cycle_ + timing_.latency_cycles});
     max_outstanding_ = std::max<uint32_t>(max_outstanding_, uint32_t(bursts_queue_.size()));
   }
   if (r_fire_) {

@@ -34,7 +34,7 @@ struct AxiReadPort {
 };
 
 struct MemoryTiming {
-  uint32_t latency_cycles = 20;     // from AR handshake to the first R beat
+  uint32_t latency_cycles = 20;  // from AR handshake to the first R beat
   double arready_probability = 1.0;
   double rvalid_probability = 1.0;  // < 1: gaps between beats
   uint32_t seed = 1;

@@ -7,8 +7,7 @@
 
 namespace systole::sim {
 
-AxiWriteMemory::AxiWriteMemory(const AxiWritePort& port, uint8_t* memory, uint64_t size,
-                               MemoryTiming timing)
+AxiWriteMemory::AxiWriteMemory(const AxiWritePort& port, uint8_t* memory, uint64_t size, MemoryTiming timing)
     : port_(port), memory_(memory), size_(size), timing_(timing), rng_(timing.seed) {
   *port_.awready = 0;
   *port_.wready = 0;
@@ -62,8 +61,8 @@ void AxiWriteMemory::after_edge() {
       Burst& burst = open_.front();
       const uint64_t address = burst.address + uint64_t(burst.written) * kBeatBytes;
       const bool last = burst.written + 1 == burst.beats;
-      if (w_last_ != last) violation(std::string("WLAST ") + (w_last_ ? "early" : "missing") +
-                                     " at " + std::to_string(address));
+      if (w_last_ != last)
+        violation(std::string("WLAST ") + (w_last_ ? "early" : "missing") + " at " + std::to_string(address));
       if (!burst.error && address + kBeatBytes <= size_) {
         const uint8_t* bytes = reinterpret_cast<const uint8_t*>(w_words_);
         for (uint32_t b = 0; b < kBeatBytes; ++b)

@@ -71,8 +71,8 @@ class AxiWriteMemory {
   std::mt19937 rng_;
   std::uniform_real_distribution<double> coin_{0.0, 1.0};
   std::vector<std::pair<uint64_t, uint64_t>> errors_;
-  std::deque<Burst> open_;                             // awaiting W beats
-  std::deque<std::pair<uint64_t, bool>> responses_;    // (due cycle, error)
+  std::deque<Burst> open_;                           // awaiting W beats
+  std::deque<std::pair<uint64_t, bool>> responses_;  // (due cycle, error)
   Request previous_{};
   bool previous_fired_ = false;
   bool aw_fire_ = false, w_fire_ = false, b_fire_ = false;

@@ -49,7 +49,8 @@ class KernelHarness {
     Model& k = *k_;
     const AxiReadPort ports[] = {
         {&k.m_cmd_arvalid, &k.m_cmd_arready, &k.m_cmd_araddr, &k.m_cmd_arlen, &k.m_cmd_arsize,
-         &k.m_cmd_arburst, &k.m_cmd_rvalid, &k.m_cmd_rready, &k.m_cmd_rdata[0], &k.m_cmd_rresp, &k.m_cmd_rlast},
+         &k.m_cmd_arburst, &k.m_cmd_rvalid, &k.m_cmd_rready, &k.m_cmd_rdata[0], &k.m_cmd_rresp,
+         &k.m_cmd_rlast},
         {&k.m_a_arvalid, &k.m_a_arready, &k.m_a_araddr, &k.m_a_arlen, &k.m_a_arsize, &k.m_a_arburst,
          &k.m_a_rvalid, &k.m_a_rready, &k.m_a_rdata[0], &k.m_a_rresp, &k.m_a_rlast},
         {&k.m_b_arvalid, &k.m_b_arready, &k.m_b_araddr, &k.m_b_arlen, &k.m_b_arsize, &k.m_b_arburst,

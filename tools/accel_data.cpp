@@ -25,13 +25,13 @@
 #include <string>
 #include <vector>
 
+#include "debian_packages.h"
+#include "guarded_main.h"
+#include "sharded_writer.h"
 #include "systole/dataset.h"
 #include "systole/example.h"
 #include "systole/summary_writer.h"
 #include "systole/tfrecord.h"
-#include "debian_packages.h"
-#include "sharded_writer.h"
-#include "guarded_main.h"
 
 namespace {
 
@@ -42,8 +42,8 @@ using namespace systole;
 Status write_idx_examples(const Dataset& data, uint32_t first, uint32_t count, const std::string& prefix,
                           uint32_t shards) {
   if (shards == 0 || shards > count)
-    return Status(StatusCode::kInvalidArgument, "--shards: " + std::to_string(shards) + " for " +
-                                                    std::to_string(count) + " records");
+    return Status(StatusCode::kInvalidArgument,
+                  "--shards: " + std::to_string(shards) + " for " + std::to_string(count) + " records");
   auto writer = ShardedWriter::create(prefix, shards, count);
   if (!writer.ok()) return writer.status();
   ExampleBuilder example;
@@ -100,8 +100,8 @@ Result<CsvTable> read_csv(const std::string& path) {
   while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
     const std::size_t used = csv_parse(&parser, buffer, got, on_field, on_row, &state);
     if (used != got)
-      return Status(StatusCode::kInvalidArgument, path + ": byte " + std::to_string(state.offset + used) + ": " +
-                                                      csv_strerror(csv_error(&parser)));
+      return Status(StatusCode::kInvalidArgument, path + ": byte " + std::to_string(state.offset + used) +
+                                                      ": " + csv_strerror(csv_error(&parser)));
     state.offset += got;
     if (!state.error.empty()) return Status(StatusCode::kInvalidArgument, path + ": " + state.error);
   }
@@ -114,7 +114,8 @@ Result<CsvTable> read_csv(const std::string& path) {
 }
 
 Status csv_to_tfrecord(const std::string& path, const std::string& prefix, uint32_t shards,
-                       const std::vector<std::string>& int64_columns, const std::vector<std::string>& float_columns) {
+                       const std::vector<std::string>& int64_columns,
+                       const std::vector<std::string>& float_columns) {
   auto table = read_csv(path);
   if (!table.ok()) return table.status();
   std::map<std::string, FeatureType> types;
@@ -132,8 +133,8 @@ Status csv_to_tfrecord(const std::string& path, const std::string& prefix, uint3
   SYSTOLE_RETURN_IF_ERROR(assign(float_columns, FeatureType::kFloat, "--float"));
   const uint64_t count = table->rows.size();
   if (shards == 0 || shards > std::max<uint64_t>(count, 1))
-    return Status(StatusCode::kInvalidArgument, "--shards: " + std::to_string(shards) + " for " +
-                                                    std::to_string(count) + " rows");
+    return Status(StatusCode::kInvalidArgument,
+                  "--shards: " + std::to_string(shards) + " for " + std::to_string(count) + " rows");
   auto writer = ShardedWriter::create(prefix, shards, count);
   if (!writer.ok()) return writer.status();
   ExampleBuilder example;
@@ -143,13 +144,15 @@ Status csv_to_tfrecord(const std::string& path, const std::string& prefix, uint3
       const std::string& name = table->header[c];
       const std::string& text = table->rows[r][c];
       auto bad = [&](const char* what) {
-        return Status(StatusCode::kInvalidArgument, path + ": row " + std::to_string(r + 1) + ", column '" + name +
-                                                        "': '" + text + "' is not " + what);
+        return Status(StatusCode::kInvalidArgument, path + ": row " + std::to_string(r + 1) + ", column '" +
+                                                        name + "': '" + text + "' is not " + what);
       };
       char* end = nullptr;
       errno = 0;
       switch (types[name]) {
-        case FeatureType::kBytes: example.add_bytes(name, {text}); break;
+        case FeatureType::kBytes:
+          example.add_bytes(name, {text});
+          break;
         case FeatureType::kInt64: {
           const long long value = std::strtoll(text.c_str(), &end, 10);
           if (text.empty() || *end || errno) return bad("an int64");
@@ -170,7 +173,8 @@ Status csv_to_tfrecord(const std::string& path, const std::string& prefix, uint3
   SYSTOLE_RETURN_IF_ERROR(writer->close());
   std::printf("wrote %llu records (", (unsigned long long)count);
   for (std::size_t c = 0; c < table->header.size(); ++c)
-    std::printf("%s%s %s", c ? ", " : "", table->header[c].c_str(), feature_type_name(types[table->header[c]]));
+    std::printf("%s%s %s", c ? ", " : "", table->header[c].c_str(),
+                feature_type_name(types[table->header[c]]));
   std::printf(") to %s ... (%u shard(s))\n", writer->names().front().c_str(), shards);
   return ok_status();
 }
@@ -190,8 +194,10 @@ Status show(const std::string& path, uint32_t show_records) {
     largest = std::max<uint64_t>(largest, record.size());
     if (records < show_records) {
       auto text = describe_example(record);
-      std::printf("record %llu at byte %llu (%zu bytes):\n%s", (unsigned long long)records, (unsigned long long)at,
-                  record.size(), text.ok() ? text->c_str() : ("  (not a tf.train.Example: " + text.status().message() + ")\n").c_str());
+      std::printf("record %llu at byte %llu (%zu bytes):\n%s", (unsigned long long)records,
+                  (unsigned long long)at, record.size(),
+                  text.ok() ? text->c_str()
+                            : ("  (not a tf.train.Example: " + text.status().message() + ")\n").c_str());
     }
     ++records;
   }
@@ -210,7 +216,8 @@ int tool_main(int argc, char** argv) {
   uint32_t shards = 1, first = 0, count = 0, records = 3, validation = 5000;
   std::vector<std::string> int64_columns, float_columns, files;
 
-  auto* from_idx = app.add_subcommand("from-idx", "IDX images and labels -> image (float32 [H,W,1] in [0,1]), label (int64)");
+  auto* from_idx = app.add_subcommand(
+      "from-idx", "IDX images and labels -> image (float32 [H,W,1] in [0,1]), label (int64)");
   from_idx->add_option("--images", images, "IDX image file (.gz or plain)")->required();
   from_idx->add_option("--labels", labels, "IDX label file (.gz or plain)")->required();
   from_idx->add_option("--out", out, "output prefix: PREFIX-00000-of-0000N.tfrecord")->required();
@@ -218,15 +225,17 @@ int tool_main(int argc, char** argv) {
   from_idx->add_option("--first", first, "first example to convert");
   from_idx->add_option("--count", count, "examples to convert (0: to the end)");
 
-  auto* fashion = app.add_subcommand("fashion-mnist",
-                                     "Fashion-MNIST as DIR/{train,validation,test}-*.tfrecord, split as accel_train "
-                                     "splits the IDX files");
+  auto* fashion =
+      app.add_subcommand("fashion-mnist",
+                         "Fashion-MNIST as DIR/{train,validation,test}-*.tfrecord, split as accel_train "
+                         "splits the IDX files");
   fashion->add_option("--out", out, "output directory")->required();
   fashion->add_option("--shards", shards, "training files to write")->check(CLI::Range(1u, 100000u));
   fashion->add_option("--data-dir", data_dir, "the IDX files");
   fashion->add_option("--validation-examples", validation, "held out from the end of the training set");
 
-  auto* from_csv = app.add_subcommand("from-csv", "CSV with a header row -> one feature per column (string unless typed)");
+  auto* from_csv =
+      app.add_subcommand("from-csv", "CSV with a header row -> one feature per column (string unless typed)");
   from_csv->add_option("--csv", csv, "the CSV file")->required();
   from_csv->add_option("--out", out, "output prefix")->required();
   from_csv->add_option("--shards", shards, "files to write")->check(CLI::Range(1u, 100000u));
@@ -241,20 +250,28 @@ int tool_main(int argc, char** argv) {
   packages->add_option("--out", debian.out, "output directory")->required();
   packages->add_option("--status", debian.files, "deb822 package files to read")->capture_default_str();
   packages->add_flag("--no-apt-cache", no_apt_cache, "do not read `apt-cache dumpavail`");
-  packages->add_option("--test-fraction", debian.test_fraction, "share of edges held out")->capture_default_str();
+  packages->add_option("--test-fraction", debian.test_fraction, "share of edges held out")
+      ->capture_default_str();
   packages->add_option("--negatives", debian.negatives, "sampled negatives per held-out (test) edge")
-      ->check(CLI::Range(0u, 100u))->capture_default_str();
-  packages->add_option("--train-negatives", debian.train_negatives,
-                       "sampled negatives per training edge (0: positives only, for data.negatives)")
-      ->check(CLI::Range(0u, 100u))->capture_default_str();
-  packages->add_option("--shards", debian.shards, "training files")->check(CLI::Range(1u, 100000u))->capture_default_str();
+      ->check(CLI::Range(0u, 100u))
+      ->capture_default_str();
+  packages
+      ->add_option("--train-negatives", debian.train_negatives,
+                   "sampled negatives per training edge (0: positives only, for data.negatives)")
+      ->check(CLI::Range(0u, 100u))
+      ->capture_default_str();
+  packages->add_option("--shards", debian.shards, "training files")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
   packages->add_option("--seed", debian.seed, "the split's and the negatives' seed")->capture_default_str();
 
-  auto* show_command = app.add_subcommand("show", "check every record's CRC; print a summary and the first records");
+  auto* show_command =
+      app.add_subcommand("show", "check every record's CRC; print a summary and the first records");
   show_command->add_option("files", files, "TFRecord files")->required();
   show_command->add_option("--records", records, "records to print per file");
   std::vector<std::string> event_files;
-  auto* events_command = app.add_subcommand("events", "check a TensorBoard event file; print its scalars (step tag value)");
+  auto* events_command =
+      app.add_subcommand("events", "check a TensorBoard event file; print its scalars (step tag value)");
   events_command->add_option("files", event_files, "events.out.tfevents.* files")->required();
   try {
     app.parse(argc, argv);
@@ -265,8 +282,10 @@ int tool_main(int argc, char** argv) {
   Status status;
   if (from_idx->parsed()) {
     auto data = read_idx(images, labels, 0);
-    if (!data.ok()) status = data.status();
-    else if (first >= data->examples) status = Status(StatusCode::kInvalidArgument, "--first: past the last example");
+    if (!data.ok())
+      status = data.status();
+    else if (first >= data->examples)
+      status = Status(StatusCode::kInvalidArgument, "--first: past the last example");
     else {
       const uint32_t n = count ? count : data->examples - first;
       status = n > data->examples - first
@@ -275,16 +294,20 @@ int tool_main(int argc, char** argv) {
     }
   } else if (fashion->parsed()) {
     auto train = load_fashion_mnist(data_dir, true);
-    auto test = train.ok() ? load_fashion_mnist(data_dir, false, train->classes) : Result<Dataset>(train.status());
-    if (!test.ok()) status = test.status();
+    auto test =
+        train.ok() ? load_fashion_mnist(data_dir, false, train->classes) : Result<Dataset>(train.status());
+    if (!test.ok())
+      status = test.status();
     else if (validation >= train->examples)
       status = Status(StatusCode::kInvalidArgument, "--validation-examples: leaves no training examples");
     else if (::mkdir(out.c_str(), 0755) != 0 && errno != EEXIST)
-      status = Status(StatusCode::kUnavailable, out + ": cannot create the directory: " + std::strerror(errno));
+      status =
+          Status(StatusCode::kUnavailable, out + ": cannot create the directory: " + std::strerror(errno));
     else {
       const uint32_t kept = train->examples - validation;
       status = write_idx_examples(*train, 0, kept, out + "/train", shards);
-      if (status.ok() && validation > 0) status = write_idx_examples(*train, kept, validation, out + "/validation", 1);
+      if (status.ok() && validation > 0)
+        status = write_idx_examples(*train, kept, validation, out + "/validation", 1);
       if (status.ok()) status = write_idx_examples(*test, 0, test->examples, out + "/test", 1);
     }
   } else if (packages->parsed()) {

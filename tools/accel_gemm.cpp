@@ -18,11 +18,11 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
 
+#include "guarded_main.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/numerics.h"
 #include "systole/output_file.h"
-#include "guarded_main.h"
 
 namespace {
 
@@ -50,11 +50,10 @@ struct HostGemm {
   std::vector<float> bias;
 };
 
-Result<std::vector<uint16_t>> load_matrix(const std::string& path, const char* name,
-                                          uint32_t& rows, uint32_t& cols) {
+Result<std::vector<uint16_t>> load_matrix(const std::string& path, const char* name, uint32_t& rows,
+                                          uint32_t& cols) {
   std::ifstream stream(path, std::ios::binary);
-  if (!stream)
-    return Status(StatusCode::kNotFound, std::string(name) + ": cannot open " + path);
+  if (!stream) return Status(StatusCode::kNotFound, std::string(name) + ": cannot open " + path);
   xt::xarray<float> array;
   try {
     array = xt::load_npy<float>(stream);
@@ -63,18 +62,17 @@ Result<std::vector<uint16_t>> load_matrix(const std::string& path, const char* n
                   std::string(name) + ": " + path + " is not a float32 .npy file (" + e.what() + ")");
   }
   if (!stream)
-    return Status(StatusCode::kDataLoss,
-                  std::string(name) + ": " + path + " is truncated (fewer data bytes than its header declares)");
-  if (array.dimension() != 2 || array.shape(0) == 0 || array.shape(1) == 0 ||
-      array.shape(0) > UINT32_MAX || array.shape(1) > UINT32_MAX)
-    return Status(StatusCode::kInvalidArgument,
-                  std::string(name) + ": " + path + " must hold a non-empty 2-D array, has " +
-                      std::to_string(array.dimension()) + " dimension(s)");
+    return Status(StatusCode::kDataLoss, std::string(name) + ": " + path +
+                                             " is truncated (fewer data bytes than its header declares)");
+  if (array.dimension() != 2 || array.shape(0) == 0 || array.shape(1) == 0 || array.shape(0) > UINT32_MAX ||
+      array.shape(1) > UINT32_MAX)
+    return Status(StatusCode::kInvalidArgument, std::string(name) + ": " + path +
+                                                    " must hold a non-empty 2-D array, has " +
+                                                    std::to_string(array.dimension()) + " dimension(s)");
   rows = uint32_t(array.shape(0));
   cols = uint32_t(array.shape(1));
   std::vector<uint16_t> bits(array.size());
-  std::transform(array.begin(), array.end(), bits.begin(),
-                 [](float v) { return numerics::f32_to_bf16(v); });
+  std::transform(array.begin(), array.end(), bits.begin(), [](float v) { return numerics::f32_to_bf16(v); });
   return bits;
 }
 
@@ -91,10 +89,10 @@ Result<HostGemm> make_operands(const Options& options) {
     auto b = load_matrix(options.b_path, "--b", b_rows, gemm.n);
     if (!b.ok()) return b.status();
     if (a_cols != b_rows)
-      return Status(StatusCode::kInvalidArgument,
-                    "--a is " + std::to_string(gemm.m) + "x" + std::to_string(a_cols) +
-                        " but --b is " + std::to_string(b_rows) + "x" + std::to_string(gemm.n) +
-                        ": A's columns must equal B's rows");
+      return Status(StatusCode::kInvalidArgument, "--a is " + std::to_string(gemm.m) + "x" +
+                                                      std::to_string(a_cols) + " but --b is " +
+                                                      std::to_string(b_rows) + "x" + std::to_string(gemm.n) +
+                                                      ": A's columns must equal B's rows");
     gemm.k = a_cols;
     gemm.a = std::move(a).value();
     gemm.b = std::move(b).value();
@@ -138,8 +136,7 @@ class DeviceGemm {
     d.c_ = c.value();
     SYSTOLE_RETURN_IF_ERROR(upload(*a, gemm.a.data(), gemm.a.size() * 2));
     SYSTOLE_RETURN_IF_ERROR(upload(*b, gemm.b.data(), gemm.b.size() * 2));
-    if (!gemm.bias.empty())
-      SYSTOLE_RETURN_IF_ERROR(upload(*bias, gemm.bias.data(), gemm.bias.size() * 4));
+    if (!gemm.bias.empty()) SYSTOLE_RETURN_IF_ERROR(upload(*bias, gemm.bias.data(), gemm.bias.size() * 4));
 
     const uint32_t units = std::min(info.compute_units, gemm.m);
     for (uint32_t unit = 0; unit < units; ++unit) {
@@ -257,12 +254,10 @@ double sampled_error(const HostGemm& gemm, const std::vector<uint8_t>& c, const 
   return worst;
 }
 
-Status write_npy(const std::string& path, const std::vector<uint8_t>& c, const HostGemm& gemm,
-                 bool bf16) {
+Status write_npy(const std::string& path, const std::vector<uint8_t>& c, const HostGemm& gemm, bool bf16) {
   std::vector<float> values(uint64_t(gemm.m) * gemm.n);
   for (uint64_t i = 0; i < values.size(); ++i) values[i] = output_value(c, i, bf16);
-  const std::string npy =
-      xt::dump_npy(xt::adapt(values, std::vector<std::size_t>{gemm.m, gemm.n}));
+  const std::string npy = xt::dump_npy(xt::adapt(values, std::vector<std::size_t>{gemm.m, gemm.n}));
   auto file = OutputFile::create(path);
   if (!file.ok()) return Status(file.status().code(), "--out: " + file.status().message());
   Status status = file->write(npy.data(), npy.size());
@@ -279,9 +274,11 @@ int run(const Options& options) {
   auto shape = parse_array_shape(options.array);
   if (!shape.ok()) return fail(Status(shape.status().code(), "--array: " + shape.status().message()));
   if (options.engine != "fast" && options.engine != "hls")
-    return fail(Status(StatusCode::kInvalidArgument, "--engine: expected fast or hls, got '" + options.engine + "'"));
+    return fail(
+        Status(StatusCode::kInvalidArgument, "--engine: expected fast or hls, got '" + options.engine + "'"));
   if (options.verify != "auto" && options.verify != "full" && options.verify != "none")
-    return fail(Status(StatusCode::kInvalidArgument, "--verify: expected auto, full or none, got '" + options.verify + "'"));
+    return fail(Status(StatusCode::kInvalidArgument,
+                       "--verify: expected auto, full or none, got '" + options.verify + "'"));
   auto gemm = make_operands(options);
   if (!gemm.ok()) return fail(gemm.status());
 
@@ -301,10 +298,9 @@ int run(const Options& options) {
   const DeviceInfo& info = device->info();
   std::printf("device   %s, %u compute unit(s), limits M<=%u N<=%u K<=%u\n", info.name.c_str(),
               info.compute_units, info.max_m, info.max_n, info.max_k);
-  std::printf("gemm     C[%ux%u] = A[%ux%u] * B[%ux%u]%s%s, %s output, %zu descriptors\n",
-              gemm->m, gemm->n, gemm->m, gemm->k, gemm->k, gemm->n, options.bias ? " + bias" : "",
-              options.relu ? ", ReLU" : "", options.output_bf16 ? "bf16" : "fp32",
-              device_gemm->descriptors());
+  std::printf("gemm     C[%ux%u] = A[%ux%u] * B[%ux%u]%s%s, %s output, %zu descriptors\n", gemm->m, gemm->n,
+              gemm->m, gemm->k, gemm->k, gemm->n, options.bias ? " + bias" : "", options.relu ? ", ReLU" : "",
+              options.output_bf16 ? "bf16" : "fp32", device_gemm->descriptors());
 
   spec::PerfCounters counters;
   double best = 1e30;
@@ -331,9 +327,9 @@ int run(const Options& options) {
   auto result = device_gemm->result();
   if (!result.ok()) return fail(result.status());
   int exit_code = 0;
-  const bool spec_check = options.verify == "full" ||
-                          (options.verify == "auto" && flops <= 8e9 &&
-                           !(options.backend == "sw_emu" && options.engine == "hls"));
+  const bool spec_check =
+      options.verify == "full" ||
+      (options.verify == "auto" && flops <= 8e9 && !(options.backend == "sw_emu" && options.engine == "hls"));
   if (spec_check) {
     DeviceOptions spec_options = device_options;
     spec_options.engine = EmuEngine::kHls;
@@ -347,8 +343,8 @@ int run(const Options& options) {
     if (!status.ok()) return fail(status);
     auto expected = spec_gemm->result();
     if (!expected.ok()) return fail(expected.status());
-    const std::size_t same = std::mismatch(result->begin(), result->end(), expected->begin()).first -
-                             result->begin();
+    const std::size_t same =
+        std::mismatch(result->begin(), result->end(), expected->begin()).first - result->begin();
     if (same == result->size()) {
       std::printf("verify   bit-exact against the HLS kernel (sw_emu hls, same array)\n");
     } else {
@@ -363,8 +359,8 @@ int run(const Options& options) {
     const double error = sampled_error(*gemm, *result, options);
     // bf16 output rounds to 2^-9 relative; fp32 accumulation stays far below.
     const double bound = options.output_bf16 ? 1.0 / 256 : 1e-5;
-    std::printf("verify   max error vs fp64 on 2000 sampled entries: %.2e of sum|a*b| (bound %.0e)\n",
-                error, bound);
+    std::printf("verify   max error vs fp64 on 2000 sampled entries: %.2e of sum|a*b| (bound %.0e)\n", error,
+                bound);
     if (!(error <= bound)) exit_code = 1;
   }
   if (!options.out_path.empty()) {
@@ -382,7 +378,8 @@ int tool_main(int argc, char** argv) {
   Options options;
   app.add_option("--m", options.m, "rows of A and C (random operands)")->check(CLI::Range(1u, 1u << 20));
   app.add_option("--n", options.n, "columns of B and C (random operands)")->check(CLI::Range(1u, 1u << 20));
-  app.add_option("--k", options.k, "columns of A, rows of B (random operands)")->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--k", options.k, "columns of A, rows of B (random operands)")
+      ->check(CLI::Range(1u, 1u << 20));
   app.add_option("--a", options.a_path, "A as a float32 .npy file (rounded to bf16)");
   app.add_option("--b", options.b_path, "B as a float32 .npy file (rounded to bf16)");
   app.add_option("--out", options.out_path, "write C as a float32 .npy file");

@@ -15,8 +15,8 @@
 #include <set>
 #include <sstream>
 
-#include "systole/example.h"
 #include "sharded_writer.h"
+#include "systole/example.h"
 
 namespace systole {
 namespace {
@@ -71,11 +71,12 @@ Status read_stanzas(std::istream& in, const std::string& source, std::set<std::s
     }
     const std::size_t colon = line.find(':');
     if (colon == std::string::npos || colon == 0)
-      return Status(StatusCode::kInvalidArgument,
-                    source + ": line " + std::to_string(number) + ": expected 'Field: value', got '" +
-                        line.substr(0, 60) + "'");
+      return Status(StatusCode::kInvalidArgument, source + ": line " + std::to_string(number) +
+                                                      ": expected 'Field: value', got '" +
+                                                      line.substr(0, 60) + "'");
     field = line.substr(0, colon);
-    std::transform(field.begin(), field.end(), field.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    std::transform(field.begin(), field.end(), field.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
     const std::size_t start = line.find_first_not_of(" \t", colon + 1);
     fields[field] = start == std::string::npos ? "" : line.substr(start);
   }
@@ -124,7 +125,8 @@ Status write_debian_packages(const DebianPackagesOptions& options) {
     SYSTOLE_RETURN_IF_ERROR(read_stanzas(in, "apt-cache dumpavail", packages, edges));
     sources += " and apt-cache dumpavail";
   }
-  if (edges.empty()) return Status(StatusCode::kInvalidArgument, "no package relationships found in " + sources);
+  if (edges.empty())
+    return Status(StatusCode::kInvalidArgument, "no package relationships found in " + sources);
 
   // Hold out a seeded share of each package's edges, keeping one in training.
   std::mt19937_64 rng(options.seed);
@@ -151,7 +153,8 @@ Status write_debian_packages(const DebianPackagesOptions& options) {
       records.push_back(example(edge.first, edge.second, 1));
       for (uint32_t n = 0; n < negatives; ++n) {
         std::string item = catalogue[pick(rng)];
-        for (int tries = 0; tries < 16 && edges.count({edge.first, item}); ++tries) item = catalogue[pick(rng)];
+        for (int tries = 0; tries < 16 && edges.count({edge.first, item}); ++tries)
+          item = catalogue[pick(rng)];
         records.push_back(example(edge.first, item, 0));
       }
     }
@@ -161,17 +164,20 @@ Status write_debian_packages(const DebianPackagesOptions& options) {
   const std::vector<std::string> train_records = with_negatives(train, options.train_negatives),
                                  test_records = with_negatives(test, options.negatives);
   if (::mkdir(options.out.c_str(), 0755) != 0 && errno != EEXIST)
-    return Status(StatusCode::kUnavailable, options.out + ": cannot create the directory: " + std::strerror(errno));
+    return Status(StatusCode::kUnavailable,
+                  options.out + ": cannot create the directory: " + std::strerror(errno));
   const uint32_t shards = uint32_t(std::min<std::size_t>(options.shards, train_records.size()));
   SYSTOLE_RETURN_IF_ERROR(write_shards(options.out + "/train", train_records, shards));
   SYSTOLE_RETURN_IF_ERROR(write_shards(options.out + "/test", test_records, 1));
-  std::printf("read %zu packages with %zu relationships (Depends, Pre-Depends, Recommends) to %zu distinct "
-              "dependencies from %s\n",
-              packages.size(), edges.size(), items.size(), sources.c_str());
-  std::printf("wrote %zu training records (%zu edges + %u negatives each) in %u file(s) and %zu test records "
-              "(%zu held-out edges + %u negatives each) to %s/{train,test}-*.tfrecord\n",
-              train_records.size(), train.size(), options.train_negatives, shards, test_records.size(), test.size(),
-              options.negatives, options.out.c_str());
+  std::printf(
+      "read %zu packages with %zu relationships (Depends, Pre-Depends, Recommends) to %zu distinct "
+      "dependencies from %s\n",
+      packages.size(), edges.size(), items.size(), sources.c_str());
+  std::printf(
+      "wrote %zu training records (%zu edges + %u negatives each) in %u file(s) and %zu test records "
+      "(%zu held-out edges + %u negatives each) to %s/{train,test}-*.tfrecord\n",
+      train_records.size(), train.size(), options.train_negatives, shards, test_records.size(), test.size(),
+      options.negatives, options.out.c_str());
   return ok_status();
 }
 

@@ -15,14 +15,14 @@
 namespace systole {
 
 struct DebianPackagesOptions {
-  std::string out;                                   // directory
+  std::string out;  // directory
   std::vector<std::string> files = {"/var/lib/dpkg/status"};
-  bool apt_cache = true;      // also read `apt-cache dumpavail`, when apt-cache exists
-  double test_fraction = 0.1;  // edges held out (a package keeps at least one in training)
+  bool apt_cache = true;         // also read `apt-cache dumpavail`, when apt-cache exists
+  double test_fraction = 0.1;    // edges held out (a package keeps at least one in training)
   uint32_t negatives = 4;        // sampled non-edges per held-out edge (the test set's AUC)
   uint32_t train_negatives = 0;  // per training edge; 0: the training files hold positives
                                  // only, for negatives drawn each epoch (data.negatives)
-  uint32_t shards = 4;         // training files
+  uint32_t shards = 4;           // training files
   uint64_t seed = 1;
 };
 

@@ -73,8 +73,7 @@ template <class Model>
 Result<std::shared_ptr<DeviceBackend>> make(uint32_t index, const DeviceOptions& options,
                                             spec::ArrayShape shape) {
   auto backend = std::make_shared<HwEmuBackend<Model>>(index, options, shape);
-  if (!backend->usable())
-    return Status(StatusCode::kUnavailable, "hw_emu: cannot map device memory");
+  if (!backend->usable()) return Status(StatusCode::kUnavailable, "hw_emu: cannot map device memory");
   if (!backend->trace_error().empty())
     return Status(StatusCode::kUnavailable, "hw_emu: trace_fst: " + backend->trace_error());
   return std::shared_ptr<DeviceBackend>(std::move(backend));
@@ -84,12 +83,12 @@ Result<std::shared_ptr<DeviceBackend>> make(uint32_t index, const DeviceOptions&
 
 Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceOptions& options) {
   if (index != 0)
-    return Status(StatusCode::kNotFound, "hw_emu device " + std::to_string(index) +
-                                             " does not exist (hw_emu has one device, 0)");
+    return Status(StatusCode::kNotFound,
+                  "hw_emu device " + std::to_string(index) + " does not exist (hw_emu has one device, 0)");
   if (options.compute_units != 1)
-    return Status(StatusCode::kInvalidArgument,
-                  "hw_emu simulates one compute unit, " + std::to_string(options.compute_units) +
-                      " were asked for");
+    return Status(
+        StatusCode::kInvalidArgument,
+        "hw_emu simulates one compute unit, " + std::to_string(options.compute_units) + " were asked for");
   for (const double p : {options.hw_emu.arready_probability, options.hw_emu.rvalid_probability})
     if (!(p > 0.0 && p <= 1.0))
       return Status(StatusCode::kInvalidArgument,
@@ -102,9 +101,9 @@ Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceO
   if (shape.rows == 8 && shape.cols == 8) return make<Vsystole_kernel_8x8>(index, options, shape);
   if (shape.rows == 16 && shape.cols == 16) return make<Vsystole_kernel_16x16>(index, options, shape);
   if (shape.rows == 128 && shape.cols == 128) return make<Vsystole_kernel_128x128>(index, options, shape);
-  return Status(StatusCode::kInvalidArgument,
-                "hw_emu has no " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
-                    " build (built: 4x4, 8x8, 16x16, 128x128)");
+  return Status(StatusCode::kInvalidArgument, "hw_emu has no " + std::to_string(shape.rows) + "x" +
+                                                  std::to_string(shape.cols) +
+                                                  " build (built: 4x4, 8x8, 16x16, 128x128)");
 }
 
 }  // namespace systole::detail

@@ -28,15 +28,12 @@ class DeviceBackend {
   // Device memory. Addresses are device byte addresses.
   virtual Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) = 0;
   virtual void release(uint64_t address) = 0;
-  virtual Status write_memory(uint64_t address, const void* src,
-                              std::size_t bytes) = 0;
-  virtual Status read_memory(uint64_t address, void* dst,
-                             std::size_t bytes) = 0;
+  virtual Status write_memory(uint64_t address, const void* src, std::size_t bytes) = 0;
+  virtual Status read_memory(uint64_t address, void* dst, std::size_t bytes) = 0;
 
   // AXI4-Lite registers of one compute unit (offsets from spec::reg).
   virtual uint32_t read_register(uint32_t unit, uint32_t offset) = 0;
-  virtual void write_register(uint32_t unit, uint32_t offset,
-                              uint32_t value) = 0;
+  virtual void write_register(uint32_t unit, uint32_t offset, uint32_t value) = 0;
 
   // Blocks until the unit raises ap_done or the timeout passes; true if done.
   virtual bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) = 0;
@@ -44,15 +41,12 @@ class DeviceBackend {
 
 // A Device on top of `backend`, after reading and checking its ID registers.
 // Device::open uses it for the compiled-in backends; tests attach fakes.
-Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend,
-                             const std::string& backend_name, uint32_t index);
+Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend, const std::string& backend_name,
+                             uint32_t index);
 
 // Constructors of the compiled-in backends.
-Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index,
-                                                   const DeviceOptions& options);
-Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index,
-                                                   const DeviceOptions& options);
-Result<std::shared_ptr<DeviceBackend>> open_xrt(uint32_t index,
-                                                const DeviceOptions& options);
+Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index, const DeviceOptions& options);
+Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceOptions& options);
+Result<std::shared_ptr<DeviceBackend>> open_xrt(uint32_t index, const DeviceOptions& options);
 
 }  // namespace systole::detail

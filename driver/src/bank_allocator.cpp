@@ -6,19 +6,16 @@
 
 namespace systole::detail {
 
-BankAllocator::BankAllocator(uint32_t banks, uint64_t bank_bytes)
-    : bank_bytes_(bank_bytes), free_(banks) {
-  for (uint32_t bank = 0; bank < banks; ++bank)
-    free_[bank][bank * bank_bytes] = bank_bytes;
+BankAllocator::BankAllocator(uint32_t banks, uint64_t bank_bytes) : bank_bytes_(bank_bytes), free_(banks) {
+  for (uint32_t bank = 0; bank < banks; ++bank) free_[bank][bank * bank_bytes] = bank_bytes;
 }
 
 Result<uint64_t> BankAllocator::allocate(uint64_t bytes, uint32_t bank) {
   if (bank >= free_.size())
-    return Status(StatusCode::kInvalidArgument,
-                  "bank " + std::to_string(bank) + " does not exist (device has " +
-                      std::to_string(free_.size()) + ")");
-  if (bytes == 0)
-    return Status(StatusCode::kInvalidArgument, "buffer size must be > 0");
+    return Status(
+        StatusCode::kInvalidArgument,
+        "bank " + std::to_string(bank) + " does not exist (device has " + std::to_string(free_.size()) + ")");
+  if (bytes == 0) return Status(StatusCode::kInvalidArgument, "buffer size must be > 0");
   const uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   std::lock_guard<std::mutex> lock(mutex_);
   auto& blocks = free_[bank];
@@ -31,10 +28,9 @@ Result<uint64_t> BankAllocator::allocate(uint64_t bytes, uint32_t bank) {
     used_[address] = rounded;
     return address;
   }
-  return Status(StatusCode::kUnavailable,
-                "bank " + std::to_string(bank) + " has no free block of " +
-                    std::to_string(bytes) + " bytes (bank size " +
-                    std::to_string(bank_bytes_) + ")");
+  return Status(StatusCode::kUnavailable, "bank " + std::to_string(bank) + " has no free block of " +
+                                              std::to_string(bytes) + " bytes (bank size " +
+                                              std::to_string(bank_bytes_) + ")");
 }
 
 uint64_t BankAllocator::release(uint64_t address) {

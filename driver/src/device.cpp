@@ -38,39 +38,32 @@ struct RunState {
 
 namespace {
 
-uint64_t read_register64(detail::DeviceBackend& backend, uint32_t unit,
-                         uint32_t offset_lo) {
-  return backend.read_register(unit, offset_lo) |
-         uint64_t(backend.read_register(unit, offset_lo + 4)) << 32;
+uint64_t read_register64(detail::DeviceBackend& backend, uint32_t unit, uint32_t offset_lo) {
+  return backend.read_register(unit, offset_lo) | uint64_t(backend.read_register(unit, offset_lo + 4)) << 32;
 }
 
-void write_register64(detail::DeviceBackend& backend, uint32_t unit,
-                      uint32_t offset_lo, uint64_t value) {
+void write_register64(detail::DeviceBackend& backend, uint32_t unit, uint32_t offset_lo, uint64_t value) {
   backend.write_register(unit, offset_lo, uint32_t(value));
   backend.write_register(unit, offset_lo + 4, uint32_t(value >> 32));
 }
 
-Status check_range(std::size_t size, std::size_t bytes, std::size_t offset,
-                   const char* what) {
+Status check_range(std::size_t size, std::size_t bytes, std::size_t offset, const char* what) {
   if (offset > size || bytes > size - offset)
-    return Status(StatusCode::kInvalidArgument,
-                  std::string(what) + ": range [" + std::to_string(offset) +
-                      ", " + std::to_string(offset + bytes) +
-                      ") is outside the buffer of " + std::to_string(size) +
-                      " bytes");
+    return Status(StatusCode::kInvalidArgument, std::string(what) + ": range [" + std::to_string(offset) +
+                                                    ", " + std::to_string(offset + bytes) +
+                                                    ") is outside the buffer of " + std::to_string(size) +
+                                                    " bytes");
   return ok_status();
 }
 
-Result<DeviceInfo> identify(detail::DeviceBackend& backend,
-                            const std::string& backend_name, uint32_t index) {
+Result<DeviceInfo> identify(detail::DeviceBackend& backend, const std::string& backend_name, uint32_t index) {
   namespace reg = spec::reg;
   if (backend.compute_units() == 0)
     return Status(StatusCode::kUnavailable, backend.name() + " has no compute units");
   const uint32_t id = backend.read_register(0, reg::kId);
   if (id != spec::kDeviceId)
     return Status(StatusCode::kUnavailable,
-                  backend.name() + ": not a Systole kernel (ID register " +
-                      std::to_string(id) + ")");
+                  backend.name() + ": not a Systole kernel (ID register " + std::to_string(id) + ")");
   DeviceInfo info;
   info.backend = backend_name;
   info.index = index;
@@ -78,11 +71,9 @@ Result<DeviceInfo> identify(detail::DeviceBackend& backend,
   info.version = backend.read_register(0, reg::kVersion);
   if ((info.version >> 16) != spec::kVersionMajor)
     return Status(StatusCode::kUnavailable,
-                  backend.name() + ": kernel interface version " +
-                      std::to_string(info.version >> 16) + " but this driver speaks " +
-                      std::to_string(spec::kVersionMajor));
-  info.shape = {backend.read_register(0, reg::kArrayRows),
-                backend.read_register(0, reg::kArrayCols)};
+                  backend.name() + ": kernel interface version " + std::to_string(info.version >> 16) +
+                      " but this driver speaks " + std::to_string(spec::kVersionMajor));
+  info.shape = {backend.read_register(0, reg::kArrayRows), backend.read_register(0, reg::kArrayCols)};
   info.max_m = backend.read_register(0, reg::kMaxM);
   info.max_n = backend.read_register(0, reg::kMaxN);
   info.max_k = backend.read_register(0, reg::kMaxK);
@@ -100,22 +91,30 @@ Result<spec::ArrayShape> parse_array_shape(const std::string& text) {
   unsigned rows = 0, cols = 0;
   char x = 0, extra = 0;
   if (std::sscanf(text.c_str(), "%u%c%u%c", &rows, &x, &cols, &extra) != 3 || x != 'x')
-    return Status(StatusCode::kInvalidArgument,
-                  "expected ROWSxCOLS such as 128x128, got '" + text + "'");
+    return Status(StatusCode::kInvalidArgument, "expected ROWSxCOLS such as 128x128, got '" + text + "'");
   return spec::ArrayShape{rows, cols};
 }
 
 const char* status_code_name(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid_argument";
-    case StatusCode::kNotFound: return "not_found";
-    case StatusCode::kTimeout: return "timeout";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kDeviceError: return "device_error";
-    case StatusCode::kDataLoss: return "data_loss";
-    case StatusCode::kInternal: return "internal";
-    case StatusCode::kAborted: return "aborted";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid_argument";
+    case StatusCode::kNotFound:
+      return "not_found";
+    case StatusCode::kTimeout:
+      return "timeout";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kDeviceError:
+      return "device_error";
+    case StatusCode::kDataLoss:
+      return "data_loss";
+    case StatusCode::kInternal:
+      return "internal";
+    case StatusCode::kAborted:
+      return "aborted";
   }
   return "unknown";
 }
@@ -139,8 +138,7 @@ std::vector<std::string> Device::backends() {
   return names;
 }
 
-Result<Device> Device::open(const std::string& backend_name, uint32_t index,
-                            const DeviceOptions& options) {
+Result<Device> Device::open(const std::string& backend_name, uint32_t index, const DeviceOptions& options) {
   std::string built;
   for (const std::string& name : backends()) built += (built.empty() ? "" : ", ") + name;
   Result<std::shared_ptr<detail::DeviceBackend>> backend =
@@ -156,8 +154,8 @@ Result<Device> Device::open(const std::string& backend_name, uint32_t index,
   return detail::attach_device(std::move(backend).value(), backend_name, index);
 }
 
-Result<Device> detail::attach_device(std::shared_ptr<DeviceBackend> backend,
-                                     const std::string& backend_name, uint32_t index) {
+Result<Device> detail::attach_device(std::shared_ptr<DeviceBackend> backend, const std::string& backend_name,
+                                     uint32_t index) {
   Result<DeviceInfo> info = identify(*backend, backend_name, index);
   if (!info.ok()) return info.status();
   Device device;
@@ -180,15 +178,13 @@ Result<Buffer> Device::allocate(std::size_t bytes, uint32_t bank) {
 Result<Run> Device::start(uint32_t unit, const Buffer& command_list) {
   namespace reg = spec::reg;
   if (unit >= backend_->compute_units())
-    return Status(StatusCode::kInvalidArgument,
-                  "compute unit " + std::to_string(unit) + " does not exist (device has " +
-                      std::to_string(backend_->compute_units()) + ")");
+    return Status(StatusCode::kInvalidArgument, "compute unit " + std::to_string(unit) +
+                                                    " does not exist (device has " +
+                                                    std::to_string(backend_->compute_units()) + ")");
   if (!command_list || command_list.state_->backend != backend_)
-    return Status(StatusCode::kInvalidArgument,
-                  "the command list is not a buffer of this device");
+    return Status(StatusCode::kInvalidArgument, "the command list is not a buffer of this device");
   if (!(backend_->read_register(unit, reg::kControl) & spec::ctrl::kApIdle))
-    return Status(StatusCode::kUnavailable,
-                  "compute unit " + std::to_string(unit) + " is busy");
+    return Status(StatusCode::kUnavailable, "compute unit " + std::to_string(unit) + " is busy");
 
   // Ports a, b and c see device memory from address 0, so descriptor
   // addresses are device addresses.
@@ -226,18 +222,14 @@ Status Buffer::read(void* dst, std::size_t bytes, std::size_t offset) const {
   return ok_status();
 }
 
-Status Buffer::sync(SyncDirection direction) {
-  return sync(direction, size(), 0);
-}
+Status Buffer::sync(SyncDirection direction) { return sync(direction, size(), 0); }
 
-Status Buffer::sync(SyncDirection direction, std::size_t bytes,
-                    std::size_t offset) {
+Status Buffer::sync(SyncDirection direction, std::size_t bytes, std::size_t offset) {
   SYSTOLE_RETURN_IF_ERROR(check_range(size(), bytes, offset, "Buffer::sync"));
   uint8_t* host = state_->host.data() + offset;
   const uint64_t address = state_->address + offset;
-  return direction == SyncDirection::kToDevice
-             ? state_->backend->write_memory(address, host, bytes)
-             : state_->backend->read_memory(address, host, bytes);
+  return direction == SyncDirection::kToDevice ? state_->backend->write_memory(address, host, bytes)
+                                               : state_->backend->read_memory(address, host, bytes);
 }
 
 // ---------------------------------------------------------------------------
@@ -250,13 +242,11 @@ Status Run::wait(std::chrono::milliseconds timeout) {
   const uint32_t unit = state_->unit;
   if (!state_->finished) {
     if (!backend.wait_done(unit, timeout))
-      return Status(StatusCode::kTimeout,
-                    "compute unit " + std::to_string(unit) + " not done after " +
-                        std::to_string(timeout.count()) + " ms");
+      return Status(StatusCode::kTimeout, "compute unit " + std::to_string(unit) + " not done after " +
+                                              std::to_string(timeout.count()) + " ms");
     backend.read_register(unit, reg::kControl);  // clears ap_done
     state_->finished = true;
-    state_->error =
-        static_cast<spec::ErrorCode>(backend.read_register(unit, reg::kStatus));
+    state_->error = static_cast<spec::ErrorCode>(backend.read_register(unit, reg::kStatus));
     state_->error_index = backend.read_register(unit, reg::kErrorIndex);
     spec::PerfCounters& counters = state_->counters;
     counters.busy_cycles = read_register64(backend, unit, reg::kBusyCyclesLo);
@@ -271,9 +261,8 @@ Status Run::wait(std::chrono::milliseconds timeout) {
                                 ? std::string("the command-list header")
                                 : "descriptor " + std::to_string(state_->error_index);
   return Status(StatusCode::kDeviceError,
-                std::string("kernel error ") + spec::error_code_name(state_->error) +
-                    " (" + std::to_string(static_cast<uint32_t>(state_->error)) +
-                    ") in " + where);
+                std::string("kernel error ") + spec::error_code_name(state_->error) + " (" +
+                    std::to_string(static_cast<uint32_t>(state_->error)) + ") in " + where);
 }
 
 spec::ErrorCode Run::error_code() const {

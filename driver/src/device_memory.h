@@ -20,8 +20,8 @@ namespace systole::detail {
 class DeviceMemory {
  public:
   explicit DeviceMemory(uint64_t bytes) : bytes_(bytes) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p =
+        mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     base_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
   }
   ~DeviceMemory() {
@@ -33,9 +33,7 @@ class DeviceMemory {
   uint8_t* base() const { return base_; }
   uint64_t bytes() const { return bytes_; }
   // Gives the pages of a released buffer back to the host.
-  void discard(uint64_t address, uint64_t bytes) {
-    madvise(base_ + address, bytes, MADV_DONTNEED);
-  }
+  void discard(uint64_t address, uint64_t bytes) { madvise(base_ + address, bytes, MADV_DONTNEED); }
 
  private:
   uint64_t bytes_;

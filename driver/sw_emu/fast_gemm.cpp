@@ -59,7 +59,7 @@ struct ExponentRange {
 // range (or is an exact zero), so FMA rounds exactly like mul-then-add:
 // unbiased exponents ea + ew within [-126, 126] for all nonzero pairs.
 bool fma_safe(const ExponentRange& a, const ExponentRange& w) {
-  if (a.max == 255 || w.max == 255) return false;  // Inf or NaN
+  if (a.max == 255 || w.max == 255) return false;                 // Inf or NaN
   if (a.min_nonzero == 255 || w.min_nonzero == 255) return true;  // all zero
   const int lowest = int(a.min_nonzero) + int(w.min_nonzero) - 254;
   const int highest = int(a.max) + int(w.max) - 254;
@@ -70,32 +70,26 @@ bool fma_safe(const ExponentRange& a, const ExponentRange& w) {
 float initial_accumulator(const FastGemmArgs& args, uint32_t m, uint32_t n) {
   if (!(args.flags & spec::flag::kAccumulate)) return 0.0f;
   if (args.flags & spec::flag::kOutputBf16)
-    return numerics::bf16_to_f32(
-        load_bf16(args.c + (uint64_t(m) * args.ldc + n) * sizeof(bf16_t)));
+    return numerics::bf16_to_f32(load_bf16(args.c + (uint64_t(m) * args.ldc + n) * sizeof(bf16_t)));
   uint32_t bits;
-  std::memcpy(&bits, args.c + (uint64_t(m) * args.ldc + n) * sizeof(float),
-              sizeof bits);
+  std::memcpy(&bits, args.c + (uint64_t(m) * args.ldc + n) * sizeof(float), sizeof bits);
   return numerics::f32_from_bits(numerics::f32_canonical_bits(bits));
 }
 
 // Bias, ReLU and output conversion of one finished accumulator.
-void store_output(const FastGemmArgs& args, uint32_t m, uint32_t n,
-                  float accumulator) {
+void store_output(const FastGemmArgs& args, uint32_t m, uint32_t n, float accumulator) {
   float value = numerics::f32_canonical(accumulator);
   if (args.flags & spec::flag::kBias) {
     uint32_t bits;
     std::memcpy(&bits, args.bias + uint64_t(n) * sizeof(float), sizeof bits);
-    value = numerics::add(value, numerics::f32_from_bits(
-                                     numerics::f32_canonical_bits(bits)));
+    value = numerics::add(value, numerics::f32_from_bits(numerics::f32_canonical_bits(bits)));
   }
   if (args.flags & spec::flag::kRelu) value = numerics::relu(value);
   if (args.flags & spec::flag::kOutputBf16) {
     const bf16_t out = numerics::f32_to_bf16(value);
-    std::memcpy(args.c + (uint64_t(m) * args.ldc + n) * sizeof(bf16_t), &out,
-                sizeof out);
+    std::memcpy(args.c + (uint64_t(m) * args.ldc + n) * sizeof(bf16_t), &out, sizeof out);
   } else {
-    std::memcpy(args.c + (uint64_t(m) * args.ldc + n) * sizeof(float), &value,
-                sizeof value);
+    std::memcpy(args.c + (uint64_t(m) * args.ldc + n) * sizeof(float), &value, sizeof value);
   }
 }
 
@@ -110,12 +104,10 @@ void portable_gemm(const FastGemmArgs& args) {
         float sum = 0.0f;
         for (uint32_t r = 0; r < tile; ++r) {
           const uint32_t k = t * tile + r;
-          const float product =
-              k < args.k
-                  ? numerics::mul(
-                        load_bf16(args.a + (uint64_t(m) * args.lda + k) * 2),
-                        load_bf16(args.b + (uint64_t(k) * args.ldb + n) * 2))
-                  : 0.0f;
+          const float product = k < args.k
+                                    ? numerics::mul(load_bf16(args.a + (uint64_t(m) * args.lda + k) * 2),
+                                                    load_bf16(args.b + (uint64_t(k) * args.ldb + n) * 2))
+                                    : 0.0f;
           sum = numerics::add(sum, product);
         }
         acc = numerics::add(acc, sum);
@@ -144,14 +136,11 @@ class FlushToZeroGuard {
 // One K tile for an MR x NR block: column sums from +0 in K order, then
 // accumulator += sums. `a` is MR-interleaved, `w` NR-interleaved.
 template <bool kFused>
-__attribute__((target("avx2,fma"))) void micro_kernel(const float* a,
-                                                      const float* w,
-                                                      uint32_t depth,
+__attribute__((target("avx2,fma"))) void micro_kernel(const float* a, const float* w, uint32_t depth,
                                                       float* accumulator) {
   __m256 sum[kMr][2];
 #pragma GCC unroll 6
-  for (uint32_t r = 0; r < kMr; ++r)
-    sum[r][0] = sum[r][1] = _mm256_setzero_ps();
+  for (uint32_t r = 0; r < kMr; ++r) sum[r][0] = sum[r][1] = _mm256_setzero_ps();
   for (uint32_t k = 0; k < depth; ++k) {
     const __m256 w0 = _mm256_loadu_ps(w);
     const __m256 w1 = _mm256_loadu_ps(w + 8);
@@ -200,8 +189,7 @@ class Workspace {
 
 // Packs rows [row0, row0 + kMr) of A, all K tiles, MR-interleaved:
 // out[(t * tile + kk) * kMr + r]; rows past M and K past the end are +0.
-void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles, float* out,
-            ExponentRange* ranges) {
+void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles, float* out, ExponentRange* ranges) {
   const uint32_t tile = args.k_tile;
   for (uint32_t t = 0; t < k_tiles; ++t) ranges[t] = ExponentRange();
   for (uint32_t r = 0; r < kMr; ++r) {
@@ -222,22 +210,21 @@ void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles, float* ou
 
 // Decodes 16 bf16 values (one full row of an NR panel) into out[0..16) and
 // folds their exponents into the running minimum (nonzero) and maximum.
-__attribute__((target("avx2"))) void decode_row16(const uint8_t* in, float* out,
-                                                  __m256i& min_nonzero, __m256i& max) {
+__attribute__((target("avx2"))) void decode_row16(const uint8_t* in, float* out, __m256i& min_nonzero,
+                                                  __m256i& max) {
   const __m256i exponent_mask = _mm256_set1_epi32(0xFF);
   const __m256i sign_mask = _mm256_set1_epi32(int(0x80000000u));
   const __m256i all_zero_exponent = _mm256_set1_epi32(255);
   for (int half = 0; half < 2; ++half) {
-    const __m256i raw = _mm256_cvtepu16_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + half * 16)));
+    const __m256i raw =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + half * 16)));
     const __m256i exponent = _mm256_and_si256(_mm256_srli_epi32(raw, 7), exponent_mask);
     const __m256i zero = _mm256_cmpeq_epi32(exponent, _mm256_setzero_si256());
     const __m256i bits = _mm256_slli_epi32(raw, 16);
     // Subnormal or zero: keep only the sign (DAZ).
     const __m256i value = _mm256_blendv_epi8(bits, _mm256_and_si256(bits, sign_mask), zero);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + half * 8), value);
-    min_nonzero = _mm256_min_epu32(min_nonzero,
-                                   _mm256_blendv_epi8(exponent, all_zero_exponent, zero));
+    min_nonzero = _mm256_min_epu32(min_nonzero, _mm256_blendv_epi8(exponent, all_zero_exponent, zero));
     max = _mm256_max_epu32(max, exponent);
   }
 }
@@ -252,9 +239,8 @@ __attribute__((target("avx2"))) uint32_t horizontal(__m256i v, bool take_min) {
 
 // Packs columns [col0, col0 + kNr) of B, all K tiles, NR-interleaved:
 // out[(t * tile + kk) * kNr + c]; columns past N and K past the end are +0.
-__attribute__((target("avx2"))) void pack_b(const FastGemmArgs& args, uint32_t col0,
-                                            uint32_t k_tiles, float* out,
-                                            ExponentRange* ranges) {
+__attribute__((target("avx2"))) void pack_b(const FastGemmArgs& args, uint32_t col0, uint32_t k_tiles,
+                                            float* out, ExponentRange* ranges) {
   const uint32_t tile = args.k_tile;
   const uint32_t cols = col0 < args.n ? std::min(kNr, args.n - col0) : 0;
   for (uint32_t t = 0; t < k_tiles; ++t) {
@@ -317,9 +303,9 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
       const uint32_t nc_panels = std::min(panels_per_nc, col_panels - nc_panel0);
 #pragma omp for schedule(static)
       for (uint32_t local = 0; local < nc_panels; ++local)
-        pack_b(args, (nc_panel0 + local) * kNr, k_tiles,
-               b_packed + local * k_padded * kNr, &b_ranges[std::size_t(local) * k_tiles]);
-      // (implicit barrier: the B block is packed before anyone uses it)
+        pack_b(args, (nc_panel0 + local) * kNr, k_tiles, b_packed + local * k_padded * kNr,
+               &b_ranges[std::size_t(local) * k_tiles]);
+        // (implicit barrier: the B block is packed before anyone uses it)
 
 #pragma omp for schedule(dynamic, 1)
       for (uint32_t block = 0; block < row_blocks; ++block) {
@@ -342,17 +328,14 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
         };
         // Rows and columns past C accumulate zeros that are never stored.
         std::fill(accumulators, accumulators + std::size_t(kMc) * kNc, 0.0f);
-        for_each_output([&](float& acc, uint32_t m, uint32_t n) {
-          acc = initial_accumulator(args, m, n);
-        });
+        for_each_output([&](float& acc, uint32_t m, uint32_t n) { acc = initial_accumulator(args, m, n); });
         for (uint32_t t = 0; t < k_tiles; ++t) {
           for (uint32_t j = 0; j < nc_panels; ++j) {
             const float* b_tile = b_packed + (j * k_padded + uint64_t(t) * tile) * kNr;
             const ExponentRange& b_range = b_ranges[std::size_t(j) * k_tiles + t];
             for (uint32_t i = 0; i < mc_panels; ++i) {
               const uint32_t panel = panel0 + i;
-              const float* a_tile =
-                  a_packed + (panel * k_padded + uint64_t(t) * tile) * kMr;
+              const float* a_tile = a_packed + (panel * k_padded + uint64_t(t) * tile) * kMr;
               if (fma_safe(a_ranges[std::size_t(panel) * k_tiles + t], b_range))
                 micro_kernel<true>(a_tile, b_tile, tile, accumulator(i, j));
               else
@@ -380,8 +363,8 @@ bool has_avx2_fma() {
 
 }  // namespace
 
-FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port,
-                            const uint8_t* b_port, uint8_t* c_port, uint32_t k_tile) {
+FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port, const uint8_t* b_port,
+                            uint8_t* c_port, uint32_t k_tile) {
   FastGemmArgs args;
   args.a = a_port + d.a_addr;
   args.b = b_port + d.b_addr;

@@ -18,20 +18,19 @@ struct FastGemmArgs {
   const uint8_t* bias = nullptr;  // fp32 [N], used with flag::kBias
   uint32_t m = 0, n = 0, k = 0;
   uint32_t lda = 0, ldb = 0, ldc = 0;
-  uint8_t flags = 0;              // spec::flag::*
-  uint32_t k_tile = 0;            // the array's row count
+  uint8_t flags = 0;    // spec::flag::*
+  uint32_t k_tile = 0;  // the array's row count
 };
 
 // A validated descriptor's operands, with each port at its base pointer.
-FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port,
-                            const uint8_t* b_port, uint8_t* c_port, uint32_t k_tile);
+FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port, const uint8_t* b_port,
+                            uint8_t* c_port, uint32_t k_tile);
 
 enum class FastGemmIsa {
   kAuto,      // AVX2 + FMA when the CPU has them, else portable
   kPortable,  // plain C++ in the contract's order (slow; for other hosts)
 };
 
-void fast_gemm(const FastGemmArgs& args, uint32_t threads,
-               FastGemmIsa isa = FastGemmIsa::kAuto);
+void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa = FastGemmIsa::kAuto);
 
 }  // namespace systole::sw_emu

@@ -30,15 +30,13 @@ using RegisterFile = std::array<uint32_t, reg::kMapEnd / 4>;
 class KernelEngine {
  public:
   virtual ~KernelEngine() = default;
-  virtual LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b,
-                           Beat* c, uint64_t mem_bytes) = 0;
+  virtual LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c, uint64_t mem_bytes) = 0;
 };
 
 template <uint32_t Rows, uint32_t Cols>
 class HlsEngine final : public KernelEngine {
  public:
-  LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c,
-                   uint64_t mem_bytes) override {
+  LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c, uint64_t mem_bytes) override {
     return hls_kernel::systole_kernel(cmd, a, b, c, mem_bytes, *onchip_);
   }
 
@@ -49,19 +47,14 @@ class HlsEngine final : public KernelEngine {
 
 class FastEngine final : public KernelEngine {
  public:
-  FastEngine(spec::ArrayShape shape, uint32_t threads)
-      : shape_(shape), threads_(threads) {}
+  FastEngine(spec::ArrayShape shape, uint32_t threads) : shape_(shape), threads_(threads) {}
 
-  LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c,
-                   uint64_t mem_bytes) override {
-    auto bytes = [](const Beat* port) {
-      return reinterpret_cast<const uint8_t*>(port);
-    };
+  LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c, uint64_t mem_bytes) override {
+    auto bytes = [](const Beat* port) { return reinterpret_cast<const uint8_t*>(port); };
     return hls_kernel::run_command_list(
-        cmd, mem_bytes, shape_,
-        [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
-          const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(
-              d, bytes(a), bytes(b), reinterpret_cast<uint8_t*>(c), shape_.rows);
+        cmd, mem_bytes, shape_, [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
+          const sw_emu::FastGemmArgs args =
+              sw_emu::fast_gemm_args(d, bytes(a), bytes(b), reinterpret_cast<uint8_t*>(c), shape_.rows);
           sw_emu::fast_gemm(args, threads_);
           counters.macs += uint64_t(d.m) * d.n * d.k;
           counters.busy_cycles += hls_kernel::array_schedule_cycles(d, shape_);
@@ -77,21 +70,26 @@ class FastEngine final : public KernelEngine {
 std::unique_ptr<KernelEngine> make_hls_engine(spec::ArrayShape shape) {
   if (shape.rows != shape.cols) return nullptr;
   switch (shape.rows) {
-    case 4: return std::make_unique<HlsEngine<4, 4>>();
-    case 8: return std::make_unique<HlsEngine<8, 8>>();
-    case 16: return std::make_unique<HlsEngine<16, 16>>();
-    case 32: return std::make_unique<HlsEngine<32, 32>>();
-    case 64: return std::make_unique<HlsEngine<64, 64>>();
-    case 128: return std::make_unique<HlsEngine<128, 128>>();
-    default: return nullptr;
+    case 4:
+      return std::make_unique<HlsEngine<4, 4>>();
+    case 8:
+      return std::make_unique<HlsEngine<8, 8>>();
+    case 16:
+      return std::make_unique<HlsEngine<16, 16>>();
+    case 32:
+      return std::make_unique<HlsEngine<32, 32>>();
+    case 64:
+      return std::make_unique<HlsEngine<64, 64>>();
+    case 128:
+      return std::make_unique<HlsEngine<128, 128>>();
+    default:
+      return nullptr;
   }
 }
 
 bool is_supported(spec::ArrayShape shape) {
-  return std::any_of(std::begin(spec::kSupportedShapes),
-                     std::end(spec::kSupportedShapes), [&](spec::ArrayShape s) {
-                       return s.rows == shape.rows && s.cols == shape.cols;
-                     });
+  return std::any_of(std::begin(spec::kSupportedShapes), std::end(spec::kSupportedShapes),
+                     [&](spec::ArrayShape s) { return s.rows == shape.rows && s.cols == shape.cols; });
 }
 
 class SwEmuBackend final : public EmulatedBackend {
@@ -100,18 +98,15 @@ class SwEmuBackend final : public EmulatedBackend {
       : EmulatedBackend(options.hbm_banks, options.bank_bytes),
         shape_{options.array_rows, options.array_cols} {
     const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
-    const uint32_t threads =
-        options.threads_per_unit
-            ? options.threads_per_unit
-            : std::max(1u, cores / std::max(1u, options.compute_units));
-    name_ = "sw_emu[" + std::to_string(index) + "] " +
-            std::to_string(shape_.rows) + "x" + std::to_string(shape_.cols) +
-            (options.engine == EmuEngine::kHls ? " hls" : " fast");
+    const uint32_t threads = options.threads_per_unit
+                                 ? options.threads_per_unit
+                                 : std::max(1u, cores / std::max(1u, options.compute_units));
+    name_ = "sw_emu[" + std::to_string(index) + "] " + std::to_string(shape_.rows) + "x" +
+            std::to_string(shape_.cols) + (options.engine == EmuEngine::kHls ? " hls" : " fast");
     for (uint32_t i = 0; i < options.compute_units; ++i) {
       auto unit = std::make_unique<Unit>();
-      unit->engine = options.engine == EmuEngine::kHls
-                         ? make_hls_engine(shape_)
-                         : std::make_unique<FastEngine>(shape_, threads);
+      unit->engine = options.engine == EmuEngine::kHls ? make_hls_engine(shape_)
+                                                       : std::make_unique<FastEngine>(shape_, threads);
       unit->worker = std::thread([this, u = unit.get()] { serve(*u); });
       units_.push_back(std::move(unit));
     }
@@ -141,15 +136,24 @@ class SwEmuBackend final : public EmulatedBackend {
         unit.done = false;  // ap_done is clear-on-read
         return value;
       }
-      case reg::kId: return spec::kDeviceId;
-      case reg::kVersion: return spec::kVersion;
-      case reg::kArrayRows: return shape_.rows;
-      case reg::kArrayCols: return shape_.cols;
-      case reg::kMaxM: return shape_.max_m();
-      case reg::kMaxN: return shape_.max_n();
-      case reg::kMaxK: return shape_.max_k();
-      case reg::kBeatBytes: return spec::kBeatBytes;
-      case reg::kMaxDescriptors: return shape_.max_descriptors();
+      case reg::kId:
+        return spec::kDeviceId;
+      case reg::kVersion:
+        return spec::kVersion;
+      case reg::kArrayRows:
+        return shape_.rows;
+      case reg::kArrayCols:
+        return shape_.cols;
+      case reg::kMaxM:
+        return shape_.max_m();
+      case reg::kMaxN:
+        return shape_.max_n();
+      case reg::kMaxK:
+        return shape_.max_k();
+      case reg::kBeatBytes:
+        return spec::kBeatBytes;
+      case reg::kMaxDescriptors:
+        return shape_.max_descriptors();
       default:
         return offset < reg::kMapEnd && offset % 4 == 0 ? unit.registers[offset / 4] : 0;
     }
@@ -163,8 +167,7 @@ class SwEmuBackend final : public EmulatedBackend {
         if (!(value & spec::ctrl::kApStart) || unit.busy) return;
         unit.busy = true;
         unit.done = false;
-      } else if (offset >= reg::kCommandAddrLo && offset < reg::kStatus &&
-                 offset % 4 == 0) {
+      } else if (offset >= reg::kCommandAddrLo && offset < reg::kStatus && offset % 4 == 0) {
         unit.registers[offset / 4] = value;  // only the arguments are writable
         return;
       } else {
@@ -201,8 +204,7 @@ class SwEmuBackend final : public EmulatedBackend {
   // and the command list, inside device memory.
   LaunchResult launch(KernelEngine& engine, const RegisterFile& arguments) {
     const uint64_t cmd = argument64(arguments, reg::kCommandAddrLo);
-    const uint64_t bases[] = {argument64(arguments, reg::kABaseLo),
-                              argument64(arguments, reg::kBBaseLo),
+    const uint64_t bases[] = {argument64(arguments, reg::kABaseLo), argument64(arguments, reg::kBBaseLo),
                               argument64(arguments, reg::kCBaseLo)};
     const uint64_t window = argument64(arguments, reg::kMemBytesLo);
     LaunchResult result;
@@ -223,11 +225,8 @@ class SwEmuBackend final : public EmulatedBackend {
       result.status = spec::ErrorCode::kAddressOutOfRange;
       return result;
     }
-    auto port = [&](uint64_t address) {
-      return reinterpret_cast<Beat*>(memory_.base() + address);
-    };
-    return engine.run(port(cmd), port(bases[0]), port(bases[1]),
-                            port(bases[2]), window);
+    auto port = [&](uint64_t address) { return reinterpret_cast<Beat*>(memory_.base() + address); };
+    return engine.run(port(cmd), port(bases[0]), port(bases[1]), port(bases[2]), window);
   }
 
   void serve(Unit& unit) {
@@ -264,19 +263,17 @@ class SwEmuBackend final : public EmulatedBackend {
 
 }  // namespace
 
-Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index,
-                                                   const DeviceOptions& options) {
+Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index, const DeviceOptions& options) {
   constexpr uint32_t kEmulatedDevices = 16;
   if (index >= kEmulatedDevices)
-    return Status(StatusCode::kNotFound,
-                  "sw_emu device " + std::to_string(index) + " does not exist (sw_emu emulates " +
-                      std::to_string(kEmulatedDevices) + " devices, 0-" +
-                      std::to_string(kEmulatedDevices - 1) + ")");
+    return Status(StatusCode::kNotFound, "sw_emu device " + std::to_string(index) +
+                                             " does not exist (sw_emu emulates " +
+                                             std::to_string(kEmulatedDevices) + " devices, 0-" +
+                                             std::to_string(kEmulatedDevices - 1) + ")");
   const spec::ArrayShape shape{options.array_rows, options.array_cols};
   if (!is_supported(shape))
     return Status(StatusCode::kInvalidArgument,
-                  "sw_emu has no " + std::to_string(shape.rows) + "x" +
-                      std::to_string(shape.cols) +
+                  "sw_emu has no " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
                       " array (supported: 4x4, 8x8, 16x16, 32x32, 64x64, 128x128)");
   if (options.compute_units == 0 || options.compute_units > 64)
     return Status(StatusCode::kInvalidArgument,
@@ -285,18 +282,18 @@ Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index,
   // stack); a bound turns a typo into an error rather than 100,000 threads.
   constexpr uint32_t kMaxThreadsPerUnit = 256;
   if (options.threads_per_unit > kMaxThreadsPerUnit)
-    return Status(StatusCode::kInvalidArgument,
-                  "threads_per_unit must be 0 (cores / units) to " + std::to_string(kMaxThreadsPerUnit) +
-                      ", got " + std::to_string(options.threads_per_unit));
+    return Status(StatusCode::kInvalidArgument, "threads_per_unit must be 0 (cores / units) to " +
+                                                    std::to_string(kMaxThreadsPerUnit) + ", got " +
+                                                    std::to_string(options.threads_per_unit));
   if (options.hbm_banks == 0 || options.bank_bytes == 0 ||
       options.bank_bytes % BankAllocator::kAlignment != 0)
     return Status(StatusCode::kInvalidArgument,
                   "hbm_banks must be > 0 and bank_bytes a nonzero multiple of 4096");
   auto backend = std::make_shared<SwEmuBackend>(index, options);
   if (!backend->usable())
-    return Status(StatusCode::kUnavailable,
-                  "sw_emu: cannot map " + std::to_string(options.hbm_banks) + " x " +
-                      std::to_string(options.bank_bytes) + " bytes of device memory");
+    return Status(StatusCode::kUnavailable, "sw_emu: cannot map " + std::to_string(options.hbm_banks) +
+                                                " x " + std::to_string(options.bank_bytes) +
+                                                " bytes of device memory");
   return std::shared_ptr<DeviceBackend>(std::move(backend));
 }
 

@@ -33,12 +33,16 @@ int hbm_index(const std::string& tag) {
 }  // namespace
 
 Result<XclbinTopology> read_xclbin_topology(const std::string& path) {
-  auto bad = [&](const std::string& what) { return Status(StatusCode::kInvalidArgument, path + ": " + what); };
+  auto bad = [&](const std::string& what) {
+    return Status(StatusCode::kInvalidArgument, path + ": " + what);
+  };
   if (path.empty())
-    return Status(StatusCode::kInvalidArgument,
-                  "xrt: no xclbin given (--xclbin, or xclbin: in accel_train's config; DeviceOptions::xclbin)");
+    return Status(
+        StatusCode::kInvalidArgument,
+        "xrt: no xclbin given (--xclbin, or xclbin: in accel_train's config; DeviceOptions::xclbin)");
   std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) return Status(StatusCode::kNotFound, path + ": cannot open");
+  if (!std::filesystem::is_regular_file(path, error))
+    return Status(StatusCode::kNotFound, path + ": cannot open");
 
   XclbinTopology topology;
   try {
@@ -79,12 +83,14 @@ Result<XclbinTopology> read_xclbin_topology(const std::string& path) {
     // Its compute units and their arguments.
     std::vector<xrt::xclbin::ip> units = kernel.get_cus();
     if (units.empty()) return bad("kernel " + topology.kernel + " has no compute units");
-    std::sort(units.begin(), units.end(), [](const auto& x, const auto& y) { return x.get_name() < y.get_name(); });
+    std::sort(units.begin(), units.end(),
+              [](const auto& x, const auto& y) { return x.get_name() < y.get_name(); });
     constexpr std::size_t kArgs = std::size(spec::kKernelArgs);
     for (const xrt::xclbin::ip& ip : units) {
       XclbinTopology::ComputeUnit unit;
       unit.name = ip.get_name();
-      if (const auto colon = unit.name.find(':'); colon != std::string::npos) unit.name = unit.name.substr(colon + 1);
+      if (const auto colon = unit.name.find(':'); colon != std::string::npos)
+        unit.name = unit.name.substr(colon + 1);
       const std::vector<xrt::xclbin::arg> args = ip.get_args();
       if (args.size() != kArgs)
         return bad(topology.kernel + " has " + std::to_string(args.size()) + " arguments, hw/spec " +

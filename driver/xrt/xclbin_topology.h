@@ -17,14 +17,14 @@ struct XclbinTopology {
   std::string platform;  // the platform (XSA) the xclbin was linked for
   std::string kernel;    // spec::kRtlKernelName or spec::kHlsKernelName
   struct ComputeUnit {
-    std::string name;                         // "systole_rtl_1"
-    std::vector<uint32_t> offsets;            // register of spec::kKernelArgs[i]
+    std::string name;                          // "systole_rtl_1"
+    std::vector<uint32_t> offsets;             // register of spec::kKernelArgs[i]
     std::vector<std::vector<uint32_t>> banks;  // per memory argument, ascending
   };
-  std::vector<ComputeUnit> units;           // in the order of their names
-  uint32_t hbm_banks = 0;                   // HBM[0] .. HBM[hbm_banks - 1]
-  uint64_t bank_bytes = 0;                  // the smallest bank's size
-  std::vector<int32_t> bank_memory_index;   // HBM[b] -> memory topology index
+  std::vector<ComputeUnit> units;          // in the order of their names
+  uint32_t hbm_banks = 0;                  // HBM[0] .. HBM[hbm_banks - 1]
+  uint64_t bank_bytes = 0;                 // the smallest bank's size
+  std::vector<int32_t> bank_memory_index;  // HBM[b] -> memory topology index
 };
 
 // Errors name the file and what does not match (kernel, argument, offset,

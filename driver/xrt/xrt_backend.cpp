@@ -76,16 +76,18 @@ class XrtBackend final : public DeviceBackend {
 
   Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
     if (bank >= topology_.hbm_banks)
-      return Status(StatusCode::kInvalidArgument, "xrt: bank " + std::to_string(bank) + " does not exist (the xclbin has " +
+      return Status(StatusCode::kInvalidArgument, "xrt: bank " + std::to_string(bank) +
+                                                      " does not exist (the xclbin has " +
                                                       std::to_string(topology_.hbm_banks) + " HBM banks)");
     try {
-      xrt::bo bo(device_, bytes, xrt::bo::flags::normal, xrt::memory_group(topology_.bank_memory_index[bank]));
+      xrt::bo bo(device_, bytes, xrt::bo::flags::normal,
+                 xrt::memory_group(topology_.bank_memory_index[bank]));
       const uint64_t address = bo.address();
       buffers_.emplace(address, std::move(bo));
       return address;
     } catch (const std::exception& e) {
-      return Status(StatusCode::kUnavailable, "xrt: cannot allocate " + std::to_string(bytes) + " bytes in HBM[" +
-                                                  std::to_string(bank) + "]: " + e.what());
+      return Status(StatusCode::kUnavailable, "xrt: cannot allocate " + std::to_string(bytes) +
+                                                  " bytes in HBM[" + std::to_string(bank) + "]: " + e.what());
     }
   }
 
@@ -151,12 +153,13 @@ class XrtBackend final : public DeviceBackend {
   Status transfer(uint64_t address, std::size_t bytes, Fn&& fn) {
     auto it = buffers_.upper_bound(address);
     if (it == buffers_.begin())
-      return Status(StatusCode::kInvalidArgument, "xrt: address " + std::to_string(address) + " is in no buffer");
+      return Status(StatusCode::kInvalidArgument,
+                    "xrt: address " + std::to_string(address) + " is in no buffer");
     --it;
     const std::size_t offset = address - it->first;
     if (offset + bytes > it->second.size())
-      return Status(StatusCode::kInvalidArgument, "xrt: transfer of " + std::to_string(bytes) +
-                                                      " bytes runs past the end of its buffer");
+      return Status(StatusCode::kInvalidArgument,
+                    "xrt: transfer of " + std::to_string(bytes) + " bytes runs past the end of its buffer");
     try {
       fn(it->second, offset);
     } catch (const std::exception& e) {

@@ -54,7 +54,8 @@ Status write_safetensors(const std::string& path, const Checkpoint& checkpoint) 
     if (elements != tensor.values.size())
       return Status(StatusCode::kInternal, "tensor '" + tensor.name + "' shape does not match its data");
     const uint64_t bytes = elements * (tensor.int64 ? sizeof(int64_t) : sizeof(float));
-    header[tensor.name] = {{"dtype", tensor.int64 ? "I64" : "F32"}, {"shape", tensor.shape},
+    header[tensor.name] = {{"dtype", tensor.int64 ? "I64" : "F32"},
+                           {"shape", tensor.shape},
                            {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
@@ -88,15 +89,14 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
   if (!file) return Status(StatusCode::kNotFound, path + ": cannot open");
   const uint64_t size = uint64_t(file.tellg());
   file.seekg(0);
-  auto bad = [&](const std::string& what) {
-    return Status(StatusCode::kDataLoss, path + ": " + what);
-  };
+  auto bad = [&](const std::string& what) { return Status(StatusCode::kDataLoss, path + ": " + what); };
   uint8_t length_bytes[8];
   if (size < 8 || !file.read(reinterpret_cast<char*>(length_bytes), 8))
     return bad("too short for a safetensors header");
   uint64_t header_size = 0;
   for (int i = 0; i < 8; ++i) header_size |= uint64_t(length_bytes[i]) << (8 * i);
-  if (header_size > size - 8) return bad("header length " + std::to_string(header_size) + " runs past the end of the file");
+  if (header_size > size - 8)
+    return bad("header length " + std::to_string(header_size) + " runs past the end of the file");
   std::string text(header_size, '\0');
   file.read(text.data(), std::streamsize(header_size));
   nlohmann::json header;
@@ -175,7 +175,8 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
         if (!file.read(reinterpret_cast<char*>(counts.data()), std::streamsize(elements * 8)))
           return bad(where + "data cannot be read");
         for (int64_t count : counts) {
-          if (count < 0 || count > (int64_t(1) << 24)) return bad(where + "count " + std::to_string(count) + " out of range");
+          if (count < 0 || count > (int64_t(1) << 24))
+            return bad(where + "count " + std::to_string(count) + " out of range");
           tensor.values.push_back(float(count));
         }
       }
@@ -202,10 +203,10 @@ Checkpoint model_tensors(const ParameterStore& store, const Optimizer* optimizer
   for (const OptimizerSlot& slot : optimizer->state())
     for (const ParameterStore::Entry& entry : store.entries())
       if (entry.region == slot.region)
-        checkpoint.tensors.push_back(
-            {"optimizer." + slot.name + "." + entry.name, entry.shape,
-             {slot.values->begin() + std::ptrdiff_t(entry.offset),
-              slot.values->begin() + std::ptrdiff_t(entry.offset + entry.size)}});
+        checkpoint.tensors.push_back({"optimizer." + slot.name + "." + entry.name,
+                                      entry.shape,
+                                      {slot.values->begin() + std::ptrdiff_t(entry.offset),
+                                       slot.values->begin() + std::ptrdiff_t(entry.offset + entry.size)}});
   return checkpoint;
 }
 
@@ -222,8 +223,9 @@ Status read_model_tensors(const Checkpoint& checkpoint, const std::string& path,
       std::string shape;
       for (uint64_t d : entry.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
       return Status(StatusCode::kInvalidArgument,
-                    path + ": tensor " + name + (tensor ? " has another shape than" : " is missing; the model has") +
-                        " [" + shape + "]");
+                    path + ": tensor " + name +
+                        (tensor ? " has another shape than" : " is missing; the model has") + " [" + shape +
+                        "]");
     }
     std::copy(tensor->values.begin(), tensor->values.end(), into.begin() + std::ptrdiff_t(entry.offset));
     return ok_status();

@@ -35,13 +35,13 @@ Result<std::vector<uint8_t>> read_all(const std::string& path) {
     const int got = gzread(file.get(), chunk, sizeof chunk);
     if (got < 0) {
       int code = 0;
-      return Status(StatusCode::kDataLoss,
-                    path + ": corrupt gzip data (" + gzerror(file.get(), &code) + ")");
+      return Status(StatusCode::kDataLoss, path + ": corrupt gzip data (" + gzerror(file.get(), &code) + ")");
     }
     if (got == 0) break;
     if (bytes.size() + std::size_t(got) > kMaxFileBytes)
-      return Status(StatusCode::kInvalidArgument,
-                    path + ": more than " + std::to_string(kMaxFileBytes >> 20) + " MiB of data (not an IDX set)");
+      return Status(
+          StatusCode::kInvalidArgument,
+          path + ": more than " + std::to_string(kMaxFileBytes >> 20) + " MiB of data (not an IDX set)");
     bytes.insert(bytes.end(), chunk, chunk + got);
   }
   return bytes;
@@ -58,12 +58,12 @@ Result<std::vector<uint32_t>> idx_shape(const std::vector<uint8_t>& bytes, const
   const uint32_t magic = 0x00000800u | dimensions;
   const std::size_t header = 4 + 4 * std::size_t(dimensions);
   if (bytes.size() < header)
-    return Status(StatusCode::kDataLoss, path + ": truncated header (" +
-                                             std::to_string(bytes.size()) + " bytes)");
+    return Status(StatusCode::kDataLoss,
+                  path + ": truncated header (" + std::to_string(bytes.size()) + " bytes)");
   if (big_endian32(bytes.data()) != magic) {
     char text[80];
-    std::snprintf(text, sizeof text, ": bad magic 0x%08x (expected 0x%08x)",
-                  big_endian32(bytes.data()), magic);
+    std::snprintf(text, sizeof text, ": bad magic 0x%08x (expected 0x%08x)", big_endian32(bytes.data()),
+                  magic);
     return Status(StatusCode::kInvalidArgument, path + text);
   }
   std::vector<uint32_t> shape(dimensions);
@@ -71,13 +71,11 @@ Result<std::vector<uint32_t>> idx_shape(const std::vector<uint8_t>& bytes, const
   for (uint32_t d = 0; d < dimensions; ++d) {
     shape[d] = big_endian32(bytes.data() + 4 + 4 * d);
     if (shape[d] == 0)
-      return Status(StatusCode::kInvalidArgument,
-                    path + ": dimension " + std::to_string(d) + " is zero");
+      return Status(StatusCode::kInvalidArgument, path + ": dimension " + std::to_string(d) + " is zero");
     elements *= shape[d];
   }
   if (bytes.size() - header != elements)
-    return Status(bytes.size() - header < elements ? StatusCode::kDataLoss
-                                                   : StatusCode::kInvalidArgument,
+    return Status(bytes.size() - header < elements ? StatusCode::kDataLoss : StatusCode::kInvalidArgument,
                   path + ": header declares " + std::to_string(elements) + " bytes of data, file has " +
                       std::to_string(bytes.size() - header));
   return shape;
@@ -97,8 +95,7 @@ Dataset Dataset::slice(uint32_t first, uint32_t count) const {
   return out;
 }
 
-Result<Dataset> read_idx(const std::string& images_path, const std::string& labels_path,
-                         uint32_t classes) {
+Result<Dataset> read_idx(const std::string& images_path, const std::string& labels_path, uint32_t classes) {
   auto image_bytes = read_all(images_path);
   if (!image_bytes.ok()) return image_bytes.status();
   auto image_shape = idx_shape(*image_bytes, images_path, 3);
@@ -108,9 +105,9 @@ Result<Dataset> read_idx(const std::string& images_path, const std::string& labe
   auto label_shape = idx_shape(*label_bytes, labels_path, 1);
   if (!label_shape.ok()) return label_shape.status();
   if ((*label_shape)[0] != (*image_shape)[0])
-    return Status(StatusCode::kInvalidArgument,
-                  labels_path + ": " + std::to_string((*label_shape)[0]) + " labels for " +
-                      std::to_string((*image_shape)[0]) + " images in " + images_path);
+    return Status(StatusCode::kInvalidArgument, labels_path + ": " + std::to_string((*label_shape)[0]) +
+                                                    " labels for " + std::to_string((*image_shape)[0]) +
+                                                    " images in " + images_path);
 
   Dataset data;
   data.examples = (*image_shape)[0];
@@ -124,9 +121,9 @@ Result<Dataset> read_idx(const std::string& images_path, const std::string& labe
   data.classes = classes ? classes : std::max(2u, largest + 1);
   for (uint32_t i = 0; i < data.examples; ++i)
     if (data.labels[i] >= data.classes)
-      return Status(StatusCode::kInvalidArgument,
-                    labels_path + ": label " + std::to_string(data.labels[i]) + " of example " +
-                        std::to_string(i) + " is not below " + std::to_string(data.classes) + " (model.classes)");
+      return Status(StatusCode::kInvalidArgument, labels_path + ": label " + std::to_string(data.labels[i]) +
+                                                      " of example " + std::to_string(i) + " is not below " +
+                                                      std::to_string(data.classes) + " (model.classes)");
   return data;
 }
 
@@ -144,8 +141,8 @@ Result<Dataset> load_fashion_mnist(const std::string& directory, bool train, uin
   return read_idx(pick(prefix + "-images-idx3-ubyte"), pick(prefix + "-labels-idx1-ubyte"), classes);
 }
 
-BatchStream::BatchStream(const Dataset& data, uint32_t batch_size, uint64_t seed,
-                         uint32_t epoch, bool shuffle, uint32_t prefetch)
+BatchStream::BatchStream(const Dataset& data, uint32_t batch_size, uint64_t seed, uint32_t epoch,
+                         bool shuffle, uint32_t prefetch)
     : data_(data),
       batch_size_(batch_size),
       batches_(batch_size ? data.examples / batch_size : 0),

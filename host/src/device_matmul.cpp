@@ -44,9 +44,9 @@ Result<std::unique_ptr<DeviceMatmul>> DeviceMatmul::create(Device device, uint32
                                                            std::chrono::milliseconds launch_timeout) {
   if (!device) return Status(StatusCode::kInvalidArgument, "no device");
   if (unit >= device.info().compute_units)
-    return Status(StatusCode::kInvalidArgument,
-                  "compute unit " + std::to_string(unit) + " does not exist (device has " +
-                      std::to_string(device.info().compute_units) + ")");
+    return Status(StatusCode::kInvalidArgument, "compute unit " + std::to_string(unit) +
+                                                    " does not exist (device has " +
+                                                    std::to_string(device.info().compute_units) + ")");
   std::unique_ptr<DeviceMatmul> matmul(new DeviceMatmul());
   matmul->device_ = device;
   matmul->unit_ = unit;

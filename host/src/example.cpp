@@ -25,18 +25,25 @@ Status bad_feature(const FeatureSpec& spec, const std::string& what) {
 
 const char* kind_name(tf::Feature::KindCase kind) {
   switch (kind) {
-    case tf::Feature::kFloatList: return "float_list";
-    case tf::Feature::kInt64List: return "int64_list";
-    case tf::Feature::kBytesList: return "bytes_list";
-    default: return "no value";
+    case tf::Feature::kFloatList:
+      return "float_list";
+    case tf::Feature::kInt64List:
+      return "int64_list";
+    case tf::Feature::kBytesList:
+      return "bytes_list";
+    default:
+      return "no value";
   }
 }
 
 tf::Feature::KindCase kind_of(FeatureType type) {
   switch (type) {
-    case FeatureType::kFloat: return tf::Feature::kFloatList;
-    case FeatureType::kInt64: return tf::Feature::kInt64List;
-    case FeatureType::kBytes: return tf::Feature::kBytesList;
+    case FeatureType::kFloat:
+      return tf::Feature::kFloatList;
+    case FeatureType::kInt64:
+      return tf::Feature::kInt64List;
+    case FeatureType::kBytes:
+      return tf::Feature::kBytesList;
   }
   return tf::Feature::KIND_NOT_SET;
 }
@@ -55,14 +62,18 @@ Result<FeatureType> parse_feature_type(const std::string& name) {
   if (name == "float32" || name == "float") return FeatureType::kFloat;
   if (name == "int64") return FeatureType::kInt64;
   if (name == "string" || name == "bytes") return FeatureType::kBytes;
-  return Status(StatusCode::kInvalidArgument, "unknown dtype '" + name + "' (expected float32, int64 or string)");
+  return Status(StatusCode::kInvalidArgument,
+                "unknown dtype '" + name + "' (expected float32, int64 or string)");
 }
 
 const char* feature_type_name(FeatureType type) {
   switch (type) {
-    case FeatureType::kFloat: return "float32";
-    case FeatureType::kInt64: return "int64";
-    case FeatureType::kBytes: return "string";
+    case FeatureType::kFloat:
+      return "float32";
+    case FeatureType::kInt64:
+      return "int64";
+    case FeatureType::kBytes:
+      return "string";
   }
   return "?";
 }
@@ -93,8 +104,8 @@ Result<ExampleSchema> ExampleSchema::create(std::vector<FeatureSpec> features) {
       return bad_feature(spec, "hash_buckets applies to string features only");
     }
     if (spec.has_default) {
-      const std::size_t count = spec.type == FeatureType::kBytes ? spec.default_bytes.size()
-                                                                  : spec.default_numbers.size();
+      const std::size_t count =
+          spec.type == FeatureType::kBytes ? spec.default_bytes.size() : spec.default_numbers.size();
       if (count != 1 && count != spec.elements())
         return bad_feature(spec, "default has " + std::to_string(count) + " values; expected 1 or " +
                                      std::to_string(spec.elements()));
@@ -130,7 +141,8 @@ Status ExampleSchema::parse(std::string_view record, float* row) const {
       for (uint64_t j = 0; j < n; ++j) {
         const std::size_t k = defaults == 1 ? 0 : j;  // one value fills the shape
         if (spec.type == FeatureType::kBytes) {
-          SYSTOLE_RETURN_IF_ERROR(exact_float(spec, int64_t(hash_bucket(spec.default_bytes[k], spec.hash_buckets)), out[j]));
+          SYSTOLE_RETURN_IF_ERROR(
+              exact_float(spec, int64_t(hash_bucket(spec.default_bytes[k], spec.hash_buckets)), out[j]));
         } else {
           out[j] = float(spec.default_numbers[k]);
         }
@@ -227,13 +239,18 @@ Result<std::string> describe_example(std::string_view record, std::size_t max_va
       text << "}\n";
     };
     switch (feature.kind_case()) {
-      case tf::Feature::kFloatList: list(feature.float_list().value(), [&](float v) { text << v; }); break;
-      case tf::Feature::kInt64List: list(feature.int64_list().value(), [&](int64_t v) { text << v; }); break;
+      case tf::Feature::kFloatList:
+        list(feature.float_list().value(), [&](float v) { text << v; });
+        break;
+      case tf::Feature::kInt64List:
+        list(feature.int64_list().value(), [&](int64_t v) { text << v; });
+        break;
       case tf::Feature::kBytesList:
         list(feature.bytes_list().value(), [&](const std::string& v) {
           text << '"';
           for (unsigned char c : v.substr(0, 40)) {
-            if (c >= 32 && c < 127 && c != '"' && c != '\\') text << c;
+            if (c >= 32 && c < 127 && c != '"' && c != '\\')
+              text << c;
             else {
               char escaped[8];
               std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
@@ -243,7 +260,9 @@ Result<std::string> describe_example(std::string_view record, std::size_t max_va
           text << (v.size() > 40 ? "...\"" : "\"");
         });
         break;
-      default: text << "(no value)\n"; break;
+      default:
+        text << "(no value)\n";
+        break;
     }
   }
   return text.str();

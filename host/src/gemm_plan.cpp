@@ -7,23 +7,21 @@
 
 namespace systole {
 
-Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device,
-                                                    const GemmProblem& p) {
+Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device, const GemmProblem& p) {
   if (p.m == 0 || p.n == 0 || p.k == 0)
-    return Status(StatusCode::kInvalidArgument,
-                  "GEMM dimensions must be >= 1, got M=" + std::to_string(p.m) +
-                      " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k));
+    return Status(StatusCode::kInvalidArgument, "GEMM dimensions must be >= 1, got M=" + std::to_string(p.m) +
+                                                    " N=" + std::to_string(p.n) +
+                                                    " K=" + std::to_string(p.k));
   if (p.a.ld < p.k || p.b.ld < p.n || p.c.ld < p.n)
     return Status(StatusCode::kInvalidArgument,
                   "leading dimensions must cover a row (lda >= K, ldb >= N, ldc >= N)");
   if (p.output_bf16 && p.accumulate)
     return Status(StatusCode::kInvalidArgument, "accumulating into C needs fp32 output");
   if (p.output_bf16 && p.k > device.max_k)
-    return Status(StatusCode::kInvalidArgument,
-                  "bf16 output needs K <= max_k (" + std::to_string(device.max_k) +
-                      "), got K=" + std::to_string(p.k));
-  if (device.max_m == 0 || device.max_n == 0 || device.max_k == 0 ||
-      device.max_k % device.shape.rows != 0)
+    return Status(
+        StatusCode::kInvalidArgument,
+        "bf16 output needs K <= max_k (" + std::to_string(device.max_k) + "), got K=" + std::to_string(p.k));
+  if (device.max_m == 0 || device.max_n == 0 || device.max_k == 0 || device.max_k % device.shape.rows != 0)
     return Status(StatusCode::kInvalidArgument, "device limits are unusable");
 
   const uint32_t c_bytes = p.output_bf16 ? spec::kBf16Bytes : spec::kFp32Bytes;
@@ -57,13 +55,11 @@ Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device,
   return descriptors;
 }
 
-std::vector<std::vector<uint8_t>> encode_command_lists(
-    const std::vector<spec::GemmDescriptor>& descriptors,
-    uint32_t max_descriptors) {
+std::vector<std::vector<uint8_t>> encode_command_lists(const std::vector<spec::GemmDescriptor>& descriptors,
+                                                       uint32_t max_descriptors) {
   std::vector<std::vector<uint8_t>> lists;
   for (std::size_t first = 0; first < descriptors.size(); first += max_descriptors) {
-    const std::size_t count =
-        std::min<std::size_t>(max_descriptors, descriptors.size() - first);
+    const std::size_t count = std::min<std::size_t>(max_descriptors, descriptors.size() - first);
     std::vector<uint8_t> bytes(spec::command_list_bytes(count));
     spec::CommandListHeader header{};
     header.magic = spec::kCommandListMagic;
@@ -72,8 +68,7 @@ std::vector<std::vector<uint8_t>> encode_command_lists(
     header.count = uint32_t(count);
     spec::encode(header, bytes.data());
     for (std::size_t i = 0; i < count; ++i)
-      spec::encode(descriptors[first + i],
-                   bytes.data() + sizeof(header) + i * sizeof(spec::GemmDescriptor));
+      spec::encode(descriptors[first + i], bytes.data() + sizeof(header) + i * sizeof(spec::GemmDescriptor));
     lists.push_back(std::move(bytes));
   }
   return lists;

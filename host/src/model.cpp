@@ -28,8 +28,10 @@ Result<ModelSpec> ModelSpec::from_json(const std::string& text) {
     for (const nlohmann::json& entry : json.at("layers")) {
       LayerConfig layer;
       for (auto it = entry.begin(); it != entry.end(); ++it) {
-        if (it.key() == "type") layer.type = it->get<std::string>();
-        else layer.fields.emplace_back(it.key(), it->get<std::string>());
+        if (it.key() == "type")
+          layer.type = it->get<std::string>();
+        else
+          layer.fields.emplace_back(it.key(), it->get<std::string>());
       }
       spec.layers.push_back(std::move(layer));
     }
@@ -78,7 +80,8 @@ StepResult softmax_cross_entropy(const Activations& logits, const uint8_t* label
 Result<std::unique_ptr<Sequential>> Sequential::build(const ModelSpec& spec, uint64_t seed) {
   auto invalid = [](const std::string& message) { return Status(StatusCode::kInvalidArgument, message); };
   if (spec.input_shape.empty() || spec.input_shape.size() > 3 ||
-      std::count(spec.input_shape.begin(), spec.input_shape.end(), 0u) || shape_elements(spec.input_shape) > (1u << 30))
+      std::count(spec.input_shape.begin(), spec.input_shape.end(), 0u) ||
+      shape_elements(spec.input_shape) > (1u << 30))
     return invalid("model.input_shape: expected 1 to 3 positive sizes, got " + shape_text(spec.input_shape));
   if (spec.input_shape.size() == 2)
     return invalid("model.input_shape: expected [features] or [height, width, channels], got " +
@@ -96,9 +99,12 @@ Result<std::unique_ptr<Sequential>> Sequential::build(const ModelSpec& spec, uin
     if (!layer.ok()) return Status(layer.status().code(), where + "." + layer.status().message());
     site.index = i;
     auto next = (*layer)->build(shape, site, model->store_);
-    if (!next.ok()) return Status(next.status().code(), where + " (" + spec.layers[i].type + "): " + next.status().message());
+    if (!next.ok())
+      return Status(next.status().code(),
+                    where + " (" + spec.layers[i].type + "): " + next.status().message());
     if (shape_elements(*next) == 0 || shape_elements(*next) > (1u << 30))
-      return invalid(where + " (" + spec.layers[i].type + "): output shape " + shape_text(*next) + " is empty or too large");
+      return invalid(where + " (" + spec.layers[i].type + "): output shape " + shape_text(*next) +
+                     " is empty or too large");
     shape = *next;
     model->shapes_.push_back(shape);
     site.torch_index += (*layer)->torch_modules();
@@ -107,7 +113,8 @@ Result<std::unique_ptr<Sequential>> Sequential::build(const ModelSpec& spec, uin
   if (shape != Shape{spec.classes})
     return invalid("model.layers[" + std::to_string(spec.layers.size() - 1) + "]: the model ends in " +
                    shape_text(shape) + ", expected " + shape_text({spec.classes}) +
-                   " logits (a dense layer with units: " + std::to_string(spec.classes) + " and no activation)");
+                   " logits (a dense layer with units: " + std::to_string(spec.classes) +
+                   " and no activation)");
   std::mt19937_64 rng(seed);
   for (const auto& layer : model->layers_) layer->initialize(model->store_, rng);
   model->activations_.resize(model->layers_.size() + 1);
@@ -129,8 +136,8 @@ Status Sequential::backward(LayerContext& context, const std::vector<float>& log
   gradient_.shape = activations_.back().shape;
   gradient_.values = logits_gradient;
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    SYSTOLE_RETURN_IF_ERROR(layers_[i]->backward(context, store_, activations_[i], activations_[i + 1], gradient_,
-                                                 i > 0 ? &next_gradient_ : nullptr));
+    SYSTOLE_RETURN_IF_ERROR(layers_[i]->backward(context, store_, activations_[i], activations_[i + 1],
+                                                 gradient_, i > 0 ? &next_gradient_ : nullptr));
     std::swap(gradient_, next_gradient_);
   }
   return ok_status();

@@ -71,15 +71,15 @@ class MpiProcessGroup final : public ProcessGroup {
         MPI_Irecv(total + begin(c), length(c), MPI_FLOAT, rank - 1, kPartialTag, data_, &receives[c]);
     for (std::size_t c = 0; c < chunks; ++c) {
       if (rank > 0)
-        SYSTOLE_RETURN_IF_ERROR(wait(&receives[c], 1, "the partial gradient sum from rank " +
-                                                          std::to_string(rank - 1)));
+        SYSTOLE_RETURN_IF_ERROR(
+            wait(&receives[c], 1, "the partial gradient sum from rank " + std::to_string(rank - 1)));
       systole::ordered_sum(rank > 0 ? total : nullptr, local.data(), local.size(), begin(c),
                            begin(c) + length(c), total);
       if (rank < last)
         MPI_Isend(total + begin(c), length(c), MPI_FLOAT, rank + 1, kPartialTag, data_, &sends[c]);
     }
-    SYSTOLE_RETURN_IF_ERROR(wait(sends.data(), int(chunks), "rank " + std::to_string(rank + 1) +
-                                                                " to take the partial gradient sum"));
+    SYSTOLE_RETURN_IF_ERROR(wait(sends.data(), int(chunks),
+                                 "rank " + std::to_string(rank + 1) + " to take the partial gradient sum"));
     // The last rank holds the job's sum; everyone gets its bits.
     MPI_Request broadcast;
     MPI_Ibcast(total, int(count), MPI_FLOAT, last, data_, &broadcast);
@@ -89,8 +89,8 @@ class MpiProcessGroup final : public ProcessGroup {
   Result<std::vector<double>> all_gather(const std::vector<double>& local) override {
     std::vector<double> all(local.size() * size_);
     MPI_Request request;
-    MPI_Iallgather(local.data(), int(local.size()), MPI_DOUBLE, all.data(), int(local.size()),
-                   MPI_DOUBLE, data_, &request);
+    MPI_Iallgather(local.data(), int(local.size()), MPI_DOUBLE, all.data(), int(local.size()), MPI_DOUBLE,
+                   data_, &request);
     SYSTOLE_RETURN_IF_ERROR(wait(&request, 1, "every rank's metrics"));
     return all;
   }
@@ -173,10 +173,10 @@ class MpiProcessGroup final : public ProcessGroup {
       return Status(StatusCode::kTimeout, "mpi: rank " + std::to_string(rank_) + " waited " + seconds +
                                               " s for " + what +
                                               "; every rank is alive, so the ranks are out of step");
-    return Status(StatusCode::kTimeout,
-                  "mpi: rank(s) " + silent + " stopped responding: rank " + std::to_string(rank_) +
-                      " waited " + seconds + " s for " + what + " and they did not answer within " +
-                      std::to_string(int(grace)) + " s (stalled or dead)");
+    return Status(StatusCode::kTimeout, "mpi: rank(s) " + silent + " stopped responding: rank " +
+                                            std::to_string(rank_) + " waited " + seconds + " s for " + what +
+                                            " and they did not answer within " + std::to_string(int(grace)) +
+                                            " s (stalled or dead)");
   }
 
   MpiOptions options_;
@@ -200,8 +200,7 @@ Result<std::unique_ptr<ProcessGroup>> join_mpi_job(const MpiOptions& options) {
     return Status(StatusCode::kUnavailable, "mpi: MPI_Init_thread failed");
   if (provided < MPI_THREAD_SERIALIZED) {
     MPI_Finalize();
-    return Status(StatusCode::kUnavailable,
-                  "mpi: this MPI library does not support MPI_THREAD_SERIALIZED");
+    return Status(StatusCode::kUnavailable, "mpi: this MPI library does not support MPI_THREAD_SERIALIZED");
   }
   return std::unique_ptr<ProcessGroup>(new MpiProcessGroup(options));
 }

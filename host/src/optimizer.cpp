@@ -8,14 +8,15 @@
 namespace systole {
 
 Optimizer::Optimizer(const OptimizerConfig& config, std::size_t parameters, std::size_t table_values)
-    : config_(config), first_(parameters, 0.0f), accumulator_(table_values, config.table_initial_accumulator) {
+    : config_(config),
+      first_(parameters, 0.0f),
+      accumulator_(table_values, config.table_initial_accumulator) {
   if (config.name == "adam") second_.assign(parameters, 0.0f);
 }
 
 Status Optimizer::validate(const OptimizerConfig& config) {
   if (config.name != "adam" && config.name != "sgd")
-    return Status(StatusCode::kInvalidArgument,
-                  "optimizer: expected adam or sgd, got '" + config.name + "'");
+    return Status(StatusCode::kInvalidArgument, "optimizer: expected adam or sgd, got '" + config.name + "'");
   if (!(config.learning_rate > 0) || !std::isfinite(config.learning_rate))
     return Status(StatusCode::kInvalidArgument, "learning_rate must be a positive number");
   if (!(config.momentum >= 0 && config.momentum < 1))
@@ -26,8 +27,9 @@ Status Optimizer::validate(const OptimizerConfig& config) {
     return Status(StatusCode::kInvalidArgument, "embedding_initial_accumulator must be a number >= 0");
   const LearningRateSchedule& schedule = config.schedule;
   if (schedule.kind != LearningRateSchedule::Kind::kConstant && schedule.decay_steps == 0)
-    return Status(StatusCode::kInvalidArgument, std::string("schedule ") + LearningRateSchedule::name(schedule.kind) +
-                                                    ": decay_steps must be >= 1");
+    return Status(
+        StatusCode::kInvalidArgument,
+        std::string("schedule ") + LearningRateSchedule::name(schedule.kind) + ": decay_steps must be >= 1");
   if (!(schedule.decay_rate > 0 && schedule.decay_rate <= 1))
     return Status(StatusCode::kInvalidArgument, "decay_rate must be in (0, 1]");
   return ok_status();
@@ -41,7 +43,8 @@ double LearningRateSchedule::rate(double lr, uint64_t t) const {
     case Kind::kConstant:
       return lr;
     case Kind::kCosine:
-      return lr * 0.5 * (1.0 + std::cos(3.14159265358979323846 * double(std::min<uint64_t>(u, decay_steps)) / d));
+      return lr * 0.5 *
+             (1.0 + std::cos(3.14159265358979323846 * double(std::min<uint64_t>(u, decay_steps)) / d));
     case Kind::kExponential:
       return lr * std::pow(decay_rate, double(u) / d);
     case Kind::kStep:
@@ -53,15 +56,20 @@ double LearningRateSchedule::rate(double lr, uint64_t t) const {
 Result<LearningRateSchedule::Kind> LearningRateSchedule::parse(const std::string& name) {
   for (Kind kind : {Kind::kConstant, Kind::kCosine, Kind::kExponential, Kind::kStep})
     if (name == LearningRateSchedule::name(kind)) return kind;
-  return Status(StatusCode::kInvalidArgument, "expected constant, cosine, exponential or step, got '" + name + "'");
+  return Status(StatusCode::kInvalidArgument,
+                "expected constant, cosine, exponential or step, got '" + name + "'");
 }
 
 const char* LearningRateSchedule::name(Kind kind) {
   switch (kind) {
-    case Kind::kConstant: return "constant";
-    case Kind::kCosine: return "cosine";
-    case Kind::kExponential: return "exponential";
-    case Kind::kStep: return "step";
+    case Kind::kConstant:
+      return "constant";
+    case Kind::kCosine:
+      return "cosine";
+    case Kind::kExponential:
+      return "exponential";
+    case Kind::kStep:
+      return "step";
   }
   return "?";
 }
@@ -117,14 +125,15 @@ void Optimizer::apply_sparse(ParameterStore& store) {
 
 std::vector<OptimizerSlot> Optimizer::state() const {
   std::vector<OptimizerSlot> slots;
-  if (config_.name == "sgd") slots.push_back({"velocity", Region::kTrainable, &first_});
-  else slots.insert(slots.end(), {{"m", Region::kTrainable, &first_}, {"v", Region::kTrainable, &second_}});
+  if (config_.name == "sgd")
+    slots.push_back({"velocity", Region::kTrainable, &first_});
+  else
+    slots.insert(slots.end(), {{"m", Region::kTrainable, &first_}, {"v", Region::kTrainable, &second_}});
   if (!accumulator_.empty()) slots.push_back({"accumulator", Region::kTable, &accumulator_});
   return slots;
 }
 
-Status Optimizer::restore(const std::string& name, const std::vector<float>& values,
-                          uint64_t steps) {
+Status Optimizer::restore(const std::string& name, const std::vector<float>& values, uint64_t steps) {
   std::vector<float>* target = nullptr;
   if (name == "velocity" && config_.name == "sgd") target = &first_;
   if (name == "m" && config_.name == "adam") target = &first_;

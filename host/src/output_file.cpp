@@ -26,10 +26,10 @@ Status io_error(const std::string& path, const char* what, int error) {
 Result<OutputFile> OutputFile::create(const std::string& path) {
   struct stat info;
   if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-    return Status(StatusCode::kInvalidArgument, path + ": exists and is not a regular file; not replacing it");
+    return Status(StatusCode::kInvalidArgument,
+                  path + ": exists and is not a regular file; not replacing it");
   static std::atomic<uint64_t> counter{0};
-  const std::string temporary =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return io_error(path, ("cannot create " + temporary).c_str(), errno);
   return OutputFile(path, temporary, fd);
@@ -127,8 +127,9 @@ Result<DirectoryLock> DirectoryLock::acquire(const std::string& directory, const
       return Status(StatusCode::kUnavailable, path + ": cannot lock (" + std::strerror(error) + ")");
     std::string other = got > 0 ? std::string(text, std::size_t(got)) : "another process";
     while (!other.empty() && other.back() == '\n') other.pop_back();
-    return Status(StatusCode::kUnavailable, directory + " is in use by " + other +
-                                                "; wait for that run to end, or give this one another directory");
+    return Status(StatusCode::kUnavailable,
+                  directory + " is in use by " + other +
+                      "; wait for that run to end, or give this one another directory");
   }
   const std::string line = holder + "\n";
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, line.data(), line.size(), 0) != ssize_t(line.size())) {

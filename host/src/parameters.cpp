@@ -30,9 +30,12 @@ const ParameterStore::Entry* ParameterStore::find(const std::string& name) const
 
 std::vector<float>& ParameterStore::region(Region region) {
   switch (region) {
-    case Region::kTrainable: return trainable_;
-    case Region::kBuffer: return buffers_;
-    case Region::kTable: return tables_;
+    case Region::kTrainable:
+      return trainable_;
+    case Region::kBuffer:
+      return buffers_;
+    case Region::kTable:
+      return tables_;
   }
   return trainable_;
 }

@@ -56,8 +56,8 @@ struct RecordPipeline::Epoch {
 
   const RecordPipeline& pipeline;
   std::vector<std::string> files;  // this epoch's order
-  std::mt19937_64 rng;            // the shuffle buffer's
-  std::mt19937_64 negatives_rng;  // the sampled negatives'
+  std::mt19937_64 rng;             // the shuffle buffer's
+  std::mt19937_64 negatives_rng;   // the sampled negatives'
 
   std::mutex mutex;
   std::condition_variable work;     // workers: a slot may need reading
@@ -88,7 +88,8 @@ struct RecordPipeline::Epoch {
     slots.resize(std::max<std::size_t>(1, std::min<std::size_t>(options.cycle_length, files.size())));
     for (Slot& slot : slots)
       if (next_file < files.size()) slot.file = int64_t(next_file++);
-    const uint32_t threads = std::max<uint32_t>(1, std::min<uint32_t>(options.threads, uint32_t(slots.size())));
+    const uint32_t threads =
+        std::max<uint32_t>(1, std::min<uint32_t>(options.threads, uint32_t(slots.size())));
     for (uint32_t t = 0; t < threads; ++t) workers.emplace_back([this, t, threads] { read(t, threads); });
     assembler = std::thread([this] { assemble(); });
   }
@@ -138,7 +139,8 @@ struct RecordPipeline::Epoch {
       bool done = false;
       if (!reader) {
         auto opened = TFRecordReader::open(path);
-        if (opened.ok()) reader = std::make_unique<TFRecordReader>(std::move(opened).value());
+        if (opened.ok())
+          reader = std::make_unique<TFRecordReader>(std::move(opened).value());
         else {
           error = opened.status();
           done = true;
@@ -298,9 +300,9 @@ Status RecordPipeline::parse_row(const std::string& record, std::vector<float>& 
                                                     "': label " + std::to_string(label) +
                                                     " in a file of positives (negatives are sampled)");
   if (!(label >= 0 && label < float(classes_)) || label != float(int64_t(label)))
-    return Status(StatusCode::kInvalidArgument, "feature '" + schema_.features()[label_feature_].name +
-                                                    "': label " + std::to_string(label) +
-                                                    " is not a class in [0, " + std::to_string(classes_) + ")");
+    return Status(StatusCode::kInvalidArgument,
+                  "feature '" + schema_.features()[label_feature_].name + "': label " +
+                      std::to_string(label) + " is not a class in [0, " + std::to_string(classes_) + ")");
   *out = label;
   return ok_status();
 }
@@ -313,7 +315,8 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
     return Status(StatusCode::kInvalidArgument, "shard " + std::to_string(options.shard_index) + " of " +
                                                     std::to_string(options.shard_count) + " does not exist");
   if (options.batch_size == 0 || options.cycle_length == 0 || options.threads == 0 || options.prefetch == 0)
-    return Status(StatusCode::kInvalidArgument, "batch_size, cycle_length, threads and prefetch must be >= 1");
+    return Status(StatusCode::kInvalidArgument,
+                  "batch_size, cycle_length, threads and prefetch must be >= 1");
   if (columns.inputs.empty()) return Status(StatusCode::kInvalidArgument, "no input features named");
   if (columns.classes == 0 || columns.classes > 256)
     return Status(StatusCode::kInvalidArgument, "classes must be in [1, 256]");
@@ -328,7 +331,8 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
     pipeline->input_features_.push_back(*index);
     values += schema.features()[*index].elements();
   }
-  if (values > (1u << 28)) return Status(StatusCode::kInvalidArgument, "inputs: more than 2^28 values per example");
+  if (values > (1u << 28))
+    return Status(StatusCode::kInvalidArgument, "inputs: more than 2^28 values per example");
   pipeline->example_values_ = uint32_t(values);
   if (columns.inputs.size() == 1) {
     for (uint64_t d : schema.features()[pipeline->input_features_[0]].shape)
@@ -380,11 +384,13 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
     if (s == options.shard_index) pipeline->shard_records_ = records;
   }
   for (std::size_t f = 0; f < options.files.size(); ++f)
-    if (!pipeline->by_file_ || f % shards == options.shard_index) pipeline->shard_files_.push_back(options.files[f]);
+    if (!pipeline->by_file_ || f % shards == options.shard_index)
+      pipeline->shard_files_.push_back(options.files[f]);
   const uint64_t per_record = 1 + uint64_t(options.negatives);
-  pipeline->batches_ = options.drop_remainder
-                           ? smallest * per_record / options.batch_size
-                           : (pipeline->shard_records_ * per_record + options.batch_size - 1) / options.batch_size;
+  pipeline->batches_ =
+      options.drop_remainder
+          ? smallest * per_record / options.batch_size
+          : (pipeline->shard_records_ * per_record + options.batch_size - 1) / options.batch_size;
   return pipeline;
 }
 
@@ -401,10 +407,11 @@ Result<uint64_t> RecordPipeline::gather_negative_values(const std::string& file)
     if (status.ok()) status = parse_row(record, row);
     // A frame error ends the file whatever skip_corrupt says (create()
     // counts frames); a record's bad data is skipped as next() will skip it.
-    if (options_.skip_corrupt && status.code() == StatusCode::kDataLoss && reader->records_read() > index) continue;
+    if (options_.skip_corrupt && status.code() == StatusCode::kDataLoss && reader->records_read() > index)
+      continue;
     if (!status.ok())
-      return Status(status.code(), file + ": record " + std::to_string(index) + " at byte " + std::to_string(at) +
-                                       ": " + status.message());
+      return Status(status.code(), file + ": record " + std::to_string(index) + " at byte " +
+                                       std::to_string(at) + ": " + status.message());
     negative_values_.push_back(row[negative_offset_]);
   }
 }

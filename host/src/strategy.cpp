@@ -78,7 +78,8 @@ Status AllReduce::sum(uint32_t me, std::vector<float>& values) {
   if (n == 1 && !across_processes) return ok_status();
   buffers_[me] = &values;
   if (!barrier(&AllReduce::prepare)) return failure();
-  if (lengths_differ_) return Status(StatusCode::kInvalidArgument, "all-reduce: replicas passed different lengths");
+  if (lengths_differ_)
+    return Status(StatusCode::kInvalidArgument, "all-reduce: replicas passed different lengths");
   const std::size_t count = values.size();
   if (across_processes) {
     if (me == 0) {
@@ -154,8 +155,8 @@ Result<double> Strategy::reduce(ReduceOp op, const std::vector<double>& local) c
   return reduced->empty() ? 0.0 : reduced->front();
 }
 
-Result<std::vector<double>> Strategy::reduce(
-    ReduceOp op, const std::vector<std::vector<double>>& per_replica) const {
+Result<std::vector<double>> Strategy::reduce(ReduceOp op,
+                                             const std::vector<std::vector<double>>& per_replica) const {
   const std::size_t quantities = per_replica.empty() ? 0 : per_replica.front().size();
   // Replica-major; gathered in rank order, that is global replica order.
   std::vector<double> all;

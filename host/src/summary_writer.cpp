@@ -28,12 +28,13 @@ double now_seconds() {
 Result<SummaryWriter> SummaryWriter::create(const std::string& dir) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  if (error) return Status(StatusCode::kUnavailable, dir + ": cannot create the directory: " + error.message());
+  if (error)
+    return Status(StatusCode::kUnavailable, dir + ": cannot create the directory: " + error.message());
   static std::atomic<uint32_t> writers{0};
   char host[256] = "localhost";
   ::gethostname(host, sizeof host - 1);
-  const std::string path = dir + "/events.out.tfevents." + std::to_string(int64_t(now_seconds())) + "." + host + "." +
-                           std::to_string(::getpid()) + "." + std::to_string(writers++) + ".v2";
+  const std::string path = dir + "/events.out.tfevents." + std::to_string(int64_t(now_seconds())) + "." +
+                           host + "." + std::to_string(::getpid()) + "." + std::to_string(writers++) + ".v2";
   // A new file only: never append to (or truncate) another run's events.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status(StatusCode::kUnavailable, path + ": cannot create: " + std::strerror(errno));
@@ -87,8 +88,8 @@ Result<std::vector<ScalarEvent>> read_scalar_events(const std::string& path) {
     if (!more.ok()) return more.status();
     if (!*more) break;
     auto bad = [&](const std::string& what) {
-      return Status(StatusCode::kDataLoss,
-                    path + ": record " + std::to_string(index) + " at byte " + std::to_string(at) + ": " + what);
+      return Status(StatusCode::kDataLoss, path + ": record " + std::to_string(index) + " at byte " +
+                                               std::to_string(at) + ": " + what);
     };
     tf::Event event;
     if (!event.ParseFromString(record)) return bad("not an Event message");
@@ -100,7 +101,8 @@ Result<std::vector<ScalarEvent>> read_scalar_events(const std::string& path) {
     for (const tf::SummaryValue& value : event.summary().value())
       scalars.push_back({event.wall_time(), event.step(), value.tag(), value.simple_value()});
   }
-  if (reader->records_read() == 0) return Status(StatusCode::kDataLoss, path + ": no file_version event (empty)");
+  if (reader->records_read() == 0)
+    return Status(StatusCode::kDataLoss, path + ": no file_version event (empty)");
   return scalars;
 }
 

@@ -42,7 +42,8 @@ std::string check_header(const uint8_t* header, uint64_t left, uint64_t& length)
   const uint32_t stored = get_u32(header + 8);
   const uint32_t computed = mask_crc32c(crc32c(header, 8));
   if (stored != computed)
-    return "corrupted record: length CRC mismatch (stored " + hex(stored) + ", computed " + hex(computed) + ")";
+    return "corrupted record: length CRC mismatch (stored " + hex(stored) + ", computed " + hex(computed) +
+           ")";
   const uint64_t room = left - kTFRecordHeaderBytes;
   if (length > kTFRecordMaxBytes || length + kTFRecordFooterBytes > room)
     return "truncated: the record's length " + std::to_string(length) + " runs past the end of the file (" +
@@ -148,8 +149,8 @@ Result<bool> TFRecordReader::next(std::string& record) {
   const uint32_t stored_crc = get_u32(footer);
   const uint32_t crc = mask_crc32c(crc32c(record.data(), record.size()));
   Status status = crc == stored_crc ? ok_status()
-                                    : corrupt("corrupted record: data CRC mismatch (stored " + hex(stored_crc) +
-                                              ", computed " + hex(crc) + ")");
+                                    : corrupt("corrupted record: data CRC mismatch (stored " +
+                                              hex(stored_crc) + ", computed " + hex(crc) + ")");
   offset_ += frame;
   ++index_;
   if (!status.ok()) return status;
@@ -190,11 +191,11 @@ Result<std::vector<std::string>> match_files(const std::vector<std::string>& pat
     if (result == 0)
       for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
         struct stat info;
-        if (::stat(matches.gl_pathv[i], &info) == 0 && S_ISREG(info.st_mode)) found.push_back(matches.gl_pathv[i]);
+        if (::stat(matches.gl_pathv[i], &info) == 0 && S_ISREG(info.st_mode))
+          found.push_back(matches.gl_pathv[i]);
       }
     ::globfree(&matches);
-    if (found.empty())
-      return Status(StatusCode::kNotFound, pattern + ": matches no regular file");
+    if (found.empty()) return Status(StatusCode::kNotFound, pattern + ": matches no regular file");
     files.insert(files.end(), found.begin(), found.end());
   }
   std::sort(files.begin(), files.end());

@@ -30,9 +30,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
   if (config.steps_per_execution == 0)
     return Status(StatusCode::kInvalidArgument, "steps_per_execution must be >= 1");
   if (config.global_batch == 0 || config.global_batch % replicas != 0)
-    return Status(StatusCode::kInvalidArgument,
-                  "global_batch " + std::to_string(config.global_batch) +
-                      " does not divide evenly over " + std::to_string(replicas) + " replicas");
+    return Status(StatusCode::kInvalidArgument, "global_batch " + std::to_string(config.global_batch) +
+                                                    " does not divide evenly over " +
+                                                    std::to_string(replicas) + " replicas");
   std::unique_ptr<Trainer> trainer(new Trainer(config, local, group));
   for (uint32_t unit : units) {
     auto matmul = DeviceMatmul::create(device, unit, config.launch_timeout);
@@ -55,7 +55,9 @@ LayerContext Trainer::context(uint32_t r, bool training) {
   context.replica = strategy_.first_replica() + r;
   context.replicas = replicas();
   if (training)
-    context.all_reduce_sum = [this, r](std::vector<float>& values) { return strategy_.all_reduce_sum(r, values); };
+    context.all_reduce_sum = [this, r](std::vector<float>& values) {
+      return strategy_.all_reduce_sum(r, values);
+    };
   return context;
 }
 
@@ -73,8 +75,9 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
       batch.labels.size() != batch.size)
     return Status(StatusCode::kInvalidArgument,
                   "batch of " + std::to_string(batch.size) + " examples of " +
-                      std::to_string(batch.size ? batch.images.size() / batch.size : 0) + " values; the step takes " +
-                      std::to_string(examples) + " of " + std::to_string(features));
+                      std::to_string(batch.size ? batch.images.size() / batch.size : 0) +
+                      " values; the step takes " + std::to_string(examples) + " of " +
+                      std::to_string(features));
   std::vector<StepResult> results(local_replicas());
   const Status status = strategy_.run([&](uint32_t r) -> Status {
     ReplicaState& replica = replicas_[r];
@@ -85,7 +88,8 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
     std::vector<float> logits_gradient;
     {
       TraceScope span("forward", "host", track);
-      SYSTOLE_RETURN_IF_ERROR(replica.model->forward(pass, batch.images.data() + first * features, per_replica));
+      SYSTOLE_RETURN_IF_ERROR(
+          replica.model->forward(pass, batch.images.data() + first * features, per_replica));
       results[r] = softmax_cross_entropy(replica.model->logits(), batch.labels.data() + first,
                                          float(config_.global_batch), &logits_gradient);
     }
@@ -196,11 +200,12 @@ Status Trainer::restore(const ModelValues& values, uint64_t optimizer_steps) {
     ParameterStore& store = replica.model->parameters();
     for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable})
       if (values.region(region).size() != store.region(region).size())
-        return Status(StatusCode::kInvalidArgument,
-                      "checkpoint has " + std::to_string(values.trainable.size()) + " + " +
-                          std::to_string(values.buffers.size()) + " + " + std::to_string(values.tables.size()) +
-                          " values, the model " + std::to_string(store.trainable().size()) + " + " +
-                          std::to_string(store.buffers().size()) + " + " + std::to_string(store.tables().size()));
+        return Status(
+            StatusCode::kInvalidArgument,
+            "checkpoint has " + std::to_string(values.trainable.size()) + " + " +
+                std::to_string(values.buffers.size()) + " + " + std::to_string(values.tables.size()) +
+                " values, the model " + std::to_string(store.trainable().size()) + " + " +
+                std::to_string(store.buffers().size()) + " + " + std::to_string(store.tables().size()));
     for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable})
       store.region(region) = values.region(region);
     for (const auto& [name, state] : values.optimizer_state)

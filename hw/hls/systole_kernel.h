@@ -47,12 +47,10 @@ constexpr uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 // streams max(M, ROWS) rows (the next tile's ROWS weight rows shift in while
 // M activation rows compute), plus ROWS + COLS cycles of fill and drain per N
 // tile. sw_emu reports this as busy_cycles; hw_emu measures real cycles.
-constexpr uint64_t array_schedule_cycles(const spec::GemmDescriptor& d,
-                                         const spec::ArrayShape& shape) {
+constexpr uint64_t array_schedule_cycles(const spec::GemmDescriptor& d, const spec::ArrayShape& shape) {
   const uint64_t n_tiles = ceil_div(d.n, shape.cols);
   const uint64_t k_tiles = ceil_div(d.k, shape.rows);
-  return n_tiles * (k_tiles * max_u32(d.m, shape.rows) + shape.rows +
-                    shape.cols);
+  return n_tiles * (k_tiles * max_u32(d.m, shape.rows) + shape.rows + shape.cols);
 }
 
 // Beats touched by a transfer of `bytes` bytes starting at `addr`.
@@ -76,8 +74,7 @@ constexpr BeatSpan beat_span(uint64_t beat, uint64_t addr, uint32_t bytes) {
 // is one row of a matrix, which Vitis turns into bursts (<= 256 beats, split
 // at 4 KiB boundaries by the m_axi adapter).
 
-inline void dma_read(const Beat* port, uint64_t addr, uint32_t bytes,
-                     uint8_t* dst, uint64_t& bus_bytes) {
+inline void dma_read(const Beat* port, uint64_t addr, uint32_t bytes, uint8_t* dst, uint64_t& bus_bytes) {
   const uint64_t first = addr / kBeatBytes;
   const uint64_t last = (addr + bytes - 1) / kBeatBytes;
   uint32_t out = 0;
@@ -92,8 +89,7 @@ READ_BEATS:
 }
 
 // Writes with byte strobes: bytes of a beat outside the row keep their value.
-inline void dma_write(Beat* port, uint64_t addr, uint32_t bytes,
-                      const uint8_t* src, uint64_t& bus_bytes) {
+inline void dma_write(Beat* port, uint64_t addr, uint32_t bytes, const uint8_t* src, uint64_t& bus_bytes) {
   const uint64_t first = addr / kBeatBytes;
   const uint64_t last = (addr + bytes - 1) / kBeatBytes;
   uint32_t in = 0;
@@ -109,30 +105,26 @@ WRITE_BEATS:
 // Bus bytes one GEMM descriptor moves, following the access pattern of
 // execute_gemm below (the fast sw_emu path reports this; a test checks that
 // the kernel's own count agrees).
-inline void add_descriptor_traffic(const spec::GemmDescriptor& d,
-                                   const spec::ArrayShape& shape,
+inline void add_descriptor_traffic(const spec::GemmDescriptor& d, const spec::ArrayShape& shape,
                                    spec::PerfCounters& counters) {
   using spec::kBf16Bytes;
   using spec::kFp32Bytes;
   const uint32_t c_bytes = spec::output_element_bytes(d.flags);
   for (uint32_t m = 0; m < d.m; ++m)
     counters.dma_read_bytes +=
-        beats_spanned(d.a_addr + uint64_t(m) * d.lda * kBf16Bytes,
-                      uint64_t(d.k) * kBf16Bytes) * kBeatBytes;
+        beats_spanned(d.a_addr + uint64_t(m) * d.lda * kBf16Bytes, uint64_t(d.k) * kBf16Bytes) * kBeatBytes;
   for (uint32_t n0 = 0; n0 < d.n; n0 += shape.cols) {
     const uint32_t cols = min_u32(shape.cols, d.n - n0);
     for (uint32_t k = 0; k < d.k; ++k)
       counters.dma_read_bytes +=
-          beats_spanned(d.b_addr + (uint64_t(k) * d.ldb + n0) * kBf16Bytes,
-                        uint64_t(cols) * kBf16Bytes) * kBeatBytes;
+          beats_spanned(d.b_addr + (uint64_t(k) * d.ldb + n0) * kBf16Bytes, uint64_t(cols) * kBf16Bytes) *
+          kBeatBytes;
     if (d.flags & spec::flag::kBias)
       counters.dma_read_bytes +=
-          beats_spanned(d.bias_addr + uint64_t(n0) * kFp32Bytes,
-                        uint64_t(cols) * kFp32Bytes) * kBeatBytes;
+          beats_spanned(d.bias_addr + uint64_t(n0) * kFp32Bytes, uint64_t(cols) * kFp32Bytes) * kBeatBytes;
     for (uint32_t m = 0; m < d.m; ++m) {
       const uint64_t row = d.c_addr + (uint64_t(m) * d.ldc + n0) * c_bytes;
-      const uint64_t beats =
-          beats_spanned(row, uint64_t(cols) * c_bytes) * kBeatBytes;
+      const uint64_t beats = beats_spanned(row, uint64_t(cols) * c_bytes) * kBeatBytes;
       if (d.flags & spec::flag::kAccumulate) counters.dma_read_bytes += beats;
       counters.dma_write_bytes += beats;
     }
@@ -153,15 +145,15 @@ struct OnChip {
 // LOAD_A: the whole M x K block of A into the activation buffer, once per
 // descriptor (it is reused by every N tile).
 template <uint32_t Rows, uint32_t Cols>
-void load_activations(const Beat* a_port, const spec::GemmDescriptor& d,
-                      OnChip<Rows, Cols>& onchip, uint64_t& bus_bytes) {
+void load_activations(const Beat* a_port, const spec::GemmDescriptor& d, OnChip<Rows, Cols>& onchip,
+                      uint64_t& bus_bytes) {
   constexpr uint32_t kMaxK = OnChip<Rows, Cols>::kShape.max_k();
   const uint32_t k_padded = ceil_div(d.k, Rows) * Rows;
   uint8_t row_bytes[kMaxK * sizeof(bf16_t)];
 LOAD_A:
   for (uint32_t m = 0; m < d.m; ++m) {
-    dma_read(a_port, d.a_addr + uint64_t(m) * d.lda * sizeof(bf16_t),
-             d.k * sizeof(bf16_t), row_bytes, bus_bytes);
+    dma_read(a_port, d.a_addr + uint64_t(m) * d.lda * sizeof(bf16_t), d.k * sizeof(bf16_t), row_bytes,
+             bus_bytes);
     std::memcpy(onchip.activations[m], row_bytes, d.k * sizeof(bf16_t));
   PAD_A:
     for (uint32_t k = d.k; k < k_padded; ++k) onchip.activations[m][k] = 0;
@@ -171,9 +163,8 @@ LOAD_A:
 // Streams ROWS weight rows per K tile of the N tile starting at n0,
 // zero-padded past K and past N.
 template <uint32_t Rows, uint32_t Cols>
-void stream_weights(const Beat* b_port, const spec::GemmDescriptor& d,
-                    uint32_t n0, hls::stream<Lanes<bf16_t, Cols>>& weights_out,
-                    uint64_t& bus_bytes) {
+void stream_weights(const Beat* b_port, const spec::GemmDescriptor& d, uint32_t n0,
+                    hls::stream<Lanes<bf16_t, Cols>>& weights_out, uint64_t& bus_bytes) {
   const uint32_t cols = min_u32(Cols, d.n - n0);
   const uint32_t k_tiles = ceil_div(d.k, Rows);
   uint8_t row_bytes[Cols * sizeof(bf16_t)];
@@ -181,8 +172,8 @@ LOAD_B:
   for (uint32_t k = 0; k < k_tiles * Rows; ++k) {
     Lanes<bf16_t, Cols> row = {};
     if (k < d.k) {
-      dma_read(b_port, d.b_addr + (uint64_t(k) * d.ldb + n0) * sizeof(bf16_t),
-               cols * sizeof(bf16_t), row_bytes, bus_bytes);
+      dma_read(b_port, d.b_addr + (uint64_t(k) * d.ldb + n0) * sizeof(bf16_t), cols * sizeof(bf16_t),
+               row_bytes, bus_bytes);
       std::memcpy(row.lane, row_bytes, cols * sizeof(bf16_t));
     }
     weights_out.write(row);
@@ -191,8 +182,7 @@ LOAD_B:
 
 // Streams, per K tile, the M activation rows' slices of ROWS elements.
 template <uint32_t Rows, uint32_t Cols>
-void stream_activations(const OnChip<Rows, Cols>& onchip,
-                        const spec::GemmDescriptor& d,
+void stream_activations(const OnChip<Rows, Cols>& onchip, const spec::GemmDescriptor& d,
                         hls::stream<Lanes<bf16_t, Rows>>& activations_out) {
   const uint32_t k_tiles = ceil_div(d.k, Rows);
 FEED_A:
@@ -200,8 +190,7 @@ FEED_A:
     for (uint32_t m = 0; m < d.m; ++m) {
 #pragma HLS PIPELINE II = 1
       Lanes<bf16_t, Rows> slice;
-      for (uint32_t r = 0; r < Rows; ++r)
-        slice.lane[r] = onchip.activations[m][t * Rows + r];
+      for (uint32_t r = 0; r < Rows; ++r) slice.lane[r] = onchip.activations[m][t * Rows + r];
       activations_out.write(slice);
     }
   }
@@ -212,8 +201,7 @@ FEED_A:
 // rows flow through. Column c's partial sum starts at +0 in the top PE and
 // each PE row r adds a[r] * w[r][c] on its way down (NUMERICS.md order).
 template <uint32_t Rows, uint32_t Cols>
-void systolic_array(const spec::GemmDescriptor& d,
-                    hls::stream<Lanes<bf16_t, Cols>>& weights_in,
+void systolic_array(const spec::GemmDescriptor& d, hls::stream<Lanes<bf16_t, Cols>>& weights_in,
                     hls::stream<Lanes<bf16_t, Rows>>& activations_in,
                     hls::stream<Lanes<float, Cols>>& column_sums_out) {
   bf16_t weights[Rows][Cols];
@@ -250,8 +238,8 @@ TILES:
 // Reads one row of C (the accumulate input) in the output precision and
 // canonicalises it.
 template <uint32_t Cols>
-void read_c_row(const Beat* c_port, uint64_t addr, uint32_t cols, bool bf16,
-                float* out, uint64_t& bus_bytes) {
+void read_c_row(const Beat* c_port, uint64_t addr, uint32_t cols, bool bf16, float* out,
+                uint64_t& bus_bytes) {
   uint8_t row_bytes[Cols * sizeof(float)];
   const uint32_t element_bytes = bf16 ? sizeof(bf16_t) : sizeof(float);
   dma_read(c_port, addr, cols * element_bytes, row_bytes, bus_bytes);
@@ -271,24 +259,19 @@ void read_c_row(const Beat* c_port, uint64_t addr, uint32_t cols, bool bf16,
 // STORE: initialises the accumulators (C or +0), adds each K tile's column
 // sums, then applies bias, ReLU and the output conversion and writes C.
 template <uint32_t Rows, uint32_t Cols>
-void accumulate_and_store(Beat* c_port, const spec::GemmDescriptor& d,
-                          uint32_t n0,
-                          hls::stream<Lanes<float, Cols>>& column_sums_in,
-                          OnChip<Rows, Cols>& onchip, uint64_t& read_bytes,
-                          uint64_t& write_bytes) {
+void accumulate_and_store(Beat* c_port, const spec::GemmDescriptor& d, uint32_t n0,
+                          hls::stream<Lanes<float, Cols>>& column_sums_in, OnChip<Rows, Cols>& onchip,
+                          uint64_t& read_bytes, uint64_t& write_bytes) {
   const uint32_t cols = min_u32(Cols, d.n - n0);
   const uint32_t k_tiles = ceil_div(d.k, Rows);
   const bool out_bf16 = (d.flags & spec::flag::kOutputBf16) != 0;
   const uint32_t c_bytes = spec::output_element_bytes(d.flags);
-  auto c_row_addr = [&](uint32_t m) {
-    return d.c_addr + (uint64_t(m) * d.ldc + n0) * c_bytes;
-  };
+  auto c_row_addr = [&](uint32_t m) { return d.c_addr + (uint64_t(m) * d.ldc + n0) * c_bytes; };
 
 INIT_ACC:
   for (uint32_t m = 0; m < d.m; ++m) {
     if (d.flags & spec::flag::kAccumulate) {
-      read_c_row<Cols>(c_port, c_row_addr(m), cols, out_bf16,
-                       onchip.accumulators[m], read_bytes);
+      read_c_row<Cols>(c_port, c_row_addr(m), cols, out_bf16, onchip.accumulators[m], read_bytes);
     } else {
       for (uint32_t c = 0; c < cols; ++c) onchip.accumulators[m][c] = 0.0f;
     }
@@ -299,16 +282,15 @@ ACCUMULATE:
 #pragma HLS PIPELINE II = 1
       const Lanes<float, Cols> sums = column_sums_in.read();
       for (uint32_t c = 0; c < cols; ++c)
-        onchip.accumulators[m][c] =
-            numerics::add(onchip.accumulators[m][c], sums.lane[c]);
+        onchip.accumulators[m][c] = numerics::add(onchip.accumulators[m][c], sums.lane[c]);
     }
   }
 
   float bias[Cols];
   if (d.flags & spec::flag::kBias) {
     uint8_t bias_bytes[Cols * sizeof(float)];
-    dma_read(c_port, d.bias_addr + uint64_t(n0) * sizeof(float),
-             cols * sizeof(float), bias_bytes, read_bytes);
+    dma_read(c_port, d.bias_addr + uint64_t(n0) * sizeof(float), cols * sizeof(float), bias_bytes,
+             read_bytes);
     for (uint32_t c = 0; c < cols; ++c) {
       uint32_t bits;
       std::memcpy(&bits, bias_bytes + c * sizeof(float), sizeof bits);
@@ -335,9 +317,8 @@ STORE_C:
 
 // One validated GEMM descriptor.
 template <uint32_t Rows, uint32_t Cols>
-void execute_gemm(const Beat* a_port, const Beat* b_port, Beat* c_port,
-                  const spec::GemmDescriptor& d, OnChip<Rows, Cols>& onchip,
-                  spec::PerfCounters& counters) {
+void execute_gemm(const Beat* a_port, const Beat* b_port, Beat* c_port, const spec::GemmDescriptor& d,
+                  OnChip<Rows, Cols>& onchip, spec::PerfCounters& counters) {
   load_activations(a_port, d, onchip, counters.dma_read_bytes);
 N_TILES:
   for (uint32_t n0 = 0; n0 < d.n; n0 += Cols) {
@@ -348,8 +329,8 @@ N_TILES:
     stream_weights<Rows, Cols>(b_port, d, n0, weights, counters.dma_read_bytes);
     stream_activations(onchip, d, activations);
     systolic_array<Rows, Cols>(d, weights, activations, column_sums);
-    accumulate_and_store(c_port, d, n0, column_sums, onchip,
-                         counters.dma_read_bytes, counters.dma_write_bytes);
+    accumulate_and_store(c_port, d, n0, column_sums, onchip, counters.dma_read_bytes,
+                         counters.dma_write_bytes);
   }
   counters.macs += uint64_t(d.m) * d.n * d.k;
   counters.busy_cycles += array_schedule_cycles(d, OnChip<Rows, Cols>::kShape);
@@ -361,8 +342,7 @@ N_TILES:
 // path its own engine, so both share the fetch, validation and accounting of
 // the list itself.
 template <class ExecuteDescriptor>
-LaunchResult run_command_list(const Beat* cmd_port, uint64_t mem_bytes,
-                              const spec::ArrayShape& shape,
+LaunchResult run_command_list(const Beat* cmd_port, uint64_t mem_bytes, const spec::ArrayShape& shape,
                               ExecuteDescriptor&& execute) {
   LaunchResult result;
   spec::PerfCounters& counters = result.counters;
@@ -395,14 +375,12 @@ EXECUTE:
 
 // The kernel: runs a command list on an array of Rows x Cols PEs.
 template <uint32_t Rows, uint32_t Cols>
-LaunchResult systole_kernel(const Beat* cmd_port, const Beat* a_port,
-                            const Beat* b_port, Beat* c_port,
+LaunchResult systole_kernel(const Beat* cmd_port, const Beat* a_port, const Beat* b_port, Beat* c_port,
                             uint64_t mem_bytes, OnChip<Rows, Cols>& onchip) {
-  return run_command_list(
-      cmd_port, mem_bytes, OnChip<Rows, Cols>::kShape,
-      [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
-        execute_gemm(a_port, b_port, c_port, d, onchip, counters);
-      });
+  return run_command_list(cmd_port, mem_bytes, OnChip<Rows, Cols>::kShape,
+                          [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
+                            execute_gemm(a_port, b_port, c_port, d, onchip, counters);
+                          });
 }
 
 }  // namespace systole::hls_kernel

@@ -19,18 +19,20 @@
 
 using systole::hls_kernel::Beat;
 
-extern "C" void systole_top(const Beat* cmd, const Beat* a, const Beat* b, Beat* c,
-                            uint64_t mem_bytes, uint32_t* status, uint32_t* error_index,
-                            uint32_t* descriptors_done, uint64_t* busy_cycles, uint64_t* macs,
-                            uint64_t* dma_read_bytes, uint64_t* dma_write_bytes,
-                            uint64_t* stall_cycles, uint32_t* id, uint32_t* version,
-                            uint32_t* array_rows, uint32_t* array_cols, uint32_t* max_m,
+extern "C" void systole_top(const Beat* cmd, const Beat* a, const Beat* b, Beat* c, uint64_t mem_bytes,
+                            uint32_t* status, uint32_t* error_index, uint32_t* descriptors_done,
+                            uint64_t* busy_cycles, uint64_t* macs, uint64_t* dma_read_bytes,
+                            uint64_t* dma_write_bytes, uint64_t* stall_cycles, uint32_t* id,
+                            uint32_t* version, uint32_t* array_rows, uint32_t* array_cols, uint32_t* max_m,
                             uint32_t* max_n, uint32_t* max_k, uint32_t* beat_bytes,
                             uint32_t* max_descriptors) {
 #pragma HLS INTERFACE mode = m_axi port = cmd bundle = gmem_cmd offset = slave max_read_burst_length = 16
-#pragma HLS INTERFACE mode = m_axi port = a bundle = gmem_a offset = slave max_read_burst_length = 256 num_read_outstanding = 8
-#pragma HLS INTERFACE mode = m_axi port = b bundle = gmem_b offset = slave max_read_burst_length = 256 num_read_outstanding = 8
-#pragma HLS INTERFACE mode = m_axi port = c bundle = gmem_c offset = slave max_read_burst_length = 256 max_write_burst_length = 256 num_write_outstanding = 8
+#pragma HLS INTERFACE mode = m_axi port = a bundle = gmem_a offset = slave max_read_burst_length = \
+    256 num_read_outstanding = 8
+#pragma HLS INTERFACE mode = m_axi port = b bundle = gmem_b offset = slave max_read_burst_length = \
+    256 num_read_outstanding = 8
+#pragma HLS INTERFACE mode = m_axi port = c bundle = gmem_c offset = slave max_read_burst_length = \
+    256 max_write_burst_length = 256 num_write_outstanding = 8
 #pragma HLS INTERFACE mode = s_axilite port = mem_bytes
 #pragma HLS INTERFACE mode = s_axilite port = status
 #pragma HLS INTERFACE mode = s_axilite port = error_index

@@ -39,8 +39,7 @@ Outcome run_at_zero(const std::vector<uint8_t>& memory, const std::vector<uint8_
 
 }  // namespace
 
-Outcome run_on_device(Device& device, const std::vector<uint8_t>& memory,
-                      const std::vector<uint8_t>& list) {
+Outcome run_on_device(Device& device, const std::vector<uint8_t>& memory, const std::vector<uint8_t>& list) {
   Outcome outcome;
   Result<Buffer> data = device.allocate(memory.size(), 0);
   Result<Buffer> commands = device.allocate(list.size(), 1);
@@ -71,8 +70,7 @@ Outcome run_on_device(Device& device, const std::vector<uint8_t>& memory,
   return outcome;
 }
 
-Outcome run_sw_emu(const Workload& workload, spec::ArrayShape shape, EmuEngine engine,
-                   uint32_t threads) {
+Outcome run_sw_emu(const Workload& workload, spec::ArrayShape shape, EmuEngine engine, uint32_t threads) {
   const auto lists = encode_command_lists(workload.rebased(0), shape.max_descriptors());
   return run_at_zero(workload.memory, lists.at(0), shape, engine, threads);
 }
@@ -85,8 +83,7 @@ Outcome run_sw_emu_list(const std::vector<uint8_t>& memory, const std::vector<ui
 Outcome run_reference(const Workload& workload, uint32_t rows) {
   Outcome outcome;
   outcome.memory = workload.memory;
-  for (const spec::GemmDescriptor& d : workload.descriptors)
-    reference::gemm(d, rows, outcome.memory);
+  for (const spec::GemmDescriptor& d : workload.descriptors) reference::gemm(d, rows, outcome.memory);
   return outcome;
 }
 
@@ -101,11 +98,9 @@ Outcome run_portable(const Workload& workload, uint32_t rows) {
   return outcome;
 }
 
-std::string first_difference(const std::vector<uint8_t>& expected,
-                             const std::vector<uint8_t>& actual) {
+std::string first_difference(const std::vector<uint8_t>& expected, const std::vector<uint8_t>& actual) {
   if (expected.size() != actual.size())
-    return "image sizes differ: " + std::to_string(expected.size()) + " vs " +
-           std::to_string(actual.size());
+    return "image sizes differ: " + std::to_string(expected.size()) + " vs " + std::to_string(actual.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     if (expected[i] != actual[i]) {
       // Show the aligned 4-byte word around the first differing byte.
@@ -116,8 +111,7 @@ std::string first_difference(const std::vector<uint8_t>& expected,
         e |= uint32_t(expected[word + j]) << (8 * j);
         a |= uint32_t(actual[word + j]) << (8 * j);
       }
-      std::snprintf(text, sizeof text,
-                    "first difference at byte %zu: word at %zu is 0x%08x, expected 0x%08x",
+      std::snprintf(text, sizeof text, "first difference at byte %zu: word at %zu is 0x%08x, expected 0x%08x",
                     i, word, a, e);
       return text;
     }

@@ -22,20 +22,17 @@ struct Outcome {
 
 // Through the driver on a sw_emu device with the given engine. The
 // descriptors are run as one command list.
-Outcome run_sw_emu(const Workload& workload, spec::ArrayShape shape,
-                   EmuEngine engine, uint32_t threads = 1);
+Outcome run_sw_emu(const Workload& workload, spec::ArrayShape shape, EmuEngine engine, uint32_t threads = 1);
 
 // The same, with the command list given as raw bytes (for malformed lists);
 // descriptor addresses in `list` must already point into the data buffer,
 // which is placed at device address 0.
-Outcome run_sw_emu_list(const std::vector<uint8_t>& memory,
-                        const std::vector<uint8_t>& list, spec::ArrayShape shape,
-                        EmuEngine engine);
+Outcome run_sw_emu_list(const std::vector<uint8_t>& memory, const std::vector<uint8_t>& list,
+                        spec::ArrayShape shape, EmuEngine engine);
 
 // Through any opened device: `memory` is placed at device address 0 (the
 // device's first allocation in bank 0), `list` in bank 1.
-Outcome run_on_device(Device& device, const std::vector<uint8_t>& memory,
-                      const std::vector<uint8_t>& list);
+Outcome run_on_device(Device& device, const std::vector<uint8_t>& memory, const std::vector<uint8_t>& list);
 
 // tests/reference, descriptor after descriptor.
 Outcome run_reference(const Workload& workload, uint32_t rows);
@@ -44,7 +41,6 @@ Outcome run_reference(const Workload& workload, uint32_t rows);
 Outcome run_portable(const Workload& workload, uint32_t rows);
 
 // "" when equal, else where and how the images differ.
-std::string first_difference(const std::vector<uint8_t>& expected,
-                             const std::vector<uint8_t>& actual);
+std::string first_difference(const std::vector<uint8_t>& expected, const std::vector<uint8_t>& actual);
 
 }  // namespace systole::testing

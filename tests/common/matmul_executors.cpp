@@ -49,9 +49,11 @@ Status ReferenceMatmul::run(const std::vector<MatmulCall>& calls) {
         put_bf16((std::size_t(i) * call.k + p) * 2, element(call.a, call.a_transposed, call.m, call.k, i, p));
     for (uint32_t p = 0; p < call.k; ++p)
       for (uint32_t j = 0; j < call.n; ++j)
-        put_bf16(a_bytes + (std::size_t(p) * call.n + j) * 2, element(call.b, call.b_transposed, call.k, call.n, p, j));
+        put_bf16(a_bytes + (std::size_t(p) * call.n + j) * 2,
+                 element(call.b, call.b_transposed, call.k, call.n, p, j));
     if (call.accumulate) std::memcpy(memory.data() + a_bytes + b_bytes, call.c, c_bytes);
-    if (call.bias) std::memcpy(memory.data() + a_bytes + b_bytes + c_bytes, call.bias, std::size_t(call.n) * 4);
+    if (call.bias)
+      std::memcpy(memory.data() + a_bytes + b_bytes + c_bytes, call.bias, std::size_t(call.n) * 4);
     GemmProblem problem;
     problem.m = call.m;
     problem.n = call.n;

@@ -13,8 +13,7 @@ namespace {
 
 class Generator {
  public:
-  Generator(uint32_t seed, const WorkloadOptions& options)
-      : rng_(seed), options_(options) {}
+  Generator(uint32_t seed, const WorkloadOptions& options) : rng_(seed), options_(options) {}
 
   Workload build() {
     Workload w;
@@ -33,8 +32,8 @@ class Generator {
         const spec::GemmDescriptor& p = w.descriptors.back();
         d.m = p.m;
         d.n = p.n;
-        d.flags = uint8_t((d.flags & ~spec::flag::kOutputBf16) |
-                          (p.flags & spec::flag::kOutputBf16) | spec::flag::kAccumulate);
+        d.flags = uint8_t((d.flags & ~spec::flag::kOutputBf16) | (p.flags & spec::flag::kOutputBf16) |
+                          spec::flag::kAccumulate);
         d.c_addr = p.c_addr;
       }
       d.lda = d.k + pick(0, 3);
@@ -46,8 +45,7 @@ class Generator {
       if (!chain)
         d.c_addr = place(w.memory, uint64_t(d.m - 1) * d.ldc + d.n, c_bytes,
                          [&] { return c_bytes == 2 ? bf16() : fp32(); });
-      if (d.flags & spec::flag::kBias)
-        d.bias_addr = place(w.memory, d.n, 4, [&] { return fp32(); });
+      if (d.flags & spec::flag::kBias) d.bias_addr = place(w.memory, d.n, 4, [&] { return fp32(); });
       w.descriptors.push_back(d);
       w.description += "  [" + std::to_string(i) + "] M=" + std::to_string(d.m) +
                        " N=" + std::to_string(d.n) + " K=" + std::to_string(d.k) +
@@ -59,29 +57,33 @@ class Generator {
   }
 
  private:
-  uint32_t pick(uint32_t lo, uint32_t hi) {
-    return std::uniform_int_distribution<uint32_t>(lo, hi)(rng_);
-  }
+  uint32_t pick(uint32_t lo, uint32_t hi) { return std::uniform_int_distribution<uint32_t>(lo, hi)(rng_); }
 
   // A dimension near a multiple of `tile` (1, tile-1, tile, tile+1, 2*tile+1)
   // or uniform up to `usual`, and rarely the device limit itself.
   uint32_t awkward(uint32_t tile, uint32_t usual, uint32_t limit) {
     switch (pick(0, 9)) {
-      case 0: return 1;
-      case 1: return std::max(1u, tile - 1);
-      case 2: return tile;
-      case 3: return std::min(limit, tile + 1);
-      case 4: return std::min(limit, 2 * tile + 1);
-      case 5: return pick(0, 15) == 0 ? limit : pick(1, usual);
-      default: return pick(1, std::min(usual, limit));
+      case 0:
+        return 1;
+      case 1:
+        return std::max(1u, tile - 1);
+      case 2:
+        return tile;
+      case 3:
+        return std::min(limit, tile + 1);
+      case 4:
+        return std::min(limit, 2 * tile + 1);
+      case 5:
+        return pick(0, 15) == 0 ? limit : pick(1, usual);
+      default:
+        return pick(1, std::min(usual, limit));
     }
   }
 
   // Appends `count` elements of `element_bytes` at a random element-aligned
   // (not beat-aligned) offset; returns the offset of the first element.
   template <class Value>
-  uint64_t place(std::vector<uint8_t>& memory, uint64_t count,
-                 uint32_t element_bytes, Value value) {
+  uint64_t place(std::vector<uint8_t>& memory, uint64_t count, uint32_t element_bytes, Value value) {
     const uint64_t gap = uint64_t(pick(0, 40)) * element_bytes;
     uint64_t offset = (memory.size() + gap + element_bytes - 1) / element_bytes * element_bytes;
     memory.resize(offset + count * element_bytes);
@@ -111,11 +113,16 @@ class Generator {
       case Values::kExtreme: {
         const uint32_t sign = pick(0, 1) << 15;
         switch (pick(0, 11)) {
-          case 0: return sign | pick(0, 0x7F);                    // zero, subnormal
-          case 1: return pick(0, 7) ? (sign | 0x7F80) : 0x7FC1;   // Inf, NaN
-          case 2: return sign | pick(0xF0, 0xFE) << 7 | pick(0, 0x7F);  // huge
-          case 3: return sign | pick(0x01, 0x10) << 7 | pick(0, 0x7F);  // tiny
-          default: return sign | pick(0x60, 0x9F) << 7 | pick(0, 0x7F);
+          case 0:
+            return sign | pick(0, 0x7F);  // zero, subnormal
+          case 1:
+            return pick(0, 7) ? (sign | 0x7F80) : 0x7FC1;  // Inf, NaN
+          case 2:
+            return sign | pick(0xF0, 0xFE) << 7 | pick(0, 0x7F);  // huge
+          case 3:
+            return sign | pick(0x01, 0x10) << 7 | pick(0, 0x7F);  // tiny
+          default:
+            return sign | pick(0x60, 0x9F) << 7 | pick(0, 0x7F);
         }
       }
     }
@@ -125,10 +132,14 @@ class Generator {
   uint32_t fp32() {
     if (options_.values == Values::kExtreme) {
       switch (pick(0, 7)) {
-        case 0: return pick(0, 1) << 31 | pick(0, 0x7FFFFF);  // subnormal
-        case 1: return 0xFFC12345;                              // NaN
-        case 2: return pick(0, 1) << 31 | 0x7F800000;          // Inf
-        default: break;
+        case 0:
+          return pick(0, 1) << 31 | pick(0, 0x7FFFFF);  // subnormal
+        case 1:
+          return 0xFFC12345;  // NaN
+        case 2:
+          return pick(0, 1) << 31 | 0x7F800000;  // Inf
+        default:
+          break;
       }
     }
     return numerics::f32_bits(numerics::bf16_to_f32(uint16_t(bf16()))) ^ pick(0, 0xFFFF);
@@ -142,9 +153,12 @@ class Generator {
 
 const char* values_name(Values values) {
   switch (values) {
-    case Values::kTypical: return "typical";
-    case Values::kCancelling: return "cancelling";
-    case Values::kExtreme: return "extreme";
+    case Values::kTypical:
+      return "typical";
+    case Values::kCancelling:
+      return "cancelling";
+    case Values::kExtreme:
+      return "extreme";
   }
   return "?";
 }

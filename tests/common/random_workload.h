@@ -15,9 +15,9 @@
 namespace systole::testing {
 
 enum class Values {
-  kTypical,       // N(0, 1)-like bf16 values, some zeros
-  kCancelling,    // small integers and signed zeros: exact cancellations
-  kExtreme,       // all exponents, subnormals, Inf, NaN, overflow, underflow
+  kTypical,     // N(0, 1)-like bf16 values, some zeros
+  kCancelling,  // small integers and signed zeros: exact cancellations
+  kExtreme,     // all exponents, subnormals, Inf, NaN, overflow, underflow
 };
 
 const char* values_name(Values values);
@@ -36,7 +36,7 @@ struct WorkloadOptions {
   spec::ArrayShape shape{8, 8};
   uint32_t descriptors = 6;
   Values values = Values::kTypical;
-  uint32_t max_m = 40;   // keep the HLS engine fast; some cases exceed it
+  uint32_t max_m = 40;  // keep the HLS engine fast; some cases exceed it
 };
 
 Workload make_workload(uint32_t seed, const WorkloadOptions& options);

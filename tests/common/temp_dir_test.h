@@ -15,10 +15,11 @@ namespace systole::testing {
 class TempDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("systole_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()) +
-            "_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        std::filesystem::temp_directory_path() /
+        ("systole_" +
+         std::string(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()) + "_" +
+         std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

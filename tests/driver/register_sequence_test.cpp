@@ -100,10 +100,14 @@ TEST(RegisterSequence, WritesArgumentsThenApStartAndCollectsResults) {
   const std::vector<std::pair<uint32_t, uint32_t>> expected = {
       {reg::kCommandAddrLo, uint32_t(list.address())},
       {reg::kCommandAddrHi, 0},
-      {reg::kABaseLo, 0}, {reg::kABaseHi, 0},
-      {reg::kBBaseLo, 0}, {reg::kBBaseHi, 0},
-      {reg::kCBaseLo, 0}, {reg::kCBaseHi, 0},
-      {reg::kMemBytesLo, 4u << 20}, {reg::kMemBytesHi, 0},
+      {reg::kABaseLo, 0},
+      {reg::kABaseHi, 0},
+      {reg::kBBaseLo, 0},
+      {reg::kBBaseHi, 0},
+      {reg::kCBaseLo, 0},
+      {reg::kCBaseHi, 0},
+      {reg::kMemBytesLo, 4u << 20},
+      {reg::kMemBytesHi, 0},
       {reg::kControl, spec::ctrl::kApStart},
   };
   EXPECT_EQ(fake->writes, expected);

@@ -72,8 +72,7 @@ TEST(SwEmu, BuffersCheckTheirRanges) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("[93, 101)"), std::string::npos) << status.message();
   EXPECT_EQ(buffer.read(bytes, 1, 100).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(buffer.sync(Buffer::SyncDirection::kToDevice, 10, 95).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(buffer.sync(Buffer::SyncDirection::kToDevice, 10, 95).code(), StatusCode::kInvalidArgument);
 
   // Round trip through device memory.
   ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kToDevice).ok());
@@ -124,8 +123,7 @@ struct LongRun {
 
 LongRun long_running_list(Device& device) {
   const uint32_t m = 256, n = 2048, k = 128;
-  Buffer data = device.allocate(uint64_t(m) * k * 2 + uint64_t(k) * n * 2 + uint64_t(m) * n * 4,
-                                0).value();
+  Buffer data = device.allocate(uint64_t(m) * k * 2 + uint64_t(k) * n * 2 + uint64_t(m) * n * 4, 0).value();
   GemmProblem problem;
   problem.m = m;
   problem.n = n;
@@ -188,8 +186,7 @@ TEST(SwEmu, ComputeUnitsRunConcurrentlyAndCorrectly) {
     std::vector<uint8_t> memory(workloads[unit].memory.size());
     ASSERT_TRUE(data[unit].sync(Buffer::SyncDirection::kFromDevice).ok());
     ASSERT_TRUE(data[unit].read(memory.data(), memory.size()).ok());
-    EXPECT_EQ(testing::first_difference(testing::run_reference(workloads[unit], 8).memory, memory),
-              "")
+    EXPECT_EQ(testing::first_difference(testing::run_reference(workloads[unit], 8).memory, memory), "")
         << "seed " << 100 + unit << " on unit " << unit;
   }
 }

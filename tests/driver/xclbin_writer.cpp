@@ -3,8 +3,8 @@
 
 #include <xrt/xclbin.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -31,7 +31,8 @@ std::string hex(uint64_t value) {
 
 std::vector<XclbinArg> spec_kernel_args() {
   std::vector<XclbinArg> args;
-  for (const spec::KernelArg& arg : spec::kKernelArgs) args.push_back({arg.name, arg.offset, arg.bytes, arg.memory});
+  for (const spec::KernelArg& arg : spec::kKernelArgs)
+    args.push_back({arg.name, arg.offset, arg.bytes, arg.memory});
   return args;
 }
 
@@ -110,16 +111,18 @@ std::vector<char> make_xclbin(const XclbinDescription& d) {
         << "<core name=\"OCL_REGION_0\" target=\"bitstream\" type=\"clc_region\" numComputeUnits=\""
         << d.compute_units << "\">\n"
         << "<kernel name=\"" << d.kernel << "\" language=\"ip_c\" hwControlProtocol=\"ap_ctrl_hs\">\n"
-        << "<port name=\"s_axi_control\" mode=\"slave\" range=\"0x1000\" dataWidth=\"32\" portType=\"addressable\" base=\"0x0\"/>\n";
+        << "<port name=\"s_axi_control\" mode=\"slave\" range=\"0x1000\" dataWidth=\"32\" "
+           "portType=\"addressable\" base=\"0x0\"/>\n";
     for (const XclbinArg& arg : d.args)
       if (arg.memory)
         xml << "<port name=\"m_axi_" << arg.name
-            << "\" mode=\"master\" range=\"0xFFFFFFFFFFFFFFFF\" dataWidth=\"512\" portType=\"addressable\" base=\"0x0\"/>\n";
+            << "\" mode=\"master\" range=\"0xFFFFFFFFFFFFFFFF\" dataWidth=\"512\" portType=\"addressable\" "
+               "base=\"0x0\"/>\n";
     for (std::size_t index = 0; index < d.args.size(); ++index) {
       const XclbinArg& arg = d.args[index];
       xml << "<arg name=\"" << arg.name << "\" addressQualifier=\"" << (arg.memory ? 1 : 0) << "\" id=\""
-          << index << "\" port=\"" << (arg.memory ? "m_axi_" + arg.name : "s_axi_control")
-          << "\" size=\"" << hex(arg.bytes) << "\" offset=\"" << hex(arg.offset) << "\" hostOffset=\"0x0\" hostSize=\""
+          << index << "\" port=\"" << (arg.memory ? "m_axi_" + arg.name : "s_axi_control") << "\" size=\""
+          << hex(arg.bytes) << "\" offset=\"" << hex(arg.offset) << "\" hostOffset=\"0x0\" hostSize=\""
           << hex(arg.bytes) << "\" type=\"" << (arg.memory ? "void*" : "uint") << "\"/>\n";
     }
     for (uint32_t u = 0; u < d.compute_units; ++u)

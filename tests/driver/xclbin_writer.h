@@ -22,7 +22,7 @@ struct XclbinArg {
 
 struct XclbinDescription {
   std::string kernel = "systole_rtl";  // spec::kRtlKernelName
-  std::vector<XclbinArg> args;  // in argument-index order
+  std::vector<XclbinArg> args;         // in argument-index order
   uint32_t compute_units = 1;
   uint32_t hbm_banks = 32;
   std::string memory_kind = "HBM";  // or "DDR": a platform without HBM

@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "driver/xclbin_writer.h"
 #include "common/temp_dir_test.h"
+#include "driver/xclbin_writer.h"
 #include "systole/driver.h"
 #include "systole/spec.h"
 #include "xclbin_topology.h"
@@ -65,7 +65,8 @@ TEST_F(Xclbin, GivesComputeUnitsRegistersAndBanks) {
 TEST_F(Xclbin, AnHlsKernelKeepsTheRegistersVitisGaveIt) {
   XclbinDescription description = systole_xclbin(1);
   description.kernel = spec::kHlsKernelName;
-  for (std::size_t i = 4; i < description.args.size(); ++i) description.args[i].offset = 0x100 + 0x10 * uint32_t(i);
+  for (std::size_t i = 4; i < description.args.size(); ++i)
+    description.args[i].offset = 0x100 + 0x10 * uint32_t(i);
   auto topology = read_xclbin_topology(write(description));
   ASSERT_TRUE(topology.ok()) << topology.status().to_string();
   EXPECT_EQ(topology->kernel, spec::kHlsKernelName);
@@ -76,7 +77,8 @@ TEST_F(Xclbin, MismatchesWithHwSpecAreErrorsThatNameThem) {
   XclbinDescription moved = systole_xclbin(1);
   moved.args[1].offset = 0x1C;
   EXPECT_NE(error_of(moved).find("argument 'a' of systole_rtl is at register 0x1c, hw/spec's map has 0x18"),
-            std::string::npos) << error_of(moved);
+            std::string::npos)
+      << error_of(moved);
 
   XclbinDescription renamed = systole_xclbin(1);
   renamed.args[3].name = "out";
@@ -85,17 +87,20 @@ TEST_F(Xclbin, MismatchesWithHwSpecAreErrorsThatNameThem) {
 
   XclbinDescription short_list = systole_xclbin(1);
   short_list.args.pop_back();
-  EXPECT_NE(error_of(short_list).find("has 21 arguments, hw/spec 22"), std::string::npos) << error_of(short_list);
+  EXPECT_NE(error_of(short_list).find("has 21 arguments, hw/spec 22"), std::string::npos)
+      << error_of(short_list);
 
   XclbinDescription other = systole_xclbin(1);
   other.kernel = "vadd";
   EXPECT_NE(error_of(other).find("no Systole kernel (systole_rtl or systole_top); it has: vadd"),
-            std::string::npos) << error_of(other);
+            std::string::npos)
+      << error_of(other);
 
   XclbinDescription unconnected = systole_xclbin(2);
   unconnected.banks[1][2].clear();
   EXPECT_NE(error_of(unconnected).find("systole_rtl_2 argument 'b' is connected to no memory"),
-            std::string::npos) << error_of(unconnected);
+            std::string::npos)
+      << error_of(unconnected);
 
   XclbinDescription ddr = systole_xclbin(1);
   ddr.memory_kind = "DDR";

@@ -25,9 +25,8 @@ TEST_P(Differential, AllModelsAgreeToTheBit) {
   options.values = values;
   options.descriptors = 6;
   const Workload workload = make_workload(seed, options);
-  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(size) + "x" +
-               std::to_string(size) + ", " + values_name(values) + " values, descriptors:\n" +
-               workload.description);
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(size) + "x" + std::to_string(size) +
+               ", " + values_name(values) + " values, descriptors:\n" + workload.description);
 
   const Outcome expected = run_reference(workload, shape.rows);
   const Outcome hls = run_sw_emu(workload, shape, EmuEngine::kHls);
@@ -47,8 +46,7 @@ TEST_P(Differential, AllModelsAgreeToTheBit) {
     EXPECT_EQ(fast.counters.descriptors_done, hls.counters.descriptors_done);
   }
   const Outcome portable = run_portable(workload, shape.rows);
-  EXPECT_EQ(first_difference(expected.memory, portable.memory), "")
-      << "portable fast path vs reference";
+  EXPECT_EQ(first_difference(expected.memory, portable.memory), "") << "portable fast path vs reference";
 
   uint64_t macs = 0;
   for (const spec::GemmDescriptor& d : workload.descriptors) macs += uint64_t(d.m) * d.n * d.k;
@@ -59,14 +57,11 @@ TEST_P(Differential, AllModelsAgreeToTheBit) {
 INSTANTIATE_TEST_SUITE_P(
     Emu, Differential,
     ::testing::Combine(::testing::Values(4u, 8u, 16u),
-                       ::testing::Values(Values::kTypical, Values::kCancelling,
-                                         Values::kExtreme),
+                       ::testing::Values(Values::kTypical, Values::kCancelling, Values::kExtreme),
                        ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u)),
     [](const ::testing::TestParamInfo<Param>& info) {
-      return std::to_string(std::get<0>(info.param)) + "x" +
-             std::to_string(std::get<0>(info.param)) + "_" +
-             values_name(std::get<1>(info.param)) + "_seed" +
-             std::to_string(std::get<2>(info.param));
+      return std::to_string(std::get<0>(info.param)) + "x" + std::to_string(std::get<0>(info.param)) + "_" +
+             values_name(std::get<1>(info.param)) + "_seed" + std::to_string(std::get<2>(info.param));
     });
 
 }  // namespace

@@ -32,30 +32,52 @@ const Corruption kDescriptorCorruptions[] = {
     {"n_zero", [](auto& d) { d.n = 0; }, spec::ErrorCode::kBadDimension},
     {"k_zero", [](auto& d) { d.k = 0; }, spec::ErrorCode::kBadDimension},
     {"m_too_big", [](auto& d) { d.m = kShape.max_m() + 1; }, spec::ErrorCode::kBadDimension},
-    {"k_too_big", [](auto& d) { d.k = kShape.max_k() + 1; d.lda = d.k; },
+    {"k_too_big",
+     [](auto& d) {
+       d.k = kShape.max_k() + 1;
+       d.lda = d.k;
+     },
      spec::ErrorCode::kBadDimension},
     {"n_too_big", [](auto& d) { d.n = kShape.max_n() + 1; }, spec::ErrorCode::kBadDimension},
     {"lda_short", [](auto& d) { d.lda = d.k - 1; }, spec::ErrorCode::kBadLeadingDim},
     {"ldb_short", [](auto& d) { d.ldb = d.n - 1; }, spec::ErrorCode::kBadLeadingDim},
     {"ldc_short", [](auto& d) { d.ldc = d.n - 1; }, spec::ErrorCode::kBadLeadingDim},
     {"a_odd", [](auto& d) { d.a_addr += 1; }, spec::ErrorCode::kMisalignedAddress},
-    {"c_fp32_half", [](auto& d) { d.flags &= ~spec::flag::kOutputBf16; d.c_addr += 2; },
+    {"c_fp32_half",
+     [](auto& d) {
+       d.flags &= ~spec::flag::kOutputBf16;
+       d.c_addr += 2;
+     },
      spec::ErrorCode::kMisalignedAddress},
-    {"bias_half", [](auto& d) { d.flags |= spec::flag::kBias; d.bias_addr = 2; },
+    {"bias_half",
+     [](auto& d) {
+       d.flags |= spec::flag::kBias;
+       d.bias_addr = 2;
+     },
      spec::ErrorCode::kMisalignedAddress},
     {"b_past_end", [](auto& d) { d.b_addr = kDeviceBytes; }, spec::ErrorCode::kAddressOutOfRange},
-    {"c_straddles_end", [](auto& d) { d.c_addr = kDeviceBytes - 4; d.m = 2; },
+    {"c_straddles_end",
+     [](auto& d) {
+       d.c_addr = kDeviceBytes - 4;
+       d.m = 2;
+     },
      spec::ErrorCode::kAddressOutOfRange},
-    {"huge_ldc", [](auto& d) { d.ldc = 0xFFFFFFFF; d.m = 256; },
+    {"huge_ldc",
+     [](auto& d) {
+       d.ldc = 0xFFFFFFFF;
+       d.m = 256;
+     },
      spec::ErrorCode::kAddressOutOfRange},
-    {"bias_past_end", [](auto& d) { d.flags |= spec::flag::kBias; d.bias_addr = kDeviceBytes; },
+    {"bias_past_end",
+     [](auto& d) {
+       d.flags |= spec::flag::kBias;
+       d.bias_addr = kDeviceBytes;
+     },
      spec::ErrorCode::kAddressOutOfRange},
-    {"a_near_2_64", [](auto& d) { d.a_addr = ~uint64_t(0) - 1; },
-     spec::ErrorCode::kAddressOutOfRange},
+    {"a_near_2_64", [](auto& d) { d.a_addr = ~uint64_t(0) - 1; }, spec::ErrorCode::kAddressOutOfRange},
 };
 
-class DescriptorErrors
-    : public ::testing::TestWithParam<std::tuple<EmuEngine, Corruption>> {};
+class DescriptorErrors : public ::testing::TestWithParam<std::tuple<EmuEngine, Corruption>> {};
 
 TEST_P(DescriptorErrors, ReportCodeAndIndexAndWriteNothing) {
   const auto& [engine, corruption] = GetParam();
@@ -73,23 +95,20 @@ TEST_P(DescriptorErrors, ReportCodeAndIndexAndWriteNothing) {
   SCOPED_TRACE(std::string("seed ") + std::to_string(seed) + ", corruption " + corruption.name);
   EXPECT_EQ(outcome.status.code(), StatusCode::kDeviceError) << outcome.status.to_string();
   EXPECT_EQ(outcome.error, corruption.expected)
-      << spec::error_code_name(outcome.error) << " instead of "
-      << spec::error_code_name(corruption.expected);
+      << spec::error_code_name(outcome.error) << " instead of " << spec::error_code_name(corruption.expected);
   EXPECT_EQ(outcome.error_index, bad);
-  EXPECT_NE(outcome.status.message().find("descriptor 2"), std::string::npos)
-      << outcome.status.message();
+  EXPECT_NE(outcome.status.message().find("descriptor 2"), std::string::npos) << outcome.status.message();
   EXPECT_EQ(outcome.counters.descriptors_done, 0u);
   EXPECT_EQ(first_difference(workload.memory, outcome.memory), "") << "memory was written";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Emu, DescriptorErrors,
-    ::testing::Combine(::testing::Values(EmuEngine::kHls, EmuEngine::kFast),
-                       ::testing::ValuesIn(kDescriptorCorruptions)),
-    [](const auto& info) {
-      return std::string(std::get<0>(info.param) == EmuEngine::kHls ? "hls_" : "fast_") +
-             std::get<1>(info.param).name;
-    });
+INSTANTIATE_TEST_SUITE_P(Emu, DescriptorErrors,
+                         ::testing::Combine(::testing::Values(EmuEngine::kHls, EmuEngine::kFast),
+                                            ::testing::ValuesIn(kDescriptorCorruptions)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == EmuEngine::kHls ? "hls_" : "fast_") +
+                                  std::get<1>(info.param).name;
+                         });
 
 struct HeaderCorruption {
   const char* name;
@@ -99,16 +118,13 @@ struct HeaderCorruption {
 
 const HeaderCorruption kHeaderCorruptions[] = {
     {"magic", [](auto& h) { h.magic ^= 1; }, spec::ErrorCode::kBadMagic},
-    {"version", [](auto& h) { h.version_major = spec::kVersionMajor + 1; },
-     spec::ErrorCode::kBadVersion},
+    {"version", [](auto& h) { h.version_major = spec::kVersionMajor + 1; }, spec::ErrorCode::kBadVersion},
     {"count_zero", [](auto& h) { h.count = 0; }, spec::ErrorCode::kBadCount},
-    {"count_too_big", [](auto& h) { h.count = kShape.max_descriptors() + 1; },
-     spec::ErrorCode::kBadCount},
+    {"count_too_big", [](auto& h) { h.count = kShape.max_descriptors() + 1; }, spec::ErrorCode::kBadCount},
     {"reserved", [](auto& h) { h.reserved[12] = 5; }, spec::ErrorCode::kBadFlags},
 };
 
-class HeaderErrors
-    : public ::testing::TestWithParam<std::tuple<EmuEngine, HeaderCorruption>> {};
+class HeaderErrors : public ::testing::TestWithParam<std::tuple<EmuEngine, HeaderCorruption>> {};
 
 TEST_P(HeaderErrors, ReportCodeAndWriteNothing) {
   const auto& [engine, corruption] = GetParam();
@@ -126,21 +142,19 @@ TEST_P(HeaderErrors, ReportCodeAndWriteNothing) {
   SCOPED_TRACE(corruption.name);
   EXPECT_EQ(outcome.status.code(), StatusCode::kDeviceError) << outcome.status.to_string();
   EXPECT_EQ(outcome.error, corruption.expected)
-      << spec::error_code_name(outcome.error) << " instead of "
-      << spec::error_code_name(corruption.expected);
+      << spec::error_code_name(outcome.error) << " instead of " << spec::error_code_name(corruption.expected);
   EXPECT_EQ(outcome.error_index, spec::kHeaderErrorIndex);
   EXPECT_NE(outcome.status.message().find("header"), std::string::npos);
   EXPECT_EQ(first_difference(memory, outcome.memory), "") << "memory was written";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Emu, HeaderErrors,
-    ::testing::Combine(::testing::Values(EmuEngine::kHls, EmuEngine::kFast),
-                       ::testing::ValuesIn(kHeaderCorruptions)),
-    [](const auto& info) {
-      return std::string(std::get<0>(info.param) == EmuEngine::kHls ? "hls_" : "fast_") +
-             std::get<1>(info.param).name;
-    });
+INSTANTIATE_TEST_SUITE_P(Emu, HeaderErrors,
+                         ::testing::Combine(::testing::Values(EmuEngine::kHls, EmuEngine::kFast),
+                                            ::testing::ValuesIn(kHeaderCorruptions)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == EmuEngine::kHls ? "hls_" : "fast_") +
+                                  std::get<1>(info.param).name;
+                         });
 
 }  // namespace
 }  // namespace systole::testing

@@ -11,17 +11,14 @@
 #include "systole/gemm_plan.h"
 #include "systole_kernel.h"
 
-extern "C" void systole_top(const systole::hls_kernel::Beat* cmd,
-                            const systole::hls_kernel::Beat* a,
-                            const systole::hls_kernel::Beat* b,
-                            systole::hls_kernel::Beat* c, uint64_t mem_bytes,
-                            uint32_t* status, uint32_t* error_index,
-                            uint32_t* descriptors_done, uint64_t* busy_cycles,
-                            uint64_t* macs, uint64_t* dma_read_bytes,
-                            uint64_t* dma_write_bytes, uint64_t* stall_cycles, uint32_t* id,
-                            uint32_t* version, uint32_t* array_rows, uint32_t* array_cols,
-                            uint32_t* max_m, uint32_t* max_n, uint32_t* max_k,
-                            uint32_t* beat_bytes, uint32_t* max_descriptors);
+extern "C" void systole_top(const systole::hls_kernel::Beat* cmd, const systole::hls_kernel::Beat* a,
+                            const systole::hls_kernel::Beat* b, systole::hls_kernel::Beat* c,
+                            uint64_t mem_bytes, uint32_t* status, uint32_t* error_index,
+                            uint32_t* descriptors_done, uint64_t* busy_cycles, uint64_t* macs,
+                            uint64_t* dma_read_bytes, uint64_t* dma_write_bytes, uint64_t* stall_cycles,
+                            uint32_t* id, uint32_t* version, uint32_t* array_rows, uint32_t* array_cols,
+                            uint32_t* max_m, uint32_t* max_n, uint32_t* max_k, uint32_t* beat_bytes,
+                            uint32_t* max_descriptors);
 
 namespace systole {
 namespace {
@@ -43,14 +40,13 @@ TEST(HlsTop, RunsCommandListsThroughItsPorts) {
     uint32_t status = 99, error_index = 99, done = 0;
     uint64_t busy = 0, macs = 0, read = 0, written = 0, stalls = 1;
     uint32_t id[9] = {};  // the identification outputs, in kKernelArgs order
-    systole_top(commands.data(), memory.data(), memory.data(), memory.data(),
-                memory.size() * 64, &status, &error_index, &done, &busy, &macs, &read,
-                &written, &stalls, &id[0], &id[1], &id[2], &id[3], &id[4], &id[5], &id[6],
-                &id[7], &id[8]);
+    systole_top(commands.data(), memory.data(), memory.data(), memory.data(), memory.size() * 64, &status,
+                &error_index, &done, &busy, &macs, &read, &written, &stalls, &id[0], &id[1], &id[2], &id[3],
+                &id[4], &id[5], &id[6], &id[7], &id[8]);
     constexpr spec::ArrayShape shape{8, 8};
-    const uint32_t expected_id[9] = {spec::kDeviceId, spec::kVersion, 8, 8, shape.max_m(),
-                                     shape.max_n(), shape.max_k(), spec::kBeatBytes,
-                                     shape.max_descriptors()};
+    const uint32_t expected_id[9] = {
+        spec::kDeviceId,  spec::kVersion,         8, 8, shape.max_m(), shape.max_n(), shape.max_k(),
+        spec::kBeatBytes, shape.max_descriptors()};
     for (int i = 0; i < 9; ++i) EXPECT_EQ(id[i], expected_id[i]) << "identification output " << i;
     EXPECT_EQ(status, 0u) << "seed " << seed;
     EXPECT_EQ(done, workload.descriptors.size());
@@ -61,7 +57,8 @@ TEST(HlsTop, RunsCommandListsThroughItsPorts) {
     std::vector<uint8_t> result(workload.memory.size());
     std::memcpy(result.data(), memory.data(), result.size());
     EXPECT_EQ(testing::first_difference(testing::run_reference(workload, 8).memory, result), "")
-        << "seed " << seed << "\n" << workload.description;
+        << "seed " << seed << "\n"
+        << workload.description;
   }
 }
 

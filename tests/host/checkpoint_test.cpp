@@ -38,7 +38,8 @@ TEST_F(Checkpoints, RoundTripAndLayout) {
   in.read(header.data(), std::streamsize(length));
   EXPECT_EQ(length % 8, 0u) << "data starts 8-byte aligned";
   EXPECT_NE(header.find(R"("layers.0.weight":{"data_offsets":[0,24],"dtype":"F32","shape":[2,3]})"),
-            std::string::npos) << header;
+            std::string::npos)
+      << header;
   EXPECT_EQ(std::filesystem::file_size(path("a.safetensors")), 8 + length + 32);
 
   auto back = read_safetensors(path("a.safetensors"));
@@ -60,14 +61,16 @@ TEST_F(Checkpoints, CorruptFilesAreRejectedWithTheReason) {
   expect(R"({"w":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}})", 2, "tensor 'w': dtype \"F16\"");
   expect(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8, "shape holds 2 elements");
   expect(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8, "outside the file's 8 data bytes");
-  expect(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"v":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-         8, "tensors overlap");
+  expect(
+      R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"v":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+      8, "tensors overlap");
   expect(R"({"w":{"dtype":"F32"}})", 0, "needs dtype, shape and data_offsets");
   // A shape whose element count wraps around 2^64 to the bytes present.
   expect(R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})", 0,
          "holds more than the file's 0 data bytes");
-  expect(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"__metadata__":{"data_crc32c":"00000000"}})", 4,
-         "the data section's CRC-32C is");
+  expect(
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"__metadata__":{"data_crc32c":"00000000"}})",
+      4, "the data section's CRC-32C is");
   {
     std::ofstream out(path("bad.safetensors"), std::ios::binary);
     const uint64_t length = 1000;
@@ -117,7 +120,8 @@ TEST_F(Checkpoints, CountsTravelAsInt64) {
   std::string header(length, '\0');
   in.read(header.data(), std::streamsize(length));
   EXPECT_NE(header.find(R"("1.num_batches_tracked":{"data_offsets":[0,8],"dtype":"I64","shape":[]})"),
-            std::string::npos) << header;
+            std::string::npos)
+      << header;
   int64_t count = 0;
   in.read(reinterpret_cast<char*>(&count), 8);
   EXPECT_EQ(count, 429);

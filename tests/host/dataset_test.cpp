@@ -15,7 +15,6 @@ namespace {
 
 class IdxFiles : public testing::TempDirTest {
  protected:
-
   static void put32(std::vector<uint8_t>& out, uint32_t v) {
     for (int shift = 24; shift >= 0; shift -= 8) out.push_back(uint8_t(v >> shift));
   }
@@ -78,8 +77,7 @@ TEST_F(IdxFiles, ErrorsNameTheFileAndTheProblem) {
          "5 labels for 4 images");
   expect(read_idx(write("i.gz", images(5, 2, 3)), good_labels, 3), StatusCode::kInvalidArgument,
          "label 3 of example 3 is not below 3");
-  expect(read_idx(path("missing.gz"), good_labels, 10), StatusCode::kNotFound,
-         "missing.gz: cannot open");
+  expect(read_idx(path("missing.gz"), good_labels, 10), StatusCode::kNotFound, "missing.gz: cannot open");
   expect(read_idx(write("zero.gz", images(0, 2, 3)), good_labels, 10), StatusCode::kInvalidArgument,
          "dimension 0 is zero");
 }

@@ -48,7 +48,7 @@ TEST(GemmPlan, SplitsIntoDeviceSizedChains) {
   GemmProblem problem;
   problem.m = 300;  // 256 + 44
   problem.n = 5;
-  problem.k = 70;   // 32 + 32 + 6 on a 4x4 array
+  problem.k = 70;  // 32 + 32 + 6 on a 4x4 array
   problem.a = {0x1000, 72};
   problem.b = {0x100000, 5};
   problem.c = {0x200000, 8};
@@ -104,8 +104,7 @@ TEST(GemmPlan, ATiledGemmOnTheDeviceEqualsOneLongDescriptor) {
   tiled.memory = memory;
   tiled.descriptors = plan_gemm(device_info(size), problem).value();
   ASSERT_EQ(tiled.descriptors.size(), 6u);
-  const testing::Outcome device =
-      testing::run_sw_emu(tiled, {size, size}, EmuEngine::kFast, 2);
+  const testing::Outcome device = testing::run_sw_emu(tiled, {size, size}, EmuEngine::kFast, 2);
   ASSERT_TRUE(device.status.ok()) << device.status.to_string();
 
   // One descriptor with the whole problem, beyond the device's limits: only

@@ -32,24 +32,41 @@ LayerConfig layer(const std::string& type, std::vector<std::pair<std::string, st
 // purpose (odd, strided, asymmetric padding).
 std::vector<Case> cases() {
   return {
-      {"dense_relu", {{6}, 3, {layer("dense", {{"units", "5"}, {"activation", "relu"}}),
-                               layer("dense", {{"units", "4"}}), layer("relu"), layer("dense", {{"units", "3"}})}}},
-      {"conv_pool", {{5, 5, 2}, 3, {layer("conv2d", {{"filters", "3"}, {"kernel_size", "3"}, {"padding", "same"},
-                                                     {"activation", "relu"}}),
-                                      layer("max_pooling2d", {{"pool_size", "2"}}), layer("flatten"),
-                                      layer("dense", {{"units", "3"}})}}},
-      {"conv_strided", {{6, 5, 1}, 3, {layer("conv2d", {{"filters", "2"}, {"kernel_size", "[3, 2]"},
-                                                        {"strides", "2"}, {"padding", "same"}}),
-                                         layer("conv2d", {{"filters", "2"}, {"kernel_size", "2"},
-                                                          {"activation", "relu"}, {"use_bias", "false"}}),
-                                         layer("flatten"), layer("dense", {{"units", "3"}})}}},
-      {"dense_batch_norm", {{6}, 3, {layer("dense", {{"units", "5"}}), layer("batch_normalization"), layer("relu"),
-                                     layer("dense", {{"units", "3"}})}}},
-      {"conv_batch_norm", {{4, 4, 1}, 3, {layer("conv2d", {{"filters", "3"}, {"kernel_size", "3"}, {"padding", "same"}}),
-                                          layer("batch_normalization", {{"momentum", "0.9"}}), layer("flatten"),
-                                          layer("dense", {{"units", "3"}})}}},
-      {"dropout", {{6}, 3, {layer("dense", {{"units", "8"}, {"activation", "relu"}}),
-                            layer("dropout", {{"rate", "0.4"}}), layer("dense", {{"units", "3"}})}}},
+      {"dense_relu",
+       {{6},
+        3,
+        {layer("dense", {{"units", "5"}, {"activation", "relu"}}), layer("dense", {{"units", "4"}}),
+         layer("relu"), layer("dense", {{"units", "3"}})}}},
+      {"conv_pool",
+       {{5, 5, 2},
+        3,
+        {layer("conv2d",
+               {{"filters", "3"}, {"kernel_size", "3"}, {"padding", "same"}, {"activation", "relu"}}),
+         layer("max_pooling2d", {{"pool_size", "2"}}), layer("flatten"), layer("dense", {{"units", "3"}})}}},
+      {"conv_strided",
+       {{6, 5, 1},
+        3,
+        {layer("conv2d",
+               {{"filters", "2"}, {"kernel_size", "[3, 2]"}, {"strides", "2"}, {"padding", "same"}}),
+         layer("conv2d",
+               {{"filters", "2"}, {"kernel_size", "2"}, {"activation", "relu"}, {"use_bias", "false"}}),
+         layer("flatten"), layer("dense", {{"units", "3"}})}}},
+      {"dense_batch_norm",
+       {{6},
+        3,
+        {layer("dense", {{"units", "5"}}), layer("batch_normalization"), layer("relu"),
+         layer("dense", {{"units", "3"}})}}},
+      {"conv_batch_norm",
+       {{4, 4, 1},
+        3,
+        {layer("conv2d", {{"filters", "3"}, {"kernel_size", "3"}, {"padding", "same"}}),
+         layer("batch_normalization", {{"momentum", "0.9"}}), layer("flatten"),
+         layer("dense", {{"units", "3"}})}}},
+      {"dropout",
+       {{6},
+        3,
+        {layer("dense", {{"units", "8"}, {"activation", "relu"}}), layer("dropout", {{"rate", "0.4"}}),
+         layer("dense", {{"units", "3"}})}}},
   };
 }
 
@@ -91,8 +108,8 @@ double loss(Sequential& model, MatmulExecutor& matmul, const Batch& batch, bool 
 // Central differences of the loss in each of `values` (parameters of
 // `model`) against analytic(i).
 template <class Analytic>
-void check_finite_differences(Sequential& model, const Batch& batch, std::vector<float>& values, Analytic analytic,
-                              const std::string& what) {
+void check_finite_differences(Sequential& model, const Batch& batch, std::vector<float>& values,
+                              Analytic analytic, const std::string& what) {
   testing::ExactMatmul exact;
   for (std::size_t i = 0; i < values.size(); ++i) {
     const float saved = values[i], h = 1e-3f;
@@ -115,9 +132,9 @@ TEST(Layers, GradientsMatchFiniteDifferences) {
     loss(*model, exact, batch, true);
     const std::vector<float> analytic = model->parameters().gradients();
     ASSERT_EQ(analytic.size(), model->parameters().trainable().size());
-    check_finite_differences(*model, batch, model->parameters().trainable(),
-                             [&](std::size_t i) { return analytic[i]; },
-                             std::string(c.name) + ", seed " + std::to_string(seed) + ", parameter");
+    check_finite_differences(
+        *model, batch, model->parameters().trainable(), [&](std::size_t i) { return analytic[i]; },
+        std::string(c.name) + ", seed " + std::to_string(seed) + ", parameter");
   }
 }
 
@@ -129,9 +146,11 @@ TEST(Layers, GradientsMatchFiniteDifferences) {
 TEST(Layers, EmbeddingGradientsMatchFiniteDifferences) {
   for (const char* row_bias : {"false", "true"}) {
     SCOPED_TRACE(std::string("row_bias ") + row_bias);
-    ModelSpec spec{{2}, 2, {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}}),
-                            layer("dense", {{"units", "4"}, {"activation", "relu"}}), layer("dense", {{"units", "3"}}),
-                            layer("dot", {{"row_bias", row_bias}})}};
+    ModelSpec spec{{2},
+                   2,
+                   {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}}),
+                    layer("dense", {{"units", "4"}, {"activation", "relu"}}),
+                    layer("dense", {{"units", "3"}}), layer("dot", {{"row_bias", row_bias}})}};
     const uint32_t seed = 17;
     auto model = Sequential::build(spec, seed).value();
     // Rows of U(-1, 1) instead of Keras' U(-0.05, 0.05): pre-activations
@@ -148,13 +167,18 @@ TEST(Layers, EmbeddingGradientsMatchFiniteDifferences) {
     const RowSparse sparse = store.sparse_gradient(0);
     EXPECT_EQ(sparse.rows, (std::vector<uint32_t>{0, 1, 3, 5, 6, 7, 8}));  // item i is row 5 + i
     const std::vector<float> dense = store.gradients();
-    check_finite_differences(*model, batch, store.trainable(), [&](std::size_t i) { return dense[i]; },
-                             "seed " + std::to_string(seed) + ", dense parameter");
-    check_finite_differences(*model, batch, store.tables(), [&](std::size_t i) -> double {
-      const uint32_t row = uint32_t(i / 3);
-      const auto at = std::find(sparse.rows.begin(), sparse.rows.end(), row);
-      return at == sparse.rows.end() ? 0.0 : sparse.values[std::size_t(at - sparse.rows.begin()) * 3 + i % 3];
-    }, "seed " + std::to_string(seed) + ", table value");
+    check_finite_differences(
+        *model, batch, store.trainable(), [&](std::size_t i) { return dense[i]; },
+        "seed " + std::to_string(seed) + ", dense parameter");
+    check_finite_differences(
+        *model, batch, store.tables(),
+        [&](std::size_t i) -> double {
+          const uint32_t row = uint32_t(i / 3);
+          const auto at = std::find(sparse.rows.begin(), sparse.rows.end(), row);
+          return at == sparse.rows.end() ? 0.0
+                                         : sparse.values[std::size_t(at - sparse.rows.begin()) * 3 + i % 3];
+        },
+        "seed " + std::to_string(seed) + ", table value");
   }
 }
 
@@ -163,8 +187,10 @@ TEST(Layers, DotRowBiasesAreTheVectorsLastValues) {
   const float user[] = {0.5f, -2.0f, 3.0f}, item[] = {4.0f, 0.25f, -1.5f};
   EXPECT_EQ((DotScore{3, false})(user, item), 0.5f * 4.0f - 2.0f * 0.25f + 3.0f * -1.5f);
   EXPECT_EQ((DotScore{3, true})(user, item), 0.5f * 4.0f - 2.0f * 0.25f + 3.0f - 1.5f);
-  ModelSpec one_value{{2}, 2, {layer("embedding", {{"input_dim", "4"}, {"output_dim", "1"}}),
-                               layer("dot", {{"row_bias", "true"}})}};
+  ModelSpec one_value{
+      {2},
+      2,
+      {layer("embedding", {{"input_dim", "4"}, {"output_dim", "1"}}), layer("dot", {{"row_bias", "true"}})}};
   EXPECT_EQ(Sequential::build(one_value, 1).status().message(),
             "model.layers[1] (dot): row_bias: the towers' vectors need at least 2 values (factors, then the "
             "bias), got [2, 1]");
@@ -186,8 +212,9 @@ TEST(Layers, EmbeddingIdsOutsideTheTableAreNamed) {
   const float fraction[] = {1.5f, 0};
   EXPECT_FALSE(model->forward(context, fraction, 1).ok());
   ModelSpec mismatch{{3}, 2, {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}})}};
-  EXPECT_EQ(Sequential::build(mismatch, 1).status().message(),
-            "model.layers[0] (embedding): input_dim: 2 sizes for 3 id columns (give one size, or one per column)");
+  EXPECT_EQ(
+      Sequential::build(mismatch, 1).status().message(),
+      "model.layers[0] (embedding): input_dim: 2 sizes for 3 id columns (give one size, or one per column)");
   ModelSpec dot_on_flat{{4}, 2, {layer("dot")}};
   EXPECT_EQ(Sequential::build(dot_on_flat, 1).status().message(),
             "model.layers[0] (dot): dot expects [2, d] (two towers' vectors), got [4]");
@@ -224,7 +251,8 @@ TEST(Layers, DevicePassesEqualTheReferenceToTheBit) {
     const std::vector<float>& g = on_device->parameters().gradients();
     const std::vector<float>& r = on_reference->parameters().gradients();
     for (std::size_t i = 0; i < g.size(); ++i)
-      ASSERT_EQ(numerics::f32_bits(g[i]), numerics::f32_bits(r[i])) << c.name << ", gradient " << i << ", seed " << seed;
+      ASSERT_EQ(numerics::f32_bits(g[i]), numerics::f32_bits(r[i]))
+          << c.name << ", gradient " << i << ", seed " << seed;
   }
 }
 
@@ -232,8 +260,10 @@ TEST(Layers, DevicePassesEqualTheReferenceToTheBit) {
 // positions, patch 3x3x9) chains dW over the chunks through fp32 C: the
 // same bits as the reference's single product.
 TEST(Layers, ChunkedConvolutionEqualsOneProduct) {
-  const ModelSpec spec{{24, 24, 9}, 3, {layer("conv2d", {{"filters", "5"}, {"kernel_size", "3"}, {"padding", "same"}}),
-                                        layer("flatten"), layer("dense", {{"units", "3"}})}};
+  const ModelSpec spec{{24, 24, 9},
+                       3,
+                       {layer("conv2d", {{"filters", "5"}, {"kernel_size", "3"}, {"padding", "same"}}),
+                        layer("flatten"), layer("dense", {{"units", "3"}})}};
   Device device = open_sw_emu(16);
   const Batch batch = random_batch(spec, 200, 5);
   auto on_device = Sequential::build(spec, 5).value();
@@ -257,11 +287,16 @@ void expect_error(const ModelSpec& spec, const std::string& message) {
 TEST(Layers, BadConfigsNameTheLayerAndTheField) {
   const Shape image{28, 28, 1};
   const LayerConfig logits = layer("dense", {{"units", "10"}});
-  expect_error({image, 10, {layer("conv2d", {{"filters", "8"}, {"kernel_size", "0"}}), layer("flatten"), logits}},
-               "model.layers[0].kernel_size: expected a positive integer or a pair, got '0'");
-  expect_error({image, 10, {layer("flatten"), layer("conv2d", {{"filters", "8"}, {"kernel_size", "[3, 3, 3]"}}), logits}},
-               "model.layers[1].kernel_size: expected a positive integer or a pair");
-  expect_error({image, 10, {layer("conv2d", {{"kernel_size", "3"}}), logits}}, "model.layers[0].filters: required");
+  expect_error(
+      {image, 10, {layer("conv2d", {{"filters", "8"}, {"kernel_size", "0"}}), layer("flatten"), logits}},
+      "model.layers[0].kernel_size: expected a positive integer or a pair, got '0'");
+  expect_error(
+      {image,
+       10,
+       {layer("flatten"), layer("conv2d", {{"filters", "8"}, {"kernel_size", "[3, 3, 3]"}}), logits}},
+      "model.layers[1].kernel_size: expected a positive integer or a pair");
+  expect_error({image, 10, {layer("conv2d", {{"kernel_size", "3"}}), logits}},
+               "model.layers[0].filters: required");
   expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "-4"}}), logits}},
                "model.layers[1].units: expected a positive integer");
   expect_error({image, 10, {layer("dense", {{"units", "10"}})}},
@@ -274,31 +309,43 @@ TEST(Layers, BadConfigsNameTheLayerAndTheField) {
                "model.layers[1].activation: expected relu or linear, got 'tanh'");
   expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "12"}})}},
                "model.layers[1]: the model ends in [12], expected [10] logits");
-  expect_error({image, 10, {layer("conv2d", {{"filters", "2"}, {"kernel_size", "29"}}), layer("flatten"), logits}},
-               "model.layers[0] (conv2d): kernel_size: 29x29 is larger than the input [28, 28, 1]");
+  expect_error(
+      {image, 10, {layer("conv2d", {{"filters", "2"}, {"kernel_size", "29"}}), layer("flatten"), logits}},
+      "model.layers[0] (conv2d): kernel_size: 29x29 is larger than the input [28, 28, 1]");
   expect_error({image, 10, {layer("flatten"), layer("dropout", {{"rate", "1"}}), logits}},
                "model.layers[1].rate: expected a number in [0, 1)");
   expect_error({image, 10, {layer("flatten"), layer("batch_normalization", {{"sync", "yes"}}), logits}},
                "model.layers[1].sync: expected true or false, got 'yes'");
-  expect_error({image, 10, {layer("max_pooling2d", {{"pool_size", "2"}, {"padding", "same"}}), layer("flatten"), logits}},
-               "model.layers[0].padding: expected valid, got 'same'");
-  expect_error({{28, 28}, 10, {layer("flatten"), logits}}, "model.input_shape: expected [features] or [height, width, channels]");
+  expect_error(
+      {image,
+       10,
+       {layer("max_pooling2d", {{"pool_size", "2"}, {"padding", "same"}}), layer("flatten"), logits}},
+      "model.layers[0].padding: expected valid, got 'same'");
+  expect_error({{28, 28}, 10, {layer("flatten"), logits}},
+               "model.input_shape: expected [features] or [height, width, channels]");
   expect_error({image, 10, {}}, "model.layers: the model has no layers");
 }
 
 TEST(Layers, TorchCodeAndStateDictNames) {
-  const ModelSpec spec{{28, 28, 1}, 10, {layer("conv2d", {{"filters", "4"}, {"kernel_size", "3"}, {"strides", "2"},
-                                                         {"padding", "same"}, {"activation", "relu"}}),
-                                          layer("batch_normalization"), layer("flatten"),
-                                          layer("dense", {{"units", "10"}})}};
+  const ModelSpec spec{{28, 28, 1},
+                       10,
+                       {layer("conv2d", {{"filters", "4"},
+                                         {"kernel_size", "3"},
+                                         {"strides", "2"},
+                                         {"padding", "same"},
+                                         {"activation", "relu"}}),
+                        layer("batch_normalization"), layer("flatten"), layer("dense", {{"units", "10"}})}};
   auto model = Sequential::build(spec, 1).value();
-  EXPECT_EQ(model->torch_code(),
-            "torch.nn.Sequential(torch.nn.ZeroPad2d((0, 1, 0, 1)), torch.nn.Conv2d(1, 4, 3, stride=2), torch.nn.ReLU(), "
-            "torch.nn.BatchNorm2d(4, eps=0.001, momentum=0.01), torch.nn.Flatten(), torch.nn.Linear(784, 10))");
+  EXPECT_EQ(
+      model->torch_code(),
+      "torch.nn.Sequential(torch.nn.ZeroPad2d((0, 1, 0, 1)), torch.nn.Conv2d(1, 4, 3, stride=2), "
+      "torch.nn.ReLU(), "
+      "torch.nn.BatchNorm2d(4, eps=0.001, momentum=0.01), torch.nn.Flatten(), torch.nn.Linear(784, 10))");
   std::vector<std::string> names;
   for (const auto& entry : model->parameters().entries()) names.push_back(entry.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"1.weight", "1.bias", "3.weight", "3.bias", "3.running_mean",
-                                             "3.running_var", "3.num_batches_tracked", "5.weight", "5.bias"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"1.weight", "1.bias", "3.weight", "3.bias", "3.running_mean",
+                                      "3.running_var", "3.num_batches_tracked", "5.weight", "5.bias"}));
   EXPECT_EQ(model->parameters().find("1.weight")->shape, (std::vector<uint64_t>{4, 1, 3, 3}));
 }
 

@@ -135,9 +135,8 @@ TEST(AllReduce, ProcessesOfKReplicasSumLikeOneProcessOfAll) {
           ThreadJob::Member group(job, p);
           Strategy strategy(local, &group);
           EXPECT_EQ(strategy.num_replicas_in_sync(), replicas);
-          statuses[p] = strategy.run([&](uint32_t r) {
-            return strategy.all_reduce_sum(r, buffers[strategy.first_replica() + r]);
-          });
+          statuses[p] = strategy.run(
+              [&](uint32_t r) { return strategy.all_reduce_sum(r, buffers[strategy.first_replica() + r]); });
           std::vector<double> mine;
           for (uint32_t r = 0; r < local; ++r) mine.push_back(strategy.first_replica() + r + 1.0);
           auto total = strategy.reduce(ReduceOp::kSum, mine);
@@ -150,8 +149,8 @@ TEST(AllReduce, ProcessesOfKReplicasSumLikeOneProcessOfAll) {
       }
       for (uint32_t r = 0; r < replicas; ++r)
         ASSERT_EQ(std::memcmp(buffers[r].data(), expected.data(), length * sizeof(float)), 0)
-            << "seed " << seed << ", " << processes << " processes x " << local
-            << " replicas, length " << length << ", replica " << r;
+            << "seed " << seed << ", " << processes << " processes x " << local << " replicas, length "
+            << length << ", replica " << r;
     }
   }
 }

@@ -69,7 +69,8 @@ TEST(Crc32c, KnownValuesAndMask) {
   // (RFC 3720, B.4).
   EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);
   for (std::size_t split = 0; split <= 9; ++split)
-    EXPECT_EQ(crc32c_extend(crc32c("123456789", split), "123456789" + split, 9 - split), 0xE3069283u) << split;
+    EXPECT_EQ(crc32c_extend(crc32c("123456789", split), "123456789" + split, 9 - split), 0xE3069283u)
+        << split;
   const std::string zeros(32, '\0');
   EXPECT_EQ(crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
   // Masking: rotate right by 15, add 0xa282ead8.
@@ -78,7 +79,8 @@ TEST(Crc32c, KnownValuesAndMask) {
 }
 
 TEST_F(TFRecords, FrameLayoutAndRoundTrip) {
-  const std::vector<std::string> records = {"", "a", std::string(70000, 'x') + "end", std::string("\0\1\2", 3)};
+  const std::vector<std::string> records = {"", "a", std::string(70000, 'x') + "end",
+                                            std::string("\0\1\2", 3)};
   const std::string file = write_file("f.tfrecord", records);
   const std::string bytes = read_all(file);
   std::size_t expected = 0;
@@ -232,9 +234,10 @@ TEST_F(TFRecords, EventFilesHoldTensorBoardsMessages) {
   const std::size_t second = 12 + records[0].size() + 4;
   bytes[second + 12 + 10] ^= 1;  // inside record 1's data
   write_all(file, bytes);
-  EXPECT_EQ(read_scalar_events(file).status().message().rfind(
-                file + ": record 1 at byte " + std::to_string(second) + ": corrupted record: data CRC mismatch", 0),
-            0u);
+  EXPECT_EQ(
+      read_scalar_events(file).status().message().rfind(
+          file + ": record 1 at byte " + std::to_string(second) + ": corrupted record: data CRC mismatch", 0),
+      0u);
   // Another run's writer never reuses a file.
   auto another = SummaryWriter::create(path("logs/train"));
   ASSERT_TRUE(another.ok());

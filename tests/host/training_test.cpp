@@ -53,7 +53,8 @@ std::vector<float> flatten_dense(const ParameterStore& store, const MlpShape& sh
     const auto index = [&](const std::string& name) {
       return std::size_t(store.find(name) - store.entries().data());
     };
-    const std::size_t w = index(std::to_string(2 * l) + ".weight"), b = index(std::to_string(2 * l) + ".bias");
+    const std::size_t w = index(std::to_string(2 * l) + ".weight"),
+                      b = index(std::to_string(2 * l) + ".bias");
     const float* weight = gradients ? all.gradient(w) : store.values(w);
     const float* bias = gradients ? all.gradient(b) : store.values(b);
     for (uint32_t i = 0; i < in; ++i)
@@ -72,7 +73,8 @@ StepResult device_step(Sequential& model, Device device, const Dataset& data, fl
   context.training = true;
   EXPECT_TRUE(model.forward(context, data.images.data(), data.examples).ok());
   std::vector<float> logits_gradient;
-  const StepResult result = softmax_cross_entropy(model.logits(), data.labels.data(), divisor, &logits_gradient);
+  const StepResult result =
+      softmax_cross_entropy(model.logits(), data.labels.data(), divisor, &logits_gradient);
   EXPECT_TRUE(model.backward(context, logits_gradient).ok());
   return result;
 }
@@ -100,9 +102,7 @@ Dataset synthetic(uint32_t examples, uint32_t seed) {
   return data;
 }
 
-Batch whole(const Dataset& data) {
-  return {data.images, data.labels, data.examples};
-}
+Batch whole(const Dataset& data) { return {data.images, data.labels, data.examples}; }
 
 Device open_device(uint32_t units, EmuEngine engine = EmuEngine::kFast) {
   DeviceOptions options;
@@ -135,7 +135,8 @@ double reference_loss(const MlpShape& shape, const std::vector<double>& flat, co
     for (uint32_t e = 0; e < n; ++e)
       for (uint32_t o = 0; o < out; ++o) {
         double z = flat[offset[l] + std::size_t(in) * out + o];
-        for (uint32_t i = 0; i < in; ++i) z += acts[l][std::size_t(e) * in + i] * flat[offset[l] + std::size_t(i) * out + o];
+        for (uint32_t i = 0; i < in; ++i)
+          z += acts[l][std::size_t(e) * in + i] * flat[offset[l] + std::size_t(i) * out + o];
         acts[l + 1][std::size_t(e) * out + o] = (l + 1 < layers) ? std::max(z, 0.0) : z;
       }
   }
@@ -206,9 +207,8 @@ TEST(Training, GradientsMatchFiniteDifferencesAndTheDevice) {
 // (b) The same step written plainly on tests/reference GEMMs, bit for bit.
 
 // C = A B (+ bias) (ReLU) through reference::gemm, with `rows` PE rows.
-std::vector<uint32_t> ref_gemm(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
-                               uint32_t m, uint32_t k, uint32_t n, const float* bias, bool relu,
-                               bool bf16_out) {
+std::vector<uint32_t> ref_gemm(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, uint32_t m,
+                               uint32_t k, uint32_t n, const float* bias, bool relu, bool bf16_out) {
   std::vector<uint8_t> memory(a.size() * 2 + b.size() * 2 + n * 4 + std::size_t(m) * n * 4);
   std::memcpy(memory.data(), a.data(), a.size() * 2);
   std::memcpy(memory.data() + a.size() * 2, b.data(), b.size() * 2);
@@ -245,7 +245,8 @@ std::vector<uint32_t> ref_gemm(const std::vector<uint16_t>& a, const std::vector
 
 std::vector<uint16_t> to_bf16(const std::vector<float>& values) {
   std::vector<uint16_t> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = reference::f32_to_bf16(numerics::f32_bits(values[i]));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out[i] = reference::f32_to_bf16(numerics::f32_bits(values[i]));
   return out;
 }
 
@@ -273,8 +274,10 @@ std::vector<float> reference_gradients(const MlpShape& shape, const std::vector<
   for (uint32_t l = 0; l < layers; ++l) {
     const bool top = l + 1 == layers;
     const auto z = ref_gemm(acts[l], w[l], n, widths[l], widths[l + 1], bias[l].data(), !top, !top);
-    if (top) logits = z;
-    else acts[l + 1].assign(z.begin(), z.end());
+    if (top)
+      logits = z;
+    else
+      acts[l + 1].assign(z.begin(), z.end());
   }
   const uint32_t classes = shape.outputs;
   std::vector<float> delta(std::size_t(n) * classes);
@@ -344,8 +347,8 @@ TEST(Training, OneStepEqualsAPlainReferenceToTheBit) {
 // ---------------------------------------------------------------------------
 // (c) Replicas against one device.
 
-std::vector<float> train_steps(const std::vector<uint32_t>& units, uint32_t global_batch,
-                               const Dataset& data, uint32_t steps, EmuEngine engine = EmuEngine::kFast) {
+std::vector<float> train_steps(const std::vector<uint32_t>& units, uint32_t global_batch, const Dataset& data,
+                               uint32_t steps, EmuEngine engine = EmuEngine::kFast) {
   Device device = open_device(uint32_t(units.size()), engine);
   TrainerConfig config;
   config.model = small_shape().spec();
@@ -436,8 +439,8 @@ ModelSpec cnn_spec(bool sync) {
   return spec;
 }
 
-std::vector<float> train_cnn(const std::vector<uint32_t>& units, bool sync, const Dataset& data, uint32_t steps,
-                             std::vector<float>* buffers = nullptr) {
+std::vector<float> train_cnn(const std::vector<uint32_t>& units, bool sync, const Dataset& data,
+                             uint32_t steps, std::vector<float>* buffers = nullptr) {
   Device device = open_device(uint32_t(units.size()));
   TrainerConfig config;
   config.model = cnn_spec(sync);
@@ -520,8 +523,8 @@ ModelSpec two_tower_spec() {
   return spec;
 }
 
-std::unique_ptr<Trainer> train_two_tower(const std::vector<uint32_t>& units, const Dataset& data, uint32_t global_batch,
-                                         uint32_t epochs) {
+std::unique_ptr<Trainer> train_two_tower(const std::vector<uint32_t>& units, const Dataset& data,
+                                         uint32_t global_batch, uint32_t epochs) {
   Device device = open_device(uint32_t(units.size()));
   TrainerConfig config;
   config.model = two_tower_spec();

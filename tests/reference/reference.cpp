@@ -14,13 +14,11 @@ constexpr uint32_t kNan32 = 0x7FC00000;
 
 struct Fields {
   bool negative;
-  int exponent;   // biased
+  int exponent;  // biased
   uint32_t fraction;
 };
 
-Fields fields32(uint32_t bits) {
-  return {(bits >> 31) != 0, int((bits >> 23) & 0xFF), bits & 0x7FFFFF};
-}
+Fields fields32(uint32_t bits) { return {(bits >> 31) != 0, int((bits >> 23) & 0xFF), bits & 0x7FFFFF}; }
 
 bool is_nan32(uint32_t bits) {
   const Fields f = fields32(bits);
@@ -38,8 +36,7 @@ uint32_t inf32(bool negative) { return negative ? 0xFF800000u : 0x7F800000u; }
 double value32(uint32_t bits) {
   const Fields f = fields32(bits);
   if (f.exponent == 0) return f.negative ? -0.0 : 0.0;
-  const double magnitude =
-      std::ldexp(double(0x800000 | f.fraction), f.exponent - 127 - 23);
+  const double magnitude = std::ldexp(double(0x800000 | f.fraction), f.exponent - 127 - 23);
   return f.negative ? -magnitude : magnitude;
 }
 
@@ -50,7 +47,7 @@ uint32_t pack32(double value) {
   const double magnitude = std::fabs(value);
   if (magnitude == 0.0) return zero32(negative);
   int exponent;
-  const double significand = std::frexp(magnitude, &exponent);  // [0.5, 1)
+  const double significand = std::frexp(magnitude, &exponent);      // [0.5, 1)
   const uint32_t mantissa = uint32_t(std::ldexp(significand, 24));  // 24 bits
   const uint32_t biased = uint32_t(exponent - 1 + 127);
   return (negative ? 0x80000000u : 0u) | (biased << 23) | (mantissa & 0x7FFFFF);
@@ -86,9 +83,12 @@ uint16_t f32_to_bf16(uint32_t f32) {
   const double gap_below = magnitude - magnitude16(below);
   const double gap_above = magnitude16(above) - magnitude;
   uint16_t chosen;
-  if (gap_below < gap_above) chosen = below;
-  else if (gap_above < gap_below) chosen = above;
-  else chosen = (below & 1) ? above : below;  // tie: the even pattern
+  if (gap_below < gap_above)
+    chosen = below;
+  else if (gap_above < gap_below)
+    chosen = above;
+  else
+    chosen = (below & 1) ? above : below;  // tie: the even pattern
   return sign | chosen;
 }
 
@@ -144,9 +144,12 @@ uint32_t add(uint32_t a, uint32_t b) {
     // first part is exact and at least as large as |2e| unless zero, so the
     // sign of the rounded sum is the sign of the exact one.
     const double difference = ((s - low) - (high - s)) + 2.0 * e;
-    if (difference < 0) chosen = low;
-    else if (difference > 0) chosen = high;
-    else chosen = std::fmod(steps, 2.0) == 0.0 ? low : high;  // ties to even
+    if (difference < 0)
+      chosen = low;
+    else if (difference > 0)
+      chosen = high;
+    else
+      chosen = std::fmod(steps, 2.0) == 0.0 ? low : high;  // ties to even
   }
   if (std::fabs(chosen) >= kOverflow) return inf32(chosen < 0);
   return pack32(chosen);
@@ -183,16 +186,14 @@ void gemm(const spec::GemmDescriptor& d, uint32_t rows, std::vector<uint8_t>& me
         uint32_t column_sum = 0;
         for (uint32_t r = 0; r < rows; ++r) {
           const uint32_t k = t * rows + r;
-          const uint32_t product =
-              k < d.k ? mul(load16(d.a_addr + (uint64_t(m) * d.lda + k) * 2),
-                            load16(d.b_addr + (uint64_t(k) * d.ldb + n) * 2))
-                      : mul(0, 0);
+          const uint32_t product = k < d.k ? mul(load16(d.a_addr + (uint64_t(m) * d.lda + k) * 2),
+                                                 load16(d.b_addr + (uint64_t(k) * d.ldb + n) * 2))
+                                           : mul(0, 0);
           column_sum = add(column_sum, product);
         }
         acc = add(acc, column_sum);
       }
-      if (d.flags & spec::flag::kBias)
-        acc = add(acc, canonical(load32(d.bias_addr + uint64_t(n) * 4)));
+      if (d.flags & spec::flag::kBias) acc = add(acc, canonical(load32(d.bias_addr + uint64_t(n) * 4)));
       if (d.flags & spec::flag::kRelu) acc = relu(acc);
       result[uint64_t(m) * d.n + n] = acc;
     }

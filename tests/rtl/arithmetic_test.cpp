@@ -29,17 +29,16 @@ TEST(RtlArithmetic, Bf16ProductsMatchTheContract) {
     mul->eval();
     const uint32_t expected = f32_bits(numerics::mul(a, b));
     if (mul->product_o != expected) {
-      ADD_FAILURE() << std::hex << "0x" << a << " * 0x" << b << " = 0x" << mul->product_o
-                    << ", contract 0x" << expected;
+      ADD_FAILURE() << std::hex << "0x" << a << " * 0x" << b << " = 0x" << mul->product_o << ", contract 0x"
+                    << expected;
       return false;
     }
     return true;
   };
   // Boundary partners: zeros, subnormals, the smallest and largest normals,
   // exponents near the product's overflow and underflow, Inf, NaN.
-  std::vector<uint16_t> partners = {0x0000, 0x8000, 0x0001, 0x807F, 0x0080, 0x8080, 0x7F7F,
-                                    0xFF7F, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x3F80,
-                                    0xBF80, 0x3FFF, 0x4000};
+  std::vector<uint16_t> partners = {0x0000, 0x8000, 0x0001, 0x807F, 0x0080, 0x8080, 0x7F7F, 0xFF7F, 0x7F80,
+                                    0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x3F80, 0xBF80, 0x3FFF, 0x4000};
   for (uint32_t exponent : {1u, 2u, 63u, 64u, 65u, 126u, 127u, 128u, 190u, 191u, 192u, 253u, 254u})
     for (uint32_t fraction : {0x00u, 0x01u, 0x40u, 0x7Fu})
       for (uint32_t sign : {0u, 1u}) partners.push_back(uint16_t(sign << 15 | exponent << 7 | fraction));
@@ -63,11 +62,16 @@ TEST(RtlArithmetic, Fp32SumsMatchTheContract) {
   auto draw = [&]() -> uint32_t {
     const uint32_t sign = (rng() & 1) << 31, mantissa = rng() & 0x7FFFFF;
     switch (rng() % 8) {
-      case 0: return sign | (1 + rng() % 4) << 23 | mantissa;    // near the bottom
-      case 1: return sign | (250 + rng() % 5) << 23 | mantissa;  // near the top
-      case 2: return sign;                                        // zeros
-      case 3: return rng() % 16 == 0 ? 0x7FC00000u : sign | 0x7F800000u;
-      default: return sign | (100 + rng() % 56) << 23 | mantissa;
+      case 0:
+        return sign | (1 + rng() % 4) << 23 | mantissa;  // near the bottom
+      case 1:
+        return sign | (250 + rng() % 5) << 23 | mantissa;  // near the top
+      case 2:
+        return sign;  // zeros
+      case 3:
+        return rng() % 16 == 0 ? 0x7FC00000u : sign | 0x7F800000u;
+      default:
+        return sign | (100 + rng() % 56) << 23 | mantissa;
     }
   };
   for (int i = 0; i < 20'000'000; ++i) {

@@ -70,9 +70,8 @@ void run_tiles(uint32_t seed, uint32_t tiles) {
     ASSERT_LT(cycle, 100000) << "seed " << seed << ": outputs stopped coming";
     // Weights.
     array->weight_shift_i = 0;
-    if (load_tile < tiles &&
-        (load_tile < 2 || (last_vector[load_tile - 2] >= 0 &&
-                           cycle > last_vector[load_tile - 2] + int64_t(Rows + Cols)))) {
+    if (load_tile < tiles && (load_tile < 2 || (last_vector[load_tile - 2] >= 0 &&
+                                                cycle > last_vector[load_tile - 2] + int64_t(Rows + Cols)))) {
       const uint32_t row = Rows - 1 - load_row;  // bottom row first
       array->weight_shift_i = 1;
       array->weight_bank_i = load_tile % 2;
@@ -85,8 +84,7 @@ void run_tiles(uint32_t seed, uint32_t tiles) {
     }
     // Activations, with idle cycles.
     array->act_valid_i = 0;
-    if (stream_tile < tiles && loaded[stream_tile] >= 0 && cycle > loaded[stream_tile] &&
-        rng() % 5 != 0) {
+    if (stream_tile < tiles && loaded[stream_tile] >= 0 && cycle > loaded[stream_tile] && rng() % 5 != 0) {
       const std::vector<uint16_t>& v = plan[stream_tile].vectors[stream_vector];
       array->act_valid_i = 1;
       array->act_bank_i = stream_tile % 2;

@@ -117,8 +117,8 @@ class AxilHarness {
       result.status = spec::ErrorCode::kAddressOutOfRange;
       result.error_index = spec::kHeaderErrorIndex;
     } else {
-      result = hls_kernel::systole_kernel(port(cmd), port(m.a_base_o), port(m.b_base_o),
-                                          port(m.c_base_o), mem_bytes, *onchip_);
+      result = hls_kernel::systole_kernel(port(cmd), port(m.a_base_o), port(m.b_base_o), port(m.c_base_o),
+                                          mem_bytes, *onchip_);
     }
     m.done_i = 1;
     m.status_i = uint32_t(result.status);

@@ -153,8 +153,8 @@ TEST(RtlCore, OneNTileMatchesTheContract) {
       for (uint32_t n = 0; n < t.n; ++n)
         ASSERT_EQ(get_lane32(core->word_o, n), expected_word(t, m, n))
             << "seed " << seed << ": M=" << t.m << " N=" << t.n << " K=" << t.k << " acc=" << t.accumulate
-            << " bias=" << t.bias << " relu=" << t.relu << " bf16=" << t.bf16 << ", output (" << m
-            << ", " << n << ")";
+            << " bias=" << t.bias << " relu=" << t.relu << " bf16=" << t.bf16 << ", output (" << m << ", "
+            << n << ")";
     }
     idle();
     tick();

@@ -124,10 +124,22 @@ TEST_P(DmaRead, DeliversExactlyTheCoveringBeats) {
     uint64_t address;
     uint32_t bytes;
     switch (rng() % 5) {
-      case 0: address = 4096 * (rng() % 60) + 4096 - rng() % 64; bytes = 1 + rng() % 200; break;  // across a page
-      case 1: address = 64 * (rng() % 4000) + 63; bytes = 1; break;                               // one byte
-      case 2: address = 4096 * (rng() % 60); bytes = 4096 * (1 + rng() % 3); break;               // whole pages
-      default: address = rng() % 240000; bytes = 1 + rng() % 9000; break;
+      case 0:
+        address = 4096 * (rng() % 60) + 4096 - rng() % 64;
+        bytes = 1 + rng() % 200;
+        break;  // across a page
+      case 1:
+        address = 64 * (rng() % 4000) + 63;
+        bytes = 1;
+        break;  // one byte
+      case 2:
+        address = 4096 * (rng() % 60);
+        bytes = 4096 * (1 + rng() % 3);
+        break;  // whole pages
+      default:
+        address = rng() % 240000;
+        bytes = 1 + rng() % 9000;
+        break;
     }
     h.transfer(address, bytes, profile.ready_probability, rng,
                std::string(profile.name) + ", seed " + std::to_string(seed) + ", request " +
@@ -140,13 +152,12 @@ TEST_P(DmaRead, DeliversExactlyTheCoveringBeats) {
   EXPECT_LE(h.axi().max_outstanding(), 8u);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rtl, DmaRead,
-    ::testing::Values(Profile{"fast", {1, 1.0, 1.0, 1}, 1.0},
-                      Profile{"latency", {30, 1.0, 1.0, 2}, 1.0},
-                      Profile{"backpressure", {5, 0.4, 0.6, 3}, 0.7},
-                      Profile{"slow_consumer", {10, 0.8, 1.0, 4}, 0.3}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Rtl, DmaRead,
+                         ::testing::Values(Profile{"fast", {1, 1.0, 1.0, 1}, 1.0},
+                                           Profile{"latency", {30, 1.0, 1.0, 2}, 1.0},
+                                           Profile{"backpressure", {5, 0.4, 0.6, 3}, 0.7},
+                                           Profile{"slow_consumer", {10, 0.8, 1.0, 4}, 0.3}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST_P(DmaRead, QueuedRequestsDeliverTheirBeatsInOrder) {
   // Requests offered back to back, as the kernel's row readers do: each is

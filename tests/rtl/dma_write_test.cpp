@@ -52,8 +52,8 @@ class WriteHarness {
   }
 
   // Writes `row` to `address`, feeding row beats with gaps.
-  void write(uint64_t address, const std::vector<uint8_t>& row, double data_probability,
-             std::mt19937& rng, const std::string& where) {
+  void write(uint64_t address, const std::vector<uint8_t>& row, double data_probability, std::mt19937& rng,
+             const std::string& where) {
     auto& d = *dma_;
     d.req_valid_i = 1;
     d.req_addr_i = address;
@@ -115,16 +115,28 @@ TEST_P(DmaWrite, WritesExactlyTheRowsBytes) {
     uint64_t address;
     uint32_t bytes;
     switch (rng() % 5) {
-      case 0: address = 4096 * (1 + rng() % 60) - rng() % 130; bytes = 1 + rng() % 300; break;
-      case 1: address = rng() % 250000; bytes = 1; break;
-      case 2: address = 4096 * (rng() % 60); bytes = 4096 * (1 + rng() % 2); break;
-      default: address = rng() % 240000; bytes = 1 + rng() % 9000; break;
+      case 0:
+        address = 4096 * (1 + rng() % 60) - rng() % 130;
+        bytes = 1 + rng() % 300;
+        break;
+      case 1:
+        address = rng() % 250000;
+        bytes = 1;
+        break;
+      case 2:
+        address = 4096 * (rng() % 60);
+        bytes = 4096 * (1 + rng() % 2);
+        break;
+      default:
+        address = rng() % 240000;
+        bytes = 1 + rng() % 9000;
+        break;
     }
     std::vector<uint8_t> row(bytes);
     for (uint8_t& b : row) b = uint8_t(rng());
-    const std::string where = std::string(profile.name) + ", seed " + std::to_string(seed) +
-                              ", request " + std::to_string(i) + " [" + std::to_string(address) +
-                              ", +" + std::to_string(bytes) + ")";
+    const std::string where = std::string(profile.name) + ", seed " + std::to_string(seed) + ", request " +
+                              std::to_string(i) + " [" + std::to_string(address) + ", +" +
+                              std::to_string(bytes) + ")";
     h.write(address, row, profile.data_probability, rng, where);
     if (HasFatalFailure()) return;
     std::memcpy(expected.data() + address, row.data(), bytes);
@@ -135,13 +147,12 @@ TEST_P(DmaWrite, WritesExactlyTheRowsBytes) {
   EXPECT_FALSE(h.dma().error_o);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rtl, DmaWrite,
-    ::testing::Values(Profile{"fast", {1, 1.0, 1.0, 1}, 1.0},
-                      Profile{"latency", {30, 1.0, 1.0, 2}, 1.0},
-                      Profile{"backpressure", {5, 0.4, 0.5, 3}, 0.7},
-                      Profile{"slow_producer", {3, 0.9, 0.9, 4}, 0.25}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Rtl, DmaWrite,
+                         ::testing::Values(Profile{"fast", {1, 1.0, 1.0, 1}, 1.0},
+                                           Profile{"latency", {30, 1.0, 1.0, 2}, 1.0},
+                                           Profile{"backpressure", {5, 0.4, 0.5, 3}, 0.7},
+                                           Profile{"slow_producer", {3, 0.9, 0.9, 4}, 0.25}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DmaWrite, LongTransfersRunNearThePortPeak) {
   // One 240 KiB row into an HBM-like memory (24 cycles of latency, no

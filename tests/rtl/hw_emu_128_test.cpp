@@ -80,8 +80,9 @@ testing::Workload gemm_workload(uint32_t seed, const GemmCase& gemm, const Devic
   for (uint32_t i = 0; i < gemm.n; ++i) put32(problem.bias_address + 4 * i, numerics::f32_bits(normal(rng)));
   workload.descriptors = plan_gemm(info, problem).value();
   char line[160];
-  std::snprintf(line, sizeof line, "seed %u: C[%ux%u] = A[%ux%u] * B[%ux%u], pad %u, bias+relu %d, %zu descriptors",
-                seed, gemm.m, gemm.n, gemm.m, gemm.k, gemm.k, gemm.n, gemm.pad, int(gemm.bias_relu),
+  std::snprintf(line, sizeof line,
+                "seed %u: C[%ux%u] = A[%ux%u] * B[%ux%u], pad %u, bias+relu %d, %zu descriptors", seed,
+                gemm.m, gemm.n, gemm.m, gemm.k, gemm.k, gemm.n, gemm.pad, int(gemm.bias_relu),
                 workload.descriptors.size());
   workload.description = line;
   return workload;

@@ -71,8 +71,9 @@ TEST_P(HwEmuDifferential, CommandListsMatchTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rtl, HwEmuDifferential, ::testing::Values(4u, 8u, 16u),
-                         [](const auto& info) { return std::to_string(info.param) + "x" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Rtl, HwEmuDifferential, ::testing::Values(4u, 8u, 16u), [](const auto& info) {
+  return std::to_string(info.param) + "x" + std::to_string(info.param);
+});
 
 TEST(HwEmu, BadDescriptorsAndTimeoutsBehaveAsOnSwEmu) {
   Device device = open_hw_emu(4);
@@ -90,11 +91,14 @@ TEST(HwEmu, BadDescriptorsAndTimeoutsBehaveAsOnSwEmu) {
   EXPECT_EQ(bad.error_index, 1u);
   EXPECT_EQ(testing::first_difference(workload.memory, bad.memory), "") << "nothing written";
 
-  EXPECT_FALSE(Device::open("hw_emu", 0, [] {
-                 DeviceOptions o;
-                 o.array_rows = o.array_cols = 32;
-                 return o;
-               }()).ok()) << "no 32x32 build";
+  EXPECT_FALSE(Device::open("hw_emu", 0,
+                            [] {
+                              DeviceOptions o;
+                              o.array_rows = o.array_cols = 32;
+                              return o;
+                            }())
+                   .ok())
+      << "no 32x32 build";
   DeviceOptions two;
   two.array_rows = two.array_cols = 4;
   two.compute_units = 2;
@@ -118,7 +122,8 @@ TEST(HwEmu, RandomBackPressureChangesTheTimingNotTheBits) {
   const testing::Outcome slow = testing::run_on_device(jittery, workload.memory, list);
   ASSERT_TRUE(fast.status.ok() && slow.status.ok()) << fast.status.to_string() << slow.status.to_string();
   EXPECT_EQ(testing::first_difference(testing::run_reference(workload, 8).memory, slow.memory), "")
-      << "seed 31\n" << workload.description;
+      << "seed 31\n"
+      << workload.description;
   EXPECT_GT(slow.counters.busy_cycles, fast.counters.busy_cycles) << "back-pressure costs cycles";
 
   device_options.hw_emu.rvalid_probability = 0;
@@ -166,8 +171,8 @@ TEST(HwEmu, WritesAnFstWaveformWhenAsked) {
     workload_options.shape = {4, 4};
     workload_options.descriptors = 1;
     const testing::Workload workload = testing::make_workload(33, workload_options);
-    const testing::Outcome outcome = testing::run_on_device(
-        device, workload.memory, encode_command_lists(workload.rebased(0), 100).at(0));
+    const testing::Outcome outcome =
+        testing::run_on_device(device, workload.memory, encode_command_lists(workload.rebased(0), 100).at(0));
     ASSERT_TRUE(outcome.status.ok()) << outcome.status.to_string();
   }  // closing the device closes the waveform
   std::ifstream file(path, std::ios::binary | std::ios::ate);
@@ -184,7 +189,7 @@ TEST(HwEmu, WritesAnFstWaveformWhenAsked) {
   EXPECT_EQ(status.message(), "hw_emu: trace_fst: cannot open /nonexistent/dir/wave.fst");
 }
 
-// Issue 4: the same training steps on the RTL and on sw_emu, same bits.
+// Training on the RTL: the same training steps on the RTL and on sw_emu, same bits.
 TEST(HwEmu, TrainingStepsMatchSwEmuToTheBit) {
   const uint32_t seed = 23;
   std::mt19937 rng(seed);
@@ -223,9 +228,8 @@ TEST(HwEmu, TrainingStepsMatchSwEmuToTheBit) {
   const auto [rtl, rtl_losses] = train(open_hw_emu(16));
   const auto [emu, emu_losses] = train(open_hw_emu(16, EmuEngine::kFast, "sw_emu"));
   ASSERT_EQ(rtl.trainable().size(), emu.trainable().size());
-  EXPECT_EQ(std::memcmp(rtl.trainable().data(), emu.trainable().data(),
-                        rtl.trainable().size() * sizeof(float)),
-            0)
+  EXPECT_EQ(
+      std::memcmp(rtl.trainable().data(), emu.trainable().data(), rtl.trainable().size() * sizeof(float)), 0)
       << "seed " << seed;
   EXPECT_EQ(rtl_losses, emu_losses);
   EXPECT_LT(rtl_losses.back(), rtl_losses.front()) << "the loss falls";

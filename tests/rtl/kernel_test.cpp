@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "Vsystole_kernel.h"
-#include "kernel_harness.h"
 #include "common/engines.h"
 #include "common/random_workload.h"
+#include "kernel_harness.h"
 #include "systole/gemm_plan.h"
 #include "verilated.h"
 
@@ -29,11 +29,16 @@ bool launch(Harness& h, uint64_t list, uint64_t mem_bytes, uint64_t max_cycles) 
   bool ok = true;
   for (auto [offset, value] : {std::pair<uint32_t, uint32_t>{reg::kCommandAddrLo, uint32_t(list)},
                                {reg::kCommandAddrHi, uint32_t(list >> 32)},
-                               {reg::kABaseLo, 0}, {reg::kABaseHi, 0}, {reg::kBBaseLo, 0},
-                               {reg::kBBaseHi, 0}, {reg::kCBaseLo, 0}, {reg::kCBaseHi, 0},
+                               {reg::kABaseLo, 0},
+                               {reg::kABaseHi, 0},
+                               {reg::kBBaseLo, 0},
+                               {reg::kBBaseHi, 0},
+                               {reg::kCBaseLo, 0},
+                               {reg::kCBaseHi, 0},
                                {reg::kMemBytesLo, uint32_t(mem_bytes)},
                                {reg::kMemBytesHi, uint32_t(mem_bytes >> 32)},
-                               {reg::kGlobalIntEnable, 1}, {reg::kIpIntEnable, 1},
+                               {reg::kGlobalIntEnable, 1},
+                               {reg::kIpIntEnable, 1},
                                {reg::kControl, spec::ctrl::kApStart}})
     ok = h.write(offset, value) && ok;
   return ok && h.run_until_interrupt(max_cycles);

@@ -50,26 +50,69 @@ TEST(RtlValidate, DescriptorsGetTheSpecsErrorCode) {
     d.c_addr = pick(0, mem_bytes / 4) & ~uint64_t(3);
     d.bias_addr = pick(0, mem_bytes / 4) & ~uint64_t(3);
     for (int corruptions = int(pick(0, 3)); corruptions > 0; --corruptions) {
-      const uint64_t boundary[] = {0, 1, 2, 3, 255, 256, 257, 64, 65, 65536, 65537,
-                                   0xFFFFFFFFull, mem_bytes, mem_bytes - 1, mem_bytes - 4,
+      const uint64_t boundary[] = {0,
+                                   1,
+                                   2,
+                                   3,
+                                   255,
+                                   256,
+                                   257,
+                                   64,
+                                   65,
+                                   65536,
+                                   65537,
+                                   0xFFFFFFFFull,
+                                   mem_bytes,
+                                   mem_bytes - 1,
+                                   mem_bytes - 4,
                                    ~uint64_t(0) - 1};
       const uint64_t value = rng() % 2 ? boundary[rng() % 16] : rng();
       switch (rng() % 15) {
-        case 0: d.opcode = uint8_t(value); break;
-        case 1: d.flags = uint8_t(value); break;
-        case 2: d.reserved0 = uint16_t(value); break;
-        case 3: d.reserved1 = uint32_t(value); break;
-        case 4: d.m = uint32_t(value); break;
-        case 5: d.n = uint32_t(value); break;
-        case 6: d.k = uint32_t(value); break;
-        case 7: d.lda = uint32_t(value); break;
-        case 8: d.ldb = uint32_t(value); break;
-        case 9: d.ldc = uint32_t(value); break;
-        case 10: d.a_addr = value; break;
-        case 11: d.b_addr = value; break;
-        case 12: d.c_addr = value; break;
-        case 13: d.bias_addr = value; break;
-        case 14: d.c_addr = mem_bytes - uint64_t(pick(0, 4096)); break;
+        case 0:
+          d.opcode = uint8_t(value);
+          break;
+        case 1:
+          d.flags = uint8_t(value);
+          break;
+        case 2:
+          d.reserved0 = uint16_t(value);
+          break;
+        case 3:
+          d.reserved1 = uint32_t(value);
+          break;
+        case 4:
+          d.m = uint32_t(value);
+          break;
+        case 5:
+          d.n = uint32_t(value);
+          break;
+        case 6:
+          d.k = uint32_t(value);
+          break;
+        case 7:
+          d.lda = uint32_t(value);
+          break;
+        case 8:
+          d.ldb = uint32_t(value);
+          break;
+        case 9:
+          d.ldc = uint32_t(value);
+          break;
+        case 10:
+          d.a_addr = value;
+          break;
+        case 11:
+          d.b_addr = value;
+          break;
+        case 12:
+          d.c_addr = value;
+          break;
+        case 13:
+          d.bias_addr = value;
+          break;
+        case 14:
+          d.c_addr = mem_bytes - uint64_t(pick(0, 4096));
+          break;
       }
     }
     load_beat(*model, d);

@@ -27,18 +27,25 @@ void set_lane(Port& port, uint32_t index, uint32_t bits, uint64_t value) {
 
 template <class Port>
 uint32_t get_lane32(const Port& port, uint32_t index) {
-  if constexpr (std::is_integral_v<Port>) return uint32_t(uint64_t(port) >> (32 * index));
-  else return port[index];
+  if constexpr (std::is_integral_v<Port>)
+    return uint32_t(uint64_t(port) >> (32 * index));
+  else
+    return port[index];
 }
 
 // Mostly N(0,1) values, with zeros, subnormals, Inf, NaN and huge values.
 inline uint16_t random_bf16(std::mt19937& rng) {
   switch (rng() % 16) {
-    case 0: return uint16_t((rng() & 1) << 15);
-    case 1: return uint16_t((rng() & 1) << 15 | (rng() & 0x7F));
-    case 2: return rng() % 4 ? uint16_t(0x7F80 | (rng() & 1) << 15) : 0x7FC1;
-    case 3: return uint16_t((rng() & 1) << 15 | (0xF0 + rng() % 14) << 7 | (rng() & 0x7F));
-    default: return numerics::f32_to_bf16(std::normal_distribution<float>()(rng));
+    case 0:
+      return uint16_t((rng() & 1) << 15);
+    case 1:
+      return uint16_t((rng() & 1) << 15 | (rng() & 0x7F));
+    case 2:
+      return rng() % 4 ? uint16_t(0x7F80 | (rng() & 1) << 15) : 0x7FC1;
+    case 3:
+      return uint16_t((rng() & 1) << 15 | (0xF0 + rng() % 14) << 7 | (rng() & 0x7F));
+    default:
+      return numerics::f32_to_bf16(std::normal_distribution<float>()(rng));
   }
 }
 

@@ -113,19 +113,21 @@ TEST(InterfaceDoc, CommandListLayoutIsTheSpecs) {
   EXPECT_EQ(first_two(header_rows), header);
   EXPECT_NE(header_rows[0][3].find(hex(kCommandListMagic, 8)), std::string::npos);
 
-#define FIELD(name) {std::to_string(offsetof(GemmDescriptor, name)), #name}
+#define FIELD(name) \
+  { std::to_string(offsetof(GemmDescriptor, name)), #name }
   const std::vector<std::pair<std::string, std::string>> descriptor = {
-      FIELD(opcode), FIELD(flags), FIELD(reserved0), FIELD(m),      FIELD(n),      FIELD(k),        FIELD(lda),
-      FIELD(ldb),    FIELD(ldc),   FIELD(reserved1), FIELD(a_addr), FIELD(b_addr), FIELD(c_addr), FIELD(bias_addr)};
+      FIELD(opcode), FIELD(flags),  FIELD(reserved0), FIELD(m),        FIELD(n),
+      FIELD(k),      FIELD(lda),    FIELD(ldb),       FIELD(ldc),      FIELD(reserved1),
+      FIELD(a_addr), FIELD(b_addr), FIELD(c_addr),    FIELD(bias_addr)};
 #undef FIELD
   EXPECT_EQ(first_two(table_under("### GEMM descriptor")), descriptor);
 }
 
 TEST(InterfaceDoc, FlagsAreTheSpecs) {
   const std::vector<std::pair<uint8_t, std::string>> flags = {{flag::kAccumulate, "accumulate"},
-                                                               {flag::kBias, "bias"},
-                                                               {flag::kRelu, "relu"},
-                                                               {flag::kOutputBf16, "output_bf16"}};
+                                                              {flag::kBias, "bias"},
+                                                              {flag::kRelu, "relu"},
+                                                              {flag::kOutputBf16, "output_bf16"}};
   std::vector<std::pair<std::string, std::string>> expected;
   uint8_t all = 0;
   for (const auto& [bit, name] : flags) {

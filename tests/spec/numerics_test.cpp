@@ -34,7 +34,8 @@ uint64_t first_failure(uint64_t count, Body body) {
       for (uint64_t i = begin; i < end && i < first.load(std::memory_order_relaxed); ++i) {
         if (!body(i)) {
           uint64_t seen = first.load();
-          while (i < seen && !first.compare_exchange_weak(seen, i)) {}
+          while (i < seen && !first.compare_exchange_weak(seen, i)) {
+          }
           return;
         }
       }
@@ -46,8 +47,7 @@ uint64_t first_failure(uint64_t count, Body body) {
 
 TEST(Numerics, AllBf16WidenLikeTheReference) {
   for (uint32_t bits = 0; bits < 0x10000; ++bits) {
-    ASSERT_EQ(f32_bits(numerics::bf16_to_f32(uint16_t(bits))),
-              reference::bf16_to_f32(uint16_t(bits)))
+    ASSERT_EQ(f32_bits(numerics::bf16_to_f32(uint16_t(bits))), reference::bf16_to_f32(uint16_t(bits)))
         << "bf16 0x" << std::hex << bits;
   }
 }
@@ -57,10 +57,9 @@ TEST(Numerics, AllFp32RoundToBf16LikeTheReference) {
     const uint32_t bits = uint32_t(i);
     return numerics::f32_bits_to_bf16(bits) == reference::f32_to_bf16(bits);
   });
-  ASSERT_EQ(failure, 1ull << 32)
-      << "fp32 0x" << std::hex << failure << " -> 0x"
-      << numerics::f32_bits_to_bf16(uint32_t(failure)) << ", reference 0x"
-      << reference::f32_to_bf16(uint32_t(failure));
+  ASSERT_EQ(failure, 1ull << 32) << "fp32 0x" << std::hex << failure << " -> 0x"
+                                 << numerics::f32_bits_to_bf16(uint32_t(failure)) << ", reference 0x"
+                                 << reference::f32_to_bf16(uint32_t(failure));
 }
 
 TEST(Numerics, AllFp32RoundToBf16InArraysLikeOneByOne) {
@@ -74,7 +73,8 @@ TEST(Numerics, AllFp32RoundToBf16InArraysLikeOneByOne) {
       if (out[i] != numerics::f32_bits_to_bf16(uint32_t(chunk * kChunk + i))) return false;
     return true;
   });
-  ASSERT_EQ(failure, (1ull << 32) / kChunk) << "a value in fp32 0x" << std::hex << failure * kChunk << " + 4096";
+  ASSERT_EQ(failure, (1ull << 32) / kChunk)
+      << "a value in fp32 0x" << std::hex << failure * kChunk << " + 4096";
 }
 
 TEST(Numerics, AllBf16ProductsMatchTheReference) {
@@ -82,8 +82,7 @@ TEST(Numerics, AllBf16ProductsMatchTheReference) {
     const uint16_t a = uint16_t(i >> 16), b = uint16_t(i);
     return f32_bits(numerics::mul(a, b)) == reference::mul(a, b);
   });
-  ASSERT_EQ(failure, 1ull << 32)
-      << "0x" << std::hex << (failure >> 16) << " * 0x" << (failure & 0xFFFF);
+  ASSERT_EQ(failure, 1ull << 32) << "0x" << std::hex << (failure >> 16) << " * 0x" << (failure & 0xFFFF);
 }
 
 TEST(Numerics, RoundingBoundaries) {
@@ -109,8 +108,7 @@ TEST(Numerics, RoundingBoundaries) {
       {0x7F800001, 0x7FC0, "signalling NaN: canonical"},
       {0x80000000, 0x8000, "-0"},
   };
-  for (const Case& c : cases)
-    EXPECT_EQ(numerics::f32_bits_to_bf16(c.f32), c.bf16) << c.why;
+  for (const Case& c : cases) EXPECT_EQ(numerics::f32_bits_to_bf16(c.f32), c.bf16) << c.why;
 }
 
 TEST(Numerics, ProductBoundaries) {
@@ -167,11 +165,19 @@ TEST(Numerics, RandomSumsMatchTheReference) {
     const uint32_t kind = rng() % 8;
     uint32_t sign = (rng() & 1) << 31, mantissa = rng() & 0x7FFFFF, exponent;
     switch (kind) {
-      case 0: exponent = 1 + rng() % 4; break;      // near the bottom
-      case 1: exponent = 250 + rng() % 5; break;    // near the top
-      case 2: return sign;                          // zeros
-      case 3: return rng() % 16 == 0 ? 0x7FC00000u : sign | 0x7F800000u;
-      default: exponent = 100 + rng() % 56; break;  // the middle
+      case 0:
+        exponent = 1 + rng() % 4;
+        break;  // near the bottom
+      case 1:
+        exponent = 250 + rng() % 5;
+        break;  // near the top
+      case 2:
+        return sign;  // zeros
+      case 3:
+        return rng() % 16 == 0 ? 0x7FC00000u : sign | 0x7F800000u;
+      default:
+        exponent = 100 + rng() % 56;
+        break;  // the middle
     }
     return sign | exponent << 23 | mantissa;
   };
@@ -179,12 +185,10 @@ TEST(Numerics, RandomSumsMatchTheReference) {
     const uint32_t a = draw();
     // Half the time, b is a's neighbour of opposite sign: deep cancellation.
     uint32_t b = draw();
-    if (i % 2 && (a & 0x7F800000) != 0x7F800000)
-      b = (a ^ 0x80000000u) + int32_t(rng() % 64) - 32;
+    if (i % 2 && (a & 0x7F800000) != 0x7F800000) b = (a ^ 0x80000000u) + int32_t(rng() % 64) - 32;
     b = numerics::f32_canonical_bits(b);
     ASSERT_EQ(sum_bits(a, b), reference::add(a, b))
-        << "seed " << seed << " iteration " << i << ": 0x" << std::hex << a
-        << " + 0x" << b;
+        << "seed " << seed << " iteration " << i << ": 0x" << std::hex << a << " + 0x" << b;
   }
 }
 

@@ -41,8 +41,7 @@ bool split(const std::string& prefix, uint32_t examples, std::mt19937& rng) {
       images.push_back(uint8_t((lit ? 150 : 20) + rng() % 80));
     }
   }
-  return write(prefix + "-images-idx3-ubyte.gz", images) &&
-         write(prefix + "-labels-idx1-ubyte.gz", labels);
+  return write(prefix + "-images-idx3-ubyte.gz", images) && write(prefix + "-labels-idx1-ubyte.gz", labels);
 }
 
 }  // namespace

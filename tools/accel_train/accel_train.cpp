@@ -18,6 +18,9 @@
 #include <string>
 #include <thread>
 
+#include "callbacks.h"
+#include "guarded_main.h"
+#include "ranking_report.h"
 #include "systole/checkpoint.h"
 #include "systole/dataset.h"
 #include "systole/mpi_process_group.h"
@@ -26,10 +29,7 @@
 #include "systole/tfrecord.h"
 #include "systole/trace.h"
 #include "systole/trainer.h"
-#include "callbacks.h"
-#include "ranking_report.h"
 #include "train_config.h"
-#include "guarded_main.h"
 
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
@@ -47,8 +47,7 @@ std::string join(const std::vector<uint32_t>& values, const char* separator) {
 }
 
 // "  7/469 [>.............................] - 1s 15ms/step - loss: 0.4123 - accuracy: 0.8512"
-std::string progress_line(uint32_t step, uint32_t steps, double seconds, double loss,
-                          double accuracy) {
+std::string progress_line(uint32_t step, uint32_t steps, double seconds, double loss, double accuracy) {
   constexpr int kWidth = 30;
   const int done = steps ? int(double(step) / steps * kWidth) : kWidth;
   std::string bar(kWidth, '.');
@@ -100,14 +99,14 @@ Status upgrade_legacy(Checkpoint& checkpoint, const std::string& path, const Tra
       {"hidden", join(config.hidden, ",")},
       {"outputs", std::to_string(spec.classes)}};
   if (!config.layers.empty())
-    return Status(StatusCode::kInvalidArgument,
-                  path + ": a dense-only (" + kLegacyMlpFormat + ") checkpoint; the config's model has layers");
+    return Status(StatusCode::kInvalidArgument, path + ": a dense-only (" + kLegacyMlpFormat +
+                                                    ") checkpoint; the config's model has layers");
   for (const auto& [key, value] : expected) {
     const auto it = checkpoint.metadata.find(key);
     const std::string found = it == checkpoint.metadata.end() ? "(missing)" : it->second;
     if (found != value)
-      return Status(StatusCode::kInvalidArgument,
-                    path + ": " + key + " is " + found + " in the checkpoint but " + value + " in the config");
+      return Status(StatusCode::kInvalidArgument, path + ": " + key + " is " + found +
+                                                      " in the checkpoint but " + value + " in the config");
   }
   for (Tensor& tensor : checkpoint.tensors) {
     const std::size_t at = tensor.name.find("layers.");
@@ -139,19 +138,20 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const Tr
   }
   // The settings that decide what the run computes must be this run's: a
   // checkpoint of another run is refused, not continued.
-  const std::pair<const char*, std::string> settings[] = {{"optimizer", config.optimizer},
-                                                           {"seed", std::to_string(config.seed)},
-                                                           {"global_batch", std::to_string(config.global_batch)}};
+  const std::pair<const char*, std::string> settings[] = {
+      {"optimizer", config.optimizer},
+      {"seed", std::to_string(config.seed)},
+      {"global_batch", std::to_string(config.global_batch)}};
   for (const auto& [key, value] : settings)
     if (meta(key) != value)
-      return Status(StatusCode::kInvalidArgument,
-                    path + ": " + key + " is " + meta(key) + " in the checkpoint but " + value + " in this run");
+      return Status(StatusCode::kInvalidArgument, path + ": " + key + " is " + meta(key) +
+                                                      " in the checkpoint but " + value + " in this run");
   auto count = [&](const char* key, uint64_t limit) -> Result<uint64_t> {
     const std::string text = meta(key);
     if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos ||
         std::stoull(text) > limit)
-      return Status(StatusCode::kInvalidArgument,
-                    path + ": metadata " + key + " is '" + text + "', not a count up to " + std::to_string(limit));
+      return Status(StatusCode::kInvalidArgument, path + ": metadata " + key + " is '" + text +
+                                                      "', not a count up to " + std::to_string(limit));
     return std::stoull(text);
   };
   auto steps = count("optimizer_steps", uint64_t(1) << 53);
@@ -201,21 +201,23 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
     auto test = load_fashion_mnist(config.data_dir, false, full_train->classes);
     if (!test.ok()) return test.status();
     if (test->shape != full_train->shape)
-      return Status(StatusCode::kInvalidArgument, config.data_dir + ": test images are " + shape_text(test->shape) +
-                                                      ", training images " + shape_text(full_train->shape));
+      return Status(StatusCode::kInvalidArgument, config.data_dir + ": test images are " +
+                                                      shape_text(test->shape) + ", training images " +
+                                                      shape_text(full_train->shape));
     if (config.validation_examples >= full_train->examples)
       return Status(StatusCode::kInvalidArgument,
                     "data.validation_examples: " + std::to_string(config.validation_examples) +
-                        " leaves no training examples (the set has " + std::to_string(full_train->examples) + ")");
+                        " leaves no training examples (the set has " + std::to_string(full_train->examples) +
+                        ")");
     const uint32_t train_examples = full_train->examples - config.validation_examples;
     data.train_set = full_train->slice(0, train_examples);
     data.validation = full_train->slice(train_examples, config.validation_examples);
     data.test = std::move(test).value();
     data.shape_of = data.train_set.slice(0, 0);
     data.batches_per_epoch = train_examples / config.global_batch;
-    data.description = std::to_string(train_examples) + " training, " + std::to_string(data.validation.examples) +
-                       " validation, " + std::to_string(data.test.examples) + " test examples from " +
-                       config.data_dir;
+    data.description = std::to_string(train_examples) + " training, " +
+                       std::to_string(data.validation.examples) + " validation, " +
+                       std::to_string(data.test.examples) + " test examples from " + config.data_dir;
     return data;
   }
   if (config.classes == 0)
@@ -242,7 +244,8 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   if (!pipeline.ok()) return pipeline.status();
   data.pipeline = std::move(pipeline).value();
   auto validation = load_tfrecord_set(config, *schema, config.validation_files);
-  if (!validation.ok()) return Status(validation.status().code(), "data.validation: " + validation.status().message());
+  if (!validation.ok())
+    return Status(validation.status().code(), "data.validation: " + validation.status().message());
   auto test = load_tfrecord_set(config, *schema, config.test_files);
   if (!test.ok()) return Status(test.status().code(), "data.test: " + test.status().message());
   data.validation = std::move(validation).value();
@@ -252,13 +255,13 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   data.shape_of.classes = config.classes;
   data.batches_per_epoch = data.pipeline->batches_per_epoch();
   const RecordPipeline& p = *data.pipeline;
-  data.description = std::to_string(p.total_records()) + " training records in " + std::to_string(files->size()) +
-                     " file(s)" +
+  data.description = std::to_string(p.total_records()) + " training records in " +
+                     std::to_string(files->size()) + " file(s)" +
                      (config.negatives > 0 ? " (positives; " + std::to_string(config.negatives) +
                                                  " negatives sampled per positive each epoch)"
                                            : "") +
-                     (processes > 1 ? " (this process: " + std::to_string(p.shard_records()) + ", sharded by " +
-                                          (p.shards_by_file() ? "file" : "record") + ")"
+                     (processes > 1 ? " (this process: " + std::to_string(p.shard_records()) +
+                                          ", sharded by " + (p.shards_by_file() ? "file" : "record") + ")"
                                     : "") +
                      ", " + std::to_string(data.validation.examples) + " validation, " +
                      std::to_string(data.test.examples) + " test examples (TFRecord)";
@@ -323,8 +326,8 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   }
   // The processes of a job on one host share its cores: sw_emu's auto
   // count and its threads per unit take this process's share.
-  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency() /
-                                          (group ? group->processes_on_this_host() : 1u));
+  const uint32_t cores =
+      std::max(1u, std::thread::hardware_concurrency() / (group ? group->processes_on_this_host() : 1u));
   if (elastic) available = cores;
   auto units = select_units(config.devices, elastic, available);
   if (!units.ok()) return units.status();
@@ -359,7 +362,8 @@ Status check_ranks_agree(ProcessGroup& group, const TrainConfig& config) {
   for (std::size_t i = 0; i < settings.size(); ++i) {
     std::string differing;
     for (uint32_t rank = 1; rank < group.size(); ++rank)
-      if ((*all)[rank * width + 2 * i] != (*all)[2 * i] || (*all)[rank * width + 2 * i + 1] != (*all)[2 * i + 1])
+      if ((*all)[rank * width + 2 * i] != (*all)[2 * i] ||
+          (*all)[rank * width + 2 * i + 1] != (*all)[2 * i + 1])
         differing += (differing.empty() ? "" : ", ") + std::to_string(rank);
     if (!differing.empty())
       return Status(StatusCode::kInvalidArgument,
@@ -429,8 +433,7 @@ int train(const TrainConfig& config) {
   if (!spec.ok()) return fail(spec.status());
   TrainerConfig trainer_config;
   trainer_config.model = *spec;
-  trainer_config.launch_timeout =
-      std::chrono::milliseconds(int64_t(config.launch_timeout_s * 1000));
+  trainer_config.launch_timeout = std::chrono::milliseconds(int64_t(config.launch_timeout_s * 1000));
   trainer_config.optimizer.name = config.optimizer;
   trainer_config.optimizer.learning_rate = config.learning_rate;
   LearningRateSchedule& schedule = trainer_config.optimizer.schedule;
@@ -442,8 +445,10 @@ int train(const TrainConfig& config) {
     // Over the rest of the run after the warmup: the steps of every epoch.
     const uint64_t batches = data.batches_per_epoch;
     const uint64_t steps =
-        uint64_t(config.epochs) * (config.steps_per_epoch ? std::min<uint64_t>(config.steps_per_epoch, batches) : batches);
-    schedule.decay_steps = std::max<uint64_t>(1, steps > schedule.warmup_steps ? steps - schedule.warmup_steps : 1);
+        uint64_t(config.epochs) *
+        (config.steps_per_epoch ? std::min<uint64_t>(config.steps_per_epoch, batches) : batches);
+    schedule.decay_steps =
+        std::max<uint64_t>(1, steps > schedule.warmup_steps ? steps - schedule.warmup_steps : 1);
   }
   trainer_config.optimizer.momentum = config.momentum;
   trainer_config.optimizer.table_learning_rate = config.embedding_learning_rate;
@@ -462,11 +467,12 @@ int train(const TrainConfig& config) {
   if (lead && !checkpoint_path.empty()) {
     std::error_code error;
     std::filesystem::create_directories(config.checkpoint_dir, error);
-    if (error) return fail(Status(StatusCode::kUnavailable, "checkpoint.dir: cannot create " + config.checkpoint_dir));
+    if (error)
+      return fail(Status(StatusCode::kUnavailable, "checkpoint.dir: cannot create " + config.checkpoint_dir));
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
-    auto lock = DirectoryLock::acquire(config.checkpoint_dir, "accel_train pid " + std::to_string(getpid()) +
-                                                                  " on host " + host);
+    auto lock = DirectoryLock::acquire(config.checkpoint_dir,
+                                       "accel_train pid " + std::to_string(getpid()) + " on host " + host);
     if (!lock.ok()) return fail(lock.status());
     checkpoint_lock.emplace(std::move(lock).value());
   }
@@ -478,9 +484,10 @@ int train(const TrainConfig& config) {
     if (lead) std::printf("resumed from %s after epoch %u\n", checkpoint_path.c_str(), first_epoch);
     if (first_epoch >= config.epochs) {
       if (lead)
-        std::printf("the run is already finished (%u of %u epochs done): nothing to train; raise --epochs "
-                    "to go on, or run accel_train evaluate\n",
-                    first_epoch, config.epochs);
+        std::printf(
+            "the run is already finished (%u of %u epochs done): nothing to train; raise --epochs "
+            "to go on, or run accel_train evaluate\n",
+            first_epoch, config.epochs);
       return 0;
     }
   }
@@ -494,17 +501,17 @@ int train(const TrainConfig& config) {
   if (group)
     std::printf("job: %u processes x %u replica(s) = %u replicas in sync (mpi)\n", group->size(),
                 (*trainer)->local_replicas(), (*trainer)->replicas());
-  std::printf("model: input %s, %u classes, %zu trainable parameters%s; %s lr=%g (%s); global batch %u (%u per replica)\n%s",
-              shape_text(spec->input_shape).c_str(), spec->classes,
-              (*trainer)->parameters().trainable().size(),
-              (*trainer)->parameters().tables().empty()
-                  ? ""
-                  : (" + " + std::to_string((*trainer)->parameters().tables().size()) +
-                     " in embedding tables (adagrad lr=" + std::to_string(config.embedding_learning_rate) + ")")
-                        .c_str(),
-              config.optimizer.c_str(),
-              double(config.learning_rate), config.schedule.c_str(), config.global_batch, (*trainer)->per_replica_batch(),
-              (*trainer)->model().summary().c_str());
+  std::printf(
+      "model: input %s, %u classes, %zu trainable parameters%s; %s lr=%g (%s); global batch %u (%u per "
+      "replica)\n%s",
+      shape_text(spec->input_shape).c_str(), spec->classes, (*trainer)->parameters().trainable().size(),
+      (*trainer)->parameters().tables().empty()
+          ? ""
+          : (" + " + std::to_string((*trainer)->parameters().tables().size()) +
+             " in embedding tables (adagrad lr=" + std::to_string(config.embedding_learning_rate) + ")")
+                .c_str(),
+      config.optimizer.c_str(), double(config.learning_rate), config.schedule.c_str(), config.global_batch,
+      (*trainer)->per_replica_batch(), (*trainer)->model().summary().c_str());
   std::printf("torch: %s\n", (*trainer)->model().torch_code().c_str());
   std::printf("data: %s\n", data.description.c_str());
 
@@ -529,7 +536,8 @@ int train(const TrainConfig& config) {
     auto save = [&, trainer = trainer->get()](uint32_t epochs_done) {
       TraceScope span("checkpoint", "host", Trace::kHostTrack);
       Status saved = write_safetensors(checkpoint_path, make_checkpoint(*trainer, config, epochs_done));
-      if (saved.ok()) saved = write_safetensors(config.checkpoint_dir + "/model.safetensors", make_model_file(*trainer));
+      if (saved.ok())
+        saved = write_safetensors(config.checkpoint_dir + "/model.safetensors", make_model_file(*trainer));
       return saved;
     };
     auto callback = std::make_unique<ModelCheckpoint>(config, save);
@@ -539,10 +547,12 @@ int train(const TrainConfig& config) {
   if (config.early_stopping) callbacks.push_back(std::make_unique<EarlyStopping>(config, **trainer));
   // A run that ends early says which checkpoint is still the good one.
   auto failed_in_epoch = [&](const Status& status) {
-    const uint32_t last = checkpoints && checkpoints->saved_epochs() ? checkpoints->saved_epochs() : first_epoch;
+    const uint32_t last =
+        checkpoints && checkpoints->saved_epochs() ? checkpoints->saved_epochs() : first_epoch;
     std::string note;
     if (!checkpoint_path.empty())
-      note = last ? "; the last checkpoint, " + checkpoint_path + " after epoch " + std::to_string(last) + ", is intact"
+      note = last ? "; the last checkpoint, " + checkpoint_path + " after epoch " + std::to_string(last) +
+                        ", is intact"
                   : "; no checkpoint was written";
     return fail(Status(status.code(), status.message() + note));
   };
@@ -556,16 +566,20 @@ int train(const TrainConfig& config) {
     std::printf("Epoch %u/%u\n", epoch + 1, config.epochs);
     std::fflush(stdout);
     std::unique_ptr<BatchStream> stream;
-    if (data.pipeline) data.pipeline->start_epoch(epoch);
-    else stream = std::make_unique<BatchStream>(data.train_set, config.global_batch, config.seed, epoch, /*shuffle=*/true);
+    if (data.pipeline)
+      data.pipeline->start_epoch(epoch);
+    else
+      stream = std::make_unique<BatchStream>(data.train_set, config.global_batch, config.seed, epoch,
+                                             /*shuffle=*/true);
     const auto start = Clock::now();
     double loss = 0;
     uint64_t correct = 0, seen = 0;
     Batch batch;
     uint32_t step = 0;
     const uint64_t launches_before = (*trainer)->launches();
-    const uint32_t steps = uint32_t(config.steps_per_epoch ? std::min<uint64_t>(config.steps_per_epoch, data.batches_per_epoch)
-                                                           : data.batches_per_epoch);
+    const uint32_t steps =
+        uint32_t(config.steps_per_epoch ? std::min<uint64_t>(config.steps_per_epoch, data.batches_per_epoch)
+                                        : data.batches_per_epoch);
     while (step < steps) {
       const auto asked = Clock::now();
       Result<bool> more = data.pipeline ? data.pipeline->next(batch) : Result<bool>(stream->next(batch));
@@ -574,11 +588,11 @@ int train(const TrainConfig& config) {
       if (trace) trace->span("data wait", "host", Trace::kHostTrack, asked, got);
       if (!more.ok()) return fail(more.status());
       if (!*more)  // only when skip_corrupt dropped records
-        return fail(Status(StatusCode::kDataLoss, "data.train: the epoch ended after " + std::to_string(step) + " of " +
-                                                      std::to_string(steps) + " batches: " +
-                                                      std::to_string(data.pipeline->skipped()) +
-                                                      " corrupt record(s) skipped, the first: " +
-                                                      data.pipeline->first_skip_reason()));
+        return fail(
+            Status(StatusCode::kDataLoss,
+                   "data.train: the epoch ended after " + std::to_string(step) + " of " +
+                       std::to_string(steps) + " batches: " + std::to_string(data.pipeline->skipped()) +
+                       " corrupt record(s) skipped, the first: " + data.pipeline->first_skip_reason()));
       auto result = data.pipeline ? (*trainer)->step_local(batch) : (*trainer)->step(batch);
       if (trace)
         trace->span("step", "host", Trace::kHostTrack, got, Clock::now(),
@@ -644,10 +658,11 @@ int train(const TrainConfig& config) {
       if (Status ranked = report_ranking(**trainer, config, data.test); !ranked.ok()) return fail(ranked);
   }
   if (training_seconds > 0)
-    std::printf("throughput: %llu examples in %.1f s of training steps, %.0f samples/s (%.0f launches per step and "
-                "replica; %.1f%% of the time waiting for input)\n",
-                (unsigned long long)trained_examples, training_seconds, double(trained_examples) / training_seconds,
-                launches_per_step, 100.0 * input_wait_seconds / training_seconds);
+    std::printf(
+        "throughput: %llu examples in %.1f s of training steps, %.0f samples/s (%.0f launches per step and "
+        "replica; %.1f%% of the time waiting for input)\n",
+        (unsigned long long)trained_examples, training_seconds, double(trained_examples) / training_seconds,
+        launches_per_step, 100.0 * input_wait_seconds / training_seconds);
   if (!checkpoint_path.empty()) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
   write_trace();
   return 0;
@@ -688,7 +703,8 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
   };
   if (Status status = validate_train_config(config); !status.ok()) return fail(status);
   if (started_by_mpi_launcher())
-    return fail(Status(StatusCode::kInvalidArgument, "evaluate and predict run in one process, not under mpirun"));
+    return fail(
+        Status(StatusCode::kInvalidArgument, "evaluate and predict run in one process, not under mpirun"));
   if (options.checkpoint.empty()) return fail(Status(StatusCode::kInvalidArgument, "--checkpoint: required"));
   if (mode == Mode::kPredict && (options.input.empty() || options.output.empty()))
     return fail(Status(StatusCode::kInvalidArgument, "predict needs --input X.npy and --output Y.npy"));
@@ -696,10 +712,12 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
   if (!checkpoint.ok()) return fail(checkpoint.status());
   const auto description = checkpoint->metadata.find("model");
   if (description == checkpoint->metadata.end())
-    return fail(Status(StatusCode::kInvalidArgument,
-                       options.checkpoint + ": no model description (written before format " + kCheckpointFormat + ")"));
+    return fail(Status(
+        StatusCode::kInvalidArgument,
+        options.checkpoint + ": no model description (written before format " + kCheckpointFormat + ")"));
   auto spec = ModelSpec::from_json(description->second);
-  if (!spec.ok()) return fail(Status(spec.status().code(), options.checkpoint + ": " + spec.status().message()));
+  if (!spec.ok())
+    return fail(Status(spec.status().code(), options.checkpoint + ": " + spec.status().message()));
   auto array = parse_array_shape(config.array);
   if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
   auto opened = open_device(config, *array, nullptr);
@@ -721,7 +739,8 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
     if (!test.ok()) return fail(test.status());
     if (test->features != shape_elements(spec->input_shape))
       return fail(Status(StatusCode::kInvalidArgument, "the test examples are " + shape_text(test->shape) +
-                                                           ", the model takes " + shape_text(spec->input_shape)));
+                                                           ", the model takes " +
+                                                           shape_text(spec->input_shape)));
     auto tested = (*trainer)->evaluate(*test);
     if (!tested.ok()) return fail(tested.status());
     std::printf("test_loss: %.4f - test_accuracy: %.4f\n", tested->loss_sum / tested->examples,
@@ -734,8 +753,7 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
   auto logits = (*trainer)->predict(inputs->data(), count);
   if (!logits.ok()) return fail(logits.status());
   // Written beside the output and renamed over it: no half-written file.
-  const std::string npy =
-      xt::dump_npy(xt::adapt(*logits, std::vector<std::size_t>{count, spec->classes}));
+  const std::string npy = xt::dump_npy(xt::adapt(*logits, std::vector<std::size_t>{count, spec->classes}));
   auto output = OutputFile::create(options.output);
   if (!output.ok()) return fail(output.status());
   Status written = output->write(npy.data(), npy.size());
@@ -748,10 +766,11 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
 }  // namespace
 
 int tool_main(int argc, char** argv) {
-  CLI::App app{"Train a model on Fashion-MNIST (or any IDX data set) on a Systole device.\n"
-               "  accel_train [train] --config F [overrides]\n"
-               "  accel_train evaluate --checkpoint F [--config F] [overrides]\n"
-               "  accel_train predict --checkpoint F --input X.npy --output Y.npy"};
+  CLI::App app{
+      "Train a model on Fashion-MNIST (or any IDX data set) on a Systole device.\n"
+      "  accel_train [train] --config F [overrides]\n"
+      "  accel_train evaluate --checkpoint F [--config F] [overrides]\n"
+      "  accel_train predict --checkpoint F --input X.npy --output Y.npy"};
   // The mode is the first argument, if it names one.
   Mode mode = Mode::kTrain;
   if (argc > 1 && (std::string(argv[1]) == "train" || std::string(argv[1]) == "evaluate" ||
@@ -801,9 +820,12 @@ int tool_main(int argc, char** argv) {
   flag("--seed", &TrainConfig::seed, "train.seed");
   flag("--steps-per-execution", &TrainConfig::steps_per_execution,
        "train.steps_per_execution: evaluation batches per command list");
-  flag("--steps-per-epoch", &TrainConfig::steps_per_epoch, "train.steps_per_epoch: batches per epoch (0: all)");
-  flag("--log-every", &TrainConfig::log_every, "train.log_every: a progress line every N steps when not on a terminal");
-  flag("--launch-timeout", &TrainConfig::launch_timeout_s, "train.launch_timeout_s: longest launch on a unit");
+  flag("--steps-per-epoch", &TrainConfig::steps_per_epoch,
+       "train.steps_per_epoch: batches per epoch (0: all)");
+  flag("--log-every", &TrainConfig::log_every,
+       "train.log_every: a progress line every N steps when not on a terminal");
+  flag("--launch-timeout", &TrainConfig::launch_timeout_s,
+       "train.launch_timeout_s: longest launch on a unit");
   flag("--classes", &TrainConfig::classes, "model.classes (0: from the labels)");
   flag("--checkpoint-dir", &TrainConfig::checkpoint_dir, "checkpoint.dir");
   flag("--tensorboard", &TrainConfig::tensorboard_dir, "tensorboard.dir: event files");
@@ -838,7 +860,8 @@ int tool_main(int argc, char** argv) {
       // Digits only, at most 2^24: "2junk" or "-1" is refused, not cut short.
       if (item.empty() || item.size() > 8 || item.find_first_not_of("0123456789") != std::string::npos ||
           std::stoul(item) == 0 || std::stoul(item) > (1u << 24)) {
-        std::fprintf(stderr, "accel_train: --hidden: '%s' is not a layer width (1 to 16777216)\n", item.c_str());
+        std::fprintf(stderr, "accel_train: --hidden: '%s' is not a layer width (1 to 16777216)\n",
+                     item.c_str());
         return 2;
       }
       merged.hidden.push_back(uint32_t(std::stoul(item)));

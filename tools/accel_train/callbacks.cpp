@@ -18,13 +18,15 @@ std::optional<double> EpochLogs::get(const std::string& monitor) const {
 }
 
 Improvement::Improvement(std::string monitor, double min_delta)
-    : monitor_(std::move(monitor)), min_delta_(min_delta), maximise_(monitor_.find("accuracy") != std::string::npos) {}
+    : monitor_(std::move(monitor)),
+      min_delta_(min_delta),
+      maximise_(monitor_.find("accuracy") != std::string::npos) {}
 
 Result<bool> Improvement::update(const EpochLogs& logs, const char* field) {
   const std::optional<double> value = logs.get(monitor_);
   if (!value)
-    return Status(StatusCode::kInvalidArgument, std::string(field) + ": " + monitor_ +
-                                                    " is not available (the run has no validation set)");
+    return Status(StatusCode::kInvalidArgument,
+                  std::string(field) + ": " + monitor_ + " is not available (the run has no validation set)");
   const bool better = !best_ || (maximise_ ? *value - min_delta_ > *best_ : *value + min_delta_ < *best_);
   if (better) best_ = *value;
   return better;
@@ -100,7 +102,8 @@ Result<std::unique_ptr<CsvLogger>> CsvLogger::create(const TrainConfig& config, 
   const bool header = !config.csv_append || !std::filesystem::exists(path);
   std::ofstream out(path, config.csv_append ? std::ios::app : std::ios::trunc);
   if (!out) return Status(StatusCode::kUnavailable, "callbacks.csv_logger.filename: cannot open " + path);
-  if (header) out << "epoch,accuracy,learning_rate,loss" << (validation ? ",val_accuracy,val_loss" : "") << "\n";
+  if (header)
+    out << "epoch,accuracy,learning_rate,loss" << (validation ? ",val_accuracy,val_loss" : "") << "\n";
   out.flush();
   if (!out) return Status(StatusCode::kUnavailable, path + ": write failed");
   return std::unique_ptr<CsvLogger>(new CsvLogger(path, std::move(out), validation));
@@ -122,7 +125,8 @@ Status CsvLogger::on_epoch_end(const EpochLogs& logs, bool&) {
   // The rate is the optimizer's float; the means are doubles.
   out_ << logs.epoch << ',' << shortest(logs.accuracy) << ',' << shortest(float(logs.learning_rate)) << ','
        << shortest(logs.loss);
-  if (validation_) out_ << ',' << shortest(logs.val_accuracy.value_or(NAN)) << ',' << shortest(logs.val_loss.value_or(NAN));
+  if (validation_)
+    out_ << ',' << shortest(logs.val_accuracy.value_or(NAN)) << ',' << shortest(logs.val_loss.value_or(NAN));
   out_ << "\n";
   out_.flush();
   if (!out_) return Status(StatusCode::kUnavailable, path_ + ": write failed");

@@ -88,10 +88,9 @@ Status report_ranking(Trainer& trainer, const TrainConfig& config, const Dataset
                                           });
   std::vector<float> candidate_popularity(candidates.size());
   for (std::size_t c = 0; c < candidates.size(); ++c) candidate_popularity[c] = popularity[candidates[c]];
-  const double popular_recall = recall_at_k(users, candidates, train, held_out, config.ranking_k,
-                                            [&](std::size_t, std::vector<float>& scores) {
-                                              scores = candidate_popularity;
-                                            });
+  const double popular_recall =
+      recall_at_k(users, candidates, train, held_out, config.ranking_k,
+                  [&](std::size_t, std::vector<float>& scores) { scores = candidate_popularity; });
 
   auto logits = trainer.predict(test.images.data(), test.examples);
   if (!logits.ok()) return logits.status();
@@ -102,10 +101,10 @@ Status report_ranking(Trainer& trainer, const TrainConfig& config, const Dataset
   }
   std::printf("ranking: %zu test users (of %zu), %zu candidate items; AUC over %u test pairs\n", users.size(),
               all_users, candidates.size(), test.examples);
-  std::printf("  model:      auc %.4f - recall@%u %.4f\n", roc_auc(model_scores, test.labels), config.ranking_k,
-              model_recall);
-  std::printf("  popularity: auc %.4f - recall@%u %.4f\n", roc_auc(popular_scores, test.labels), config.ranking_k,
-              popular_recall);
+  std::printf("  model:      auc %.4f - recall@%u %.4f\n", roc_auc(model_scores, test.labels),
+              config.ranking_k, model_recall);
+  std::printf("  popularity: auc %.4f - recall@%u %.4f\n", roc_auc(popular_scores, test.labels),
+              config.ranking_k, popular_recall);
   return ok_status();
 }
 

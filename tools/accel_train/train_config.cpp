@@ -29,8 +29,7 @@ Status read(const YAML::Node& node, const char* key, const std::string& field, T
   return ok_status();
 }
 
-Status known_keys(const YAML::Node& node, const std::string& section,
-                  const std::set<std::string>& keys) {
+Status known_keys(const YAML::Node& node, const std::string& section, const std::set<std::string>& keys) {
   if (!node.IsMap())
     return Status(StatusCode::kInvalidArgument,
                   (section.empty() ? std::string("the file") : section) + " must be a mapping");
@@ -39,9 +38,8 @@ Status known_keys(const YAML::Node& node, const std::string& section,
     if (!keys.count(key)) {
       std::string expected;
       for (const std::string& k : keys) expected += (expected.empty() ? "" : ", ") + k;
-      return Status(StatusCode::kInvalidArgument,
-                    (section.empty() ? "" : section + ".") + key + ": unknown key (expected one of " +
-                        expected + ")");
+      return Status(StatusCode::kInvalidArgument, (section.empty() ? "" : section + ".") + key +
+                                                      ": unknown key (expected one of " + expected + ")");
     }
   }
   return ok_status();
@@ -158,8 +156,10 @@ Status read_features(const YAML::Node& node, std::vector<FeatureSpec>& features)
       }
       try {
         for (const YAML::Node& item : items) {
-          if (spec.type == FeatureType::kBytes) spec.default_bytes.push_back(item.as<std::string>());
-          else spec.default_numbers.push_back(item.as<double>());
+          if (spec.type == FeatureType::kBytes)
+            spec.default_bytes.push_back(item.as<std::string>());
+          else
+            spec.default_numbers.push_back(item.as<double>());
         }
       } catch (const YAML::Exception&) {
         return Status(StatusCode::kInvalidArgument,
@@ -174,8 +174,9 @@ Status read_features(const YAML::Node& node, std::vector<FeatureSpec>& features)
 // The config's fields from a parsed file.
 Status read_config(const YAML::Node& root, TrainConfig& c) {
   const Section top(root, "");
-  SYSTOLE_RETURN_IF_ERROR(top.known({"backend", "device", "devices", "array", "engine", "xclbin", "model", "data",
-                                     "train", "checkpoint", "mpi", "ranking", "callbacks", "tensorboard", "trace"}));
+  SYSTOLE_RETURN_IF_ERROR(
+      top.known({"backend", "device", "devices", "array", "engine", "xclbin", "model", "data", "train",
+                 "checkpoint", "mpi", "ranking", "callbacks", "tensorboard", "trace"}));
   SYSTOLE_RETURN_IF_ERROR(top.read("trace", c.trace_file));
   SYSTOLE_RETURN_IF_ERROR(top.read("backend", c.backend));
   SYSTOLE_RETURN_IF_ERROR(top.read("device", c.device));
@@ -197,7 +198,8 @@ Status read_config(const YAML::Node& root, TrainConfig& c) {
     const Section model(node, "model");
     SYSTOLE_RETURN_IF_ERROR(model.known({"hidden", "layers", "input_shape", "classes"}));
     if (node["hidden"] && node["layers"])
-      return Status(StatusCode::kInvalidArgument, "model: give either hidden (a dense stack) or layers, not both");
+      return Status(StatusCode::kInvalidArgument,
+                    "model: give either hidden (a dense stack) or layers, not both");
     SYSTOLE_RETURN_IF_ERROR(model.read("hidden", c.hidden));
     if (node["layers"]) SYSTOLE_RETURN_IF_ERROR(read_layers(node["layers"], c.layers));
     SYSTOLE_RETURN_IF_ERROR(model.read("input_shape", c.input_shape));
@@ -206,8 +208,8 @@ Status read_config(const YAML::Node& root, TrainConfig& c) {
   if (const YAML::Node node = root["data"]) {
     const Section data(node, "data");
     SYSTOLE_RETURN_IF_ERROR(data.known({"format", "dir", "validation_examples", "train", "validation", "test",
-                                        "features", "inputs", "label", "shuffle_buffer", "cycle_length", "threads",
-                                        "prefetch", "skip_corrupt", "negatives"}));
+                                        "features", "inputs", "label", "shuffle_buffer", "cycle_length",
+                                        "threads", "prefetch", "skip_corrupt", "negatives"}));
     SYSTOLE_RETURN_IF_ERROR(data.read("format", c.data_format));
     SYSTOLE_RETURN_IF_ERROR(data.read("dir", c.data_dir));
     SYSTOLE_RETURN_IF_ERROR(data.read("validation_examples", c.validation_examples));
@@ -231,11 +233,10 @@ Status read_config(const YAML::Node& root, TrainConfig& c) {
   }
   if (const YAML::Node node = root["train"]) {
     const Section train(node, "train");
-    SYSTOLE_RETURN_IF_ERROR(train.known({"epochs", "global_batch", "optimizer", "learning_rate", "schedule",
-                                         "momentum", "seed", "steps_per_execution", "launch_timeout_s",
-                                         "steps_per_epoch", "embedding_learning_rate",
-                                         "embedding_initial_accumulator", "decay_steps", "decay_rate",
-                                         "warmup_steps", "log_every"}));
+    SYSTOLE_RETURN_IF_ERROR(train.known(
+        {"epochs", "global_batch", "optimizer", "learning_rate", "schedule", "momentum", "seed",
+         "steps_per_execution", "launch_timeout_s", "steps_per_epoch", "embedding_learning_rate",
+         "embedding_initial_accumulator", "decay_steps", "decay_rate", "warmup_steps", "log_every"}));
     SYSTOLE_RETURN_IF_ERROR(train.read("decay_steps", c.decay_steps));
     SYSTOLE_RETURN_IF_ERROR(train.read("decay_rate", c.decay_rate));
     SYSTOLE_RETURN_IF_ERROR(train.read("warmup_steps", c.warmup_steps));
@@ -322,9 +323,7 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
 }
 
 Status validate_train_config(const TrainConfig& c) {
-  auto invalid = [](const std::string& message) {
-    return Status(StatusCode::kInvalidArgument, message);
-  };
+  auto invalid = [](const std::string& message) { return Status(StatusCode::kInvalidArgument, message); };
   if (c.engine != "fast" && c.engine != "hls")
     return invalid("engine: expected fast or hls, got '" + c.engine + "'");
   if (c.layers.empty() && (c.hidden.empty() || std::count(c.hidden.begin(), c.hidden.end(), 0u)))
@@ -353,24 +352,28 @@ Status validate_train_config(const TrainConfig& c) {
     return invalid("train.decay_steps: the " + c.schedule + " schedule needs decay_steps >= 1");
   if (!(c.decay_rate > 0 && c.decay_rate <= 1)) return invalid("train.decay_rate: must be in (0, 1]");
   auto check_monitor = [&](const char* field, const std::string& monitor) {
-    const bool known = monitor == "loss" || monitor == "accuracy" || monitor == "val_loss" || monitor == "val_accuracy";
+    const bool known =
+        monitor == "loss" || monitor == "accuracy" || monitor == "val_loss" || monitor == "val_accuracy";
     return known ? ok_status()
-                 : invalid(std::string(field) + ": expected loss, accuracy, val_loss or val_accuracy, got '" + monitor +
-                           "'");
+                 : invalid(std::string(field) + ": expected loss, accuracy, val_loss or val_accuracy, got '" +
+                           monitor + "'");
   };
   SYSTOLE_RETURN_IF_ERROR(check_monitor("checkpoint.monitor", c.checkpoint_monitor));
   SYSTOLE_RETURN_IF_ERROR(check_monitor("callbacks.early_stopping.monitor", c.early_stopping_monitor));
-  if (c.save_best_only && c.checkpoint_dir.empty()) return invalid("checkpoint.save_best_only: needs checkpoint.dir");
+  if (c.save_best_only && c.checkpoint_dir.empty())
+    return invalid("checkpoint.save_best_only: needs checkpoint.dir");
   if (!(c.early_stopping_min_delta >= 0) || !std::isfinite(c.early_stopping_min_delta))
     return invalid("callbacks.early_stopping.min_delta: must be a number >= 0");
   if (!(c.momentum >= 0 && c.momentum < 1)) return invalid("train.momentum: must be in [0, 1)");
   if (c.data_format != "idx" && c.data_format != "tfrecord")
     return invalid("data.format: expected idx or tfrecord, got '" + c.data_format + "'");
   if (c.data_format == "tfrecord") {
-    if (c.train_files.empty()) return invalid("data.train: tfrecord data needs the training files' pattern(s)");
+    if (c.train_files.empty())
+      return invalid("data.train: tfrecord data needs the training files' pattern(s)");
     if (c.features.empty()) return invalid("data.features: tfrecord data needs the records' schema");
     if (c.inputs.empty()) return invalid("data.inputs: name the feature(s) that feed the model");
-    if (c.cycle_length == 0 || c.cycle_length > 1024) return invalid("data.cycle_length: must be in [1, 1024]");
+    if (c.cycle_length == 0 || c.cycle_length > 1024)
+      return invalid("data.cycle_length: must be in [1, 1024]");
     if (c.reader_threads == 0 || c.reader_threads > 256) return invalid("data.threads: must be in [1, 256]");
     if (c.prefetch == 0 || c.prefetch > 1024) return invalid("data.prefetch: must be in [1, 1024]");
     if (c.shuffle_buffer > (1u << 24)) return invalid("data.shuffle_buffer: at most 2^24 records");
@@ -378,13 +381,11 @@ Status validate_train_config(const TrainConfig& c) {
     if (c.negatives > 0 && std::find(c.inputs.begin(), c.inputs.end(), c.negative_feature) == c.inputs.end())
       return invalid("data.negatives.feature: '" + c.negative_feature + "' is not one of data.inputs");
   }
-  if (c.resume && c.checkpoint_dir.empty())
-    return invalid("checkpoint.resume: needs checkpoint.dir");
+  if (c.resume && c.checkpoint_dir.empty()) return invalid("checkpoint.resume: needs checkpoint.dir");
   return ok_status();
 }
 
-Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elastic,
-                                           uint32_t available) {
+Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elastic, uint32_t available) {
   auto invalid = [&](const std::string& why) {
     return Status(StatusCode::kInvalidArgument, "devices: " + why + " (got '" + devices + "')");
   };
@@ -458,8 +459,8 @@ std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig&
   }
   std::string features;
   for (const FeatureSpec& f : c.features)
-    features += "{" + f.name + " " + text(int(f.type)) + " " + list(f.shape) + " " + list(f.default_numbers) + " " +
-                list(f.default_bytes) + " " + text(f.has_default) + " " + text(f.hash_buckets) + "}";
+    features += "{" + f.name + " " + text(int(f.type)) + " " + list(f.shape) + " " + list(f.default_numbers) +
+                " " + list(f.default_bytes) + " " + text(f.has_default) + " " + text(f.hash_buckets) + "}";
   return {{"backend", c.backend},
           {"array", c.array},
           {"engine", c.engine},
@@ -501,8 +502,8 @@ std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig&
           {"checkpoint.resume", text(c.resume)},
           {"checkpoint.save_best_only", text(c.save_best_only) + " " + c.checkpoint_monitor},
           {"callbacks.early_stopping",
-           text(c.early_stopping) + " " + c.early_stopping_monitor + " " + text(c.early_stopping_patience) + " " +
-               text(c.early_stopping_min_delta) + " " + text(c.early_stopping_restore_best)},
+           text(c.early_stopping) + " " + c.early_stopping_monitor + " " + text(c.early_stopping_patience) +
+               " " + text(c.early_stopping_min_delta) + " " + text(c.early_stopping_restore_best)},
           {"callbacks.terminate_on_nan", text(c.terminate_on_nan)},
           {"mpi.timeout_s", text(c.mpi_timeout_s)}};
 }

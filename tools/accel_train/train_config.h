@@ -7,15 +7,15 @@
 #include <vector>
 
 #include "systole/example.h"
-#include "systole/record_pipeline.h"
 #include "systole/layer.h"
+#include "systole/record_pipeline.h"
 #include "systole/status.h"
 
 namespace systole {
 
 struct TrainConfig {
   std::string backend = "sw_emu";
-  uint32_t device = 0;  // which device (board) of the backend: xrt's index
+  uint32_t device = 0;           // which device (board) of the backend: xrt's index
   std::string devices = "auto";  // "auto", a count "4", or indices "[0, 2]"
   std::string array = "128x128";
   std::string engine = "fast";
@@ -130,7 +130,6 @@ ExampleColumns example_columns(const TrainConfig& config);
 // elastic device (sw_emu) creates as many as asked for, and `available` is
 // the cores this process may use; otherwise the device has `available`
 // units, and more is an error.
-Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elastic,
-                                           uint32_t available);
+Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elastic, uint32_t available);
 
 }  // namespace systole

@@ -23,8 +23,8 @@ namespace detail {
 class DeviceBackend;
 struct BufferState;
 struct RunState;
-Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend,
-                             const std::string& backend_name, uint32_t index);
+Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend, const std::string& backend_name,
+                             uint32_t index);
 }  // namespace detail
 
 // How the sw_emu backend executes a command list.
@@ -53,12 +53,12 @@ struct DeviceOptions {
   uint32_t array_rows = spec::kDefaultShape.rows;
   uint32_t array_cols = spec::kDefaultShape.cols;
   uint32_t compute_units = 1;
-  uint32_t hbm_banks = 32;                 // as an Alveo U55C
-  uint64_t bank_bytes = 512ull << 20;      // per bank: 16 GiB in all, as a U55C
-  EmuEngine engine = EmuEngine::kFast;     // sw_emu only
-  uint32_t threads_per_unit = 0;           // fast engine; 0 = cores / units
-  std::string xclbin;                      // xrt: the bitstream to load
-  HwEmuOptions hw_emu;                     // hw_emu: the memory model
+  uint32_t hbm_banks = 32;              // as an Alveo U55C
+  uint64_t bank_bytes = 512ull << 20;   // per bank: 16 GiB in all, as a U55C
+  EmuEngine engine = EmuEngine::kFast;  // sw_emu only
+  uint32_t threads_per_unit = 0;        // fast engine; 0 = cores / units
+  std::string xclbin;                   // xrt: the bitstream to load
+  HwEmuOptions hw_emu;                  // hw_emu: the memory model
 };
 
 // "128x128" -> {128, 128}; an error names the text otherwise.
@@ -68,7 +68,7 @@ Result<spec::ArrayShape> parse_array_shape(const std::string& text);
 struct DeviceInfo {
   std::string backend;  // "sw_emu", "hw_emu", "xrt"
   uint32_t index = 0;
-  std::string name;     // human-readable, e.g. "sw_emu[0] 128x128 fast"
+  std::string name;  // human-readable, e.g. "sw_emu[0] 128x128 fast"
   uint32_t version = 0;
   spec::ArrayShape shape{0, 0};
   uint32_t max_m = 0, max_n = 0, max_k = 0;
@@ -104,8 +104,7 @@ class Buffer {
 
  private:
   friend class Device;
-  explicit Buffer(std::shared_ptr<detail::BufferState> state)
-      : state_(std::move(state)) {}
+  explicit Buffer(std::shared_ptr<detail::BufferState> state) : state_(std::move(state)) {}
   std::shared_ptr<detail::BufferState> state_;
 };
 
@@ -129,16 +128,14 @@ class Run {
 
  private:
   friend class Device;
-  explicit Run(std::shared_ptr<detail::RunState> state)
-      : state_(std::move(state)) {}
+  explicit Run(std::shared_ptr<detail::RunState> state) : state_(std::move(state)) {}
   std::shared_ptr<detail::RunState> state_;
 };
 
 class Device {
  public:
   // Opens device `index` of a backend: "sw_emu", "hw_emu" or "xrt".
-  static Result<Device> open(const std::string& backend, uint32_t index,
-                             const DeviceOptions& options = {});
+  static Result<Device> open(const std::string& backend, uint32_t index, const DeviceOptions& options = {});
   // The backends compiled into this build.
   static std::vector<std::string> backends();
 
@@ -155,8 +152,8 @@ class Device {
   Result<Run> start(uint32_t compute_unit, const Buffer& command_list);
 
  private:
-  friend Result<Device> detail::attach_device(std::shared_ptr<detail::DeviceBackend>,
-                                              const std::string&, uint32_t);
+  friend Result<Device> detail::attach_device(std::shared_ptr<detail::DeviceBackend>, const std::string&,
+                                              uint32_t);
   std::shared_ptr<detail::DeviceBackend> backend_;
   std::shared_ptr<const DeviceInfo> info_;
 };

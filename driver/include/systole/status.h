@@ -28,8 +28,7 @@ const char* status_code_name(StatusCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message)
-      : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
@@ -48,7 +47,7 @@ inline Status ok_status() { return Status(); }
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok() && "a Result without a value needs an error");
   }
@@ -80,8 +79,8 @@ class [[nodiscard]] Result {
 
 // Returns the Status of `expr` from the enclosing function when it is an
 // error.
-#define SYSTOLE_RETURN_IF_ERROR(expr)         \
-  do {                                        \
-    ::systole::Status systole_status_ = (expr); \
+#define SYSTOLE_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::systole::Status systole_status_ = (expr);        \
     if (!systole_status_.ok()) return systole_status_; \
   } while (0)

@@ -58,7 +58,9 @@ struct ModelValues {
   std::vector<float>& region(Region region) {
     return region == Region::kTrainable ? trainable : region == Region::kBuffer ? buffers : tables;
   }
-  const std::vector<float>& region(Region region) const { return const_cast<ModelValues*>(this)->region(region); }
+  const std::vector<float>& region(Region region) const {
+    return const_cast<ModelValues*>(this)->region(region);
+  }
 };
 
 // Fills `values` from a checkpoint, with the optimizer state of `slots`

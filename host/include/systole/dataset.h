@@ -37,8 +37,7 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 // largest label + 1. Errors name the file and what is wrong with it: a bad
 // magic number, dimensions, a count that differs between the two, a label
 // out of range, or data that ends early.
-Result<Dataset> read_idx(const std::string& images_path, const std::string& labels_path,
-                         uint32_t classes);
+Result<Dataset> read_idx(const std::string& images_path, const std::string& labels_path, uint32_t classes);
 
 // The training or test split of an MNIST-style directory (train-* and
 // t10k-*-idx?-ubyte, each with or without .gz), as Fashion-MNIST ships.
@@ -56,8 +55,8 @@ struct Batch {
 // background thread `prefetch` batches ahead of the consumer.
 class BatchStream {
  public:
-  BatchStream(const Dataset& data, uint32_t batch_size, uint64_t seed, uint32_t epoch,
-              bool shuffle, uint32_t prefetch = 4);
+  BatchStream(const Dataset& data, uint32_t batch_size, uint64_t seed, uint32_t epoch, bool shuffle,
+              uint32_t prefetch = 4);
   ~BatchStream();
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;

@@ -37,12 +37,10 @@ struct GemmProblem {
 // max_m x max_n), its K blocks (at most max_k) back to back, the first
 // without (unless the problem accumulates) and the rest with
 // accumulate-into-C; bias and ReLU on the last.
-Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device,
-                                                    const GemmProblem& problem);
+Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device, const GemmProblem& problem);
 
 // Command lists of at most `max_descriptors` each, encoded for the device.
-std::vector<std::vector<uint8_t>> encode_command_lists(
-    const std::vector<spec::GemmDescriptor>& descriptors,
-    uint32_t max_descriptors);
+std::vector<std::vector<uint8_t>> encode_command_lists(const std::vector<spec::GemmDescriptor>& descriptors,
+                                                       uint32_t max_descriptors);
 
 }  // namespace systole

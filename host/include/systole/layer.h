@@ -35,9 +35,9 @@ struct Activations {
 struct LayerContext {
   MatmulExecutor* matmul = nullptr;
   bool training = false;
-  uint64_t seed = 0;     // the run's seed
-  uint64_t step = 0;     // optimizer steps taken (dropout masks)
-  uint32_t replica = 0;  // global index of this replica
+  uint64_t seed = 0;      // the run's seed
+  uint64_t step = 0;      // optimizer steps taken (dropout masks)
+  uint32_t replica = 0;   // global index of this replica
   uint32_t replicas = 1;  // num_replicas_in_sync
   // In training: the sum over every replica of the job, in place, in a
   // fixed order (identical bits on all). Every replica calls it the same
@@ -62,8 +62,7 @@ class LayerArgs {
   // One positive integer or a list of them ("3", "[3, 4]"); required.
   Result<std::vector<uint32_t>> positive_list(const std::string& key);
   // An integer or a pair: "3" is (3, 3), "[3, 2]" or "3,2" is (3, 2).
-  Result<std::pair<uint32_t, uint32_t>> pair(const std::string& key,
-                                              std::pair<uint32_t, uint32_t> fallback);
+  Result<std::pair<uint32_t, uint32_t>> pair(const std::string& key, std::pair<uint32_t, uint32_t> fallback);
   // A number in [low, high) (or [low, high] when `high_inclusive`).
   Result<float> number(const std::string& key, float fallback, float low, float high,
                        bool high_inclusive = false);
@@ -83,7 +82,7 @@ class LayerArgs {
 
 // Where a layer sits in the model.
 struct LayerSite {
-  uint32_t index = 0;       // in the config's list
+  uint32_t index = 0;        // in the config's list
   uint32_t torch_index = 0;  // first module of the equivalent torch.nn.Sequential
 };
 

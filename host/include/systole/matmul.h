@@ -28,7 +28,7 @@ struct MatmulCall {
   bool b_transposed = false;
   const float* bias = nullptr;  // n values, added after the last product
   bool relu = false;
-  bool accumulate = false;      // c holds fp32 values that the products add to
+  bool accumulate = false;  // c holds fp32 values that the products add to
   float* c = nullptr;
 };
 

@@ -56,7 +56,9 @@ class Sequential {
   Status forward(LayerContext& context, const float* inputs, uint32_t batch, std::size_t layers = SIZE_MAX);
   const Activations& logits() const { return activations_.back(); }
   // The output of the first `layers` layers after forward().
-  const Activations& output(std::size_t layers) const { return activations_[std::min(layers, layers_.size())]; }
+  const Activations& output(std::size_t layers) const {
+    return activations_[std::min(layers, layers_.size())];
+  }
   std::size_t layer_count() const { return layers_.size(); }
   // From dL/d(logits): every trainable tensor's gradient in the store.
   Status backward(LayerContext& context, const std::vector<float>& logits_gradient);

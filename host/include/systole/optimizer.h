@@ -42,7 +42,7 @@ struct LearningRateSchedule {
 struct OptimizerConfig {
   std::string name = "adam";  // "adam" or "sgd"
   float learning_rate = 1e-3f;
-  float momentum = 0.9f;      // sgd
+  float momentum = 0.9f;                                // sgd
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-7f;  // adam (Keras' values)
   LearningRateSchedule schedule;
   // Embedding tables (Keras' Adagrad: accumulator += g^2,

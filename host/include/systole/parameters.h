@@ -35,8 +35,8 @@ class ParameterStore {
     std::string name;             // "3.weight", as in torch's state_dict()
     std::vector<uint64_t> shape;  // torch's shape ([] for a scalar)
     Region region = Region::kTrainable;
-    bool integer = false;         // a count kept in fp32, saved as int64
-    std::size_t offset = 0;       // into the region's vector
+    bool integer = false;    // a count kept in fp32, saved as int64
+    std::size_t offset = 0;  // into the region's vector
     std::size_t size = 0;
 
     // Optimized (dense or sparse), as opposed to a buffer.

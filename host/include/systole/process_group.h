@@ -28,8 +28,7 @@ class ProcessGroup {
   // over the global replicas in order, where this process contributes
   // `local` (its replicas, in order, `count` floats each). Every process
   // ends with the same `total`. `total` may not alias `local`.
-  virtual Status ordered_sum(const std::vector<const float*>& local, std::size_t count,
-                             float* total) = 0;
+  virtual Status ordered_sum(const std::vector<const float*>& local, std::size_t count, float* total) = 0;
 
   // Every process's `local` values (equal lengths), concatenated in rank
   // order, on every process.

@@ -42,13 +42,13 @@ struct RecordPipelineOptions {
   std::vector<std::string> files;  // match_files() order
   uint32_t shard_index = 0;
   uint32_t shard_count = 1;
-  uint32_t cycle_length = 4;      // files read at once
-  uint32_t threads = 1;           // reading and parsing
-  uint32_t shuffle_buffer = 0;    // 0: no shuffle (files in order too)
+  uint32_t cycle_length = 4;    // files read at once
+  uint32_t threads = 1;         // reading and parsing
+  uint32_t shuffle_buffer = 0;  // 0: no shuffle (files in order too)
   uint64_t seed = 1;
   uint32_t batch_size = 1;
   bool drop_remainder = true;
-  uint32_t prefetch = 2;          // batches ready ahead of the consumer
+  uint32_t prefetch = 2;  // batches ready ahead of the consumer
   // Skip records whose data is corrupt (a data CRC mismatch, or not an
   // Example), counting them, instead of ending with the error. A broken
   // frame (a length or its CRC) is found when create() counts the records,
@@ -116,8 +116,8 @@ class RecordPipeline {
   uint32_t classes_ = 0;
   uint32_t example_values_ = 0;
   std::vector<uint32_t> example_shape_;
-  uint32_t negative_offset_ = 0;        // the replaced value's index in a row
-  std::vector<float> negative_values_;  // its distinct values, ascending
+  uint32_t negative_offset_ = 0;          // the replaced value's index in a row
+  std::vector<float> negative_values_;    // its distinct values, ascending
   std::vector<std::string> shard_files_;  // by file: this shard's; else all
   bool by_file_ = false;
   uint64_t total_records_ = 0, shard_records_ = 0, batches_ = 0;

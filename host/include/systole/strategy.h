@@ -99,8 +99,7 @@ class Strategy {
   // per_replica[r][q] is quantity q of this process's replica r (the same
   // count for every replica); element q of the result is its job-wide
   // reduction.
-  Result<std::vector<double>> reduce(ReduceOp op,
-                                     const std::vector<std::vector<double>>& per_replica) const;
+  Result<std::vector<double>> reduce(ReduceOp op, const std::vector<std::vector<double>>& per_replica) const;
 
  private:
   void serve(uint32_t replica);

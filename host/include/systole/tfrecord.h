@@ -76,8 +76,8 @@ class TFRecordReader {
 
   const std::string& path() const { return path_; }
   uint64_t file_bytes() const { return file_bytes_; }
-  uint64_t offset() const { return offset_; }         // of the next record
-  uint64_t records_read() const { return index_; }    // records passed so far
+  uint64_t offset() const { return offset_; }       // of the next record
+  uint64_t records_read() const { return index_; }  // records passed so far
 
  private:
   struct Closer {

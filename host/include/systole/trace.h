@@ -40,8 +40,8 @@ class Trace {
   static void install(Trace* trace);
   static Trace* installed();
 
-  void span(std::string name, const char* category, uint32_t track, Clock::time_point begin, Clock::time_point end,
-            Args args = {});
+  void span(std::string name, const char* category, uint32_t track, Clock::time_point begin,
+            Clock::time_point end, Args args = {});
   std::size_t events() const;
   // The JSON document, written whole or not at all.
   Status write(const std::string& path) const;

@@ -46,8 +46,7 @@ class Trainer {
   // Fails before any step when the global batch does not divide evenly over
   // the job's replicas, or when the processes run different numbers of them.
   static Result<std::unique_ptr<Trainer>> create(Device device, const std::vector<uint32_t>& units,
-                                                 const TrainerConfig& config,
-                                                 ProcessGroup* group = nullptr);
+                                                 const TrainerConfig& config, ProcessGroup* group = nullptr);
 
   // Replicas in the whole job, and in this process.
   uint32_t replicas() const { return strategy_.num_replicas_in_sync(); }

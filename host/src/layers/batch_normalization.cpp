@@ -26,9 +26,9 @@ class BatchNormalization final : public Layer {
 
   Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
     if (input.size() != 1 && input.size() != 3)
-      return Status(StatusCode::kInvalidArgument,
-                    "batch_normalization expects a flat input or height x width x channels, got " +
-                        shape_text(input));
+      return Status(
+          StatusCode::kInvalidArgument,
+          "batch_normalization expects a flat input or height x width x channels, got " + shape_text(input));
     channels_ = input.back();
     spatial_ = uint32_t(shape_elements(input) / channels_);
     image_ = input.size() == 3;
@@ -121,8 +121,8 @@ class BatchNormalization final : public Layer {
   // The batch's mean and biased variance per channel: this replica's, or
   // the global batch's when synchronised (sums all-reduced, then the
   // squared deviations from the global mean).
-  Status moments(LayerContext& context, const std::vector<float>& x, std::size_t rows, std::vector<float>& mean,
-                 std::vector<float>& variance) const {
+  Status moments(LayerContext& context, const std::vector<float>& x, std::size_t rows,
+                 std::vector<float>& mean, std::vector<float>& variance) const {
     const bool across = sync_ && context.all_reduce_sum;
     std::vector<double> sum(channels_, 0.0);
     for (std::size_t r = 0; r < rows; ++r)
@@ -132,7 +132,8 @@ class BatchNormalization final : public Layer {
     totals.back() = float(rows);
     if (across) SYSTOLE_RETURN_IF_ERROR(context.all_reduce_sum(totals));
     const double count = totals.back();
-    for (uint32_t c = 0; c < channels_; ++c) mean[c] = across ? float(totals[c] / count) : float(sum[c] / count);
+    for (uint32_t c = 0; c < channels_; ++c)
+      mean[c] = across ? float(totals[c] / count) : float(sum[c] / count);
     std::vector<double> squares(channels_, 0.0);
     for (std::size_t r = 0; r < rows; ++r)
       for (uint32_t c = 0; c < channels_; ++c) {

@@ -26,8 +26,14 @@ class Conv2D final : public Layer {
  public:
   Conv2D(uint32_t filters, std::pair<uint32_t, uint32_t> kernel, std::pair<uint32_t, uint32_t> strides,
          bool same, bool relu, bool use_bias)
-      : filters_(filters), kh_(kernel.first), kw_(kernel.second), sh_(strides.first),
-        sw_(strides.second), same_(same), relu_(relu), use_bias_(use_bias) {}
+      : filters_(filters),
+        kh_(kernel.first),
+        kw_(kernel.second),
+        sh_(strides.first),
+        sw_(strides.second),
+        same_(same),
+        relu_(relu),
+        use_bias_(use_bias) {}
 
   Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
     if (input.size() != 3)
@@ -47,9 +53,9 @@ class Conv2D final : public Layer {
       right_ = pad_w - left_;
     } else {
       if (kh_ > h_ || kw_ > w_)
-        return Status(StatusCode::kInvalidArgument,
-                      "kernel_size: " + std::to_string(kh_) + "x" + std::to_string(kw_) +
-                          " is larger than the input " + shape_text(input) + " with padding valid");
+        return Status(StatusCode::kInvalidArgument, "kernel_size: " + std::to_string(kh_) + "x" +
+                                                        std::to_string(kw_) + " is larger than the input " +
+                                                        shape_text(input) + " with padding valid");
       oh_ = (h_ - kh_) / sh_ + 1;
       ow_ = (w_ - kw_) / sw_ + 1;
     }
@@ -227,8 +233,10 @@ class Conv2D final : public Layer {
   void im2col(const float* x, uint32_t first, uint32_t count) {
     col_.resize(std::size_t(count) * oh_ * ow_ * patch_);
     walk_patches(first, count, [&](std::size_t row, int64_t source) {
-      if (source >= 0) std::memcpy(col_.data() + row, x + source, c_ * sizeof(float));
-      else std::fill_n(col_.data() + row, c_, 0.0f);
+      if (source >= 0)
+        std::memcpy(col_.data() + row, x + source, c_ * sizeof(float));
+      else
+        std::fill_n(col_.data() + row, c_, 0.0f);
     });
   }
 
@@ -267,7 +275,8 @@ Result<std::unique_ptr<Layer>> make_conv2d(LayerArgs& args) {
   if (!relu.ok()) return relu.status();
   auto use_bias = args.boolean("use_bias", true);
   if (!use_bias.ok()) return use_bias.status();
-  return std::unique_ptr<Layer>(new Conv2D(*filters, *kernel, *strides, *padding == "same", *relu, *use_bias));
+  return std::unique_ptr<Layer>(
+      new Conv2D(*filters, *kernel, *strides, *padding == "same", *relu, *use_bias));
 }
 
 }  // namespace systole

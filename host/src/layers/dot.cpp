@@ -49,11 +49,13 @@ class Dot final : public Layer {
                     "row_bias: the towers' vectors need at least 2 values (factors, then the bias), got " +
                         shape_text(input));
     score_ = DotScore{input[1], options_.row_bias};
-    if (options_.use_bias) bias_ = store.declare(std::to_string(site.torch_index) + ".bias", {}, Region::kTrainable);
+    if (options_.use_bias)
+      bias_ = store.declare(std::to_string(site.torch_index) + ".bias", {}, Region::kTrainable);
     return Shape{2};
   }
 
-  Status forward(LayerContext&, ParameterStore& store, const Activations& input, Activations& output) override {
+  Status forward(LayerContext&, ParameterStore& store, const Activations& input,
+                 Activations& output) override {
     output.batch = input.batch;
     output.shape = {2};
     output.values.resize(std::size_t(input.batch) * 2);

@@ -24,8 +24,9 @@ class Dropout final : public Layer {
       mask_.clear();
       return ok_status();
     }
-    std::seed_seq sequence{uint32_t(context.seed), uint32_t(context.seed >> 32), uint32_t(context.step),
-                           uint32_t(context.step >> 32), context.replica, layer_};
+    std::seed_seq sequence{uint32_t(context.seed), uint32_t(context.seed >> 32),
+                           uint32_t(context.step), uint32_t(context.step >> 32),
+                           context.replica,        layer_};
     std::mt19937_64 rng(sequence);
     std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
     const float scale = 1.0f / (1.0f - rate_);

@@ -32,9 +32,9 @@ class Embedding final : public Layer {
                     "embedding expects a flat input of ids, got " + shape_text(input));
     columns_ = input[0];
     if (input_dims_.size() != 1 && input_dims_.size() != columns_)
-      return Status(StatusCode::kInvalidArgument,
-                    "input_dim: " + std::to_string(input_dims_.size()) + " sizes for " + std::to_string(columns_) +
-                        " id columns (give one size, or one per column)");
+      return Status(StatusCode::kInvalidArgument, "input_dim: " + std::to_string(input_dims_.size()) +
+                                                      " sizes for " + std::to_string(columns_) +
+                                                      " id columns (give one size, or one per column)");
     offsets_.clear();
     rows_ = 0;
     for (uint32_t c = 0; c < columns_; ++c) {
@@ -55,7 +55,8 @@ class Embedding final : public Layer {
     for (std::size_t i = 0; i < std::size_t(rows_) * width_; ++i) table[i] = uniform(rng);
   }
 
-  Status forward(LayerContext&, ParameterStore& store, const Activations& input, Activations& output) override {
+  Status forward(LayerContext&, ParameterStore& store, const Activations& input,
+                 Activations& output) override {
     output.batch = input.batch;
     output.shape = {columns_, width_};
     output.values.resize(std::size_t(input.batch) * columns_ * width_);
@@ -127,7 +128,7 @@ class Embedding final : public Layer {
   uint32_t width_, columns_ = 0, rows_ = 0;
   std::vector<uint32_t> offsets_;  // per column, into the table
   std::size_t table_ = 0;
-  std::vector<uint32_t> rows_of_;  // the last forward's table row per id
+  std::vector<uint32_t> rows_of_;                    // the last forward's table row per id
   std::vector<std::pair<uint32_t, uint32_t>> uses_;  // (row, id position)
   RowSparse local_;
   std::vector<float> touched_;

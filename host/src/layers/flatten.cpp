@@ -33,8 +33,10 @@ class Flatten final : public Layer {
                   const Activations& output_gradient, Activations* input_gradient) override {
     if (!input_gradient) return ok_status();
     zeros_like(input, *input_gradient);
-    if (input.shape.size() != 3) input_gradient->values = output_gradient.values;
-    else permute(output_gradient.values.data(), input_gradient->values.data(), input.batch, true);
+    if (input.shape.size() != 3)
+      input_gradient->values = output_gradient.values;
+    else
+      permute(output_gradient.values.data(), input_gradient->values.data(), input.batch, true);
     return ok_status();
   }
 
@@ -49,8 +51,10 @@ class Flatten final : public Layer {
         for (std::size_t x = 0; x < w; ++x)
           for (std::size_t k = 0; k < c; ++k) {
             const std::size_t hwc = n * size + (y * w + x) * c + k, chw = n * size + (k * h + y) * w + x;
-            if (inverse) to[hwc] = from[chw];
-            else to[chw] = from[hwc];
+            if (inverse)
+              to[hwc] = from[chw];
+            else
+              to[chw] = from[hwc];
           }
   }
 

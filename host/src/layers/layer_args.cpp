@@ -94,7 +94,7 @@ Result<std::vector<uint32_t>> LayerArgs::positive_list(const std::string& key) {
 }
 
 Result<std::pair<uint32_t, uint32_t>> LayerArgs::pair(const std::string& key,
-                                                       std::pair<uint32_t, uint32_t> fallback) {
+                                                      std::pair<uint32_t, uint32_t> fallback) {
   const std::string* text = find(key);
   if (!text) return fallback;
   std::vector<uint64_t> values;

@@ -40,20 +40,20 @@ inline constexpr uint8_t kAll = 0x0F;
 // elements. Addresses are byte addresses in device memory, aligned to their
 // element size. C must not overlap A, B or bias.
 struct GemmDescriptor {
-  uint8_t opcode;     // Opcode::kGemm
-  uint8_t flags;      // flag::*
-  uint16_t reserved0; // must be zero
+  uint8_t opcode;      // Opcode::kGemm
+  uint8_t flags;       // flag::*
+  uint16_t reserved0;  // must be zero
   uint32_t m;
   uint32_t n;
   uint32_t k;
-  uint32_t lda;       // >= k
-  uint32_t ldb;       // >= n
-  uint32_t ldc;       // >= n
-  uint32_t reserved1; // must be zero
+  uint32_t lda;        // >= k
+  uint32_t ldb;        // >= n
+  uint32_t ldc;        // >= n
+  uint32_t reserved1;  // must be zero
   uint64_t a_addr;
   uint64_t b_addr;
   uint64_t c_addr;
-  uint64_t bias_addr; // read only with flag::kBias
+  uint64_t bias_addr;  // read only with flag::kBias
 };
 
 static_assert(sizeof(CommandListHeader) == kBeatBytes, "header is one beat");

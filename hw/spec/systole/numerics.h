@@ -32,9 +32,7 @@ inline float f32_from_bits(uint32_t bits) {
   return value;
 }
 
-constexpr bool f32_bits_is_nan(uint32_t bits) {
-  return (bits & 0x7FFFFFFFu) > 0x7F800000u;
-}
+constexpr bool f32_bits_is_nan(uint32_t bits) { return (bits & 0x7FFFFFFFu) > 0x7F800000u; }
 
 // An fp32 value as the hardware sees it entering an operation or leaving
 // one: subnormal -> zero of the same sign, any NaN -> the canonical NaN.
@@ -44,9 +42,7 @@ constexpr uint32_t f32_canonical_bits(uint32_t bits) {
   return bits;
 }
 
-inline float f32_canonical(float value) {
-  return f32_from_bits(f32_canonical_bits(f32_bits(value)));
-}
+inline float f32_canonical(float value) { return f32_from_bits(f32_canonical_bits(f32_bits(value))); }
 
 // bf16 -> fp32: exact widening; subnormal inputs read as zero of their sign.
 // NaN payloads pass through (they only ever reach mul, which canonicalises).
@@ -66,9 +62,7 @@ constexpr bf16_t f32_bits_to_bf16(uint32_t bits) {
   return bf16_t((bits + 0x7FFFu + lsb) >> 16);  // carries into Inf on overflow
 }
 
-inline bf16_t f32_to_bf16(float value) {
-  return f32_bits_to_bf16(f32_bits(value));
-}
+inline bf16_t f32_to_bf16(float value) { return f32_bits_to_bf16(f32_bits(value)); }
 
 // f32_to_bf16 of `count` values, written with selects instead of branches
 // so that compilers vectorise it (the host runtime converts every operand
@@ -87,9 +81,7 @@ inline void f32_to_bf16_array(const float* in, bf16_t* out, std::size_t count) {
 // bf16 x bf16 -> fp32. The 8-bit significands make the product exact in fp32
 // unless it leaves the normal range: above it the product is +-Inf, below it
 // a zero with the sign of the product. Inf x 0 and NaN give the canonical NaN.
-inline float mul(bf16_t a, bf16_t b) {
-  return f32_canonical(bf16_to_f32(a) * bf16_to_f32(b));
-}
+inline float mul(bf16_t a, bf16_t b) { return f32_canonical(bf16_to_f32(a) * bf16_to_f32(b)); }
 
 // fp32 + fp32, round to nearest even, subnormal sum -> zero of its sign,
 // canonical NaN. Operands must already be canonical (they are: every value

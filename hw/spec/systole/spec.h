@@ -39,8 +39,7 @@ struct ArrayShape {
 // 128 x 128 (one TPU MXU) is the default; the small ones build the same
 // sources for fast tests and small boards.
 inline constexpr ArrayShape kDefaultShape{128, 128};
-inline constexpr ArrayShape kSupportedShapes[] = {
-    {4, 4}, {8, 8}, {16, 16}, {32, 32}, {64, 64}, {128, 128}};
+inline constexpr ArrayShape kSupportedShapes[] = {{4, 4}, {8, 8}, {16, 16}, {32, 32}, {64, 64}, {128, 128}};
 
 // Error codes written to the STATUS register. A launch that ends with a code
 // other than kOk has written nothing to memory (the whole command list is
@@ -48,16 +47,16 @@ inline constexpr ArrayShape kSupportedShapes[] = {
 // can strike mid-list.
 enum class ErrorCode : uint32_t {
   kOk = 0,
-  kBadMagic = 1,          // command-list header magic is not kCommandListMagic
-  kBadVersion = 2,        // header version major differs from kVersionMajor
-  kBadCount = 3,          // zero descriptors or more than max_descriptors()
-  kBadOpcode = 4,         // descriptor opcode unknown
-  kBadFlags = 5,          // reserved flag or field bits set
-  kBadDimension = 6,      // M, N or K is zero or above the device limit
-  kBadLeadingDim = 7,     // a leading dimension is smaller than its row
-  kMisalignedAddress = 8, // an address is not a multiple of its element size
-  kAddressOutOfRange = 9, // an operand or the list itself leaves device memory
-  kAxiError = 10,         // the memory answered SLVERR/DECERR (hw_emu, boards)
+  kBadMagic = 1,           // command-list header magic is not kCommandListMagic
+  kBadVersion = 2,         // header version major differs from kVersionMajor
+  kBadCount = 3,           // zero descriptors or more than max_descriptors()
+  kBadOpcode = 4,          // descriptor opcode unknown
+  kBadFlags = 5,           // reserved flag or field bits set
+  kBadDimension = 6,       // M, N or K is zero or above the device limit
+  kBadLeadingDim = 7,      // a leading dimension is smaller than its row
+  kMisalignedAddress = 8,  // an address is not a multiple of its element size
+  kAddressOutOfRange = 9,  // an operand or the list itself leaves device memory
+  kAxiError = 10,          // the memory answered SLVERR/DECERR (hw_emu, boards)
 };
 
 // Name of an error code ("bad_dimension"), for messages and logs.
@@ -71,7 +70,7 @@ inline constexpr uint32_t kHeaderErrorIndex = 0xFFFFFFFF;
 // xrt::kernel drives the kernel unchanged; arguments start at 0x10.
 // 64-bit values occupy two registers, low word first.
 namespace reg {
-inline constexpr uint32_t kControl = 0x00;           // ap_ctrl_hs
+inline constexpr uint32_t kControl = 0x00;  // ap_ctrl_hs
 inline constexpr uint32_t kGlobalIntEnable = 0x04;
 inline constexpr uint32_t kIpIntEnable = 0x08;
 inline constexpr uint32_t kIpIntStatus = 0x0C;
@@ -80,20 +79,20 @@ inline constexpr uint32_t kIpIntStatus = 0x0C;
 // offsets from their port's base (A from a_base, B from b_base, C and bias
 // from c_base). The emulated devices use base 0, so offsets are device
 // addresses; on a board each base is the address of a buffer object.
-inline constexpr uint32_t kCommandAddrLo = 0x10;     // command list (port cmd)
+inline constexpr uint32_t kCommandAddrLo = 0x10;  // command list (port cmd)
 inline constexpr uint32_t kCommandAddrHi = 0x14;
-inline constexpr uint32_t kABaseLo = 0x18;           // port a: activations
+inline constexpr uint32_t kABaseLo = 0x18;  // port a: activations
 inline constexpr uint32_t kABaseHi = 0x1C;
-inline constexpr uint32_t kBBaseLo = 0x20;           // port b: weights
+inline constexpr uint32_t kBBaseLo = 0x20;  // port b: weights
 inline constexpr uint32_t kBBaseHi = 0x24;
-inline constexpr uint32_t kCBaseLo = 0x28;           // port c: outputs, bias
+inline constexpr uint32_t kCBaseLo = 0x28;  // port c: outputs, bias
 inline constexpr uint32_t kCBaseHi = 0x2C;
-inline constexpr uint32_t kMemBytesLo = 0x30;        // window each port may
-inline constexpr uint32_t kMemBytesHi = 0x34;        // address from its base
+inline constexpr uint32_t kMemBytesLo = 0x30;  // window each port may
+inline constexpr uint32_t kMemBytesHi = 0x34;  // address from its base
 // Results of the last launch (read-only).
-inline constexpr uint32_t kStatus = 0x40;            // ErrorCode
-inline constexpr uint32_t kErrorIndex = 0x44;        // failing descriptor, or
-                                                     // 0xFFFFFFFF for the header
+inline constexpr uint32_t kStatus = 0x40;      // ErrorCode
+inline constexpr uint32_t kErrorIndex = 0x44;  // failing descriptor, or
+                                               // 0xFFFFFFFF for the header
 inline constexpr uint32_t kDescriptorsDone = 0x48;
 inline constexpr uint32_t kBusyCyclesLo = 0x50;
 inline constexpr uint32_t kBusyCyclesHi = 0x54;
@@ -106,8 +105,8 @@ inline constexpr uint32_t kDmaWriteBytesHi = 0x6C;
 inline constexpr uint32_t kStallCyclesLo = 0x70;
 inline constexpr uint32_t kStallCyclesHi = 0x74;
 // Identification (read-only constants of the build).
-inline constexpr uint32_t kId = 0x80;                // kDeviceId
-inline constexpr uint32_t kVersion = 0x84;           // spec::kVersion
+inline constexpr uint32_t kId = 0x80;       // kDeviceId
+inline constexpr uint32_t kVersion = 0x84;  // spec::kVersion
 inline constexpr uint32_t kArrayRows = 0x88;
 inline constexpr uint32_t kArrayCols = 0x8C;
 inline constexpr uint32_t kMaxM = 0x90;
@@ -115,7 +114,7 @@ inline constexpr uint32_t kMaxN = 0x94;
 inline constexpr uint32_t kMaxK = 0x98;
 inline constexpr uint32_t kBeatBytes = 0x9C;
 inline constexpr uint32_t kMaxDescriptors = 0xA0;
-inline constexpr uint32_t kMapEnd = 0xA4;            // first unused offset
+inline constexpr uint32_t kMapEnd = 0xA4;  // first unused offset
 }  // namespace reg
 
 // The kernel's arguments as Vitis and XRT see them: xrt::kernel argument
@@ -128,7 +127,7 @@ struct KernelArg {
   const char* name;
   uint32_t offset;  // in the register map above
   uint32_t bytes;
-  bool memory;      // an m_axi port's base address
+  bool memory;  // an m_axi port's base address
   bool output;
 };
 inline constexpr KernelArg kKernelArgs[] = {
