@@ -51,6 +51,7 @@ gzip -dc "$work/data/train-images-idx3-ubyte.gz" | head -c 5000 | gzip >"$work/c
 expect 2 "train-images-idx3-ubyte.gz: header declares .* bytes of data, file has 4984" "${small[@]}" --data-dir "$work/cut"
 expect 2 "checkpoint.resume: needs checkpoint.dir" "${small[@]}" --resume
 expect 2 "empty/checkpoint.safetensors: cannot open" "${small[@]}" --checkpoint-dir "$work/empty" --resume
+[[ -e $work/empty ]] && { echo "FAIL: a failed resume created its directory"; failures=$((failures + 1)); }
 expect 2 "checkpoint.safetensors: the checkpoint's model .* differs from the config's" "${small[@]}" --hidden 48 \
   --checkpoint-dir "$work/straight" --resume
 expect 0 "the run is already finished \(2 of 2 epochs done\)" "${small[@]}" --epochs 2 \

@@ -462,9 +462,12 @@ int train(const TrainConfig& config) {
   const std::string checkpoint_path =
       config.checkpoint_dir.empty() ? "" : config.checkpoint_dir + "/checkpoint.safetensors";
   // The directory is this run's alone from here on: a second run on it
-  // would interleave its checkpoints with ours.
+  // would interleave its checkpoints with ours. (Resuming from a directory
+  // that does not exist fails below, without creating it.)
   std::optional<DirectoryLock> checkpoint_lock;
-  if (lead && !checkpoint_path.empty()) {
+  std::error_code missing;
+  if (lead && !checkpoint_path.empty() &&
+      !(config.resume && !std::filesystem::exists(config.checkpoint_dir, missing))) {
     std::error_code error;
     std::filesystem::create_directories(config.checkpoint_dir, error);
     if (error)
