@@ -8,7 +8,6 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +20,8 @@
 #include "callbacks.h"
 #include "guarded_main.h"
 #include "ranking_report.h"
+#include "run_checkpoint.h"
+#include "run_data.h"
 #include "systole/checkpoint.h"
 #include "systole/dataset.h"
 #include "systole/mpi_process_group.h"
@@ -40,12 +41,6 @@ namespace {
 using namespace systole;
 using Clock = std::chrono::steady_clock;
 
-std::string join(const std::vector<uint32_t>& values, const char* separator) {
-  std::string text;
-  for (std::size_t i = 0; i < values.size(); ++i) text += (i ? separator : "") + std::to_string(values[i]);
-  return text;
-}
-
 // "  7/469 [>.............................] - 1s 15ms/step - loss: 0.4123 - accuracy: 0.8512"
 std::string progress_line(uint32_t step, uint32_t steps, double seconds, double loss, double accuracy) {
   constexpr int kWidth = 30;
@@ -59,246 +54,6 @@ std::string progress_line(uint32_t step, uint32_t steps, double seconds, double 
                 int(count.size()), step, count.c_str(), bar.c_str(), seconds,
                 step ? seconds * 1e3 / step : 0.0, loss, accuracy);
   return text;
-}
-
-// The checkpoint format this tool writes; systole-mlp/1 (the dense-only
-// format before layers) is still read.
-constexpr const char* kCheckpointFormat = "systole/2";
-constexpr const char* kLegacyMlpFormat = "systole-mlp/1";
-
-// checkpoint.safetensors: the model's state_dict() tensors, the optimizer's
-// slots and the run's metadata, all that resuming needs.
-Checkpoint make_checkpoint(const Trainer& trainer, const TrainConfig& config, uint32_t epochs_done) {
-  Checkpoint checkpoint = model_tensors(trainer.parameters(), &trainer.optimizer());
-  checkpoint.metadata = {{"format", kCheckpointFormat},
-                         {"model", trainer.model().spec().to_json()},
-                         {"optimizer", config.optimizer},
-                         {"optimizer_steps", std::to_string(trainer.optimizer().steps())},
-                         {"epochs_done", std::to_string(epochs_done)},
-                         {"seed", std::to_string(config.seed)},
-                         {"global_batch", std::to_string(config.global_batch)}};
-  return checkpoint;
-}
-
-// model.safetensors: exactly the state_dict() of torch_code(), which
-// PyTorch loads with strict=True.
-Checkpoint make_model_file(const Trainer& trainer) {
-  Checkpoint model = model_tensors(trainer.parameters(), nullptr);
-  model.metadata = {{"format", kCheckpointFormat},
-                    {"model", trainer.model().spec().to_json()},
-                    {"torch", trainer.model().torch_code()}};
-  return model;
-}
-
-// A systole-mlp/1 checkpoint of the same dense stack, its tensors renamed:
-// layers.<l> was the l-th Linear, module 2l of the Sequential.
-Status upgrade_legacy(Checkpoint& checkpoint, const std::string& path, const TrainConfig& config,
-                      const ModelSpec& spec) {
-  const std::map<std::string, std::string> expected = {
-      {"inputs", std::to_string(shape_elements(spec.input_shape))},
-      {"hidden", join(config.hidden, ",")},
-      {"outputs", std::to_string(spec.classes)}};
-  if (!config.layers.empty())
-    return Status(StatusCode::kInvalidArgument, path + ": a dense-only (" + kLegacyMlpFormat +
-                                                    ") checkpoint; the config's model has layers");
-  for (const auto& [key, value] : expected) {
-    const auto it = checkpoint.metadata.find(key);
-    const std::string found = it == checkpoint.metadata.end() ? "(missing)" : it->second;
-    if (found != value)
-      return Status(StatusCode::kInvalidArgument, path + ": " + key + " is " + found +
-                                                      " in the checkpoint but " + value + " in the config");
-  }
-  for (Tensor& tensor : checkpoint.tensors) {
-    const std::size_t at = tensor.name.find("layers.");
-    if (at == std::string::npos) continue;
-    const std::size_t dot = tensor.name.find('.', at + 7);
-    const uint32_t layer = uint32_t(std::stoul(tensor.name.substr(at + 7, dot - at - 7)));
-    tensor.name = tensor.name.substr(0, at) + std::to_string(2 * layer) + tensor.name.substr(dot);
-  }
-  return ok_status();
-}
-
-// Restores a checkpoint written by make_checkpoint; returns the epochs done.
-Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const TrainConfig& config) {
-  auto checkpoint = read_safetensors(path);
-  if (!checkpoint.ok()) return checkpoint.status();
-  auto meta = [&](const std::string& key) {
-    const auto it = checkpoint->metadata.find(key);
-    return it == checkpoint->metadata.end() ? std::string("(missing)") : it->second;
-  };
-  const ModelSpec& spec = trainer.model().spec();
-  if (meta("format") == kLegacyMlpFormat) {
-    SYSTOLE_RETURN_IF_ERROR(upgrade_legacy(*checkpoint, path, config, spec));
-  } else if (meta("format") != kCheckpointFormat) {
-    return Status(StatusCode::kInvalidArgument,
-                  path + ": format is " + meta("format") + ", expected " + kCheckpointFormat);
-  } else if (meta("model") != spec.to_json()) {
-    return Status(StatusCode::kInvalidArgument, path + ": the checkpoint's model " + meta("model") +
-                                                    " differs from the config's " + spec.to_json());
-  }
-  // The settings that decide what the run computes must be this run's: a
-  // checkpoint of another run is refused, not continued.
-  const std::pair<const char*, std::string> settings[] = {
-      {"optimizer", config.optimizer},
-      {"seed", std::to_string(config.seed)},
-      {"global_batch", std::to_string(config.global_batch)}};
-  for (const auto& [key, value] : settings)
-    if (meta(key) != value)
-      return Status(StatusCode::kInvalidArgument, path + ": " + key + " is " + meta(key) +
-                                                      " in the checkpoint but " + value + " in this run");
-  auto count = [&](const char* key, uint64_t limit) -> Result<uint64_t> {
-    const std::string text = meta(key);
-    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoull(text) > limit)
-      return Status(StatusCode::kInvalidArgument, path + ": metadata " + key + " is '" + text +
-                                                      "', not a count up to " + std::to_string(limit));
-    return std::stoull(text);
-  };
-  auto steps = count("optimizer_steps", uint64_t(1) << 53);
-  if (!steps.ok()) return steps.status();
-  auto epochs_done = count("epochs_done", 1u << 24);
-  if (!epochs_done.ok()) return epochs_done.status();
-  ModelValues values;
-  SYSTOLE_RETURN_IF_ERROR(
-      read_model_tensors(*checkpoint, path, trainer.parameters(), trainer.optimizer().state(), values));
-  for (const Tensor& tensor : checkpoint->tensors)
-    for (float value : tensor.values)
-      if (!std::isfinite(value))
-        return Status(StatusCode::kInvalidArgument,
-                      path + ": tensor '" + tensor.name + "' holds " + std::to_string(value) +
-                          "; a checkpoint to resume from must hold finite values");
-  SYSTOLE_RETURN_IF_ERROR(trainer.restore(values, *steps));
-  return uint32_t(*epochs_done);
-}
-
-// The data of a run. IDX: the sets in memory, every process stepping
-// through the same global batches. TFRecord: a pipeline per process over
-// its shard of the training files (a process's share of each global
-// batch), the validation and test sets (optional) in memory.
-struct RunData {
-  Dataset train_set;                         // idx
-  std::unique_ptr<RecordPipeline> pipeline;  // tfrecord
-  Dataset validation, test;                  // empty when not given
-  Dataset shape_of;                          // no examples: the examples' shape and classes
-  uint64_t batches_per_epoch = 0;
-  std::string description;
-};
-
-// An in-memory TFRecord set (validation, test) of `patterns`; none: empty.
-Result<Dataset> load_tfrecord_set(const TrainConfig& config, const ExampleSchema& schema,
-                                  const std::vector<std::string>& patterns) {
-  if (patterns.empty()) return Dataset();
-  auto files = match_files(patterns);
-  if (!files.ok()) return files.status();
-  return load_tfrecord_dataset(*files, schema, example_columns(config));
-}
-
-Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t processes) {
-  RunData data;
-  if (config.data_format == "idx") {
-    auto full_train = load_fashion_mnist(config.data_dir, true, config.classes);
-    if (!full_train.ok()) return full_train.status();
-    auto test = load_fashion_mnist(config.data_dir, false, full_train->classes);
-    if (!test.ok()) return test.status();
-    if (test->shape != full_train->shape)
-      return Status(StatusCode::kInvalidArgument, config.data_dir + ": test images are " +
-                                                      shape_text(test->shape) + ", training images " +
-                                                      shape_text(full_train->shape));
-    if (config.validation_examples >= full_train->examples)
-      return Status(StatusCode::kInvalidArgument,
-                    "data.validation_examples: " + std::to_string(config.validation_examples) +
-                        " leaves no training examples (the set has " + std::to_string(full_train->examples) +
-                        ")");
-    const uint32_t train_examples = full_train->examples - config.validation_examples;
-    data.train_set = full_train->slice(0, train_examples);
-    data.validation = full_train->slice(train_examples, config.validation_examples);
-    data.test = std::move(test).value();
-    data.shape_of = data.train_set.slice(0, 0);
-    data.batches_per_epoch = train_examples / config.global_batch;
-    data.description = std::to_string(train_examples) + " training, " +
-                       std::to_string(data.validation.examples) + " validation, " +
-                       std::to_string(data.test.examples) + " test examples from " + config.data_dir;
-    return data;
-  }
-  if (config.classes == 0)
-    return Status(StatusCode::kInvalidArgument,
-                  "model.classes: required with tfrecord data (the labels are not scanned ahead)");
-  auto schema = example_schema(config);
-  if (!schema.ok()) return schema.status();
-  auto files = match_files(config.train_files);
-  if (!files.ok()) return Status(files.status().code(), "data.train: " + files.status().message());
-  RecordPipelineOptions options;
-  options.files = *files;
-  options.shard_index = rank;
-  options.shard_count = processes;
-  options.cycle_length = config.cycle_length;
-  options.threads = config.reader_threads;
-  options.shuffle_buffer = config.shuffle_buffer;
-  options.seed = config.seed;
-  options.batch_size = config.global_batch / processes;
-  options.prefetch = config.prefetch;
-  options.skip_corrupt = config.skip_corrupt;
-  options.negatives = config.negatives;
-  options.negative_feature = config.negative_feature;
-  auto pipeline = RecordPipeline::create(*schema, example_columns(config), options);
-  if (!pipeline.ok()) return pipeline.status();
-  data.pipeline = std::move(pipeline).value();
-  auto validation = load_tfrecord_set(config, *schema, config.validation_files);
-  if (!validation.ok())
-    return Status(validation.status().code(), "data.validation: " + validation.status().message());
-  auto test = load_tfrecord_set(config, *schema, config.test_files);
-  if (!test.ok()) return Status(test.status().code(), "data.test: " + test.status().message());
-  data.validation = std::move(validation).value();
-  data.test = std::move(test).value();
-  data.shape_of.features = data.pipeline->example_values();
-  data.shape_of.shape = data.pipeline->example_shape();
-  data.shape_of.classes = config.classes;
-  data.batches_per_epoch = data.pipeline->batches_per_epoch();
-  const RecordPipeline& p = *data.pipeline;
-  data.description = std::to_string(p.total_records()) + " training records in " +
-                     std::to_string(files->size()) + " file(s)" +
-                     (config.negatives > 0 ? " (positives; " + std::to_string(config.negatives) +
-                                                 " negatives sampled per positive each epoch)"
-                                           : "") +
-                     (processes > 1 ? " (this process: " + std::to_string(p.shard_records()) +
-                                          ", sharded by " + (p.shards_by_file() ? "file" : "record") + ")"
-                                    : "") +
-                     ", " + std::to_string(data.validation.examples) + " validation, " +
-                     std::to_string(data.test.examples) + " test examples (TFRecord)";
-  return data;
-}
-
-// The test set alone (evaluate), its labels in [0, classes).
-Result<Dataset> load_test_set(const TrainConfig& config, uint32_t classes) {
-  if (config.data_format == "idx") return load_fashion_mnist(config.data_dir, false, classes);
-  if (config.test_files.empty())
-    return Status(StatusCode::kInvalidArgument, "data.test: evaluate needs the test files' pattern(s)");
-  auto schema = example_schema(config);
-  if (!schema.ok()) return schema.status();
-  TrainConfig with_classes = config;
-  with_classes.classes = classes;
-  auto test = load_tfrecord_set(with_classes, *schema, config.test_files);
-  if (!test.ok()) return Status(test.status().code(), "data.test: " + test.status().message());
-  return test;
-}
-
-// The model the config describes, for data of `data`'s shape and classes.
-Result<ModelSpec> model_spec(const TrainConfig& config, const Dataset& data) {
-  ModelSpec spec;
-  const uint32_t classes = config.classes ? config.classes : data.classes;
-  if (config.layers.empty()) {
-    spec = dense_stack(data.features, config.hidden, classes);
-  } else {
-    spec.layers = config.layers;
-    spec.classes = classes;
-    spec.input_shape = config.input_shape.empty() ? Shape(data.shape) : config.input_shape;
-  }
-  if (shape_elements(spec.input_shape) != data.features)
-    return Status(StatusCode::kInvalidArgument,
-                  "model.input_shape: " + shape_text(spec.input_shape) + " holds " +
-                      std::to_string(shape_elements(spec.input_shape)) + " values, the data's examples " +
-                      std::to_string(data.features) + " (" + shape_text(data.shape) + ")");
-  return spec;
 }
 
 // A device and the compute units `devices` selects on it. sw_emu creates as
@@ -343,16 +98,16 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
 }
 
 // Under mpirun: every rank's job_settings() against rank 0's, before any
-// data or device work. Each setting travels as a 64-bit FNV-1a hash of its
-// text (two exact 32-bit halves in all_gather's doubles); a difference is
+// data or device work. Each setting travels as its text's FarmHash
+// Fingerprint64 (two exact 32-bit halves in all_gather's doubles); a
+// difference is
 // an error on every rank naming the setting, this rank's value and the
 // ranks that differ from rank 0.
 Status check_ranks_agree(ProcessGroup& group, const TrainConfig& config) {
   const auto settings = job_settings(config);
   std::vector<double> local;
   for (const auto& [name, value] : settings) {
-    uint64_t hash = 14695981039346656037ull;
-    for (unsigned char byte : value) hash = (hash ^ byte) * 1099511628211ull;
+    const uint64_t hash = fingerprint64(value);
     local.push_back(double(hash >> 32));
     local.push_back(double(hash & 0xFFFFFFFFu));
   }

@@ -508,4 +508,10 @@ std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig&
           {"mpi.timeout_s", text(c.mpi_timeout_s)}};
 }
 
+std::string join(const std::vector<uint32_t>& values, const char* separator) {
+  std::string text;
+  for (std::size_t i = 0; i < values.size(); ++i) text += (i ? separator : "") + std::to_string(values[i]);
+  return text;
+}
+
 }  // namespace systole

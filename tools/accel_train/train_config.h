@@ -121,6 +121,9 @@ Status validate_train_config(const TrainConfig& config);
 // and traces.
 std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig& config);
 
+// "256,128": numbers joined by `separator`.
+std::string join(const std::vector<uint32_t>& values, const char* separator);
+
 // data.format tfrecord: the schema of data.features (errors name
 // data.features), and which features feed the model.
 Result<ExampleSchema> example_schema(const TrainConfig& config);
