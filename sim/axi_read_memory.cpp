@@ -25,7 +25,9 @@ AxiReadMemory::AxiReadMemory(const AxiReadPort& port, const uint8_t* memory, uin
   *port_.rresp = 0;
 }
 
-void AxiReadMemory::inject_error(uint64_t begin, uint64_t end) { errors_.emplace_back(begin, end); }
+void AxiReadMemory::inject_error(uint64_t begin, uint64_t end, AxiResp resp) {
+  errors_.push_back({begin, end, resp});
+}
 
 void AxiReadMemory::check_request(const Request& r) {
   auto fail = [&](const std::string& what) {
@@ -60,8 +62,10 @@ void AxiReadMemory::drive_beat() {
   const uint64_t address = burst.address + uint64_t(beat_in_burst_) * kBeatBytes;
   std::memset(port_.rdata, 0, kBeatBytes);
   if (address + kBeatBytes <= size_) std::memcpy(port_.rdata, memory_ + address, kBeatBytes);
-  const bool error = address + kBeatBytes > size_ || in_any(errors_, address);
-  *port_.rresp = error ? 2 : 0;  // SLVERR
+  AxiResp resp = address + kBeatBytes > size_ ? AxiResp::kDecErr : AxiResp::kOkay;
+  for (const ErrorRange& range : errors_)
+    if (resp == AxiResp::kOkay && address >= range.begin && address < range.end) resp = range.resp;
+  *port_.rresp = uint8_t(resp);
   *port_.rlast = beat_in_burst_ + 1 == burst.beats;
   *port_.rvalid = 1;
 }

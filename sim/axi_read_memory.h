@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // An AXI4 read slave over a byte array, for Verilator harnesses: the HBM
 // model of one port. It answers bursts after a latency, applies random
-// back-pressure (ARREADY low, RVALID gaps), answers SLVERR for injected
-// address ranges, and records every protocol violation of the master.
+// back-pressure (ARREADY low, RVALID gaps), answers SLVERR or DECERR for
+// injected address ranges and DECERR past the end of memory, and records
+// every protocol violation of the master.
 //
 // It talks to a Verilated model through pointers to its port fields, so it
 // depends on no particular model. Per clock cycle, with the clock low and
@@ -15,6 +16,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "axi_resp.h"
 
 namespace systole::sim {
 
@@ -47,8 +50,8 @@ class AxiReadMemory {
   // `memory` is the device memory (`size` bytes); the model does not own it.
   AxiReadMemory(const AxiReadPort& port, const uint8_t* memory, uint64_t size, MemoryTiming timing);
 
-  // Beats whose address lies in [begin, end) answer SLVERR.
-  void inject_error(uint64_t begin, uint64_t end);
+  // Beats whose address lies in [begin, end) answer `resp`.
+  void inject_error(uint64_t begin, uint64_t end, AxiResp resp = AxiResp::kSlvErr);
   // Bursts that start in [begin, end) never return data: a hung memory, for
   // the driver's timeout.
   void inject_stall(uint64_t begin, uint64_t end);
@@ -80,7 +83,11 @@ class AxiReadMemory {
   MemoryTiming timing_;
   std::mt19937 rng_;
   std::uniform_real_distribution<double> coin_{0.0, 1.0};
-  std::vector<std::pair<uint64_t, uint64_t>> errors_;
+  struct ErrorRange {
+    uint64_t begin, end;
+    AxiResp resp;
+  };
+  std::vector<ErrorRange> errors_;
   std::vector<std::pair<uint64_t, uint64_t>> stalls_;
   std::deque<Burst> bursts_queue_;
   uint32_t beat_in_burst_ = 0;

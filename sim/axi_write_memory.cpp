@@ -15,7 +15,9 @@ AxiWriteMemory::AxiWriteMemory(const AxiWritePort& port, uint8_t* memory, uint64
   *port_.bresp = 0;
 }
 
-void AxiWriteMemory::inject_error(uint64_t begin, uint64_t end) { errors_.emplace_back(begin, end); }
+void AxiWriteMemory::inject_error(uint64_t begin, uint64_t end, AxiResp resp) {
+  errors_.push_back({begin, end, resp});
+}
 
 void AxiWriteMemory::violation(const std::string& what) {
   violations_.push_back("cycle " + std::to_string(cycle_) + ": " + what);
@@ -49,9 +51,11 @@ void AxiWriteMemory::after_edge() {
   ++cycle_;
   if (aw_fire_) {
     Burst burst{previous_.address, uint32_t(previous_.len) + 1};
-    for (const auto& range : errors_)
-      burst.error = burst.error || (burst.address < range.second &&
-                                    burst.address + uint64_t(burst.beats) * kBeatBytes > range.first);
+    const uint64_t end = burst.address + uint64_t(burst.beats) * kBeatBytes;
+    if (end > size_) burst.resp = AxiResp::kDecErr;
+    for (const ErrorRange& range : errors_)
+      if (burst.resp == AxiResp::kOkay && burst.address < range.end && end > range.begin)
+        burst.resp = range.resp;
     open_.push_back(burst);
   }
   if (w_fire_) {
@@ -63,13 +67,13 @@ void AxiWriteMemory::after_edge() {
       const bool last = burst.written + 1 == burst.beats;
       if (w_last_ != last)
         violation(std::string("WLAST ") + (w_last_ ? "early" : "missing") + " at " + std::to_string(address));
-      if (!burst.error && address + kBeatBytes <= size_) {
+      if (burst.resp == AxiResp::kOkay) {
         const uint8_t* bytes = reinterpret_cast<const uint8_t*>(w_words_);
         for (uint32_t b = 0; b < kBeatBytes; ++b)
           if (w_strobes_ >> b & 1) memory_[address + b] = bytes[b];
       }
       if (++burst.written == burst.beats) {
-        responses_.emplace_back(cycle_ + timing_.latency_cycles, burst.error);
+        responses_.emplace_back(cycle_ + timing_.latency_cycles, burst.resp);
         open_.pop_front();
       }
     }
@@ -80,7 +84,7 @@ void AxiWriteMemory::after_edge() {
   }
   if (!*port_.bvalid && !responses_.empty() && responses_.front().first <= cycle_) {
     *port_.bvalid = 1;
-    *port_.bresp = responses_.front().second ? 2 : 0;
+    *port_.bresp = uint8_t(responses_.front().second);
   }
   *port_.awready = coin_(rng_) < timing_.arready_probability;
   *port_.wready = !open_.empty() && coin_(rng_) < timing_.rvalid_probability;

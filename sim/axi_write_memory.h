@@ -2,7 +2,8 @@
 // An AXI4 write slave over a byte array, for Verilator harnesses: the HBM
 // model of one write port. It takes W beats once their burst's address has
 // arrived (a slave may wait for AW), applies WSTRB, answers each burst on B
-// after a latency (SLVERR, and no write, for injected address ranges),
+// after a latency (SLVERR or DECERR, and no write, for injected address
+// ranges; DECERR past the end of memory),
 // applies random back-pressure, and records every protocol violation of the
 // master: unstable AW, illegal bursts, WLAST off the burst's last beat.
 // Same per-cycle protocol as AxiReadMemory: before_edge(), the rising edge,
@@ -14,6 +15,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "axi_resp.h"
 
 #include "axi_read_memory.h"
 
@@ -43,7 +46,8 @@ class AxiWriteMemory {
   // `memory` is the device memory (`size` bytes); the model does not own it.
   AxiWriteMemory(const AxiWritePort& port, uint8_t* memory, uint64_t size, MemoryTiming timing);
 
-  void inject_error(uint64_t begin, uint64_t end);
+  // Bursts that touch [begin, end) write nothing and answer `resp`.
+  void inject_error(uint64_t begin, uint64_t end, AxiResp resp = AxiResp::kSlvErr);
   void before_edge();
   void after_edge();
 
@@ -54,7 +58,7 @@ class AxiWriteMemory {
     uint64_t address;
     uint32_t beats;
     uint32_t written = 0;
-    bool error = false;
+    AxiResp resp = AxiResp::kOkay;
   };
   struct Request {
     bool valid;
@@ -70,9 +74,13 @@ class AxiWriteMemory {
   MemoryTiming timing_;
   std::mt19937 rng_;
   std::uniform_real_distribution<double> coin_{0.0, 1.0};
-  std::vector<std::pair<uint64_t, uint64_t>> errors_;
-  std::deque<Burst> open_;                           // awaiting W beats
-  std::deque<std::pair<uint64_t, bool>> responses_;  // (due cycle, error)
+  struct ErrorRange {
+    uint64_t begin, end;
+    AxiResp resp;
+  };
+  std::vector<ErrorRange> errors_;
+  std::deque<Burst> open_;                              // awaiting W beats
+  std::deque<std::pair<uint64_t, AxiResp>> responses_;  // (due cycle, response)
   Request previous_{};
   bool previous_fired_ = false;
   bool aw_fire_ = false, w_fire_ = false, b_fire_ = false;

@@ -75,6 +75,7 @@ class KernelHarness {
 
   Model& kernel() { return *k_; }
   AxiReadMemory& read_port(int index) { return *reads_[index]; }  // 0 cmd, 1 a, 2 b, 3 c
+  AxiWriteMemory& write_port() { return *write_; }                // c
 
   // Every protocol violation any memory model saw, with its port.
   std::vector<std::string> violations() const {

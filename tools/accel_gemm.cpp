@@ -10,15 +10,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 #include <xtensor/xadapt.hpp>
-#include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
 
 #include "guarded_main.h"
+#include "npy_matrix.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/numerics.h"
@@ -52,27 +51,14 @@ struct HostGemm {
 
 Result<std::vector<uint16_t>> load_matrix(const std::string& path, const char* name, uint32_t& rows,
                                           uint32_t& cols) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) return Status(StatusCode::kNotFound, std::string(name) + ": cannot open " + path);
-  xt::xarray<float> array;
-  try {
-    array = xt::load_npy<float>(stream);
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kInvalidArgument,
-                  std::string(name) + ": " + path + " is not a float32 .npy file (" + e.what() + ")");
-  }
-  if (!stream)
-    return Status(StatusCode::kDataLoss, std::string(name) + ": " + path +
-                                             " is truncated (fewer data bytes than its header declares)");
-  if (array.dimension() != 2 || array.shape(0) == 0 || array.shape(1) == 0 || array.shape(0) > UINT32_MAX ||
-      array.shape(1) > UINT32_MAX)
-    return Status(StatusCode::kInvalidArgument, std::string(name) + ": " + path +
-                                                    " must hold a non-empty 2-D array, has " +
-                                                    std::to_string(array.dimension()) + " dimension(s)");
-  rows = uint32_t(array.shape(0));
-  cols = uint32_t(array.shape(1));
-  std::vector<uint16_t> bits(array.size());
-  std::transform(array.begin(), array.end(), bits.begin(), [](float v) { return numerics::f32_to_bf16(v); });
+  auto matrix = tools::read_npy_matrix(path);
+  if (!matrix.ok())
+    return Status(matrix.status().code(), std::string(name) + ": " + matrix.status().message());
+  rows = matrix->rows;
+  cols = matrix->cols;
+  std::vector<uint16_t> bits(matrix->values.size());
+  std::transform(matrix->values.begin(), matrix->values.end(), bits.begin(),
+                 [](float v) { return numerics::f32_to_bf16(v); });
   return bits;
 }
 

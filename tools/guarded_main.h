@@ -6,13 +6,29 @@
 // std::terminate and SIGABRT.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 
 namespace systole::tools {
 
+// OpenMP threads that run out of work spin on their core for a while
+// before they sleep (libgomp's OMP_WAIT_POLICY, read when the library loads,
+// before main). When several processes share the cores, as mpirun's ranks
+// do, the spinning steals the time the others need. So a tool starts itself
+// again once with OMP_WAIT_POLICY=passive unless the user chose a policy;
+// the process id stays the same. If exec fails, the tool carries on.
+inline void prefer_passive_openmp_waits(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+}
+
 inline int guarded_main(const char* tool, int (*run)(int, char**), int argc, char** argv) {
+  prefer_passive_openmp_waits(argv);
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {

@@ -7,10 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace systole {
 namespace {
@@ -137,7 +139,34 @@ Result<DirectoryLock> DirectoryLock::acquire(const std::string& directory, const
     ::close(fd);
     return Status(StatusCode::kUnavailable, path + ": cannot write (" + std::strerror(error) + ")");
   }
-  return DirectoryLock(fd);
+  DirectoryLock lock(fd);
+  lock.removed_temporaries_ = remove_stale_temporaries(directory);
+  return lock;
+}
+
+// OutputFile's temporaries are NAME.tmp.PID.N. Only the lock's holder
+// writes in the directory, so any there now belong to a process that died
+// mid-write.
+std::vector<std::string> DirectoryLock::remove_stale_temporaries(const std::string& directory) {
+  std::vector<std::string> removed;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    const std::size_t tmp = name.rfind(".tmp.");
+    if (tmp == std::string::npos || tmp == 0) continue;
+    const std::string suffix = name.substr(tmp + 5);  // PID.N
+    const std::size_t dot = suffix.find('.');
+    auto digits = [](const std::string& text) {
+      return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (dot == std::string::npos || !digits(suffix.substr(0, dot)) || !digits(suffix.substr(dot + 1)))
+      continue;
+    std::error_code ignored;
+    if (entry.is_regular_file(ignored) && std::filesystem::remove(entry.path(), ignored))
+      removed.push_back(name);
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
 }
 
 DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
@@ -145,6 +174,7 @@ DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.fd_;
     other.fd_ = -1;
+    removed_temporaries_ = std::move(other.removed_temporaries_);
   }
   return *this;
 }

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <mutex>
+#include <new>
 #include <random>
 #include <thread>
 
@@ -90,8 +92,9 @@ struct RecordPipeline::Epoch {
       if (next_file < files.size()) slot.file = int64_t(next_file++);
     const uint32_t threads =
         std::max<uint32_t>(1, std::min<uint32_t>(options.threads, uint32_t(slots.size())));
-    for (uint32_t t = 0; t < threads; ++t) workers.emplace_back([this, t, threads] { read(t, threads); });
-    assembler = std::thread([this] { assemble(); });
+    for (uint32_t t = 0; t < threads; ++t)
+      workers.emplace_back([this, t, threads] { guarded("a record reader", [&] { read(t, threads); }); });
+    assembler = std::thread([this] { guarded("the batch assembler", [&] { assemble(); }); });
   }
 
   ~Epoch() {
@@ -104,6 +107,31 @@ struct RecordPipeline::Epoch {
     batches.notify_all();
     for (std::thread& worker : workers) worker.join();
     assembler.join();
+  }
+
+  // Runs one thread's part. An exception (std::bad_alloc, a library's)
+  // ends the epoch with an error that next() returns, and stops the other
+  // threads, which would otherwise wait for this one forever.
+  template <class Part>
+  void guarded(const char* role, Part&& part) {
+    std::string what;
+    try {
+      part();
+      return;
+    } catch (const std::bad_alloc&) {
+      what = "out of memory";
+    } catch (const std::exception& e) {
+      what = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (failure.ok()) failure = Status(StatusCode::kInternal, std::string(role) + ": " + what);
+      finished = true;
+      stop = true;
+    }
+    work.notify_all();
+    filled.notify_all();
+    batches.notify_all();
   }
 
   void note_skip(const Status& status) {
@@ -244,7 +272,7 @@ struct RecordPipeline::Epoch {
     };
     auto finish = [&](Status status) {
       std::lock_guard<std::mutex> lock(mutex);
-      failure = status;
+      if (failure.ok()) failure = status;  // the first error stays
       finished = true;
       batches.notify_all();
     };

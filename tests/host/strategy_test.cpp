@@ -11,7 +11,9 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 namespace systole {
@@ -118,7 +120,8 @@ TEST(AllReduce, ProcessesOfKReplicasSumLikeOneProcessOfAll) {
   // Magnitudes far apart, so that any other order changes the bits.
   std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
   std::uniform_int_distribution<int> exponent(-20, 20);
-  for (auto [processes, local] : {std::pair{2u, 1u}, {2u, 2u}, {3u, 2u}, {4u, 1u}}) {
+  for (const auto& [processes, per_process] : {std::pair{2u, 1u}, {2u, 2u}, {3u, 2u}, {4u, 1u}}) {
+    const uint32_t local = per_process;  // captured below (a structured binding cannot be in C++17)
     for (std::size_t length : {std::size_t(1), std::size_t(7), std::size_t(70001)}) {
       const uint32_t replicas = processes * local;
       std::vector<std::vector<float>> inputs(replicas, std::vector<float>(length));
@@ -169,6 +172,26 @@ TEST(Strategy, AFailingReplicaEndsTheStepForAllWithItsError) {
   // The next step works again.
   EXPECT_TRUE(strategy.run([&](uint32_t r) { return strategy.all_reduce_sum(r, buffers[r]); }).ok());
   EXPECT_EQ(buffers[0][0], 3.0f);
+}
+
+TEST(Strategy, AReplicaThatThrowsEndsTheStepWithAnErrorNamingIt) {
+  Strategy strategy(3);
+  std::vector<std::vector<float>> buffers(3, std::vector<float>(10, 1.0f));
+  const auto start = std::chrono::steady_clock::now();
+  const Status thrown = strategy.run([&](uint32_t r) -> Status {
+    if (r == 2) throw std::runtime_error("a layer's vector::at out of range");
+    return strategy.all_reduce_sum(r, buffers[r]);
+  });
+  EXPECT_EQ(thrown.code(), StatusCode::kInternal);
+  EXPECT_EQ(thrown.message(), "replica 2: a layer's vector::at out of range");
+  const Status exhausted = strategy.run([&](uint32_t r) -> Status {
+    if (r == 0) throw std::bad_alloc();
+    return strategy.all_reduce_sum(r, buffers[r]);
+  });
+  EXPECT_EQ(exhausted.message(), "replica 0: out of memory");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "the others did not wait";
+  EXPECT_TRUE(strategy.run([&](uint32_t r) { return strategy.all_reduce_sum(r, buffers[r]); }).ok());
+  EXPECT_EQ(buffers[1][0], 3.0f);
 }
 
 TEST(Strategy, ReduceSumsAndAverages) {

@@ -137,21 +137,54 @@ TEST(RtlKernel, AMalformedDescriptorEndsTheLaunchAndWritesNothing) {
   expect_no_violations(sim);
 }
 
-TEST(RtlKernel, AnAxiErrorEndsTheLaunchWithItsCode) {
+// The fault matrix's AXI rows: SLVERR and DECERR, on the reads of each
+// operand and on the writes of C, each end the launch with kAxiError at the
+// descriptor that met it, back to idle, within the cycle limit.
+struct AxiFault {
+  const char* name;
+  int read_port;  // 0 cmd, 1 a, 2 b, 3 c; -1: the write port
+  sim::AxiResp resp;
+  friend void PrintTo(const AxiFault& fault, std::ostream* os) { *os << fault.name; }
+};
+
+class RtlAxiFaults : public ::testing::TestWithParam<AxiFault> {};
+
+TEST_P(RtlAxiFaults, EndTheLaunchWithTheAxiErrorCode) {
+  const AxiFault fault = GetParam();
   testing::WorkloadOptions options;
   options.shape = kShape;
   options.descriptors = 2;
   options.max_m = 8;
   const testing::Workload workload = testing::make_workload(8, options);
-  Placed placed = place(workload, workload.rebased(0));
+  std::vector<spec::GemmDescriptor> descriptors = workload.rebased(0);
+  // The C port reads C only to accumulate.
+  if (fault.read_port == 3)
+    for (spec::GemmDescriptor& d : descriptors) d.flags |= spec::flag::kAccumulate;
+  Placed placed = place(workload, descriptors);
   Harness sim(placed.memory.data(), placed.memory.size(), {2, 1.0, 1.0, 8});
-  sim.read_port(2).inject_error(0, placed.list);  // every B read fails
+  if (fault.read_port >= 0)
+    sim.read_port(fault.read_port).inject_error(0, placed.list, fault.resp);  // every operand beat fails
+  else
+    sim.write_port().inject_error(0, placed.list, fault.resp);
   ASSERT_TRUE(launch(sim, placed.list, placed.memory.size(), 1'000'000)) << "the kernel hung";
   EXPECT_EQ(sim.read(reg::kStatus), uint32_t(spec::ErrorCode::kAxiError));
   EXPECT_EQ(sim.read(reg::kErrorIndex), 0u);
   EXPECT_EQ(sim.read(reg::kControl) & spec::ctrl::kApIdle, spec::ctrl::kApIdle) << "back to idle";
   expect_no_violations(sim);
 }
+
+INSTANTIATE_TEST_SUITE_P(ReadsAndWrites, RtlAxiFaults,
+                         ::testing::Values(AxiFault{"ASlvErr", 1, sim::AxiResp::kSlvErr},
+                                           AxiFault{"ADecErr", 1, sim::AxiResp::kDecErr},
+                                           AxiFault{"BSlvErr", 2, sim::AxiResp::kSlvErr},
+                                           AxiFault{"BDecErr", 2, sim::AxiResp::kDecErr},
+                                           AxiFault{"CReadSlvErr", 3, sim::AxiResp::kSlvErr},
+                                           AxiFault{"CReadDecErr", 3, sim::AxiResp::kDecErr},
+                                           AxiFault{"CWriteSlvErr", -1, sim::AxiResp::kSlvErr},
+                                           AxiFault{"CWriteDecErr", -1, sim::AxiResp::kDecErr}),
+                         [](const ::testing::TestParamInfo<AxiFault>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace systole

@@ -4,9 +4,11 @@
 // one replica per compute unit, with Keras-style progress,
 // validation each epoch, the test accuracy at the end, and safetensors
 // checkpoints that a PyTorch user can open and training can resume from.
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +21,7 @@
 
 #include "callbacks.h"
 #include "guarded_main.h"
+#include "npy_matrix.h"
 #include "ranking_report.h"
 #include "run_checkpoint.h"
 #include "run_data.h"
@@ -33,7 +36,6 @@
 #include "train_config.h"
 
 #include <xtensor/xadapt.hpp>
-#include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
 
 namespace {
@@ -129,7 +131,44 @@ Status check_ranks_agree(ProcessGroup& group, const TrainConfig& config) {
   return ok_status();
 }
 
+// Ctrl-C (SIGINT) and SIGTERM stop training after the step in progress,
+// keeping the last checkpoint, as Keras users expect of Ctrl-C; a second
+// signal ends the process at once (SA_RESETHAND: the default action).
+// Interrupted system calls resume (SA_RESTART).
+std::atomic<int> stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "set from a signal handler");
+
+extern "C" void on_stop_signal(int signal) { stop_signal.store(signal); }
+
+void install_stop_signals() {
+  struct sigaction action = {};
+  action.sa_handler = on_stop_signal;
+  action.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  for (int signal : {SIGINT, SIGTERM}) {
+    struct sigaction current = {};
+    // A signal ignored from the start (nohup, a shell's background job)
+    // stays ignored.
+    if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    sigaction(signal, &action, nullptr);
+  }
+}
+
+// The signal that stops the run after this step, or 0. Under mpirun every
+// rank must stop after the same step (a rank that went on would wait for the
+// others in its next all-reduce), so the ranks agree on it.
+Result<int> agreed_stop_signal(ProcessGroup* group) {
+  const int local = stop_signal.load();
+  if (!group) return local;
+  auto all = group->all_gather({double(local)});
+  if (!all.ok()) return all.status();
+  for (double signal : *all)
+    if (signal != 0) return int(signal);
+  return 0;
+}
+
 int train(const TrainConfig& config) {
+  install_stop_signals();
   // Under mpirun this process is one rank of a job: an error ends the whole
   // job (the other ranks would wait for this one), and only rank 0 logs and
   // writes checkpoints.
@@ -233,6 +272,9 @@ int train(const TrainConfig& config) {
                                        "accel_train pid " + std::to_string(getpid()) + " on host " + host);
     if (!lock.ok()) return fail(lock.status());
     checkpoint_lock.emplace(std::move(lock).value());
+    for (const std::string& name : checkpoint_lock->removed_temporaries())
+      std::printf("removed %s/%s, a partial write of a run that was killed\n", config.checkpoint_dir.c_str(),
+                  name.c_str());
   }
   uint32_t first_epoch = 0;
   if (config.resume) {
@@ -304,15 +346,25 @@ int train(const TrainConfig& config) {
   }
   if (config.early_stopping) callbacks.push_back(std::make_unique<EarlyStopping>(config, **trainer));
   // A run that ends early says which checkpoint is still the good one.
-  auto failed_in_epoch = [&](const Status& status) {
+  auto checkpoint_note = [&]() -> std::string {
     const uint32_t last =
         checkpoints && checkpoints->saved_epochs() ? checkpoints->saved_epochs() : first_epoch;
-    std::string note;
-    if (!checkpoint_path.empty())
-      note = last ? "; the last checkpoint, " + checkpoint_path + " after epoch " + std::to_string(last) +
-                        ", is intact"
-                  : "; no checkpoint was written";
-    return fail(Status(status.code(), status.message() + note));
+    if (checkpoint_path.empty()) return "";
+    return last ? "; the last checkpoint, " + checkpoint_path + " after epoch " + std::to_string(last) +
+                      ", is intact"
+                : "; no checkpoint was written";
+  };
+  auto failed_in_epoch = [&](const Status& status) {
+    return fail(Status(status.code(), status.message() + checkpoint_note()));
+  };
+  auto interrupted = [&](int signal, uint32_t epoch, uint32_t step, uint32_t steps) {
+    write_trace();
+    if (lead)
+      std::fprintf(stderr, "accel_train: %s: stopped after batch %u of %u in epoch %u (step %llu)%s%s\n",
+                   signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", step, steps, epoch + 1,
+                   (unsigned long long)(*trainer)->optimizer().steps(), checkpoint_note().c_str(),
+                   checkpoint_path.empty() ? "" : "; --resume continues from it");
+    return 128 + signal;
   };
 
   // mpirun gives ranks a pseudo-terminal even when its own output is a file.
@@ -368,6 +420,9 @@ int train(const TrainConfig& config) {
       batch_logs.accuracy = double(correct) / seen;
       for (const auto& callback : callbacks)
         if (Status status = callback->on_batch_end(batch_logs); !status.ok()) return failed_in_epoch(status);
+      auto signal = agreed_stop_signal(group.get());
+      if (!signal.ok()) return fail(signal.status());
+      if (*signal) return interrupted(*signal, epoch, step, steps);
       const bool log_line = !interactive && config.log_every && step % config.log_every == 0 && step < steps;
       if (interactive || log_line) {
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -435,22 +490,15 @@ struct InferOptions {
 // Reads a float32 .npy of examples; the first dimension counts them, the
 // rest must hold `features` values.
 Result<std::vector<float>> read_examples(const std::string& path, std::size_t features, uint32_t& count) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) return Status(StatusCode::kNotFound, path + ": cannot open");
-  xt::xarray<float> array;
-  try {
-    array = xt::load_npy<float>(stream);
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kInvalidArgument, path + ": not a float32 .npy file (" + e.what() + ")");
-  }
-  if (array.dimension() < 1 || array.shape()[0] == 0 || array.shape()[0] > (1u << 30) ||
-      array.size() != array.shape()[0] * features)
-    return Status(StatusCode::kInvalidArgument,
-                  path + ": expected N examples of " + std::to_string(features) + " values each, got " +
-                      std::to_string(array.size()) + " values" +
-                      (array.dimension() ? " in " + std::to_string(array.shape()[0]) + " rows" : ""));
-  count = uint32_t(array.shape()[0]);
-  return std::vector<float>(array.begin(), array.end());
+  auto array = tools::read_npy(path);
+  if (!array.ok()) return array.status();
+  if (array->shape[0] > (1u << 30) || array->values.size() != array->shape[0] * features)
+    return Status(StatusCode::kInvalidArgument, path + ": expected N examples of " +
+                                                    std::to_string(features) + " values each, got " +
+                                                    std::to_string(array->values.size()) + " values in " +
+                                                    std::to_string(array->shape[0]) + " rows");
+  count = uint32_t(array->shape[0]);
+  return std::move(array->values);
 }
 
 // evaluate and predict: the model and its weights from a checkpoint.

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "systole/status.h"
 
@@ -47,21 +48,32 @@ class OutputFile {
 // An exclusive lock on a directory that one process writes (a run's
 // checkpoint directory): flock(2) on DIR/.lock, held until the handle goes
 // or the process ends, however it ends. The file says who holds it, so a
-// second process is refused with the holder's name.
+// second process is refused with the holder's name. Once it holds the lock,
+// it removes the temporary files an OutputFile of a killed process left
+// there (a SIGKILL mid-write leaves NAME.tmp.PID.N beside NAME, which is
+// intact).
 class DirectoryLock {
  public:
   // `holder` describes this process ("accel_train pid 123 on host h").
   // Fails with kUnavailable naming the directory and the current holder.
   static Result<DirectoryLock> acquire(const std::string& directory, const std::string& holder);
-  DirectoryLock(DirectoryLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  DirectoryLock(DirectoryLock&& other) noexcept
+      : fd_(other.fd_), removed_temporaries_(std::move(other.removed_temporaries_)) {
+    other.fd_ = -1;
+  }
   DirectoryLock& operator=(DirectoryLock&& other) noexcept;
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
   ~DirectoryLock();
 
+  // The names of the stale temporaries removed when the lock was taken.
+  const std::vector<std::string>& removed_temporaries() const { return removed_temporaries_; }
+
  private:
   explicit DirectoryLock(int fd) : fd_(fd) {}
+  static std::vector<std::string> remove_stale_temporaries(const std::string& directory);
   int fd_ = -1;
+  std::vector<std::string> removed_temporaries_;
 };
 
 }  // namespace systole

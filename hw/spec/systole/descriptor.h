@@ -38,7 +38,10 @@ inline constexpr uint8_t kAll = 0x0F;
 // A and B are bf16; C is fp32 or bf16 (kOutputBf16), read in that same
 // precision when kAccumulate is set; bias is fp32. Leading dimensions count
 // elements. Addresses are byte addresses in device memory, aligned to their
-// element size. C must not overlap A, B or bias.
+// element size. C must not overlap A, B or bias: if it does, the kernel
+// still ends with the status it would have had, but what C then holds is
+// unspecified (models may order reads and writes differently). A later
+// descriptor may read an earlier one's C: descriptors run in order.
 struct GemmDescriptor {
   uint8_t opcode;      // Opcode::kGemm
   uint8_t flags;       // flag::*

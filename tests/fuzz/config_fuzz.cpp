@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// accel_train's YAML configuration: any text ends in a configuration or in
+// an error naming the file; a configuration that loads is then validated,
+// and when valid, its job settings and input schema are derived.
+#include "fuzz_input.h"
+#include "train_config.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  using namespace systole;
+  const std::string path = fuzz::write_file("train.yaml", {reinterpret_cast<const char*>(data), size});
+  TrainConfig config;
+  const Status loaded = load_train_config(path, config);
+  if (!loaded.ok()) {
+    if (loaded.message().find("train.yaml") == std::string::npos)
+      fuzz::fail("the error does not name the file: " + loaded.to_string());
+    return 0;
+  }
+  if (!validate_train_config(config).ok()) return 0;
+  if (job_settings(config).empty()) fuzz::fail("a valid configuration without job settings");
+  if (config.data_format == "tfrecord") (void)example_schema(config);
+  return 0;
+}
