@@ -171,7 +171,9 @@ Result<std::vector<float>> Trainer::predict(const float* inputs, uint32_t count,
 
 Result<bool> Trainer::replicas_identical() const {
   auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    // (memcmp of an empty region would pass it a null pointer.)
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
   };
   const ParameterStore& first = parameters();
   for (const ReplicaState& replica : replicas_) {

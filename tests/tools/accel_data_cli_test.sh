@@ -44,8 +44,13 @@ expect 2 "not a regular file" show "$work"
 # Memory runs out (a 60 MB address space cannot hold Fashion-MNIST): the
 # standard library's std::bad_alloc becomes a named error and exit 2, and
 # nothing is written.
-(ulimit -v 60000; expect 2 "accel_data: out of memory" fashion-mnist --out "$work/oom" --shards 2
- exit $failures) || failures=$((failures + 1))
+# AddressSanitizer reserves terabytes of address space for its shadow
+# memory, so in the sanitizer build (SYSTOLE_SANITIZE set) this case is left
+# to the plain build, which always runs it.
+if [[ ${SYSTOLE_SANITIZE:-} != *address* ]]; then
+  (ulimit -v 60000; expect 2 "accel_data: out of memory" fashion-mnist --out "$work/oom" --shards 2
+   exit $failures) || failures=$((failures + 1))
+fi
 [[ -e $work/oom ]] && { echo "FAIL: out of memory, accel_data still wrote $work/oom"; failures=$((failures + 1)); }
 ls "$work"/*.tmp* >/dev/null 2>&1 && { echo "FAIL: a temporary file was left behind"; failures=$((failures + 1)); }
 

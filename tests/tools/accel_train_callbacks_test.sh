@@ -81,6 +81,16 @@ expect 2 "epoch 2, batch [0-9]+ \(step [0-9]+\): the loss is (NaN|infinite); tra
   "${small[@]}" --epochs 3 --checkpoint-dir "$work/nan" --resume --learning-rate 1e30
 if cmp -s "$work/nan/checkpoint.safetensors" "$work/good.safetensors"; then passes=$((passes + 1)); else
   echo "FAIL: a NaN run changed the last good checkpoint"; failures=$((failures + 1)); fi
+# With TerminateOnNaN off, the NaN weights reach a checkpoint; resuming from
+# it is refused, naming the tensor, and leaves it as it was.
+printf 'callbacks:\n  terminate_on_nan: false\n' >"$work/no_nan_check.yaml"
+expect 0 "Epoch 1/1" --config "$work/no_nan_check.yaml" "${small[@]}" --epochs 1 --checkpoint-dir "$work/nan_weights" \
+  --learning-rate 1e30
+cp "$work/nan_weights/checkpoint.safetensors" "$work/nan_weights.safetensors"
+expect 2 "checkpoint.safetensors: tensor '.*' holds -?(nan|inf); a checkpoint to resume from must hold finite values" \
+  --config "$work/no_nan_check.yaml" "${small[@]}" --epochs 2 --checkpoint-dir "$work/nan_weights" --resume
+cmp -s "$work/nan_weights/checkpoint.safetensors" "$work/nan_weights.safetensors" && passes=$((passes + 1)) ||
+  { echo "FAIL: the refused NaN checkpoint changed"; failures=$((failures + 1)); }
 
 # Progress every N steps when the output is not a terminal (it is a pipe
 # here), and a linear warmup.

@@ -34,6 +34,10 @@ Status known_keys(const YAML::Node& node, const std::string& section, const std:
     return Status(StatusCode::kInvalidArgument,
                   (section.empty() ? std::string("the file") : section) + " must be a mapping");
   for (const auto& entry : node) {
+    if (!entry.first.IsScalar())
+      return Status(StatusCode::kInvalidArgument,
+                    (section.empty() ? std::string("the file") : section) + ": a key at line " +
+                        std::to_string(entry.first.Mark().line + 1) + " is not a plain name");
     const std::string key = entry.first.as<std::string>();
     if (!keys.count(key)) {
       std::string expected;
@@ -318,7 +322,12 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
     return Status(StatusCode::kInvalidArgument, path + ": " + e.what());
   }
   if (root.IsNull()) return ok_status();  // an empty file: all defaults
-  const Status status = read_config(root, c);
+  Status status;
+  try {
+    status = read_config(root, c);
+  } catch (const YAML::Exception& e) {  // a conversion no check foresaw
+    status = Status(StatusCode::kInvalidArgument, e.what());
+  }
   return status.ok() ? status : Status(status.code(), path + ": " + status.message());
 }
 
