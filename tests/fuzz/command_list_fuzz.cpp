@@ -59,7 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::vector<uint8_t> list(parts.first.begin(), parts.first.end());
   std::vector<uint8_t> memory(parts.second.begin(),
                               parts.second.begin() + std::min<std::size_t>(parts.second.size(), 1 << 16));
-  list.resize(std::max<std::size_t>(list.size(), spec::kBeatBytes));
+  // Whole beats, so that every descriptor the kernel reads from the list
+  // buffer is one the overlap check below sees (past the buffer, a fresh
+  // device holds zeros: opcode 0, refused before any access).
+  list.resize(std::max<std::size_t>((list.size() + spec::kBeatBytes - 1) / spec::kBeatBytes, 1) *
+              spec::kBeatBytes);
   memory.resize(std::max<std::size_t>(memory.size(), spec::kBeatBytes));
   const testing::Outcome hls = run(EmuEngine::kHls, memory, list);
   const testing::Outcome fast = run(EmuEngine::kFast, memory, list);
