@@ -221,22 +221,26 @@ Result<NpyArray> read_npy(const std::string& path) {
     return invalid(std::to_string(data_bytes - count * 4) + " bytes after the data of shape " + shape_text +
                    " at byte " + std::to_string(data_offset + count * 4));
 
-  std::vector<unsigned char> data(data_bytes);
-  if (!in.read(reinterpret_cast<char*>(data.data()), std::streamsize(data.size())))
-    return truncated("reading the data failed");
+  // The data straight into the values (as bytes, decoded in place from
+  // little-endian), so the array is held once.
   NpyArray array;
   array.shape = dims;
   array.values.resize(count);
+  if (!in.read(reinterpret_cast<char*>(array.values.data()), std::streamsize(data_bytes)))
+    return truncated("reading the data failed");
+  for (float& value : array.values) {
+    const uint32_t bits = uint32_t(little_endian(reinterpret_cast<const unsigned char*>(&value), 4));
+    std::memcpy(&value, &bits, 4);
+  }
+  if (!fortran->second.flag || dims.size() == 1) return array;
   // Fortran order: the first index varies fastest in the file. Walk the
   // file's elements with their index, counting in that order.
-  const bool column_major = fortran->second.flag && dims.size() > 1;
+  std::vector<float> row_major(count);
   std::vector<uint64_t> stride(dims.size(), 1), index(dims.size(), 0);
   for (std::size_t d = dims.size() - 1; d > 0; --d) stride[d - 1] = stride[d] * dims[d];
   uint64_t position = 0;  // of file element i in the array, row-major
   for (uint64_t i = 0; i < count; ++i) {
-    const uint32_t bits = uint32_t(little_endian(&data[i * 4], 4));
-    std::memcpy(&array.values[column_major ? position : i], &bits, 4);
-    if (!column_major) continue;
+    row_major[position] = array.values[i];
     for (std::size_t d = 0; d < dims.size(); ++d) {
       position += stride[d];
       if (++index[d] < dims[d]) break;
@@ -244,6 +248,7 @@ Result<NpyArray> read_npy(const std::string& path) {
       index[d] = 0;
     }
   }
+  array.values = std::move(row_major);
   return array;
 }
 

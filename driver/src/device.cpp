@@ -3,7 +3,9 @@
 // buffers with host copies, and the ap_ctrl_hs launch sequence.
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -122,6 +124,18 @@ const char* status_code_name(StatusCode code) {
 std::string Status::to_string() const {
   if (ok()) return "ok";
   return std::string(status_code_name(code_)) + ": " + message_;
+}
+
+Status current_exception_status(const std::string& where) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kInternal, where + ": out of memory");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInternal, where + ": " + e.what());
+  } catch (...) {
+    return Status(StatusCode::kInternal, where + ": an unknown exception");
+  }
 }
 
 // ---------------------------------------------------------------------------

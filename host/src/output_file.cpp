@@ -23,6 +23,22 @@ Status io_error(const std::string& path, const char* what, int error) {
   return Status(StatusCode::kUnavailable, path + ": " + what + ": " + std::strerror(error));
 }
 
+// An OutputFile's temporary beside `path`: PATH.tmp.PID.N (N counts this
+// process's files), and whether a file name has that form.
+std::string temporary_path(const std::string& path, uint64_t n) {
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(n);
+}
+bool is_temporary_name(const std::string& name) {
+  const std::size_t tmp = name.rfind(".tmp.");
+  if (tmp == std::string::npos || tmp == 0) return false;
+  const std::string suffix = name.substr(tmp + 5);  // PID.N
+  const std::size_t dot = suffix.find('.');
+  auto digits = [](const std::string& text) {
+    return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  };
+  return dot != std::string::npos && digits(suffix.substr(0, dot)) && digits(suffix.substr(dot + 1));
+}
+
 }  // namespace
 
 Result<OutputFile> OutputFile::create(const std::string& path) {
@@ -31,7 +47,7 @@ Result<OutputFile> OutputFile::create(const std::string& path) {
     return Status(StatusCode::kInvalidArgument,
                   path + ": exists and is not a regular file; not replacing it");
   static std::atomic<uint64_t> counter{0};
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const std::string temporary = temporary_path(path, counter++);
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return io_error(path, ("cannot create " + temporary).c_str(), errno);
   return OutputFile(path, temporary, fd);
@@ -144,23 +160,14 @@ Result<DirectoryLock> DirectoryLock::acquire(const std::string& directory, const
   return lock;
 }
 
-// OutputFile's temporaries are NAME.tmp.PID.N. Only the lock's holder
-// writes in the directory, so any there now belong to a process that died
-// mid-write.
+// Only the lock's holder writes in the directory, so any OutputFile
+// temporaries there now belong to a process that died mid-write.
 std::vector<std::string> DirectoryLock::remove_stale_temporaries(const std::string& directory) {
   std::vector<std::string> removed;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     const std::string name = entry.path().filename().string();
-    const std::size_t tmp = name.rfind(".tmp.");
-    if (tmp == std::string::npos || tmp == 0) continue;
-    const std::string suffix = name.substr(tmp + 5);  // PID.N
-    const std::size_t dot = suffix.find('.');
-    auto digits = [](const std::string& text) {
-      return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-    };
-    if (dot == std::string::npos || !digits(suffix.substr(0, dot)) || !digits(suffix.substr(dot + 1)))
-      continue;
+    if (!is_temporary_name(name)) continue;
     std::error_code ignored;
     if (entry.is_regular_file(ignored) && std::filesystem::remove(entry.path(), ignored))
       removed.push_back(name);

@@ -8,9 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <exception>
 #include <mutex>
-#include <new>
 #include <random>
 #include <thread>
 
@@ -114,18 +112,16 @@ struct RecordPipeline::Epoch {
   // threads, which would otherwise wait for this one forever.
   template <class Part>
   void guarded(const char* role, Part&& part) {
-    std::string what;
+    Status status;
     try {
       part();
       return;
-    } catch (const std::bad_alloc&) {
-      what = "out of memory";
-    } catch (const std::exception& e) {
-      what = e.what();
+    } catch (...) {
+      status = current_exception_status(role);
     }
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (failure.ok()) failure = Status(StatusCode::kInternal, std::string(role) + ": " + what);
+      if (failure.ok()) failure = std::move(status);
       finished = true;
       stop = true;
     }

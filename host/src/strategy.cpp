@@ -3,8 +3,6 @@
 #include "systole/strategy.h"
 
 #include <algorithm>
-#include <exception>
-#include <new>
 #include <string>
 
 namespace systole {
@@ -116,26 +114,6 @@ Strategy::~Strategy() {
   for (std::thread& thread : threads_) thread.join();
 }
 
-namespace {
-
-// A replica's job as a Status: an exception thrown on a replica thread
-// would otherwise end the process (std::terminate) with the other replicas
-// waiting in an all-reduce.
-Status run_guarded(const std::function<Status(uint32_t)>& job, uint32_t replica) {
-  const std::string where = "replica " + std::to_string(replica) + ": ";
-  try {
-    return job(replica);
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kInternal, where + "out of memory");
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kInternal, where + e.what());
-  } catch (...) {
-    return Status(StatusCode::kInternal, where + "an unknown exception");
-  }
-}
-
-}  // namespace
-
 void Strategy::serve(uint32_t replica) {
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mutex_);
@@ -145,7 +123,14 @@ void Strategy::serve(uint32_t replica) {
     seen = job_number_;
     const auto& job = *job_;
     lock.unlock();
-    Status status = run_guarded(job, replica);
+    // An exception would otherwise end the process (std::terminate), the
+    // other replicas waiting in an all-reduce.
+    Status status;
+    try {
+      status = job(replica);
+    } catch (...) {
+      status = current_exception_status("replica " + std::to_string(replica));
+    }
     if (!status.ok()) all_reduce_.abort();
     lock.lock();
     results_[replica] = std::move(status);

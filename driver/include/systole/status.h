@@ -43,6 +43,11 @@ class [[nodiscard]] Status {
 
 inline Status ok_status() { return Status(); }
 
+// Inside a catch block: the exception in flight as a kInternal Status,
+// "WHERE: what()" ("WHERE: out of memory" for std::bad_alloc), for code
+// that must not let an exception leave a thread.
+Status current_exception_status(const std::string& where);
+
 // A value or the Status that explains why there is none.
 template <class T>
 class [[nodiscard]] Result {
