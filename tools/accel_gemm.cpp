@@ -40,6 +40,7 @@ struct Options {
   std::string trace_fst;
   uint32_t units = 1, threads = 0, repeat = 3, seed = 1;
   std::string verify = "auto";
+  PerfOptions perf;
 };
 
 // The operands on the host: A, B as bf16 bits, bias as fp32.
@@ -276,6 +277,7 @@ int run(const Options& options) {
   device_options.engine = options.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
   device_options.xclbin = options.xclbin;
   device_options.hw_emu.trace_fst = options.trace_fst;
+  device_options.perf = options.perf;
   auto device = Device::open(options.backend, options.device, device_options);
   if (!device.ok()) return fail(device.status());
   auto device_gemm = DeviceGemm::create(*device, *gemm, options);
@@ -290,7 +292,9 @@ int run(const Options& options) {
 
   spec::PerfCounters counters;
   double best = 1e30;
+  Result<Projection> before = device->projection();
   for (uint32_t i = 0; i < std::max(1u, options.repeat); ++i) {
+    if (before.ok()) before = device->projection();
     const auto start = Clock::now();
     const Status status = device_gemm->run(counters);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -298,8 +302,8 @@ int run(const Options& options) {
     best = std::min(best, seconds);
   }
   const double flops = 2.0 * gemm->m * gemm->n * gemm->k;
-  std::printf("time     %.3f ms (best of %u), %.1f GFLOP/s\n", best * 1e3, std::max(1u, options.repeat),
-              flops / best * 1e-9);
+  std::printf("time     %.3f ms (best of %u) on this machine, %.1f GFLOP/s\n", best * 1e3,
+              std::max(1u, options.repeat), flops / best * 1e-9);
   std::printf("counters busy_cycles=%llu macs=%llu dma_read=%llu B dma_write=%llu B stalls=%llu\n",
               (unsigned long long)counters.busy_cycles, (unsigned long long)counters.macs,
               (unsigned long long)counters.dma_read_bytes, (unsigned long long)counters.dma_write_bytes,
@@ -308,7 +312,23 @@ int run(const Options& options) {
     std::printf("         array utilization %.1f%% (%s)\n",
                 100.0 * double(counters.macs) / options.units /
                     (double(counters.busy_cycles) * info.shape.rows * info.shape.cols),
-                options.backend == "sw_emu" ? "sw_emu: modelled schedule, no memory stalls" : "measured");
+                options.backend == "sw_emu" ? "sw_emu: modelled schedule, no memory stalls"
+                : options.backend == "perf" ? "the RTL controller's cycle model on the board's memory"
+                                            : "measured");
+  if (before.ok()) {
+    // The last run, as the board would take it: its syncs and launches.
+    const Projection p = device->projection()->since(*before);
+    std::printf("project  %s (a projection, not a measurement)\n", p.board.c_str());
+    std::printf(
+        "         %.3f ms per GEMM, %.1f GFLOP/s: launches %.3f ms (array utilization %.1f%%), "
+        "host link %.3f ms; bound by %s\n",
+        p.seconds * 1e3, flops / p.seconds * 1e-9, p.launch_seconds * 1e3, 100.0 * p.utilization(),
+        p.link_seconds * 1e3, p.bound());
+  } else if (options.backend == "hw_emu" && counters.busy_cycles > 0) {
+    std::printf("         at 300 MHz the RTL's %llu cycles take %.3f ms: %.1f GFLOP/s in the kernel\n",
+                (unsigned long long)counters.busy_cycles, counters.busy_cycles / 300e6 * 1e3,
+                flops / (counters.busy_cycles / 300e6) * 1e-9 / options.units);
+  }
 
   auto result = device_gemm->result();
   if (!result.ok()) return fail(result.status());
@@ -372,7 +392,11 @@ int tool_main(int argc, char** argv) {
   app.add_flag("--bias", options.bias, "add a random fp32 bias per column");
   app.add_flag("--relu", options.relu, "apply ReLU");
   app.add_flag("--bf16-out", options.output_bf16, "bf16 output (else fp32)");
-  app.add_option("--backend", options.backend, "sw_emu, hw_emu or xrt (as this build has them)");
+  app.add_option("--backend", options.backend, "sw_emu, hw_emu, xrt or perf (as this build has them)");
+  app.add_option("--board", options.perf.board, "perf: the board modelled (u55c, u280, u50, hypothetical)");
+  app.add_option("--clock-mhz", options.perf.clock_mhz, "perf: kernel clock (default: the board's)");
+  app.add_option("--pcie-gen", options.perf.pcie_gen, "perf: PCIe generation (default: the board's)");
+  app.add_option("--pcie-lanes", options.perf.pcie_lanes, "perf: PCIe lanes (default: the board's)");
   app.add_option("--xclbin", options.xclbin, "xrt: the bitstream to load");
   app.add_option("--trace-fst", options.trace_fst, "hw_emu: write an FST waveform of the run here");
   app.add_option("--device", options.device, "device index");

@@ -37,6 +37,11 @@ class DeviceBackend {
 
   // Blocks until the unit raises ap_done or the timeout passes; true if done.
   virtual bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) = 0;
+
+  // A modelled board's projection (the perf backend only).
+  virtual Result<Projection> projection() const {
+    return Status(StatusCode::kUnavailable, name() + " runs the work: it projects no board's timing");
+  }
 };
 
 // A Device on top of `backend`, after reading and checking its ID registers.
@@ -48,5 +53,6 @@ Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend, const std::
 Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index, const DeviceOptions& options);
 Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceOptions& options);
 Result<std::shared_ptr<DeviceBackend>> open_xrt(uint32_t index, const DeviceOptions& options);
+Result<std::shared_ptr<DeviceBackend>> open_perf(uint32_t index, const DeviceOptions& options);
 
 }  // namespace systole::detail

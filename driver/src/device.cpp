@@ -149,6 +149,9 @@ std::vector<std::string> Device::backends() {
 #if SYSTOLE_HAVE_XRT
   names.push_back("xrt");
 #endif
+#if SYSTOLE_HAVE_PERF
+  names.push_back("perf");
+#endif
   return names;
 }
 
@@ -164,6 +167,9 @@ Result<Device> Device::open(const std::string& backend_name, uint32_t index, con
 #if SYSTOLE_HAVE_XRT
   if (backend_name == "xrt") backend = detail::open_xrt(index, options);
 #endif
+#if SYSTOLE_HAVE_PERF
+  if (backend_name == "perf") backend = detail::open_perf(index, options);
+#endif
   if (!backend.ok()) return backend.status();
   return detail::attach_device(std::move(backend).value(), backend_name, index);
 }
@@ -176,6 +182,23 @@ Result<Device> detail::attach_device(std::shared_ptr<DeviceBackend> backend, con
   device.backend_ = std::move(backend);
   device.info_ = std::make_shared<const DeviceInfo>(std::move(info).value());
   return device;
+}
+
+Result<Projection> Device::projection() const { return backend_->projection(); }
+
+Projection Projection::since(const Projection& before) const {
+  Projection delta = *this;
+  delta.seconds -= before.seconds;
+  delta.launch_seconds -= before.launch_seconds;
+  delta.link_seconds -= before.link_seconds;
+  delta.launches -= before.launches;
+  delta.busy_cycles -= before.busy_cycles;
+  delta.array_cycles -= before.array_cycles;
+  delta.macs -= before.macs;
+  delta.hbm_wait_cycles -= before.hbm_wait_cycles;
+  delta.compute_bound -= before.compute_bound;
+  delta.memory_bound -= before.memory_bound;
+  return delta;
 }
 
 Result<Buffer> Device::allocate(std::size_t bytes, uint32_t bank) {

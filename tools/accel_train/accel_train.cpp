@@ -58,6 +58,34 @@ std::string progress_line(uint32_t step, uint32_t steps, double seconds, double 
   return text;
 }
 
+// Two stretches of projected work, one after the other.
+Projection add(Projection sum, const Projection& more) {
+  sum.seconds += more.seconds;
+  sum.launch_seconds += more.launch_seconds;
+  sum.link_seconds += more.link_seconds;
+  sum.launches += more.launches;
+  sum.busy_cycles += more.busy_cycles;
+  sum.array_cycles += more.array_cycles;
+  sum.macs += more.macs;
+  sum.hbm_wait_cycles += more.hbm_wait_cycles;
+  sum.compute_bound += more.compute_bound;
+  sum.memory_bound += more.memory_bound;
+  return sum;
+}
+
+// perf: what the training steps would take on the board.
+void print_projection(const Projection& p, uint64_t steps, uint64_t examples) {
+  std::printf("projection: %s (modelled, not measured)\n", p.board.c_str());
+  std::printf(
+      "  %.3f ms per step, %.0f samples/s; per step and unit %.3f ms in launches (array utilization "
+      "%.1f%%) and %.3f ms on the host link; bound by %s (%llu of %llu launches compute-bound); the "
+      "host's own work (loss, all-reduce, optimizer) is not included\n",
+      p.seconds / steps * 1e3, examples / p.seconds,
+      p.launch_seconds / steps / std::max(1u, p.compute_units) * 1e3, 100.0 * p.utilization(),
+      p.link_seconds / steps / std::max(1u, p.compute_units) * 1e3, p.bound(),
+      (unsigned long long)p.compute_bound, (unsigned long long)p.launches);
+}
+
 // A device and the compute units `devices` selects on it. sw_emu creates as
 // many units as selected; any other backend (hw_emu, a board) has its own
 // and is asked for them.
@@ -72,7 +100,10 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   options.array_cols = array.cols;
   options.engine = config.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
   options.xclbin = config.xclbin;
-  const bool elastic = config.backend == "sw_emu";
+  options.perf = {config.board, config.clock_mhz, config.pcie_gen, config.pcie_lanes};
+  // sw_emu makes as many units as are selected (auto: one per core); perf
+  // models as many as are selected on its board (auto: one).
+  const bool elastic = config.backend == "sw_emu" || config.backend == "perf";
   OpenedDevice opened;
   uint32_t available = 0;
   if (!elastic) {
@@ -85,7 +116,7 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   // count and its threads per unit take this process's share.
   const uint32_t cores =
       std::max(1u, std::thread::hardware_concurrency() / (group ? group->processes_on_this_host() : 1u));
-  if (elastic) available = cores;
+  if (elastic) available = config.backend == "perf" ? 1 : cores;
   auto units = select_units(config.devices, elastic, available);
   if (!units.ok()) return units.status();
   opened.units = *units;
@@ -370,7 +401,10 @@ int train(const TrainConfig& config) {
   // mpirun gives ranks a pseudo-terminal even when its own output is a file.
   const bool interactive = !group && isatty(STDOUT_FILENO);
   double training_seconds = 0, launches_per_step = 0, input_wait_seconds = 0;
-  uint64_t trained_examples = 0;
+  uint64_t trained_examples = 0, trained_steps = 0;
+  // perf: the board's projection of the training steps (not of validation).
+  Result<Projection> projected = device->projection();
+  if (projected.ok()) projected = projected->since(*projected);
   bool stop = false;
   for (uint32_t epoch = first_epoch; epoch < config.epochs && !stop; ++epoch) {
     std::printf("Epoch %u/%u\n", epoch + 1, config.epochs);
@@ -382,6 +416,7 @@ int train(const TrainConfig& config) {
       stream = std::make_unique<BatchStream>(data.train_set, config.global_batch, config.seed, epoch,
                                              /*shuffle=*/true);
     const auto start = Clock::now();
+    Result<Projection> projected_before = device->projection();
     double loss = 0;
     uint64_t correct = 0, seen = 0;
     Batch batch;
@@ -435,6 +470,8 @@ int train(const TrainConfig& config) {
     if (step) launches_per_step = double((*trainer)->launches() - launches_before) / step;
     training_seconds += seconds;
     trained_examples += seen;
+    trained_steps += step;
+    if (projected.ok()) projected = add(*projected, device->projection()->since(*projected_before));
     EpochLogs logs;
     logs.epoch = epoch;
     logs.loss = loss / std::max<uint64_t>(seen, 1);
@@ -476,6 +513,7 @@ int train(const TrainConfig& config) {
         "replica; %.1f%% of the time waiting for input)\n",
         (unsigned long long)trained_examples, training_seconds, double(trained_examples) / training_seconds,
         launches_per_step, 100.0 * input_wait_seconds / training_seconds);
+  if (projected.ok() && trained_steps > 0) print_projection(*projected, trained_steps, trained_examples);
   if (!checkpoint_path.empty()) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
   write_trace();
   return 0;
@@ -612,6 +650,10 @@ int tool_main(int argc, char** argv) {
   flag("--array", &TrainConfig::array, "array: ROWSxCOLS (emulated devices)");
   flag("--engine", &TrainConfig::engine, "engine: fast or hls (sw_emu)");
   flag("--xclbin", &TrainConfig::xclbin, "xclbin: the bitstream (xrt)");
+  flag("--board", &TrainConfig::board, "perf.board: the board modelled (u55c, u280, u50, hypothetical)");
+  flag("--clock-mhz", &TrainConfig::clock_mhz, "perf.clock_mhz: kernel clock (0: the board's)");
+  flag("--pcie-gen", &TrainConfig::pcie_gen, "perf.pcie_gen: PCIe generation (0: the board's)");
+  flag("--pcie-lanes", &TrainConfig::pcie_lanes, "perf.pcie_lanes: PCIe lanes (0: the board's)");
   flag("--data-dir", &TrainConfig::data_dir, "data.dir");
   flag("--validation-examples", &TrainConfig::validation_examples, "data.validation_examples");
   flag("--epochs", &TrainConfig::epochs, "train.epochs");

@@ -179,8 +179,8 @@ Status read_features(const YAML::Node& node, std::vector<FeatureSpec>& features)
 Status read_config(const YAML::Node& root, TrainConfig& c) {
   const Section top(root, "");
   SYSTOLE_RETURN_IF_ERROR(
-      top.known({"backend", "device", "devices", "array", "engine", "xclbin", "model", "data", "train",
-                 "checkpoint", "mpi", "ranking", "callbacks", "tensorboard", "trace"}));
+      top.known({"backend", "device", "devices", "array", "engine", "xclbin", "perf", "model", "data",
+                 "train", "checkpoint", "mpi", "ranking", "callbacks", "tensorboard", "trace"}));
   SYSTOLE_RETURN_IF_ERROR(top.read("trace", c.trace_file));
   SYSTOLE_RETURN_IF_ERROR(top.read("backend", c.backend));
   SYSTOLE_RETURN_IF_ERROR(top.read("device", c.device));
@@ -198,6 +198,14 @@ Status read_config(const YAML::Node& root, TrainConfig& c) {
   SYSTOLE_RETURN_IF_ERROR(top.read("array", c.array));
   SYSTOLE_RETURN_IF_ERROR(top.read("engine", c.engine));
   SYSTOLE_RETURN_IF_ERROR(top.read("xclbin", c.xclbin));
+  if (const YAML::Node node = root["perf"]) {
+    const Section perf(node, "perf");
+    SYSTOLE_RETURN_IF_ERROR(perf.known({"board", "clock_mhz", "pcie_gen", "pcie_lanes"}));
+    SYSTOLE_RETURN_IF_ERROR(perf.read("board", c.board));
+    SYSTOLE_RETURN_IF_ERROR(perf.read("clock_mhz", c.clock_mhz));
+    SYSTOLE_RETURN_IF_ERROR(perf.read("pcie_gen", c.pcie_gen));
+    SYSTOLE_RETURN_IF_ERROR(perf.read("pcie_lanes", c.pcie_lanes));
+  }
   if (const YAML::Node node = root["model"]) {
     const Section model(node, "model");
     SYSTOLE_RETURN_IF_ERROR(model.known({"hidden", "layers", "input_shape", "classes"}));
@@ -434,7 +442,7 @@ Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elas
   if (!elastic && highest >= available)
     return invalid("unit " + std::to_string(highest) + " does not exist (the device has " +
                    std::to_string(available) + ")");
-  if (elastic && highest >= 64) return invalid("sw_emu emulates at most 64 units");
+  if (elastic && highest >= 64) return invalid("an emulated device has at most 64 units");
   return units;
 }
 
@@ -473,6 +481,10 @@ std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig&
   return {{"backend", c.backend},
           {"array", c.array},
           {"engine", c.engine},
+          {"perf.board", c.board},
+          {"perf.clock_mhz", text(c.clock_mhz)},
+          {"perf.pcie_gen", text(c.pcie_gen)},
+          {"perf.pcie_lanes", text(c.pcie_lanes)},
           {"model.layers", layers},
           {"model.hidden", list(c.hidden)},
           {"model.input_shape", list(c.input_shape)},

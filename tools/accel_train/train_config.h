@@ -20,6 +20,11 @@ struct TrainConfig {
   std::string array = "128x128";
   std::string engine = "fast";
   std::string xclbin;  // xrt: the bitstream (Makefile.fpga builds one)
+  // perf: the board modelled, and overrides of its clock and host link
+  // (0: the board's own).
+  std::string board = "u55c";
+  double clock_mhz = 0;
+  uint32_t pcie_gen = 0, pcie_lanes = 0;
   // The model: a list of layers (Keras style), or `hidden`, the widths of
   // a dense ReLU stack (the shorthand; used when `layers` is empty).
   std::vector<LayerConfig> layers;

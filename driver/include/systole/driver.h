@@ -47,6 +47,15 @@ struct HwEmuOptions {
   std::string trace_fst;
 };
 
+// The perf backend: the board it models (sim/systemc/card.h lists them;
+// "hw_emu" is the co-simulation's memory) and overrides of its clock and
+// host link (0: the board's own).
+struct PerfOptions {
+  std::string board = "u55c";
+  double clock_mhz = 0;
+  uint32_t pcie_gen = 0, pcie_lanes = 0;
+};
+
 // Options for opening a device. The array shape and the number of compute
 // units apply to emulated devices only; a board reports its own.
 struct DeviceOptions {
@@ -59,6 +68,43 @@ struct DeviceOptions {
   uint32_t threads_per_unit = 0;        // fast engine; 0 = cores / units
   std::string xclbin;                   // xrt: the bitstream to load
   HwEmuOptions hw_emu;                  // hw_emu: the memory model
+  PerfOptions perf;                     // perf: the board modelled
+};
+
+// What a modelled device (the perf backend) projects for the work done on it
+// so far, on the board it models. Host threads each keep their own
+// simulated time: a thread's transfers and launches follow each other, and
+// different threads' work overlaps and contends for the card's host link
+// and memory. Time the host itself spends computing is not included.
+struct Projection {
+  std::string board;  // e.g. "u55c: 8 x 32x32 at 300 MHz, PCIe Gen3 x16"
+  double clock_hz = 0;
+  double seconds = 0;         // the latest end of any transfer or launch
+  double launch_seconds = 0;  // summed over launches
+  double link_seconds = 0;    // summed over host-link transfers
+  uint64_t launches = 0;
+  uint64_t busy_cycles = 0;   // summed over launches
+  uint64_t array_cycles = 0;  // cycles an activation row entered an array
+  uint64_t macs = 0;
+  uint64_t hbm_wait_cycles = 0;  // bursts' waits beyond the idle latency
+  // Launches by what bounds them: the array (it streams most cycles), or
+  // memory (it waits for operands more than it computes).
+  uint64_t compute_bound = 0, memory_bound = 0;
+  uint32_t array_rows = 0, array_cols = 0, compute_units = 0;
+
+  // Useful MACs over the arrays' peak during the launches.
+  double utilization() const {
+    return busy_cycles ? double(macs) / (double(busy_cycles) * array_rows * array_cols) : 0.0;
+  }
+  // What bounds the work: "host link" when transfers take longer than the
+  // launches, else "compute" or "HBM" by the launches' majority.
+  const char* bound() const {
+    if (link_seconds >= launch_seconds) return "host link";
+    return compute_bound >= memory_bound ? "compute" : "HBM";
+  }
+  // The work done between `before` (an earlier projection of the same
+  // device) and this one.
+  Projection since(const Projection& before) const;
 };
 
 // "128x128" -> {128, 128}; an error names the text otherwise.
@@ -66,7 +112,7 @@ Result<spec::ArrayShape> parse_array_shape(const std::string& text);
 
 // What the device reports about itself (read from its ID registers).
 struct DeviceInfo {
-  std::string backend;  // "sw_emu", "hw_emu", "xrt"
+  std::string backend;  // "sw_emu", "hw_emu", "xrt", "perf"
   uint32_t index = 0;
   std::string name;  // human-readable, e.g. "sw_emu[0] 128x128 fast"
   uint32_t version = 0;
@@ -134,7 +180,7 @@ class Run {
 
 class Device {
  public:
-  // Opens device `index` of a backend: "sw_emu", "hw_emu" or "xrt".
+  // Opens device `index` of a backend: "sw_emu", "hw_emu", "xrt" or "perf".
   static Result<Device> open(const std::string& backend, uint32_t index, const DeviceOptions& options = {});
   // The backends compiled into this build.
   static std::vector<std::string> backends();
@@ -143,6 +189,10 @@ class Device {
   explicit operator bool() const { return backend_ != nullptr; }
 
   const DeviceInfo& info() const { return *info_; }
+
+  // The perf backend's projection of the work so far; kUnavailable on the
+  // backends that run the work rather than model a board.
+  Result<Projection> projection() const;
 
   Result<Buffer> allocate(std::size_t bytes, uint32_t bank);
 

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: Apache-2.0
+// The controller of hw/rtl/systole_kernel.sv, cycle by cycle, without data.
+// Each step() first reads every signal from the state before the clock edge
+// (as the RTL's combinational logic does), then moves every register, so
+// the names and conditions below are the RTL's.
+#include "kernel_timing.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <deque>
+
+#include "systole/validate.h"
+
+namespace systole::timing {
+namespace {
+
+constexpr uint32_t kMaxOutstanding = 8;  // bursts in flight, requests queued
+constexpr uint32_t kBeatBytes = spec::kBeatBytes;
+constexpr uint32_t kPageBeats = 4096 / kBeatBytes;
+constexpr uint32_t kMaxBeats = std::min<uint32_t>(spec::kMaxBurstBeats, kPageBeats);
+
+uint64_t first_beat(uint64_t address) { return address / kBeatBytes; }
+uint64_t last_beat(uint64_t address, uint32_t bytes) { return (address + bytes - 1) / kBeatBytes; }
+
+// systole_dma_bursts: the address side of a request.
+struct Bursts {
+  uint64_t next_beat = 0;
+  uint32_t beats_to_ask = 0;
+  uint32_t outstanding = 0;
+
+  bool asked_all() const { return beats_to_ask == 0; }
+  bool valid() const { return !asked_all() && outstanding != kMaxOutstanding; }
+  uint32_t burst_beats() const {
+    const uint32_t room = kPageBeats - uint32_t(next_beat % kPageBeats);
+    return std::min({beats_to_ask, room, kMaxBeats});
+  }
+  // The edge; `fire` is valid() (the memory is always ready for addresses).
+  void edge(bool start, uint64_t first, uint32_t beats, bool fire, bool done) {
+    outstanding = outstanding + fire - done;
+    if (start) {
+      next_beat = first;
+      beats_to_ask = beats;
+    } else if (fire) {
+      const uint32_t taken = burst_beats();
+      next_beat += taken;
+      beats_to_ask -= taken;
+    }
+  }
+};
+
+// systole_row_reader over systole_dma_read, and the memory's R channel.
+class ReadPort {
+ public:
+  ReadPort(Port port, BurstMemory& memory) : port_(port), memory_(memory) {}
+
+  bool req_ready() const { return bursts_.asked_all() && queued_.size() != kMaxOutstanding; }
+  bool row_valid() const { return held_; }
+  bool idle() const { return queued_.empty() && !held_; }
+
+  // One clock edge with this cycle's inputs; returns whether a beat moved.
+  bool edge(uint64_t now, bool req_valid, uint64_t address, uint32_t bytes, bool row_ready) {
+    const bool start = req_valid && req_ready();
+    const bool ar_fire = bursts_.valid();
+    const uint32_t burst_beats = bursts_.burst_beats();
+    const uint64_t burst_address = bursts_.next_beat * kBeatBytes;
+    const bool r_fire = rvalid_ && (!held_ || row_ready);
+    const bool rlast = r_fire && beat_in_burst_ + 1 == in_flight_.front().beats;
+    const bool beat_last = r_fire && delivered_ + 1 == queued_.front();
+
+    const uint32_t beats = start ? uint32_t(last_beat(address, bytes) - first_beat(address)) + 1 : 0;
+    bursts_.edge(start, first_beat(address), beats, ar_fire, rlast);
+    if (start) queued_.push_back(beats);
+    if (beat_last) queued_.pop_front();
+    if (r_fire) delivered_ = beat_last ? 0 : delivered_ + 1;
+    if (row_ready) held_ = false;
+    if (beat_last) held_ = true;
+
+    // The memory (after the edge): the burst asked for, the beat taken,
+    // the next beat once its burst's data is there.
+    if (ar_fire)
+      in_flight_.push_back({burst_beats, memory_.read_burst(port_, now, burst_address, burst_beats)});
+    if (r_fire) {
+      rvalid_ = false;
+      if (rlast) {
+        in_flight_.pop_front();
+        beat_in_burst_ = 0;
+      } else {
+        ++beat_in_burst_;
+      }
+    }
+    if (!rvalid_ && !in_flight_.empty() && in_flight_.front().ready <= now + 1) rvalid_ = true;
+    return r_fire;
+  }
+
+ private:
+  struct Burst {
+    uint32_t beats;
+    uint64_t ready;  // cycle of the first beat
+  };
+  Port port_;
+  BurstMemory& memory_;
+  Bursts bursts_;
+  std::deque<uint32_t> queued_;  // beats of each request awaiting its beats
+  uint32_t delivered_ = 0;       // of the oldest request
+  bool held_ = false;            // a row waits for its consumer
+  std::deque<Burst> in_flight_;
+  uint32_t beat_in_burst_ = 0;
+  bool rvalid_ = false;
+};
+
+// systole_dma_write and the memory's W and B channels.
+class WritePort {
+ public:
+  explicit WritePort(BurstMemory& memory) : memory_(memory) {}
+
+  bool req_ready() const { return !active_; }
+  bool data_ready() const { return active_ && index_ < row_beats_ && index_ < beats_ && wready_; }
+  bool idle() const { return !active_ && bursts_.outstanding == 0; }
+
+  bool edge(uint64_t now, bool req_valid, uint64_t address, uint32_t bytes, bool data_valid) {
+    const bool start = req_valid && req_ready();
+    const bool needs_row_beat = index_ < row_beats_;
+    const bool w_fire = active_ && index_ < beats_ && (!needs_row_beat || data_valid) && wready_;
+    const bool b_fire = bvalid_;
+    const bool aw_fire = bursts_.valid();
+    const uint32_t burst_beats = bursts_.burst_beats();
+    const uint64_t burst_address = bursts_.next_beat * kBeatBytes;
+    const bool asked_all = bursts_.asked_all();
+
+    const uint32_t beats = start ? uint32_t(last_beat(address, bytes) - first_beat(address)) + 1 : 0;
+    bursts_.edge(start, first_beat(address), beats, aw_fire, b_fire);
+    if (start) {
+      active_ = true;
+      index_ = 0;
+      beats_ = beats;
+      row_beats_ = (bytes + kBeatBytes - 1) / kBeatBytes;
+    } else {
+      const bool sent = active_ && asked_all && index_ == beats_;
+      if (w_fire) ++index_;
+      if (sent) active_ = false;
+    }
+
+    if (aw_fire) open_.push_back({burst_address, burst_beats, 0});
+    if (w_fire && ++open_.front().written == open_.front().beats) {
+      responses_.push_back(memory_.write_burst(now, open_.front().address, open_.front().beats));
+      open_.pop_front();
+    }
+    if (b_fire) {
+      bvalid_ = false;
+      responses_.pop_front();
+    }
+    if (!bvalid_ && !responses_.empty() && responses_.front() <= now + 1) bvalid_ = true;
+    wready_ = !open_.empty();
+    return w_fire;
+  }
+
+ private:
+  struct Burst {
+    uint64_t address;
+    uint32_t beats, written;
+  };
+  BurstMemory& memory_;
+  Bursts bursts_;
+  bool active_ = false;
+  uint32_t index_ = 0, beats_ = 0, row_beats_ = 0;
+  std::deque<Burst> open_;
+  std::deque<uint64_t> responses_;  // cycle each response is due
+  bool bvalid_ = false, wready_ = false;
+};
+
+// systole_tile_counter: an engine's place in a descriptor.
+struct TileCounter {
+  uint32_t j = 0, t = 0, i = 0, g = 0;
+  void clear() { j = t = i = g = 0; }
+  void step(uint32_t steps, uint32_t k_tiles) {
+    if (++i != steps) return;
+    i = 0;
+    ++g;
+    if (++t == k_tiles) {
+      t = 0;
+      ++j;
+    }
+  }
+};
+
+enum class State {
+  kFetchHeader,
+  kCheckHeader,
+  kFetchCheck,
+  kCheck,
+  kFetchRun,
+  kDecode,
+  kLoadA,
+  kCompute,
+  kFinish
+};
+
+class Kernel {
+ public:
+  Kernel(spec::ArrayShape shape, const spec::CommandListHeader& header,
+         const std::vector<spec::GemmDescriptor>& descriptors, const LaunchArguments& arguments,
+         BurstMemory& memory)
+      : rows_(shape.rows),
+        cols_(shape.cols),
+        shape_(shape),
+        header_(header),
+        list_(descriptors),
+        args_(arguments),
+        ports_{ReadPort(Port::kCmd, memory), ReadPort(Port::kA, memory), ReadPort(Port::kB, memory),
+               ReadPort(Port::kC, memory)},
+        write_(memory) {}
+
+  LaunchTiming run() {
+    while (step()) {
+    }
+    result_.counters.busy_cycles = now_;
+    return std::move(result_);
+  }
+
+ private:
+  static constexpr int kCmd = 0, kA = 1, kB = 2, kC = 3;
+
+  uint32_t tile_cols(uint32_t j) const { return std::min(d_.n - j * cols_, cols_); }
+  uint64_t c_row_addr(uint32_t m, uint32_t j) const {
+    return args_.c_base + d_.c_addr + (uint64_t(m) * d_.ldc + uint64_t(j) * cols_) * c_esize_;
+  }
+  uint32_t weight_k(uint32_t t, uint32_t r) const { return t * rows_ + (rows_ - 1 - r); }
+
+  void finish(spec::ErrorCode code, uint32_t index) {
+    result_.status = code;
+    result_.error_index = index;
+    state_ = State::kFinish;
+  }
+
+  // One cycle: false after the Finish cycle.
+  bool step() {
+    const bool fetching =
+        state_ == State::kFetchHeader || state_ == State::kFetchCheck || state_ == State::kFetchRun;
+    const bool computing = state_ == State::kCompute;
+    const bool accumulate = d_.flags & spec::flag::kAccumulate;
+    const bool bias = d_.flags & spec::flag::kBias;
+
+    // Weight engine: requests alternate ports b (even rows) and a (odd).
+    const uint32_t wq_k = weight_k(wq_.t, wq_.i);
+    const bool wq_active = computing && wq_.j < n_tiles_;
+    const bool wq_asks = wq_active && wq_k < d_.k;
+    const bool wq_odd = wq_.i & 1;
+    const uint64_t weight_addr =
+        args_.b_base + d_.b_addr + (uint64_t(wq_k) * d_.ldb + uint64_t(wq_.j) * cols_) * 2;
+    const uint32_t weight_bytes = wq_active ? tile_cols(wq_.j) * 2 : 0;
+    const bool wq_port_ready = wq_odd ? ports_[kA].req_ready() : ports_[kB].req_ready();
+    const bool wq_step = wq_active && (wq_k >= d_.k || wq_port_ready);
+
+    const uint32_t sh_k = weight_k(sh_.t, sh_.i);
+    const bool sh_active = computing && sh_.j < n_tiles_;
+    const bool sh_bank_free = sh_.i != 0 || (st_.g + 1 >= sh_.g && quiet_[sh_.g & 1] == 0);
+    const bool shift_zero = sh_k >= d_.k;
+    const bool sh_odd = sh_.i & 1;
+    const bool sh_row_valid = sh_odd ? ports_[kA].row_valid() : ports_[kB].row_valid();
+    const bool weight_shift = sh_active && sh_bank_free && (shift_zero || sh_row_valid);
+    const bool take_a = weight_shift && !shift_zero && sh_odd;
+    const bool take_b = weight_shift && !shift_zero && !sh_odd;
+
+    // Stream engine.
+    const bool st_active = computing && st_.j < n_tiles_;
+    const bool act_valid = st_active && sh_.g > st_.g && (st_.t != 0 || st_.i != 0 || inited_ > st_.j);
+    const bool act_last = st_.t + 1 == k_tiles_ && st_.i + 1 == d_.m;
+    const bool tile_done = !done_due_.empty() && done_due_.front() == now_;
+
+    // Init engine.
+    const uint32_t in_rows = accumulate ? d_.m : 0;
+    const uint32_t in_total = in_rows + (bias ? 1 : 0);
+    const bool in_active = computing && in_j_ < n_tiles_ && written_ + 1 >= in_j_;
+    const bool in_asks_c = in_asked_ < in_rows;
+    const bool c_req_valid = in_active && in_asked_ < in_total;
+    const uint64_t in_addr = !c_req_valid ? 0
+                             : in_asks_c  ? c_row_addr(in_asked_, in_j_)
+                                          : args_.c_base + d_.bias_addr + uint64_t(in_j_) * cols_ * 4;
+    const uint32_t in_bytes = c_req_valid ? tile_cols(in_j_) * (in_asks_c ? c_esize_ : 4) : 0;
+
+    // Write engine.
+    const bool wr_req_valid = computing && wb_j_ < n_tiles_ && summed_ > wb_j_;
+    const bool wb_accept = wr_req_valid && write_.req_ready();
+    const uint32_t wr_bytes = wr_req_valid ? tile_cols(wb_j_) * c_esize_ : 0;
+    const bool wr_data_valid = uint64_t(wb_beat_) * kBeatBytes < wb_bytes_;
+    const bool wr_data_taken = wr_data_valid && write_.data_ready();
+
+    // The ports' inputs.
+    const bool cmd_valid = fetching && !cmd_asked_;
+    const uint64_t cmd_addr =
+        state_ == State::kFetchHeader ? args_.command_addr : args_.command_addr + 64 * (uint64_t(index_) + 1);
+    const bool load_a = state_ == State::kLoadA;
+    const bool a_valid = load_a ? a_asked_ < d_.m : wq_asks && wq_odd;
+    const uint64_t a_addr = load_a ? args_.a_base + d_.a_addr + uint64_t(a_asked_) * d_.lda * 2 : weight_addr;
+    const uint32_t a_bytes = load_a ? d_.k * 2 : weight_bytes;
+    const bool cmd_start = cmd_valid && ports_[kCmd].req_ready();
+    const bool a_start = a_valid && ports_[kA].req_ready();
+    const bool c_start = c_req_valid && ports_[kC].req_ready();
+    const bool cmd_row = ports_[kCmd].row_valid();
+    const bool a_row = ports_[kA].row_valid();
+    const bool c_row = ports_[kC].row_valid();
+    const bool all_idle =
+        std::all_of(ports_.begin(), ports_.end(), [](const ReadPort& p) { return p.idle(); });
+    const bool write_idle = write_.idle();
+
+    // ---- the edge: ports and core first (they read the inputs above) ----
+    uint32_t beats = 0;
+    beats += ports_[kCmd].edge(now_, cmd_valid, cmd_addr, 64, fetching);
+    beats += ports_[kA].edge(now_, a_valid, a_addr, a_bytes, load_a || take_a);
+    beats += ports_[kB].edge(now_, wq_asks && !wq_odd, weight_addr, weight_bytes, take_b);
+    beats += ports_[kC].edge(now_, c_req_valid, in_addr, in_bytes, in_active);
+    const bool w_moved = write_.edge(now_, wr_req_valid, c_row_addr(wb_m_, wb_j_), wr_bytes, wr_data_valid);
+    result_.counters.dma_read_bytes += uint64_t(beats) * kBeatBytes;
+    if (w_moved) result_.counters.dma_write_bytes += kBeatBytes;
+    if (tile_done) done_due_.pop_front();
+    if (act_valid && act_last) done_due_.push_back(now_ + rows_ + cols_ + 1);
+
+    // ---- the controller's registers ----
+    if (cmd_start) cmd_asked_ = true;
+    if (fetching && cmd_row) cmd_asked_ = false;
+    const State state = state_;
+    switch (state) {
+      case State::kFetchHeader:
+      case State::kFetchCheck:
+      case State::kFetchRun:
+        if (cmd_row)
+          state_ = state == State::kFetchHeader  ? State::kCheckHeader
+                   : state == State::kFetchCheck ? State::kCheck
+                                                 : State::kDecode;
+        break;
+      case State::kCheckHeader:
+        if (const spec::ErrorCode error = spec::validate_header(header_, shape_);
+            error != spec::ErrorCode::kOk) {
+          finish(error, spec::kHeaderErrorIndex);
+        } else {
+          index_ = 0;
+          state_ = State::kFetchCheck;
+        }
+        break;
+      case State::kCheck:
+        if (const spec::ErrorCode error = spec::validate_descriptor(list_[index_], args_.mem_bytes, shape_);
+            error != spec::ErrorCode::kOk) {
+          finish(error, index_);
+        } else if (index_ + 1 == header_.count) {
+          index_ = 0;
+          state_ = State::kFetchRun;
+        } else {
+          ++index_;
+          state_ = State::kFetchCheck;
+        }
+        if (state_ == State::kFetchRun || state_ == State::kFinish) result_.check_cycles = now_ + 1;
+        break;
+      case State::kDecode:
+        d_ = list_[index_];
+        n_tiles_ = (d_.n + cols_ - 1) / cols_;
+        k_tiles_ = (d_.k + rows_ - 1) / rows_;
+        c_esize_ = d_.flags & spec::flag::kOutputBf16 ? 2 : 4;
+        a_asked_ = a_got_ = 0;
+        wq_.clear();
+        sh_.clear();
+        st_.clear();
+        summed_ = 0;
+        in_j_ = in_asked_ = in_got_ = in_zeroed_ = inited_ = 0;
+        wb_j_ = wb_m_ = wb_beat_ = written_ = 0;
+        wb_bytes_ = 0;
+        result_.descriptors.push_back({});
+        result_.descriptors.back().begin_cycle = fetch_begin_;
+        state_ = State::kLoadA;
+        break;
+      case State::kLoadA:
+        ++result_.descriptors.back().load_cycles;
+        if (a_got_ == d_.m) state_ = State::kCompute;  // after reset the RTL also waits Rows + Cols cycles
+        if (a_start) ++a_asked_;
+        if (a_row) ++a_got_;
+        break;
+      case State::kCompute: {
+        DescriptorTiming& timing = result_.descriptors.back();
+        ++timing.compute_cycles;
+        if (!act_valid && st_.j < n_tiles_) ++timing.stall_cycles, ++result_.counters.stall_cycles;
+        if (act_valid) ++timing.array_cycles;
+        if (written_ == n_tiles_ && write_idle && all_idle) {
+          result_.counters.macs += uint64_t(d_.m) * d_.n * d_.k;
+          ++result_.counters.descriptors_done;
+          if (index_ + 1 == header_.count) {
+            finish(spec::ErrorCode::kOk, 0);
+          } else {
+            ++index_;
+            state_ = State::kFetchRun;
+            fetch_begin_ = now_ + 1;
+          }
+        }
+        break;
+      }
+      case State::kFinish:
+        ++now_;
+        return false;
+    }
+    if (state == State::kCheck && state_ == State::kFetchRun) fetch_begin_ = now_ + 1;
+
+    // The engines' registers (they only move during Compute).
+    for (uint32_t b = 0; b < 2; ++b) {
+      if (act_valid && (st_.g & 1) == b)
+        quiet_[b] = rows_ + cols_;
+      else if (quiet_[b] != 0)
+        --quiet_[b];
+    }
+    if (tile_done) ++summed_;
+    if (wq_step) wq_.step(rows_, k_tiles_);
+    if (weight_shift) sh_.step(rows_, k_tiles_);
+    if (act_valid) st_.step(d_.m, k_tiles_);
+    if (in_active) {
+      const bool next_tile = in_got_ == in_total && (accumulate || in_zeroed_ == d_.m);
+      if (c_start) ++in_asked_;
+      if (c_row) ++in_got_;
+      if (!accumulate && in_zeroed_ < d_.m) ++in_zeroed_;
+      if (next_tile) {
+        in_asked_ = in_got_ = in_zeroed_ = 0;
+        ++in_j_;
+        ++inited_;
+      }
+    }
+    if (wr_data_taken) ++wb_beat_;
+    if (wb_accept) {
+      wb_beat_ = 0;
+      wb_bytes_ = wr_bytes;
+      if (++wb_m_ == d_.m) {
+        wb_m_ = 0;
+        ++wb_j_;
+        ++written_;
+      }
+    }
+    ++now_;
+    return true;
+  }
+
+  uint32_t rows_, cols_;
+  spec::ArrayShape shape_;
+  const spec::CommandListHeader& header_;
+  const std::vector<spec::GemmDescriptor>& list_;
+  LaunchArguments args_;
+  std::array<ReadPort, 4> ports_;
+  WritePort write_;
+  LaunchTiming result_;
+  uint64_t now_ = 0;
+  uint64_t fetch_begin_ = 0;
+
+  State state_ = State::kFetchHeader;
+  bool cmd_asked_ = false;
+  uint32_t index_ = 0;
+  spec::GemmDescriptor d_{};
+  uint32_t n_tiles_ = 0, k_tiles_ = 0, c_esize_ = 4;
+  uint32_t a_asked_ = 0, a_got_ = 0;
+  TileCounter wq_, sh_, st_;
+  std::array<uint32_t, 2> quiet_{};
+  std::deque<uint64_t> done_due_;  // cycles in which tile_done will rise
+  uint32_t summed_ = 0;
+  uint32_t in_j_ = 0, in_asked_ = 0, in_got_ = 0, in_zeroed_ = 0, inited_ = 0;
+  uint32_t wb_j_ = 0, wb_m_ = 0, wb_beat_ = 0, written_ = 0;
+  uint64_t wb_bytes_ = 0;
+};
+
+}  // namespace
+
+LaunchTiming simulate_launch(spec::ArrayShape shape, const uint8_t* list, uint64_t list_bytes,
+                             const LaunchArguments& arguments, BurstMemory& memory) {
+  // Bytes past the list read as zeros (a board would answer DECERR, which
+  // the driver's launch checks rule out).
+  auto read = [&](uint64_t offset, void* out, std::size_t bytes) {
+    std::memset(out, 0, bytes);
+    if (spec::in_range(offset, bytes, list_bytes)) std::memcpy(out, list + offset, bytes);
+  };
+  spec::CommandListHeader header;
+  read(0, &header, sizeof header);
+  std::vector<spec::GemmDescriptor> descriptors;
+  if (spec::validate_header(header, shape) == spec::ErrorCode::kOk) {
+    descriptors.resize(header.count);
+    for (uint32_t i = 0; i < header.count; ++i)
+      read(spec::command_list_bytes(i), &descriptors[i], sizeof descriptors[i]);
+  }
+  return Kernel(shape, header, descriptors, arguments, memory).run();
+}
+
+}  // namespace systole::timing
