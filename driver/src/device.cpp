@@ -186,19 +186,34 @@ Result<Device> detail::attach_device(std::shared_ptr<DeviceBackend> backend, con
 
 Result<Projection> Device::projection() const { return backend_->projection(); }
 
+namespace {
+
+// Every summed field of a projection, for since() and +=.
+template <class Combine>
+void combine(Projection& into, const Projection& other, Combine op) {
+  op(into.seconds, other.seconds);
+  op(into.launch_seconds, other.launch_seconds);
+  op(into.link_seconds, other.link_seconds);
+  op(into.launches, other.launches);
+  op(into.busy_cycles, other.busy_cycles);
+  op(into.array_cycles, other.array_cycles);
+  op(into.macs, other.macs);
+  op(into.hbm_wait_cycles, other.hbm_wait_cycles);
+  op(into.compute_bound, other.compute_bound);
+  op(into.memory_bound, other.memory_bound);
+}
+
+}  // namespace
+
 Projection Projection::since(const Projection& before) const {
   Projection delta = *this;
-  delta.seconds -= before.seconds;
-  delta.launch_seconds -= before.launch_seconds;
-  delta.link_seconds -= before.link_seconds;
-  delta.launches -= before.launches;
-  delta.busy_cycles -= before.busy_cycles;
-  delta.array_cycles -= before.array_cycles;
-  delta.macs -= before.macs;
-  delta.hbm_wait_cycles -= before.hbm_wait_cycles;
-  delta.compute_bound -= before.compute_bound;
-  delta.memory_bound -= before.memory_bound;
+  combine(delta, before, [](auto& a, auto b) { a -= b; });
   return delta;
+}
+
+Projection& Projection::operator+=(const Projection& more) {
+  combine(*this, more, [](auto& a, auto b) { a += b; });
+  return *this;
 }
 
 Result<Buffer> Device::allocate(std::size_t bytes, uint32_t bank) {

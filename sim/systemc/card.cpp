@@ -293,18 +293,18 @@ std::string check_config(const CardConfig& config) {
   const Board& board = config.board;
   const uint32_t gen = config.pcie_gen ? config.pcie_gen : board.pcie_gen;
   const uint32_t lanes = config.pcie_lanes ? config.pcie_lanes : board.pcie_lanes;
-  if (pcie_lane_gb_per_s(gen) == 0) return ("pcie_gen must be 1 to 5, got " + std::to_string(gen));
+  if (pcie_lane_gb_per_s(gen) == 0) return "pcie_gen must be 1 to 5, got " + std::to_string(gen);
   if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16)
-    return ("pcie_lanes must be 1, 2, 4, 8 or 16, got " + std::to_string(lanes));
+    return "pcie_lanes must be 1, 2, 4, 8 or 16, got " + std::to_string(lanes);
   const double clock = config.clock_mhz > 0 ? config.clock_mhz : board.clock_mhz;
   if (!(config.clock_mhz >= 0) || clock < 1 || clock > 1000)
-    return ("clock_mhz must lie in [1, 1000] MHz, got " + std::to_string(config.clock_mhz));
+    return "clock_mhz must lie in [1, 1000] MHz, got " + std::to_string(config.clock_mhz);
   constexpr uint32_t kPortsPerUnit = 4;  // cmd, a, b, c
   if (config.compute_units == 0 || config.compute_units * kPortsPerUnit > board.axi_ports)
-    return (std::string(board.name) + " has " + std::to_string(board.axi_ports) +
-            " memory ports, enough for " + std::to_string(board.axi_ports / kPortsPerUnit) +
-            " compute units of 4 ports each; " + std::to_string(config.compute_units) + " were asked for");
-  if (config.bank_bytes == 0) return ("bank_bytes must be > 0");
+    return std::string(board.name) + " has " + std::to_string(board.axi_ports) +
+           " memory ports, enough for " + std::to_string(board.axi_ports / kPortsPerUnit) +
+           " compute units of 4 ports each; " + std::to_string(config.compute_units) + " were asked for";
+  if (config.bank_bytes == 0) return "bank_bytes must be > 0";
   return "";
 }
 

@@ -39,6 +39,17 @@ expect 2 "devices: expected auto, a count or a list" "${small[@]}" --devices two
 expect 2 "devices: a unit is listed twice" "${small[@]}" --devices "[0,0]"
 expect 0 "device: sw_emu\[3\] 16x16" "${small[@]}" --epochs 1 --device 3
 expect 2 "sw_emu device 16 does not exist" "${small[@]}" --device 16
+# perf: the board's projection of the training steps, and its parameters.
+if "$tool" --help | grep -q -- --board; then
+  expect 0 "^  [0-9.]+ ms per step, [0-9]+ samples/s; .* bound by " "${small[@]}" --epochs 1 --backend perf \
+    --board u55c --devices 2 --clock-mhz 250
+  expect 2 "perf: unknown board 'u99' \(known: u55c" "${small[@]}" --backend perf --board u99
+  expect 2 "perf: pcie_lanes must be 1, 2, 4, 8 or 16, got 0|perf: pcie_lanes must be 1, 2, 4, 8 or 16, got 5" \
+    "${small[@]}" --backend perf --pcie-lanes 5
+  expect 2 "perf: u55c has 32 memory ports, enough for 8 compute units of 4 ports each; 9 were asked for" \
+    "${small[@]}" --backend perf --devices 9 --global-batch 36
+  expect 2 "perf.clock_mhz: cannot read 'fast'|--clock-mhz" "${small[@]}" --backend perf --clock-mhz fast
+fi
 expect 2 "train.optimizer: expected adam or sgd" "${small[@]}" --optimizer rmsprop
 expect 2 "train.learning_rate: must be a positive number" "${small[@]}" --learning-rate -1
 expect 2 "train.schedule: expected constant, cosine, exponential or step, got 'linear'" "${small[@]}" --schedule linear

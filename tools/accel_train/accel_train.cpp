@@ -58,21 +58,6 @@ std::string progress_line(uint32_t step, uint32_t steps, double seconds, double 
   return text;
 }
 
-// Two stretches of projected work, one after the other.
-Projection add(Projection sum, const Projection& more) {
-  sum.seconds += more.seconds;
-  sum.launch_seconds += more.launch_seconds;
-  sum.link_seconds += more.link_seconds;
-  sum.launches += more.launches;
-  sum.busy_cycles += more.busy_cycles;
-  sum.array_cycles += more.array_cycles;
-  sum.macs += more.macs;
-  sum.hbm_wait_cycles += more.hbm_wait_cycles;
-  sum.compute_bound += more.compute_bound;
-  sum.memory_bound += more.memory_bound;
-  return sum;
-}
-
 // perf: what the training steps would take on the board.
 void print_projection(const Projection& p, uint64_t steps, uint64_t examples) {
   std::printf("projection: %s (modelled, not measured)\n", p.board.c_str());
@@ -471,7 +456,7 @@ int train(const TrainConfig& config) {
     training_seconds += seconds;
     trained_examples += seen;
     trained_steps += step;
-    if (projected.ok()) projected = add(*projected, device->projection()->since(*projected_before));
+    if (projected.ok()) *projected += device->projection()->since(*projected_before);
     EpochLogs logs;
     logs.epoch = epoch;
     logs.loss = loss / std::max<uint64_t>(seen, 1);

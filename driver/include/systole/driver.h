@@ -105,6 +105,8 @@ struct Projection {
   // The work done between `before` (an earlier projection of the same
   // device) and this one.
   Projection since(const Projection& before) const;
+  // Adds a later stretch of work (as since() returns one).
+  Projection& operator+=(const Projection& more);
 };
 
 // "128x128" -> {128, 128}; an error names the text otherwise.
