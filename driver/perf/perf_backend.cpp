@@ -25,13 +25,18 @@ namespace {
 namespace reg = spec::reg;
 using card::Picoseconds;
 
-class PerfBackend final : public DeviceBackend {
+// The counters the model answers for: each a pair of registers at an
+// 8-byte-aligned low word (read_register tells the halves apart by offset).
+static_assert(reg::kBusyCyclesLo % 8 == 0 && reg::kStallCyclesLo % 8 == 0 && reg::kDmaReadBytesLo % 8 == 0 &&
+              reg::kDmaWriteBytesLo % 8 == 0);
+
+class PerfBackend final : public ForwardingBackend {
  public:
   PerfBackend(std::shared_ptr<DeviceBackend> functional, const card::CardConfig& config, std::string name)
-      : functional_(std::move(functional)),
+      : ForwardingBackend(std::move(functional)),
         card_(config),
         name_(std::move(name)),
-        units_(functional_->compute_units()) {
+        units_(inner().compute_units()) {
     totals_.board = name_;
     totals_.clock_hz = card_.clock_hz();
     totals_.array_rows = config.shape.rows;
@@ -40,21 +45,14 @@ class PerfBackend final : public DeviceBackend {
   }
 
   std::string name() const override { return name_; }
-  uint32_t compute_units() const override { return functional_->compute_units(); }
-  uint32_t hbm_banks() const override { return functional_->hbm_banks(); }
-  uint64_t bank_bytes() const override { return functional_->bank_bytes(); }
-  Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
-    return functional_->allocate(bytes, bank);
-  }
-  void release(uint64_t address) override { functional_->release(address); }
 
   Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
-    SYSTOLE_RETURN_IF_ERROR(functional_->write_memory(address, src, bytes));
+    SYSTOLE_RETURN_IF_ERROR(inner().write_memory(address, src, bytes));
     transfer(src, bytes, true);
     return ok_status();
   }
   Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
-    SYSTOLE_RETURN_IF_ERROR(functional_->read_memory(address, dst, bytes));
+    SYSTOLE_RETURN_IF_ERROR(inner().read_memory(address, dst, bytes));
     transfer(dst, bytes, false);
     return ok_status();
   }
@@ -80,7 +78,7 @@ class PerfBackend final : public DeviceBackend {
         }
       }
     }
-    return functional_->read_register(unit, offset);
+    return inner().read_register(unit, offset);
   }
 
   void write_register(uint32_t unit, uint32_t offset, uint32_t value) override {
@@ -91,11 +89,11 @@ class PerfBackend final : public DeviceBackend {
       u.pending = true;
       u.timed = false;
     }
-    functional_->write_register(unit, offset, value);
+    inner().write_register(unit, offset, value);
   }
 
   bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) override {
-    if (!functional_->wait_done(unit, timeout)) return false;
+    if (!inner().wait_done(unit, timeout)) return false;
     std::lock_guard<std::mutex> lock(mutex_);
     Unit& u = units_.at(unit);
     if (u.pending) time_launch(unit, u);
@@ -132,28 +130,23 @@ class PerfBackend final : public DeviceBackend {
     clock() = report.end;
   }
 
-  uint64_t argument64(uint32_t unit, uint32_t offset_lo) {
-    return functional_->read_register(unit, offset_lo) |
-           uint64_t(functional_->read_register(unit, offset_lo + 4)) << 32;
-  }
-
   // The launch just finished on `unit`, on the board (mutex_ held).
   void time_launch(uint32_t unit, Unit& u) {
     timing::LaunchArguments arguments;
-    arguments.command_addr = argument64(unit, reg::kCommandAddrLo);
-    arguments.a_base = argument64(unit, reg::kABaseLo);
-    arguments.b_base = argument64(unit, reg::kBBaseLo);
-    arguments.c_base = argument64(unit, reg::kCBaseLo);
-    arguments.mem_bytes = argument64(unit, reg::kMemBytesLo);
+    arguments.command_addr = read_register64(inner(), unit, reg::kCommandAddrLo);
+    arguments.a_base = read_register64(inner(), unit, reg::kABaseLo);
+    arguments.b_base = read_register64(inner(), unit, reg::kBBaseLo);
+    arguments.c_base = read_register64(inner(), unit, reg::kCBaseLo);
+    arguments.mem_bytes = read_register64(inner(), unit, reg::kMemBytesLo);
     // The list as the kernel's command port reads it. A list the device
     // refused before reading it (misplaced) is timed as its header alone.
     spec::CommandListHeader header{};
     std::vector<uint8_t> list(sizeof header);
-    if (functional_->read_memory(arguments.command_addr, list.data(), list.size()).ok()) {
+    if (inner().read_memory(arguments.command_addr, list.data(), list.size()).ok()) {
       std::memcpy(&header, list.data(), sizeof header);
       if (header.count <= card_.config().shape.max_descriptors()) {
         list.resize(spec::command_list_bytes(header.count));
-        if (!functional_->read_memory(arguments.command_addr, list.data(), list.size()).ok())
+        if (!inner().read_memory(arguments.command_addr, list.data(), list.size()).ok())
           list.resize(sizeof header);
       }
     }
@@ -169,16 +162,13 @@ class PerfBackend final : public DeviceBackend {
     totals_.busy_cycles += report.timing.counters.busy_cycles;
     totals_.macs += report.timing.counters.macs;
     totals_.hbm_wait_cycles += report.hbm_wait_cycles;
-    uint64_t array_cycles = 0;
-    for (const timing::DescriptorTiming& d : report.timing.descriptors) array_cycles += d.array_cycles;
-    totals_.array_cycles += array_cycles;
-    if (2 * array_cycles >= report.timing.counters.busy_cycles)
+    totals_.array_cycles += report.timing.array_cycles;
+    if (2 * report.timing.array_cycles >= report.timing.counters.busy_cycles)
       ++totals_.compute_bound;
     else
       ++totals_.memory_bound;
   }
 
-  std::shared_ptr<DeviceBackend> functional_;
   card::Card card_;
   std::string name_;
   mutable std::mutex mutex_;

@@ -44,6 +44,49 @@ class DeviceBackend {
   }
 };
 
+// A 64-bit register pair of one unit, low word first.
+inline uint64_t read_register64(DeviceBackend& backend, uint32_t unit, uint32_t offset_lo) {
+  return backend.read_register(unit, offset_lo) | uint64_t(backend.read_register(unit, offset_lo + 4)) << 32;
+}
+
+// A backend on top of another that forwards every call, for backends that
+// change a few (perf times sw_emu's launches; tests count launches).
+class ForwardingBackend : public DeviceBackend {
+ public:
+  explicit ForwardingBackend(std::shared_ptr<DeviceBackend> inner) : inner_(std::move(inner)) {}
+
+  std::string name() const override { return inner_->name(); }
+  uint32_t compute_units() const override { return inner_->compute_units(); }
+  uint32_t hbm_banks() const override { return inner_->hbm_banks(); }
+  uint64_t bank_bytes() const override { return inner_->bank_bytes(); }
+  Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
+    return inner_->allocate(bytes, bank);
+  }
+  void release(uint64_t address) override { inner_->release(address); }
+  Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
+    return inner_->write_memory(address, src, bytes);
+  }
+  Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
+    return inner_->read_memory(address, dst, bytes);
+  }
+  uint32_t read_register(uint32_t unit, uint32_t offset) override {
+    return inner_->read_register(unit, offset);
+  }
+  void write_register(uint32_t unit, uint32_t offset, uint32_t value) override {
+    inner_->write_register(unit, offset, value);
+  }
+  bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) override {
+    return inner_->wait_done(unit, timeout);
+  }
+  Result<Projection> projection() const override { return inner_->projection(); }
+
+ protected:
+  DeviceBackend& inner() const { return *inner_; }
+
+ private:
+  std::shared_ptr<DeviceBackend> inner_;
+};
+
 // A Device on top of `backend`, after reading and checking its ID registers.
 // Device::open uses it for the compiled-in backends; tests attach fakes.
 Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend, const std::string& backend_name,

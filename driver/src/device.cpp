@@ -40,9 +40,7 @@ struct RunState {
 
 namespace {
 
-uint64_t read_register64(detail::DeviceBackend& backend, uint32_t unit, uint32_t offset_lo) {
-  return backend.read_register(unit, offset_lo) | uint64_t(backend.read_register(unit, offset_lo + 4)) << 32;
-}
+using detail::read_register64;
 
 void write_register64(detail::DeviceBackend& backend, uint32_t unit, uint32_t offset_lo, uint64_t value) {
   backend.write_register(unit, offset_lo, uint32_t(value));

@@ -53,11 +53,12 @@ class Calendar {
     latest_bin_ = std::max(latest_bin_, bin);
     prune();
     double left = double(bytes);
-    // The first bin only from `at` on.
+    // Of the first bin, only the part from `at` on (what it already holds
+    // counts from the bin's start).
     double usable = capacity_ * double((bin + 1) * bin_ps_ - at) / double(bin_ps_);
     for (;; ++bin, usable = capacity_) {
       double& used = used_[bin];
-      const double take = std::min(left, std::max(0.0, usable - std::max(0.0, used - (capacity_ - usable))));
+      const double take = std::min(left, std::max(0.0, std::min(usable, capacity_ - used)));
       used += take;
       left -= take;
       if (left <= 0.0) {
@@ -128,12 +129,13 @@ struct Hbm : sc_core::sc_module {
     const uint64_t bytes = payload.get_data_length();
     Picoseconds ready = at + latency_ps_;
     if (!channels_.empty()) {
-      const uint64_t beats = bytes / spec::kBeatBytes;
       Calendar& channel = channels_[(payload.get_address() / config_.bank_bytes) % channels_.size()];
-      const Picoseconds through = channel.book(at, bytes);
-      const Picoseconds streamed = Picoseconds(double(beats - 1) * period_ps_);
-      ready = std::max(ready, through + latency_ps_ - std::min(streamed, through + latency_ps_));
-      if (payload.is_write()) ready = std::max(at + latency_ps_, through + latency_ps_);
+      // The channel has moved the last byte `latency` after its booking ends.
+      const Picoseconds done = channel.book(at, bytes) + latency_ps_;
+      // A read's first beat comes early enough for the rest to follow at
+      // the port's one beat per cycle; a write answers once all is done.
+      const Picoseconds streamed = Picoseconds(double(bytes / spec::kBeatBytes - 1) * period_ps_);
+      ready = std::max(ready, payload.is_write() ? done : done - std::min(streamed, done));
     }
     delay = from_ps(ready);
     payload.set_response_status(tlm::TLM_OK_RESPONSE);

@@ -21,7 +21,10 @@ constexpr uint32_t kPageBeats = 4096 / kBeatBytes;
 constexpr uint32_t kMaxBeats = std::min<uint32_t>(spec::kMaxBurstBeats, kPageBeats);
 
 uint64_t first_beat(uint64_t address) { return address / kBeatBytes; }
-uint64_t last_beat(uint64_t address, uint32_t bytes) { return (address + bytes - 1) / kBeatBytes; }
+// The beats that cover [address, address + bytes), bytes >= 1.
+uint32_t covering_beats(uint64_t address, uint32_t bytes) {
+  return uint32_t((address + bytes - 1) / kBeatBytes - first_beat(address)) + 1;
+}
 
 // systole_dma_bursts: the address side of a request.
 struct Bursts {
@@ -68,7 +71,7 @@ class ReadPort {
     const bool rlast = r_fire && beat_in_burst_ + 1 == in_flight_.front().beats;
     const bool beat_last = r_fire && delivered_ + 1 == queued_.front();
 
-    const uint32_t beats = start ? uint32_t(last_beat(address, bytes) - first_beat(address)) + 1 : 0;
+    const uint32_t beats = start ? covering_beats(address, bytes) : 0;
     bursts_.edge(start, first_beat(address), beats, ar_fire, rlast);
     if (start) queued_.push_back(beats);
     if (beat_last) queued_.pop_front();
@@ -128,7 +131,7 @@ class WritePort {
     const uint64_t burst_address = bursts_.next_beat * kBeatBytes;
     const bool asked_all = bursts_.asked_all();
 
-    const uint32_t beats = start ? uint32_t(last_beat(address, bytes) - first_beat(address)) + 1 : 0;
+    const uint32_t beats = start ? covering_beats(address, bytes) : 0;
     bursts_.edge(start, first_beat(address), beats, aw_fire, b_fire);
     if (start) {
       active_ = true;
@@ -349,7 +352,6 @@ class Kernel {
           ++index_;
           state_ = State::kFetchCheck;
         }
-        if (state_ == State::kFetchRun || state_ == State::kFinish) result_.check_cycles = now_ + 1;
         break;
       case State::kDecode:
         d_ = list_[index_];
@@ -364,21 +366,16 @@ class Kernel {
         in_j_ = in_asked_ = in_got_ = in_zeroed_ = inited_ = 0;
         wb_j_ = wb_m_ = wb_beat_ = written_ = 0;
         wb_bytes_ = 0;
-        result_.descriptors.push_back({});
-        result_.descriptors.back().begin_cycle = fetch_begin_;
         state_ = State::kLoadA;
         break;
       case State::kLoadA:
-        ++result_.descriptors.back().load_cycles;
         if (a_got_ == d_.m) state_ = State::kCompute;  // after reset the RTL also waits Rows + Cols cycles
         if (a_start) ++a_asked_;
         if (a_row) ++a_got_;
         break;
       case State::kCompute: {
-        DescriptorTiming& timing = result_.descriptors.back();
-        ++timing.compute_cycles;
-        if (!act_valid && st_.j < n_tiles_) ++timing.stall_cycles, ++result_.counters.stall_cycles;
-        if (act_valid) ++timing.array_cycles;
+        if (!act_valid && st_.j < n_tiles_) ++result_.counters.stall_cycles;
+        if (act_valid) ++result_.array_cycles;
         if (written_ == n_tiles_ && write_idle && all_idle) {
           result_.counters.macs += uint64_t(d_.m) * d_.n * d_.k;
           ++result_.counters.descriptors_done;
@@ -387,7 +384,6 @@ class Kernel {
           } else {
             ++index_;
             state_ = State::kFetchRun;
-            fetch_begin_ = now_ + 1;
           }
         }
         break;
@@ -396,7 +392,6 @@ class Kernel {
         ++now_;
         return false;
     }
-    if (state == State::kCheck && state_ == State::kFetchRun) fetch_begin_ = now_ + 1;
 
     // The engines' registers (they only move during Compute).
     for (uint32_t b = 0; b < 2; ++b) {
@@ -443,7 +438,6 @@ class Kernel {
   WritePort write_;
   LaunchTiming result_;
   uint64_t now_ = 0;
-  uint64_t fetch_begin_ = 0;
 
   State state_ = State::kFetchHeader;
   bool cmd_asked_ = false;

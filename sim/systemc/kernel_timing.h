@@ -52,23 +52,13 @@ class IdealPortMemory final : public BurstMemory {
   uint32_t latency_;
 };
 
-// One descriptor's share of a launch.
-struct DescriptorTiming {
-  uint64_t begin_cycle = 0;     // its fetch begins (FetchRun)
-  uint64_t load_cycles = 0;     // loading A's block (LoadA)
-  uint64_t compute_cycles = 0;  // the four engines (Compute)
-  uint64_t stall_cycles = 0;    // of those, cycles the array waited for operands
-  uint64_t array_cycles = 0;    // cycles an activation row entered the array
-};
-
 // What a launch did: the kernel's performance counters as the RTL counts
-// them, and where the time went.
+// them, and how many cycles the array computed.
 struct LaunchTiming {
   spec::ErrorCode status = spec::ErrorCode::kOk;
   uint32_t error_index = 0;
   spec::PerfCounters counters;  // busy_cycles from ap_start to ap_done
-  uint64_t check_cycles = 0;    // fetching and checking the list
-  std::vector<DescriptorTiming> descriptors;
+  uint64_t array_cycles = 0;    // cycles an activation row entered the array
 };
 
 // The addresses the launch's ports see (the kernel's arguments).

@@ -29,46 +29,19 @@ constexpr double kContract = 0.05;
 
 // Forwards to a backend and sums the kernel's counters of every launch it
 // waited for (the RTL's own busy and stall counts).
-class CountingBackend final : public detail::DeviceBackend {
+class CountingBackend final : public detail::ForwardingBackend {
  public:
-  explicit CountingBackend(std::shared_ptr<detail::DeviceBackend> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name(); }
-  uint32_t compute_units() const override { return inner_->compute_units(); }
-  uint32_t hbm_banks() const override { return inner_->hbm_banks(); }
-  uint64_t bank_bytes() const override { return inner_->bank_bytes(); }
-  Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
-    return inner_->allocate(bytes, bank);
-  }
-  void release(uint64_t address) override { inner_->release(address); }
-  Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
-    return inner_->write_memory(address, src, bytes);
-  }
-  Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
-    return inner_->read_memory(address, dst, bytes);
-  }
-  uint32_t read_register(uint32_t unit, uint32_t offset) override {
-    return inner_->read_register(unit, offset);
-  }
-  void write_register(uint32_t unit, uint32_t offset, uint32_t value) override {
-    inner_->write_register(unit, offset, value);
-  }
+  using ForwardingBackend::ForwardingBackend;
   bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) override {
-    if (!inner_->wait_done(unit, timeout)) return false;
-    auto read64 = [&](uint32_t lo) {
-      return inner_->read_register(unit, lo) | uint64_t(inner_->read_register(unit, lo + 4)) << 32;
-    };
-    busy_cycles += read64(spec::reg::kBusyCyclesLo);
-    stall_cycles += read64(spec::reg::kStallCyclesLo);
+    if (!inner().wait_done(unit, timeout)) return false;
+    busy_cycles += detail::read_register64(inner(), unit, spec::reg::kBusyCyclesLo);
+    stall_cycles += detail::read_register64(inner(), unit, spec::reg::kStallCyclesLo);
     ++launches;
     return true;
   }
-  Result<Projection> projection() const override { return inner_->projection(); }
 
   void reset() { busy_cycles = stall_cycles = launches = 0; }
   uint64_t busy_cycles = 0, stall_cycles = 0, launches = 0;
-
- private:
-  std::shared_ptr<detail::DeviceBackend> inner_;
 };
 
 DeviceOptions options_for(uint32_t size) {
