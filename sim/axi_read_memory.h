@@ -36,6 +36,16 @@ struct AxiReadPort {
   uint8_t* rlast;
 };
 
+// The read channels of the AXI4 master `prefix` of Verilated model `model`,
+// by the names hw/rtl/systole_axi.svh gives them (<prefix>_ARVALID, ...).
+#define SYSTOLE_AXI_READ_PORT(model, prefix)                                                                 \
+  ::systole::sim::AxiReadPort {                                                                              \
+    &(model).prefix##_ARVALID, &(model).prefix##_ARREADY, &(model).prefix##_ARADDR, &(model).prefix##_ARLEN, \
+        &(model).prefix##_ARSIZE, &(model).prefix##_ARBURST, &(model).prefix##_RVALID,                       \
+        &(model).prefix##_RREADY, &(model).prefix##_RDATA[0], &(model).prefix##_RRESP,                       \
+        &(model).prefix##_RLAST                                                                              \
+  }
+
 struct MemoryTiming {
   uint32_t latency_cycles = 20;  // from AR handshake to the first R beat
   double arready_probability = 1.0;

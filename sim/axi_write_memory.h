@@ -39,6 +39,16 @@ struct AxiWritePort {
   uint8_t* bresp;
 };
 
+// The write channels of the AXI4 master `prefix` of Verilated model `model`,
+// by the names hw/rtl/systole_axi.svh gives them (<prefix>_AWVALID, ...).
+#define SYSTOLE_AXI_WRITE_PORT(model, prefix)                                                                \
+  ::systole::sim::AxiWritePort {                                                                             \
+    &(model).prefix##_AWVALID, &(model).prefix##_AWREADY, &(model).prefix##_AWADDR, &(model).prefix##_AWLEN, \
+        &(model).prefix##_AWSIZE, &(model).prefix##_AWBURST, &(model).prefix##_WVALID,                       \
+        &(model).prefix##_WREADY, &(model).prefix##_WDATA[0], &(model).prefix##_WSTRB,                       \
+        &(model).prefix##_WLAST, &(model).prefix##_BVALID, &(model).prefix##_BREADY, &(model).prefix##_BRESP \
+  }
+
 class AxiWriteMemory {
  public:
   static constexpr uint32_t kBeatBytes = 64;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The co-simulation harness of the Systole kernel: a Verilated kernel (any
-// model with the ports of hw/rtl/systole_kernel.sv, so also RTL that Vitis
-// HLS generates from hw/hls with the same interface), its four AXI4 master
+// The co-simulation harness of the Systole kernel: a Verilated kernel with
+// the ports Vitis sees (hw/rtl/systole_rtl.sv, so also RTL that Vitis HLS
+// generates from hw/hls with the same interface), its four AXI4 master
 // ports on HBM models over one device memory, and an AXI4-Lite master for
 // its registers. One object, one clock; the hw_emu backend and the RTL
-// tests both drive the kernel through it.
+// tests both drive the kernel through it. A failing RTL assertion (models
+// verilated with --assert) does not end the process: it prints its
+// %Error line and assertion_failed() turns true.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@ class KernelHarness {
   // FST waveform there (models verilated with --trace-fst only).
   KernelHarness(uint8_t* memory, uint64_t size, MemoryTiming timing, const std::string& fst_path = "")
       : context_(std::make_unique<VerilatedContext>()) {
+    context_->fatalOnError(false);
     if (!fst_path.empty()) {
 #if VM_TRACE_FST
       context_->traceEverOn(true);  // before the model exists
@@ -48,29 +51,18 @@ class KernelHarness {
 #endif
     Model& k = *k_;
     const AxiReadPort ports[] = {
-        {&k.m_cmd_arvalid, &k.m_cmd_arready, &k.m_cmd_araddr, &k.m_cmd_arlen, &k.m_cmd_arsize,
-         &k.m_cmd_arburst, &k.m_cmd_rvalid, &k.m_cmd_rready, &k.m_cmd_rdata[0], &k.m_cmd_rresp,
-         &k.m_cmd_rlast},
-        {&k.m_a_arvalid, &k.m_a_arready, &k.m_a_araddr, &k.m_a_arlen, &k.m_a_arsize, &k.m_a_arburst,
-         &k.m_a_rvalid, &k.m_a_rready, &k.m_a_rdata[0], &k.m_a_rresp, &k.m_a_rlast},
-        {&k.m_b_arvalid, &k.m_b_arready, &k.m_b_araddr, &k.m_b_arlen, &k.m_b_arsize, &k.m_b_arburst,
-         &k.m_b_rvalid, &k.m_b_rready, &k.m_b_rdata[0], &k.m_b_rresp, &k.m_b_rlast},
-        {&k.m_c_arvalid, &k.m_c_arready, &k.m_c_araddr, &k.m_c_arlen, &k.m_c_arsize, &k.m_c_arburst,
-         &k.m_c_rvalid, &k.m_c_rready, &k.m_c_rdata[0], &k.m_c_rresp, &k.m_c_rlast}};
+        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_cmd), SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_a),
+        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_b), SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_c)};
     for (const AxiReadPort& port : ports) {
       ++timing.seed;
       reads_.push_back(std::make_unique<AxiReadMemory>(port, memory, size, timing));
     }
     ++timing.seed;
-    write_ = std::make_unique<AxiWriteMemory>(
-        AxiWritePort{&k.m_c_awvalid, &k.m_c_awready, &k.m_c_awaddr, &k.m_c_awlen, &k.m_c_awsize,
-                     &k.m_c_awburst, &k.m_c_wvalid, &k.m_c_wready, &k.m_c_wdata[0], &k.m_c_wstrb,
-                     &k.m_c_wlast, &k.m_c_bvalid, &k.m_c_bready, &k.m_c_bresp},
-        memory, size, timing);
-    k.rst_ni = 0;
+    write_ = std::make_unique<AxiWriteMemory>(SYSTOLE_AXI_WRITE_PORT(k, m_axi_gmem_c), memory, size, timing);
+    k.ap_rst_n = 0;
     tick();
     tick();
-    k.rst_ni = 1;
+    k.ap_rst_n = 1;
   }
 
   Model& kernel() { return *k_; }
@@ -88,17 +80,20 @@ class KernelHarness {
   }
 
   void tick() {
-    k_->clk_i = 0;
+    k_->ap_clk = 0;
     k_->eval();
     dump();
     for (auto& port : reads_) port->before_edge();
     write_->before_edge();
-    k_->clk_i = 1;
+    k_->ap_clk = 1;
     k_->eval();
     dump();
     for (auto& port : reads_) port->after_edge();
     write_->after_edge();
   }
+
+  // An assertion in the RTL has failed since the harness was made.
+  bool assertion_failed() const { return context_->gotError(); }
 
   // Why the waveform asked for is not being written ("" when it is, or
   // when none was asked for).
@@ -107,20 +102,21 @@ class KernelHarness {
   // AXI4-Lite write and read; false / 0xDEADBEEF if the slave never answers.
   bool write(uint32_t address, uint32_t data) {
     Model& k = *k_;
-    k.s_awaddr = address;
-    k.s_wdata = data;
-    k.s_wstrb = 0xF;
-    k.s_awvalid = k.s_wvalid = 1;
-    k.s_bready = 1;
+    k.s_axi_control_AWADDR = address;
+    k.s_axi_control_WDATA = data;
+    k.s_axi_control_WSTRB = 0xF;
+    k.s_axi_control_AWVALID = k.s_axi_control_WVALID = 1;
+    k.s_axi_control_BREADY = 1;
     for (int cycle = 0; cycle < 1000; ++cycle) {
-      k.clk_i = 0;
+      k.ap_clk = 0;
       k.eval();
-      const bool aw = k.s_awready, w = k.s_wready, b = k.s_bvalid && !k.s_awvalid && !k.s_wvalid;
+      const bool aw = k.s_axi_control_AWREADY, w = k.s_axi_control_WREADY,
+                 b = k.s_axi_control_BVALID && !k.s_axi_control_AWVALID && !k.s_axi_control_WVALID;
       tick();
-      if (aw) k.s_awvalid = 0;
-      if (w) k.s_wvalid = 0;
+      if (aw) k.s_axi_control_AWVALID = 0;
+      if (w) k.s_axi_control_WVALID = 0;
       if (b) {
-        k.s_bready = 0;
+        k.s_axi_control_BREADY = 0;
         return true;
       }
     }
@@ -129,20 +125,20 @@ class KernelHarness {
 
   uint32_t read(uint32_t address) {
     Model& k = *k_;
-    k.s_araddr = address;
-    k.s_arvalid = 1;
-    k.s_rready = 0;
+    k.s_axi_control_ARADDR = address;
+    k.s_axi_control_ARVALID = 1;
+    k.s_axi_control_RREADY = 0;
     for (int cycle = 0; cycle < 1000; ++cycle) {
-      k.clk_i = 0;
+      k.ap_clk = 0;
       k.eval();
-      const bool taken = k.s_arready;
+      const bool taken = k.s_axi_control_ARREADY;
       tick();
-      if (taken) k.s_arvalid = 0;
-      if (k.s_rvalid) {
-        const uint32_t data = k.s_rdata;
-        k.s_rready = 1;
+      if (taken) k.s_axi_control_ARVALID = 0;
+      if (k.s_axi_control_RVALID) {
+        const uint32_t data = k.s_axi_control_RDATA;
+        k.s_axi_control_RREADY = 1;
         tick();
-        k.s_rready = 0;
+        k.s_axi_control_RREADY = 0;
         return data;
       }
     }
@@ -153,7 +149,9 @@ class KernelHarness {
   // be set) or `max_cycles` pass; acknowledges the interrupt.
   bool run_until_interrupt(uint64_t max_cycles) {
     for (uint64_t cycle = 0; cycle < max_cycles; ++cycle) {
-      if (k_->interrupt_o) return write(spec::reg::kIpIntStatus, 1);  // toggles the done bit off
+      // Verilator renames the port `interrupt` (a reserved word of its
+      // runtime) to __SYM__interrupt.
+      if (k_->__SYM__interrupt) return write(spec::reg::kIpIntStatus, 1);  // toggles the done bit off
       tick();
     }
     return false;

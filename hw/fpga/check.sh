@@ -7,7 +7,8 @@
 #  2. a resource report per module (LUT, FF, DSP, BRAM) from synth_xilinx;
 #  3. a fit table: per-PE and per-column cost extrapolated to N x N arrays
 #     against the Alveo U55C and U280;
-#  4. the Vitis wrapper (systole_rtl) lints clean around the kernel, and
+#  4. the Vitis wrapper (systole_rtl) lints clean around the kernel, with
+#     its assertions, and
 #     every port of the generated kernel.xml is one of its ports;
 #  5. the generated link configuration for 1..8 compute units.
 # Usage: hw/fpga/check.sh GEN_FPGA_CONFIG OUT_DIR
@@ -25,7 +26,9 @@ mapfile -t sources < <(sed "s|^|$rtl/|" "$rtl/kernel_sources.txt")
 # kernel at 4x4: yosys keeps the accumulator and operand buffers in
 # flip-flops, which takes it many minutes (hw/rtl/README.md).
 modules=(systole_pe_row systole_bf16_mul systole_fp32_add systole_output_stage systole_validate
-         systole_axil_regs systole_dma_read systole_row_reader systole_dma_write systole_tile_counter)
+         systole_axil_regs systole_dma_read systole_row_reader systole_dma_write systole_tile_counter
+         systole_front systole_counters systole_weight_engine systole_stream_engine systole_init_engine
+         systole_write_engine)
 large=(systole_array)
 [[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)
 
@@ -34,7 +37,7 @@ synthesize() {  # synthesize MODULE FLOW
   local module=$1 flow=$2 synth log=$out/$1.$2.log
   if [[ $flow == generic ]]; then synth="synth -top $module -flatten"
   else synth="synth_xilinx -family xcup -top $module -flatten -noiopad"; fi
-  if ! yosys -q -l "$log" -p "read_verilog -sv ${sources[*]}; hierarchy -check -top $module; proc;
+  if ! yosys -q -l "$log" -p "read_verilog -sv -I$rtl ${sources[*]}; hierarchy -check -top $module; proc;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; $synth;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr t:\$_DLATCH_* t:LDCE t:LDPE;
       tee -q -o $out/$module.$flow.stat stat" >/dev/null 2>&1; then
@@ -70,9 +73,9 @@ cells() {
 # 3. Fit. The kernel holds Rows x Cols PEs, one accumulator adder and one
 # output stage per column, the registers, four row readers (read DMAs;
 # the A port's is wider than the 64-byte one counted), the write DMA, the
-# validator and three tile counters. A PE costs what the 4x4 array costs
-# per PE (inside the array yosys shares more logic than in a lone PE; the
-# skew registers come with it). Not counted: the rest of the controller,
+# front end (with the validator), the counters and the four engines. A PE
+# costs what the 4x4 array costs per PE (inside the array yosys shares more
+# logic than in a lone PE; the skew registers come with it). Not counted:
 # the accumulator and operand buffers (BRAM/URAM on a board), and the
 # Vitis shell.
 read -r array_lut array_ff array_dsp _ < <(cells "$out/systole_array.xcup.stat")
@@ -81,7 +84,8 @@ read -r add_lut add_ff add_dsp _ < <(cells "$out/systole_fp32_add.xcup.stat")
 read -r out_lut out_ff out_dsp _ < <(cells "$out/systole_output_stage.xcup.stat")
 fixed_lut=0 fixed_ff=0 fixed_dsp=0
 for part in systole_axil_regs systole_row_reader systole_row_reader systole_row_reader systole_row_reader \
-            systole_dma_write systole_validate systole_tile_counter systole_tile_counter systole_tile_counter; do
+            systole_dma_write systole_front systole_counters systole_weight_engine systole_stream_engine \
+            systole_init_engine systole_write_engine; do
   read -r l f d _ < <(cells "$out/$part.xcup.stat")
   fixed_lut=$((fixed_lut + l)) fixed_ff=$((fixed_ff + f)) fixed_dsp=$((fixed_dsp + d))
 done
@@ -115,12 +119,14 @@ BEGIN {
 }' >"$out/fit.md"
 
 # 4. The Vitis wrapper and the generated kernel.xml agree.
-verilator --lint-only -Wall -GRows=4 -GCols=4 --top-module systole_rtl "${sources[@]}" "$root"/hw/fpga/systole_rtl.sv \
+verilator --lint-only -Wall --assert -I"$rtl" -GRows=4 -GCols=4 --top-module systole_rtl "${sources[@]}" \
   || fail "the Vitis wrapper does not lint clean"
+# Its ports, with the port macros expanded.
+verilator -E -P -I"$rtl" "$rtl/systole_rtl.sv" >"$out/systole_rtl.expanded.sv"
 "$gen" kernel-xml >"$out/kernel.xml"
 for port in $(sed -n 's/.*<port name="\([a-z_]*\)".*/\1/p' "$out/kernel.xml"); do
-  grep -q "${port}_ARVALID\|${port}_AWVALID" "$root/hw/fpga/systole_rtl.sv" ||
-    fail "kernel.xml port $port is not a port of hw/fpga/systole_rtl.sv"
+  grep -q "${port}_ARVALID\|${port}_AWVALID" "$out/systole_rtl.expanded.sv" ||
+    fail "kernel.xml port $port is not a port of hw/rtl/systole_rtl.sv"
 done
 
 # 5. Link configurations: 1..8 compute units of 4 banks fit 32 HBM banks, 9 do not.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Packages the RTL kernel (hw/fpga/systole_rtl.sv around hw/rtl) as a Vitis
+# Packages the RTL kernel (hw/rtl, its top hw/rtl/systole_rtl.sv) as a Vitis
 # kernel object. Makefile.fpga runs it:
 #   vivado -mode batch -source package_rtl.tcl -tclargs \
 #     XO KERNEL_XML ROWS COLS PART WORK_DIR SOURCE...

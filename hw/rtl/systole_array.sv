@@ -93,6 +93,33 @@ module systole_array #(
   // The last row's valid bit marks the vector.
   assign sum_valid_o = sum_valid[Rows-1];
 
+`ifndef SYNTHESIS
+  // The controller's obligations, checked here where the banks are: a bank
+  // is not reloaded until Rows + Cols cycles after the last activation
+  // naming it entered, and an activation names only a bank whose K tile is
+  // wholly shifted in. (No reset here: the counters start as after a long
+  // idle time.)
+  logic [31:0] since_use_q [2];  // cycles since an activation naming bank b entered
+  logic [31:0] rows_in_q [2];    // rows shifted into bank b, modulo Rows
+  logic        reload_ok, use_ok;
+  initial begin
+    since_use_q = '{2{32'(Rows + Cols)}};
+    rows_in_q   = '{2{32'd0}};
+  end
+  always_ff @(posedge clk_i) begin
+    for (int b = 0; b < 2; b++) begin
+      if (act_valid_i && act_bank_i == 1'(b)) since_use_q[b] <= '0;
+      else if (since_use_q[b] < Rows + Cols) since_use_q[b] <= since_use_q[b] + 32'd1;
+      if (weight_shift_i && weight_bank_i == 1'(b))
+        rows_in_q[b] <= rows_in_q[b] + 32'd1 == Rows ? '0 : rows_in_q[b] + 32'd1;
+    end
+  end
+  assign reload_ok = (weight_bank_i ? since_use_q[1] : since_use_q[0]) >= Rows + Cols;
+  assign use_ok    = (act_bank_i ? rows_in_q[1] : rows_in_q[0]) == '0;
+  a_bank_idle_when_reloaded: assert property (@(posedge clk_i) weight_shift_i |-> reload_ok);
+  a_bank_loaded_when_used: assert property (@(posedge clk_i) act_valid_i |-> use_ok);
+`endif
+
   // Unused by design: weights leave at the bottom, and the valid bits of
   // rows above the last.
   logic unused;

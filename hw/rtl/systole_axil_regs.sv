@@ -14,27 +14,11 @@ module systole_axil_regs #(
   parameter int unsigned Rows = 128,
   parameter int unsigned Cols = 128
 ) (
-  input  logic        clk_i,
-  input  logic        rst_ni,
-  // AXI4-Lite slave.
-  input  logic        awvalid_i,
-  output logic        awready_o,
-  input  logic [11:0] awaddr_i,
-  input  logic        wvalid_i,
-  output logic        wready_o,
-  input  logic [31:0] wdata_i,
-  input  logic [3:0]  wstrb_i,
-  output logic        bvalid_o,
-  input  logic        bready_i,
-  output logic [1:0]  bresp_o,
-  input  logic        arvalid_i,
-  output logic        arready_o,
-  input  logic [11:0] araddr_i,
-  output logic        rvalid_o,
-  input  logic        rready_i,
-  output logic [31:0] rdata_o,
-  output logic [1:0]  rresp_o,
-  output logic        interrupt_o,
+  input  logic                       clk_i,
+  input  logic                       rst_ni,
+  input  systole_pkg::axil_req_t axil_req_i,
+  output systole_pkg::axil_rsp_t axil_rsp_o,
+  output logic                       interrupt_o,
   // Kernel side.
   output logic        start_o,        // one cycle: begin a launch
   output logic [63:0] command_addr_o,
@@ -59,48 +43,61 @@ module systole_axil_regs #(
   // Results latched at done.
   logic [31:0] status_q, error_index_q, descriptors_done_q;
   logic [63:0] busy_cycles_q, macs_q, dma_read_bytes_q, dma_write_bytes_q, stall_cycles_q;
-  // Control.
-  logic start_q, busy_q, done_q, ready_q, gie_q;
-  logic [1:0] ier_q, isr_q;
+
+  // Control state.
+  typedef struct packed {
+    logic       aw_held;  // an address taken, awaiting its data
+    logic       w_held;   // data taken, awaiting its address
+    logic       b_valid;
+    logic       r_valid;
+    logic       start;    // ap_start
+    logic       busy;
+    logic       done;     // ap_done
+    logic       ready;    // ap_ready
+    logic       gie;
+    logic [1:0] ier;
+    logic [1:0] isr;
+  } ctrl_t;
+  ctrl_t ctrl_d, ctrl_q;
 
   // Write channel: take the address and the data in any order, then answer.
-  logic        aw_held_q, w_held_q;
-  logic [11:0] aw_addr_q;
-  logic [31:0] w_data_q;
-  logic [3:0]  w_strb_q;
-  logic        do_write;
-  logic [11:0] write_addr;
-  logic [31:0] write_data;
-  logic [3:0]  write_strb;
+  logic                        aw_take, w_take, do_write, do_read, writable;
+  systole_pkg::axil_addr_t aw_addr_q, write_addr;
+  systole_pkg::axil_data_t w_data_q, write_data, read_value, r_data_q;
+  logic [3:0]                  w_strb_q, write_strb;
 
-  assign awready_o  = !aw_held_q && !bvalid_o;
-  assign wready_o   = !w_held_q && !bvalid_o;
-  assign write_addr = aw_held_q ? aw_addr_q : awaddr_i;
-  assign write_data = w_held_q ? w_data_q : wdata_i;
-  assign write_strb = w_held_q ? w_strb_q : wstrb_i;
-  assign do_write   = (aw_held_q || (awvalid_i && awready_o)) &&
-                      (w_held_q || (wvalid_i && wready_o));
-  assign bresp_o    = 2'b00;
+  assign aw_take    = axil_req_i.aw_valid && axil_rsp_o.aw_ready;
+  assign w_take     = axil_req_i.w_valid && axil_rsp_o.w_ready;
+  assign write_addr = ctrl_q.aw_held ? aw_addr_q : axil_req_i.aw_addr;
+  assign write_data = ctrl_q.w_held ? w_data_q : axil_req_i.w_data;
+  assign write_strb = ctrl_q.w_held ? w_strb_q : axil_req_i.w_strb;
+  assign do_write   = (ctrl_q.aw_held || aw_take) && (ctrl_q.w_held || w_take);
+  assign do_read    = axil_req_i.ar_valid && axil_rsp_o.ar_ready;
+  assign writable   = write_addr[1:0] == '0 && write_addr >= 12'(4 * FirstArg) &&
+                      write_addr <= 12'(4 * LastArg) && !ctrl_q.busy && !ctrl_q.start;
+
+  always_comb begin
+    axil_rsp_o          = '0;  // every response OKAY
+    axil_rsp_o.aw_ready = !ctrl_q.aw_held && !ctrl_q.b_valid;
+    axil_rsp_o.w_ready  = !ctrl_q.w_held && !ctrl_q.b_valid;
+    axil_rsp_o.b_valid  = ctrl_q.b_valid;
+    axil_rsp_o.ar_ready = !ctrl_q.r_valid;  // the data of an address, one cycle later
+    axil_rsp_o.r_valid  = ctrl_q.r_valid;
+    axil_rsp_o.r_data   = r_data_q;
+  end
 
   function automatic logic [31:0] merge(logic [31:0] old, logic [31:0] data, logic [3:0] strb);
     for (int b = 0; b < 4; b++) if (strb[b]) old[8*b +: 8] = data[8*b +: 8];
     merge = old;
   endfunction
 
-  // Read channel: the data of the accepted address, one cycle later.
-  logic [31:0] read_value;
-  logic        do_read;
-  assign arready_o = !rvalid_o;
-  assign do_read   = arvalid_i && arready_o;
-  assign rresp_o   = 2'b00;
-
   always_comb begin
-    unique case (araddr_i)
+    unique case (axil_req_i.ar_addr)
       12'(systole_pkg::RegControl):
-        read_value = {28'b0, ready_q, !busy_q && !start_q, done_q, start_q};
-      12'(systole_pkg::RegGlobalIntEnable): read_value = {31'b0, gie_q};
-      12'(systole_pkg::RegIpIntEnable): read_value = {30'b0, ier_q};
-      12'(systole_pkg::RegIpIntStatus): read_value = {30'b0, isr_q};
+        read_value = {28'b0, ctrl_q.ready, !ctrl_q.busy && !ctrl_q.start, ctrl_q.done, ctrl_q.start};
+      12'(systole_pkg::RegGlobalIntEnable): read_value = {31'b0, ctrl_q.gie};
+      12'(systole_pkg::RegIpIntEnable): read_value = {30'b0, ctrl_q.ier};
+      12'(systole_pkg::RegIpIntStatus): read_value = {30'b0, ctrl_q.isr};
       12'(systole_pkg::RegStatus): read_value = status_q;
       12'(systole_pkg::RegErrorIndex): read_value = error_index_q;
       12'(systole_pkg::RegDescriptorsDone): read_value = descriptors_done_q;
@@ -124,81 +121,71 @@ module systole_axil_regs #(
       12'(systole_pkg::RegBeatBytes): read_value = systole_pkg::BeatBytes;
       12'(systole_pkg::RegMaxDescriptors): read_value = systole_pkg::MaxDescriptors;
       default:
-        read_value = (araddr_i[1:0] == '0 && araddr_i >= 12'(4 * FirstArg) &&
-                      araddr_i <= 12'(4 * LastArg)) ? args_q[araddr_i[11:2]] : 32'b0;
+        read_value = (axil_req_i.ar_addr[1:0] == '0 && axil_req_i.ar_addr >= 12'(4 * FirstArg) &&
+                      axil_req_i.ar_addr <= 12'(4 * LastArg)) ? args_q[axil_req_i.ar_addr[11:2]] : 32'b0;
     endcase
   end
 
-  // Control state (synchronous reset).
-  always_ff @(posedge clk_i) begin
-    if (!rst_ni) begin
-      aw_held_q <= 1'b0;
-      w_held_q  <= 1'b0;
-      bvalid_o  <= 1'b0;
-      rvalid_o  <= 1'b0;
-      start_q   <= 1'b0;
-      busy_q    <= 1'b0;
-      done_q    <= 1'b0;
-      ready_q   <= 1'b0;
-      gie_q     <= 1'b0;
-      ier_q     <= '0;
-      isr_q     <= '0;
+  always_comb begin
+    ctrl_d = ctrl_q;
+    // Write handshake.
+    if (do_write) begin
+      ctrl_d.aw_held = 1'b0;
+      ctrl_d.w_held  = 1'b0;
+      ctrl_d.b_valid = 1'b1;
     end else begin
-      // Write handshake.
-      if (do_write) begin
-        aw_held_q <= 1'b0;
-        w_held_q  <= 1'b0;
-        bvalid_o  <= 1'b1;
-      end else begin
-        if (awvalid_i && awready_o) aw_held_q <= 1'b1;
-        if (wvalid_i && wready_o) w_held_q <= 1'b1;
+      if (aw_take) ctrl_d.aw_held = 1'b1;
+      if (w_take) ctrl_d.w_held = 1'b1;
+    end
+    if (ctrl_q.b_valid && axil_req_i.b_ready) ctrl_d.b_valid = 1'b0;
+    // Read handshake; ap_done and ap_ready clear when CONTROL is read.
+    if (do_read) begin
+      ctrl_d.r_valid = 1'b1;
+      if (axil_req_i.ar_addr == 12'(systole_pkg::RegControl)) begin
+        ctrl_d.done  = 1'b0;
+        ctrl_d.ready = 1'b0;
       end
-      if (bvalid_o && bready_i) bvalid_o <= 1'b0;
-      // Read handshake; ap_done and ap_ready clear when CONTROL is read.
-      if (do_read) begin
-        rvalid_o <= 1'b1;
-        if (araddr_i == 12'(systole_pkg::RegControl)) begin
-          done_q  <= 1'b0;
-          ready_q <= 1'b0;
-        end
-      end
-      if (rvalid_o && rready_i) rvalid_o <= 1'b0;
-      // The kernel takes ap_start at once when idle.
-      if (start_q) begin
-        start_q <= 1'b0;
-        busy_q  <= 1'b1;
-      end
-      if (done_i) begin
-        busy_q  <= 1'b0;
-        done_q  <= 1'b1;
-        ready_q <= 1'b1;
-        isr_q   <= isr_q | ier_q;
-      end
-      // Register writes.
-      if (do_write) begin
-        unique case (write_addr)
-          12'(systole_pkg::RegControl):
-            if (write_strb[0] && write_data[0] && !busy_q) start_q <= 1'b1;
-          12'(systole_pkg::RegGlobalIntEnable): if (write_strb[0]) gie_q <= write_data[0];
-          12'(systole_pkg::RegIpIntEnable): if (write_strb[0]) ier_q <= write_data[1:0];
-          12'(systole_pkg::RegIpIntStatus): if (write_strb[0]) isr_q <= isr_q ^ write_data[1:0];
-          default: ;
-        endcase
-      end
+    end
+    if (ctrl_q.r_valid && axil_req_i.r_ready) ctrl_d.r_valid = 1'b0;
+    // The kernel takes ap_start at once when idle.
+    if (ctrl_q.start) begin
+      ctrl_d.start = 1'b0;
+      ctrl_d.busy  = 1'b1;
+    end
+    if (done_i) begin
+      ctrl_d.busy  = 1'b0;
+      ctrl_d.done  = 1'b1;
+      ctrl_d.ready = 1'b1;
+      ctrl_d.isr   = ctrl_q.isr | ctrl_q.ier;
+    end
+    // Register writes.
+    if (do_write) begin
+      unique case (write_addr)
+        12'(systole_pkg::RegControl):
+          if (write_strb[0] && write_data[0] && !ctrl_q.busy) ctrl_d.start = 1'b1;
+        12'(systole_pkg::RegGlobalIntEnable): if (write_strb[0]) ctrl_d.gie = write_data[0];
+        12'(systole_pkg::RegIpIntEnable): if (write_strb[0]) ctrl_d.ier = write_data[1:0];
+        12'(systole_pkg::RegIpIntStatus): if (write_strb[0]) ctrl_d.isr = ctrl_q.isr ^ write_data[1:0];
+        default: ;
+      endcase
     end
   end
 
-  // Data registers (no reset).
   always_ff @(posedge clk_i) begin
-    if (do_read) rdata_o <= read_value;
-    if (!aw_held_q && awvalid_i && awready_o && !do_write) aw_addr_q <= awaddr_i;
-    if (!w_held_q && wvalid_i && wready_o && !do_write) begin
-      w_data_q <= wdata_i;
-      w_strb_q <= wstrb_i;
+    if (!rst_ni) ctrl_q <= '0;
+    else ctrl_q <= ctrl_d;
+  end
+
+  // Data registers: no reset (the host writes the arguments before a
+  // start; results are read after a done).
+  always_ff @(posedge clk_i) begin
+    if (do_read) r_data_q <= read_value;
+    if (!ctrl_q.aw_held && aw_take && !do_write) aw_addr_q <= axil_req_i.aw_addr;
+    if (!ctrl_q.w_held && w_take && !do_write) begin
+      w_data_q <= axil_req_i.w_data;
+      w_strb_q <= axil_req_i.w_strb;
     end
-    if (do_write && write_addr[1:0] == '0 && write_addr >= 12'(4 * FirstArg) &&
-        write_addr <= 12'(4 * LastArg) && !busy_q && !start_q)
-      args_q[write_addr[11:2]] <= merge(args_q[write_addr[11:2]], write_data, write_strb);
+    if (do_write && writable) args_q[write_addr[11:2]] <= merge(args_q[write_addr[11:2]], write_data, write_strb);
     if (done_i) begin
       status_q           <= status_i;
       error_index_q      <= error_index_i;
@@ -211,11 +198,20 @@ module systole_axil_regs #(
     end
   end
 
-  assign start_o        = start_q;
+  assign start_o        = ctrl_q.start;
   assign command_addr_o = {args_q[systole_pkg::RegCommandAddrHi / 4], args_q[systole_pkg::RegCommandAddrLo / 4]};
   assign a_base_o       = {args_q[systole_pkg::RegABaseHi / 4], args_q[systole_pkg::RegABaseLo / 4]};
   assign b_base_o       = {args_q[systole_pkg::RegBBaseHi / 4], args_q[systole_pkg::RegBBaseLo / 4]};
   assign c_base_o       = {args_q[systole_pkg::RegCBaseHi / 4], args_q[systole_pkg::RegCBaseLo / 4]};
   assign mem_bytes_o    = {args_q[systole_pkg::RegMemBytesHi / 4], args_q[systole_pkg::RegMemBytesLo / 4]};
-  assign interrupt_o    = gie_q && (ier_q & isr_q) != '0;
+  assign interrupt_o    = ctrl_q.gie && (ctrl_q.ier & ctrl_q.isr) != '0;
+
+`ifndef SYNTHESIS
+  // A response held until it is taken does not change.
+  a_read_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      axil_rsp_o.r_valid && !axil_req_i.r_ready |=> axil_rsp_o.r_valid && $stable(axil_rsp_o.r_data));
+  // The kernel reports done only for a launch it was given.
+  a_done_when_busy: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      done_i |-> ctrl_q.busy);
+`endif
 endmodule

@@ -103,6 +103,77 @@ package systole_pkg;
     ErrAxiError = 32'd10
   } error_code_e;
 
+  // AXI4 buses (BeatBytes wide): a master port is one request struct
+  // (what the master drives) and one response struct (what the slave
+  // drives); the AXI4-Lite control port likewise. hw/rtl/systole_axi.svh
+  // turns them into the flat ports Vitis and the simulators bind.
+  localparam int unsigned AxiAddrBits = 64;
+  localparam int unsigned AxiDataBits = 8 * BeatBytes;
+  localparam int unsigned AxiBeatShift = $clog2(BeatBytes);  // address bits within a beat
+  localparam logic [1:0] AxiBurstIncr = 2'b01;
+  typedef logic [AxiAddrBits-1:0] axi_addr_t;
+  typedef logic [AxiDataBits-1:0] axi_data_t;
+  typedef logic [BeatBytes-1:0] axi_strb_t;
+  typedef logic [1:0] axi_resp_t;  // bit 1: SLVERR or DECERR
+  typedef struct packed {  // AR or AW
+    axi_addr_t addr;
+    logic [7:0] len;  // beats - 1
+    logic [2:0] size;  // log2(bytes per beat)
+    logic [1:0] burst;
+  } axi_ax_t;
+  typedef struct packed {
+    axi_data_t data;
+    axi_strb_t strb;
+    logic last;
+  } axi_w_t;
+  typedef struct packed {
+    axi_data_t data;
+    axi_resp_t resp;
+    logic last;
+  } axi_r_t;
+  typedef struct packed {
+    axi_ax_t aw;
+    logic aw_valid;
+    axi_w_t w;
+    logic w_valid;
+    logic b_ready;
+    axi_ax_t ar;
+    logic ar_valid;
+    logic r_ready;
+  } axi_req_t;
+  typedef struct packed {
+    logic aw_ready;
+    logic w_ready;
+    axi_resp_t b_resp;
+    logic b_valid;
+    logic ar_ready;
+    axi_r_t r;
+    logic r_valid;
+  } axi_rsp_t;
+  typedef logic [11:0] axil_addr_t;
+  typedef logic [31:0] axil_data_t;
+  typedef struct packed {
+    axil_addr_t aw_addr;
+    logic aw_valid;
+    axil_data_t w_data;
+    logic [3:0] w_strb;
+    logic w_valid;
+    logic b_ready;
+    axil_addr_t ar_addr;
+    logic ar_valid;
+    logic r_ready;
+  } axil_req_t;
+  typedef struct packed {
+    logic aw_ready;
+    logic w_ready;
+    axi_resp_t b_resp;
+    logic b_valid;
+    logic ar_ready;
+    axil_data_t r_data;
+    axi_resp_t r_resp;
+    logic r_valid;
+  } axil_rsp_t;
+
   // Numerics (NUMERICS.md)
   localparam logic [15:0] Bf16CanonicalNan = 16'h7FC0;
   localparam logic [31:0] Fp32CanonicalNan = 32'h7FC00000;

@@ -7,6 +7,7 @@
 // over at the descriptor's first step.
 module systole_tile_counter (
   input  logic        clk_i,
+  input  logic        rst_ni,
   input  logic        clear_i,
   input  logic        step_i,
   input  logic [31:0] steps_i,    // steps per K tile (>= 1)
@@ -16,20 +17,35 @@ module systole_tile_counter (
   output logic [31:0] i_o,
   output logic [31:0] g_o
 );
-  always_ff @(posedge clk_i) begin
+  logic [31:0] j_d, j_q, t_d, t_q, i_d, i_q, g_d, g_q;
+
+  always_comb begin
+    {j_d, t_d, i_d, g_d} = {j_q, t_q, i_q, g_q};
     if (clear_i) begin
-      {j_o, t_o, i_o, g_o} <= '0;
+      {j_d, t_d, i_d, g_d} = '0;
     end else if (step_i) begin
-      i_o <= i_o + 32'd1;
-      if (i_o + 32'd1 == steps_i) begin
-        i_o <= '0;
-        t_o <= t_o + 32'd1;
-        g_o <= g_o + 32'd1;
-        if (t_o + 32'd1 == k_tiles_i) begin
-          t_o <= '0;
-          j_o <= j_o + 32'd1;
+      i_d = i_q + 32'd1;
+      if (i_q + 32'd1 == steps_i) begin
+        i_d = '0;
+        t_d = t_q + 32'd1;
+        g_d = g_q + 32'd1;
+        if (t_q + 32'd1 == k_tiles_i) begin
+          t_d = '0;
+          j_d = j_q + 32'd1;
         end
       end
     end
   end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) {j_q, t_q, i_q, g_q} <= '0;
+    else {j_q, t_q, i_q, g_q} <= {j_d, t_d, i_d, g_d};
+  end
+
+  assign {j_o, t_o, i_o, g_o} = {j_q, t_q, i_q, g_q};
+
+`ifndef SYNTHESIS
+  a_step_in_tile: assert property (@(posedge clk_i) disable iff (!rst_ni || clear_i)
+      step_i |-> i_q < steps_i && t_q < k_tiles_i);
+`endif
 endmodule

@@ -24,8 +24,11 @@ using rtl_testing::get_lane32;
 using rtl_testing::random_bf16;
 using rtl_testing::set_lane;
 
+// `early`: reload each bank Cols cycles too soon (a planted bug), and
+// expect an RTL assertion to stop the run instead of comparing sums.
 template <class Model, uint32_t Rows, uint32_t Cols>
-void run_tiles(uint32_t seed, uint32_t tiles) {
+void run_tiles(uint32_t seed, uint32_t tiles, bool early = false) {
+  const int64_t reload_after = int64_t(Rows + Cols) - (early ? int64_t(Cols) : 0);
   std::mt19937 rng(seed);
   struct Tile {
     std::vector<uint16_t> weights;               // Rows x Cols
@@ -52,6 +55,7 @@ void run_tiles(uint32_t seed, uint32_t tiles) {
   }
 
   auto context = std::make_unique<VerilatedContext>();
+  context->fatalOnError(false);  // a failed assertion: gotError(), not abort
   auto array = std::make_unique<Model>(context.get());
   auto tick = [&] {
     array->clk_i = 0;
@@ -71,7 +75,7 @@ void run_tiles(uint32_t seed, uint32_t tiles) {
     // Weights.
     array->weight_shift_i = 0;
     if (load_tile < tiles && (load_tile < 2 || (last_vector[load_tile - 2] >= 0 &&
-                                                cycle > last_vector[load_tile - 2] + int64_t(Rows + Cols)))) {
+                                                cycle > last_vector[load_tile - 2] + reload_after))) {
       const uint32_t row = Rows - 1 - load_row;  // bottom row first
       array->weight_shift_i = 1;
       array->weight_bank_i = load_tile % 2;
@@ -95,15 +99,26 @@ void run_tiles(uint32_t seed, uint32_t tiles) {
       }
     }
     tick();
-    if (array->sum_valid_o) {
+    if (context->gotError()) break;  // an RTL assertion failed (its %Error line says which)
+    if (array->sum_valid_o && !early) {
       const std::vector<uint32_t> want = expected.front();
       expected.pop_front();
       for (uint32_t c = 0; c < Cols; ++c)
         ASSERT_EQ(get_lane32(array->sum_o, c), want[c])
             << std::hex << "seed " << std::dec << seed << ", output vector " << received << ", column " << c;
       ++received;
+    } else if (array->sum_valid_o) {
+      ++received;
     }
   }
+  EXPECT_EQ(context->gotError(), early) << "seed " << seed;
+}
+
+// A planted controller bug: each weight bank is reloaded Cols cycles
+// before the last activation naming it has left the array. The array's
+// bank assertion must fire (the sums are then wrong, and not compared).
+TEST(RtlArray, BankReloadedTooEarlyFailsAnAssertion) {
+  for (uint32_t seed = 1; seed <= 3; ++seed) run_tiles<Vsystole_array_4x4, 4, 4>(seed, 6, /*early=*/true);
 }
 
 TEST(RtlArray, FourByFourMatchesTheContract) {

@@ -12,7 +12,7 @@
 
 #include "../../driver/src/backend.h"
 #include "../../driver/src/device_memory.h"
-#include "Vsystole_axil_regs.h"
+#include "Vsystole_axil_regs_top.h"
 #include "common/engines.h"
 #include "common/random_workload.h"
 #include "systole/gemm_plan.h"
@@ -32,7 +32,7 @@ class AxilHarness {
  public:
   AxilHarness(uint8_t* memory, uint64_t size)
       : context_(std::make_unique<VerilatedContext>()),
-        model_(std::make_unique<Vsystole_axil_regs>(context_.get())),
+        model_(std::make_unique<Vsystole_axil_regs_top>(context_.get())),
         memory_(memory),
         size_(size),
         onchip_(std::make_unique<hls_kernel::OnChip<8, 8>>()) {
@@ -42,7 +42,7 @@ class AxilHarness {
     model_->rst_ni = 1;
   }
 
-  Vsystole_axil_regs& model() { return *model_; }
+  Vsystole_axil_regs_top& model() { return *model_; }
   uint64_t launches() const { return launches_; }
 
   void tick() {
@@ -57,26 +57,26 @@ class AxilHarness {
   // One write; false if the slave never answered.
   bool write(uint32_t address, uint32_t data, uint32_t strobes = 0xF, bool data_first = false) {
     auto& m = *model_;
-    m.awaddr_i = address;
-    m.wdata_i = data;
-    m.wstrb_i = strobes;
+    m.s_axi_AWADDR = address;
+    m.s_axi_WDATA = data;
+    m.s_axi_WSTRB = strobes;
     bool address_taken = false, data_taken = false;
-    m.wvalid_i = data_first;
-    m.awvalid_i = !data_first;
-    m.bready_i = 0;
+    m.s_axi_WVALID = data_first;
+    m.s_axi_AWVALID = !data_first;
+    m.s_axi_BREADY = 0;
     for (int cycle = 0; cycle < 100; ++cycle) {
       m.eval();
-      const bool aw = m.awvalid_i && m.awready_o, w = m.wvalid_i && m.wready_o;
+      const bool aw = m.s_axi_AWVALID && m.s_axi_AWREADY, w = m.s_axi_WVALID && m.s_axi_WREADY;
       tick();
-      if (aw) address_taken = true, m.awvalid_i = 0;
-      if (w) data_taken = true, m.wvalid_i = 0;
-      if (address_taken && !data_taken) m.wvalid_i = 1;
-      if (data_taken && !address_taken) m.awvalid_i = 1;
-      if (m.bvalid_o) {
-        EXPECT_EQ(m.bresp_o, 0u);
-        m.bready_i = 1;
+      if (aw) address_taken = true, m.s_axi_AWVALID = 0;
+      if (w) data_taken = true, m.s_axi_WVALID = 0;
+      if (address_taken && !data_taken) m.s_axi_WVALID = 1;
+      if (data_taken && !address_taken) m.s_axi_AWVALID = 1;
+      if (m.s_axi_BVALID) {
+        EXPECT_EQ(m.s_axi_BRESP, 0u);
+        m.s_axi_BREADY = 1;
         tick();
-        m.bready_i = 0;
+        m.s_axi_BREADY = 0;
         return address_taken && data_taken;
       }
     }
@@ -85,20 +85,20 @@ class AxilHarness {
 
   uint32_t read(uint32_t address) {
     auto& m = *model_;
-    m.araddr_i = address;
-    m.arvalid_i = 1;
-    m.rready_i = 0;
+    m.s_axi_ARADDR = address;
+    m.s_axi_ARVALID = 1;
+    m.s_axi_RREADY = 0;
     for (int cycle = 0; cycle < 100; ++cycle) {
       m.eval();
-      const bool taken = m.arready_o;
+      const bool taken = m.s_axi_ARREADY;
       tick();
-      if (taken) m.arvalid_i = 0;
-      if (m.rvalid_o) {
-        const uint32_t data = m.rdata_o;
-        EXPECT_EQ(m.rresp_o, 0u);
-        m.rready_i = 1;
+      if (taken) m.s_axi_ARVALID = 0;
+      if (m.s_axi_RVALID) {
+        const uint32_t data = m.s_axi_RDATA;
+        EXPECT_EQ(m.s_axi_RRESP, 0u);
+        m.s_axi_RREADY = 1;
         tick();
-        m.rready_i = 0;
+        m.s_axi_RREADY = 0;
         return data;
       }
     }
@@ -132,7 +132,7 @@ class AxilHarness {
   }
 
   std::unique_ptr<VerilatedContext> context_;
-  std::unique_ptr<Vsystole_axil_regs> model_;
+  std::unique_ptr<Vsystole_axil_regs_top> model_;
   uint8_t* memory_;  // the device memory, not owned
   uint64_t size_;
   std::unique_ptr<hls_kernel::OnChip<8, 8>> onchip_;

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "Vsystole_dma_read.h"
+#include "Vsystole_dma_read_top.h"
 #include "axi_read_memory.h"
 #include "verilated.h"
 
@@ -23,19 +23,16 @@ class DmaHarness {
  public:
   DmaHarness(const std::vector<uint8_t>& memory, sim::MemoryTiming timing)
       : context_(std::make_unique<VerilatedContext>()),
-        dma_(std::make_unique<Vsystole_dma_read>(context_.get())),
+        dma_(std::make_unique<Vsystole_dma_read_top>(context_.get())),
         memory_(memory),
-        axi_(sim::AxiReadPort{&dma_->arvalid_o, &dma_->arready_i, &dma_->araddr_o, &dma_->arlen_o,
-                              &dma_->arsize_o, &dma_->arburst_o, &dma_->rvalid_i, &dma_->rready_o,
-                              &dma_->rdata_i[0], &dma_->rresp_i, &dma_->rlast_i},
-             memory.data(), memory.size(), timing) {
+        axi_(SYSTOLE_AXI_READ_PORT(*dma_, m_axi), memory.data(), memory.size(), timing) {
     dma_->rst_ni = 0;
     cycle(false);
     cycle(false);
     dma_->rst_ni = 1;
   }
 
-  Vsystole_dma_read& dma() { return *dma_; }
+  Vsystole_dma_read_top& dma() { return *dma_; }
   sim::AxiReadMemory& axi() { return axi_; }
 
   uint64_t cycles() const { return cycles_; }
@@ -91,7 +88,7 @@ class DmaHarness {
 
  private:
   std::unique_ptr<VerilatedContext> context_;
-  std::unique_ptr<Vsystole_dma_read> dma_;
+  std::unique_ptr<Vsystole_dma_read_top> dma_;
   const std::vector<uint8_t>& memory_;
   sim::AxiReadMemory axi_;
   uint8_t beat_[64] = {};

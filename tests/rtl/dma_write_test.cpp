@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "Vsystole_dma_write.h"
+#include "Vsystole_dma_write_top.h"
 #include "axi_write_memory.h"
 #include "verilated.h"
 
@@ -24,19 +24,15 @@ class WriteHarness {
  public:
   WriteHarness(std::vector<uint8_t>& memory, sim::MemoryTiming timing)
       : context_(std::make_unique<VerilatedContext>()),
-        dma_(std::make_unique<Vsystole_dma_write>(context_.get())),
-        axi_(sim::AxiWritePort{&dma_->awvalid_o, &dma_->awready_i, &dma_->awaddr_o, &dma_->awlen_o,
-                               &dma_->awsize_o, &dma_->awburst_o, &dma_->wvalid_o, &dma_->wready_i,
-                               &dma_->wdata_o[0], &dma_->wstrb_o, &dma_->wlast_o, &dma_->bvalid_i,
-                               &dma_->bready_o, &dma_->bresp_i},
-             memory.data(), memory.size(), timing) {
+        dma_(std::make_unique<Vsystole_dma_write_top>(context_.get())),
+        axi_(SYSTOLE_AXI_WRITE_PORT(*dma_, m_axi), memory.data(), memory.size(), timing) {
     dma_->rst_ni = 0;
     clock();
     clock();
     dma_->rst_ni = 1;
   }
 
-  Vsystole_dma_write& dma() { return *dma_; }
+  Vsystole_dma_write_top& dma() { return *dma_; }
   sim::AxiWriteMemory& axi() { return axi_; }
 
   uint64_t cycles() const { return cycles_; }
@@ -90,7 +86,7 @@ class WriteHarness {
 
  private:
   std::unique_ptr<VerilatedContext> context_;
-  std::unique_ptr<Vsystole_dma_write> dma_;
+  std::unique_ptr<Vsystole_dma_write_top> dma_;
   sim::AxiWriteMemory axi_;
   uint64_t cycles_ = 0;
 };
