@@ -37,9 +37,6 @@ class DeviceBackend {
 
   // Blocks until the unit raises ap_done or the timeout passes; true if done.
   virtual bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) = 0;
-  // Why a unit that is not done never will be ("" when it may yet finish):
-  // hw_emu's RTL assertions.
-  virtual std::string fault(uint32_t) const { return ""; }
 
   // A modelled board's projection (the perf backend only).
   virtual Result<Projection> projection() const {
@@ -81,7 +78,6 @@ class ForwardingBackend : public DeviceBackend {
   bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) override {
     return inner_->wait_done(unit, timeout);
   }
-  std::string fault(uint32_t unit) const override { return inner_->fault(unit); }
   Result<Projection> projection() const override { return inner_->projection(); }
 
  protected:

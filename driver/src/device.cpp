@@ -291,13 +291,9 @@ Status Run::wait(std::chrono::milliseconds timeout) {
   detail::DeviceBackend& backend = *state_->backend;
   const uint32_t unit = state_->unit;
   if (!state_->finished) {
-    if (!backend.wait_done(unit, timeout)) {
-      const std::string fault = backend.fault(unit);
-      if (!fault.empty())
-        return Status(StatusCode::kInternal, "compute unit " + std::to_string(unit) + ": " + fault);
+    if (!backend.wait_done(unit, timeout))
       return Status(StatusCode::kTimeout, "compute unit " + std::to_string(unit) + " not done after " +
                                               std::to_string(timeout.count()) + " ms");
-    }
     backend.read_register(unit, reg::kControl);  // clears ap_done
     state_->finished = true;
     state_->error = static_cast<spec::ErrorCode>(backend.read_register(unit, reg::kStatus));

@@ -20,6 +20,11 @@ package systole_ctrl_pkg;
     has_flag = (flags & flag) != '0;
   endfunction
 
+  // Bytes per C element.
+  function automatic logic [31:0] c_bytes(logic out_bf16);
+    c_bytes = out_bf16 ? 32'd2 : 32'd4;
+  endfunction
+
   // Columns of N tile j of an N-column result, in tiles of `cols`
   // columns (the last one may be partial).
   function automatic logic [31:0] tile_cols(logic [31:0] n, logic [31:0] j, logic [31:0] cols);

@@ -82,16 +82,10 @@ module systole_dma_bursts #(
   // is all asked.
   a_request_beats: assert property (@(posedge clk_i) disable iff (!rst_ni)
       start_i |-> beats_i != '0 && asked_all_o);
-  // An address held until it is taken does not change (AXI A3.2.1).
-  // (By hand: Verilator 5.006 cannot sample a signal this wide.)
-  systole_pkg::axi_ax_t ax_past_q;
-  logic                 waiting_q, ax_kept_q;  // checked a cycle late
-  always_ff @(posedge clk_i) begin
-    ax_past_q <= ax_o;
-    waiting_q <= valid_o && !ready_i;
-    ax_kept_q <= !rst_ni || !waiting_q || (valid_o && ax_o == ax_past_q);
-  end
-  a_address_stable: assert property (@(posedge clk_i) disable iff (!rst_ni) ax_kept_q);
+  // An address held until it is taken does not change.
+  systole_hold_check #(.Width($bits(systole_pkg::axi_ax_t))) u_address_held (
+    .clk_i, .rst_ni, .valid_i(valid_o), .ready_i, .payload_i(ax_o)
+  );
   // A burst stays inside one page and inside the burst-length limit.
   a_no_page_crossing: assert property (@(posedge clk_i) disable iff (!rst_ni)
       valid_o |-> 32'(next_beat_q[PageBits-1:0]) + 32'(ax_o.len) < PageBeats);

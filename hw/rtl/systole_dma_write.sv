@@ -141,19 +141,13 @@ module systole_dma_write #(
 `ifndef SYNTHESIS
   a_request_bytes: assert property (@(posedge clk_i) disable iff (!rst_ni)
       req_valid_i |-> req_bytes_i != '0);
-  // Write data held until it is taken does not change (AXI A3.2.1; the
-  // copy is by hand: Verilator 5.006 cannot sample one this wide).
-  systole_pkg::axi_w_t w_past_q;
-  logic                w_waiting_q, w_kept_q;  // checked a cycle late
-  always_ff @(posedge clk_i) begin
-    w_past_q    <= axi_req_o.w;
-    w_waiting_q <= axi_req_o.w_valid && !axi_rsp_i.w_ready;
-    // Known gap: WVALID follows data_valid_i, so a producer that withdraws
-    // its data withdraws WVALID (the kernel's write engine never does);
-    // only the payload of a beat still offered is checked.
-    w_kept_q <= !rst_ni || !w_waiting_q || !axi_req_o.w_valid || axi_req_o.w == w_past_q;
-  end
-  a_data_stable: assert property (@(posedge clk_i) disable iff (!rst_ni) w_kept_q);
+  // Write data held until it is taken does not change. Known gap: WVALID
+  // follows data_valid_i, so a producer that withdraws its data withdraws
+  // WVALID (the kernel's write engine never does); only the payload of a
+  // beat still offered is checked.
+  systole_hold_check #(.Width($bits(systole_pkg::axi_w_t)), .ValidHeld(1'b0)) u_data_held (
+    .clk_i, .rst_ni, .valid_i(axi_req_o.w_valid), .ready_i(axi_rsp_i.w_ready), .payload_i(axi_req_o.w)
+  );
   // Every response answers a burst whose address was sent.
   a_response_expected: assert property (@(posedge clk_i) disable iff (!rst_ni)
       axi_rsp_i.b_valid |-> outstanding != '0);

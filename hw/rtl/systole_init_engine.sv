@@ -48,7 +48,7 @@ module systole_init_engine #(
   logic [31:0]        c_bytes, c_rows, rows, cols;
   logic               active, asks_c, row_is_c, take_bias;
 
-  assign c_bytes  = desc_i.out_bf16 ? 32'd2 : 32'd4;  // per C element
+  assign c_bytes  = systole_ctrl_pkg::c_bytes(desc_i.out_bf16);
   assign c_rows   = desc_i.accumulate ? desc_i.m : '0;
   assign rows     = c_rows + (desc_i.bias ? 32'd1 : 32'd0);
   assign cols     = systole_ctrl_pkg::tile_cols(desc_i.n, s_q.j, Cols);

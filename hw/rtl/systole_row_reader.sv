@@ -98,16 +98,9 @@ module systole_row_reader #(
 `ifndef SYNTHESIS
   a_row_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
       req_valid_i |-> req_bytes_i <= RowBytes);
-  // A held row stays, unchanged, until it is taken. (Verilator 5.006
-  // cannot sample a signal this wide: the copy and the comparison are by
-  // hand.)
-  logic [8*RowBytes-1:0] row_past_q;
-  logic                  row_waiting_q, row_kept_q;  // checked a cycle late
-  always_ff @(posedge clk_i) begin
-    row_past_q    <= row_o;
-    row_waiting_q <= row_valid_o && !row_ready_i;
-    row_kept_q <= !rst_ni || !row_waiting_q || (row_valid_o && row_o == row_past_q);
-  end
-  a_row_held: assert property (@(posedge clk_i) disable iff (!rst_ni) row_kept_q);
+  // A held row stays, unchanged, until it is taken.
+  systole_hold_check #(.Width(8*RowBytes)) u_row_held (
+    .clk_i, .rst_ni, .valid_i(row_valid_o), .ready_i(row_ready_i), .payload_i(row_o)
+  );
 `endif
 endmodule

@@ -48,7 +48,7 @@ module systole_write_engine #(
   logic [31:0]         c_bytes;
   logic                accept, last_row;
 
-  assign c_bytes  = desc_i.out_bf16 ? 32'd2 : 32'd4;  // per C element
+  assign c_bytes  = systole_ctrl_pkg::c_bytes(desc_i.out_bf16);
   assign req_valid_o  = run_i && s_q.j < desc_i.n_tiles && s_q.summed > s_q.j;
   assign req_addr_o   = systole_ctrl_pkg::c_row_addr(c_base_i + desc_i.c, desc_i.ldc, c_bytes, s_q.m, s_q.j, Cols);
   assign req_bytes_o  = systole_ctrl_pkg::tile_cols(desc_i.n, s_q.j, Cols) * c_bytes;

@@ -60,9 +60,12 @@ Placed place(const testing::Workload& workload, const std::vector<spec::GemmDesc
   return placed;
 }
 
+// Neither the memory models' protocol checks nor the RTL's assertions
+// (the harness reports those instead of aborting) saw anything wrong.
 void expect_no_violations(const Harness& sim) {
   const std::vector<std::string> violations = sim.violations();
   EXPECT_TRUE(violations.empty()) << violations.front();
+  EXPECT_FALSE(sim.assertion_failed()) << "an RTL assertion failed: its %Error line names it";
 }
 
 // Runs `workload` on a fresh kernel with `timing` and checks the status, the

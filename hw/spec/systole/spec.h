@@ -154,8 +154,8 @@ inline constexpr KernelArg kKernelArgs[] = {
     {"beat_bytes", reg::kBeatBytes, 4, false, true},
     {"max_descriptors", reg::kMaxDescriptors, 4, false, true},
 };
-// The kernel's name in an xclbin: the RTL kernel (hw/fpga/systole_rtl.sv
-// around hw/rtl, packaged by Makefile.fpga) and the HLS kernel
+// The kernel's name in an xclbin: the RTL kernel (hw/rtl/systole_rtl.sv,
+// the top of hw/rtl, packaged by Makefile.fpga) and the HLS kernel
 // (hw/hls/systole_top.cpp).
 inline constexpr const char* kRtlKernelName = "systole_rtl";
 inline constexpr const char* kHlsKernelName = "systole_top";
