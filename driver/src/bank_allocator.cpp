@@ -33,11 +33,12 @@ Result<uint64_t> BankAllocator::allocate(uint64_t bytes, uint32_t bank) {
                                               std::to_string(bank_bytes_) + ")");
 }
 
-uint64_t BankAllocator::release(uint64_t address) {
+uint64_t BankAllocator::release(uint64_t address, const std::function<void(uint64_t, uint64_t)>& scrub) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto used = used_.find(address);
   if (used == used_.end()) return 0;
   const uint64_t size = used->second;
+  if (scrub) scrub(address, size);
   used_.erase(used);
   auto& blocks = free_[address / bank_bytes_];
   auto next = blocks.emplace(address, size).first;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -21,8 +22,10 @@ class BankAllocator {
 
   // Device address of a new block of `bytes` (> 0) in `bank`.
   Result<uint64_t> allocate(uint64_t bytes, uint32_t bank);
-  // Returns the size of the block that started at `address` (0 if none).
-  uint64_t release(uint64_t address);
+  // Frees the block that starts at `address` and returns its size (0 if
+  // none). `scrub(address, size)` runs first, while the block is still in
+  // use, so that whoever allocates it next never sees the scrub.
+  uint64_t release(uint64_t address, const std::function<void(uint64_t, uint64_t)>& scrub = {});
 
  private:
   uint64_t bank_bytes_;

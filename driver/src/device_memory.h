@@ -52,9 +52,11 @@ class EmulatedMemory {
   uint64_t bytes() const { return memory_.bytes(); }
 
   Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) { return allocator_.allocate(bytes, bank); }
+  // The pages are discarded before the block is free again: discarding
+  // after would zero the data of a buffer another thread allocated there
+  // in between.
   void release(uint64_t address) {
-    const uint64_t bytes = allocator_.release(address);
-    if (bytes) memory_.discard(address, bytes);
+    allocator_.release(address, [this](uint64_t at, uint64_t bytes) { memory_.discard(at, bytes); });
   }
   Status write(uint64_t address, const void* src, std::size_t bytes) {
     SYSTOLE_RETURN_IF_ERROR(check(address, bytes));

@@ -3,6 +3,7 @@
 // launch-argument checks, timeouts, busy units, several compute units.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "../../driver/src/bank_allocator.h"
@@ -95,6 +96,33 @@ TEST(SwEmu, AllocatorReusesAndCoalescesFreedSpace) {
   EXPECT_EQ(allocator.release(a), 0u) << "double release is ignored";
   EXPECT_EQ(allocator.allocate(8192, 0).value(), a) << "a and b coalesced";
   EXPECT_EQ(allocator.release(c), 8192u);
+}
+
+TEST(SwEmu, AReleasedBlockIsScrubbedBeforeAnyoneCanHaveItAgain) {
+  // The emulated memory hands a released buffer's pages back to the host
+  // (madvise) in the scrub. Were the block free before the scrub ended, a
+  // buffer another thread allocated there meanwhile (compute units share
+  // banks) would lose its contents: 4-replica training diverged that way.
+  detail::BankAllocator allocator(1, 4096);
+  const uint64_t block = allocator.allocate(4096, 0).value();
+  std::atomic<bool> scrubbed{false};
+  bool taken_after_scrub = false;
+  std::thread other;
+  EXPECT_EQ(allocator.release(block,
+                              [&](uint64_t at, uint64_t bytes) {
+                                EXPECT_EQ(at, block);
+                                EXPECT_EQ(bytes, 4096u);
+                                other = std::thread([&] {
+                                  const Result<uint64_t> again = allocator.allocate(4096, 0);
+                                  taken_after_scrub = again.ok() && scrubbed.load();
+                                });
+                                // Time for the other thread to take the block, were it free.
+                                std::this_thread::sleep_for(milliseconds(50));
+                                scrubbed = true;
+                              }),
+            4096u);
+  other.join();
+  EXPECT_TRUE(taken_after_scrub);
 }
 
 TEST(SwEmu, ACommandListRunningOffDeviceMemoryIsRejected) {
