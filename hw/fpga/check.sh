@@ -76,8 +76,11 @@ cells() {
 # front end (with the validator), the counters and the four engines. A PE
 # costs what the 4x4 array costs per PE (inside the array yosys shares more
 # logic than in a lone PE; the skew registers come with it). Not counted:
-# the accumulator and operand buffers (BRAM/URAM on a board), and the
-# Vitis shell.
+# the Vitis shell. The on-chip buffers are counted in UltraRAM blocks
+# (4096 x 72 bits each), shaped as the RTL uses them: the activation
+# buffer is MaxM rows of MaxK = MaxKPerRow x Rows bf16 values, written a
+# whole row at a time; the accumulator memory is two banks of MaxM rows of
+# Cols fp32 sums. MaxM and MaxKPerRow come from the generated package.
 read -r array_lut array_ff array_dsp _ < <(cells "$out/systole_array.xcup.stat")
 pe_lut=$(( (array_lut + 15) / 16 )) pe_ff=$(( (array_ff + 15) / 16 )) pe_dsp=$(( (array_dsp + 15) / 16 ))
 read -r add_lut add_ff add_dsp _ < <(cells "$out/systole_fp32_add.xcup.stat")
@@ -89,30 +92,42 @@ for part in systole_axil_regs systole_row_reader systole_row_reader systole_row_
   read -r l f d _ < <(cells "$out/$part.xcup.stat")
   fixed_lut=$((fixed_lut + l)) fixed_ff=$((fixed_ff + f)) fixed_dsp=$((fixed_dsp + d))
 done
+# A parameter of the generated package (written there in hex).
+function pkg_param() { echo $((16#$(sed -n "s/^ *localparam int unsigned $1 = 'h\([0-9a-f]*\);.*/\1/p" "$rtl/systole_pkg.sv"))); }
+max_m=$(pkg_param MaxM) k_per_row=$(pkg_param MaxKPerRow)
 # Device totals (AMD data sheets DS978, U55C, and DS963, U280: both carry
-# 1,303,680 LUTs, 2,607,360 flip-flops and 9,024 DSP slices). Kernels get
-# what the shell leaves: the budget below is 70 % of the device.
-awk -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))" \
+# 1,303,680 LUTs, 2,607,360 flip-flops, 9,024 DSP slices and 960
+# UltraRAMs). Kernels get what the shell leaves: the budget below is 70 %
+# of the device.
+awk -v maxm="$max_m" -v kpr="$k_per_row" -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))" \
     -v cf="$((add_ff + out_ff))" -v cd="$((add_dsp + out_dsp))" -v fl="$fixed_lut" -v ff="$fixed_ff" \
     -v fd="$fixed_dsp" '
 # The cost of an N x N kernel (into lut, flop, dsp), and whether it fits.
-function cost(n) { lut = n * n * pl + n * cl + fl; flop = n * n * pf + n * cf + ff; dsp = n * n * pd + n * cd + fd }
-function fits() { return lut <= lut_total * budget && flop <= ff_total * budget && dsp <= dsp_total * budget }
+function cost(n) { lut = n * n * pl + n * cl + fl; flop = n * n * pf + n * cf + ff; dsp = n * n * pd + n * cd + fd; buffers(n) }
+function fits() { return lut <= lut_total * budget && flop <= ff_total * budget && dsp <= dsp_total * budget && uram <= uram_total * budget }
+function ceil(x) { return x == int(x) ? x : int(x) + 1 }
+# The buffers of an N x N kernel: kibibytes and UltraRAM blocks (into kib, uram).
+function buffers(n,   act_bits, acc_bits) {
+  act_bits = maxm * kpr * n * 16; acc_bits = 2 * maxm * n * 32
+  kib = (act_bits + acc_bits) / 8192
+  uram = ceil(kpr * n * 16 / 72) * ceil(maxm / 4096) + ceil(n * 32 / 72) * ceil(2 * maxm / 4096)
+}
 BEGIN {
-  lut_total = 1303680; ff_total = 2607360; dsp_total = 9024; budget = 0.70
+  lut_total = 1303680; ff_total = 2607360; dsp_total = 9024; uram_total = 960; budget = 0.70
   print "# Fit of an N x N array on Alveo U55C and U280 (same fabric: XCU55C, XCU280)"
   print ""
   printf "Per PE (the 4x4 array / 16): %d LUT, %d FF, %d DSP48E2. Per column: %d LUT, %d FF. Fixed: %d LUT, %d FF.\n", pl, pf, pd, cl, cf, fl, ff
-  printf "Budget: %d%% of the device (%d LUT, %d FF, %d DSP); the Vitis shell takes the rest.\n\n", budget * 100, lut_total * budget, ff_total * budget, dsp_total * budget
-  print "| array | LUT | FF | DSP | LUT use | fits U55C / U280 |"
-  print "|---|---|---|---|---|---|"
+  printf "Budget: %d%% of the device (%d LUT, %d FF, %d DSP, %d UltraRAM); the Vitis shell takes the rest.\n", budget * 100, lut_total * budget, ff_total * budget, dsp_total * budget, uram_total * budget
+  printf "Buffers: activations %d x %d x N bf16, accumulators 2 x %d x N fp32, in UltraRAM (4096 x 72 bits).\n\n", maxm, kpr, maxm
+  print "| array | LUT | FF | DSP | buffers | UltraRAM | LUT use | fits U55C / U280 |"
+  print "|---|---|---|---|---|---|---|---|"
   largest = 0
   for (n = 1; n <= 128; n++) { cost(n); if (fits()) largest = n }
   split("4 8 16 24 32 40 48 64 128", sizes, " ")
   for (i = 1; i <= 9; i++) {
     n = sizes[i]
     cost(n)
-    printf "| %dx%d | %d | %d | %d | %.0f%% | %s |\n", n, n, lut, flop, dsp, 100 * lut / lut_total, fits() ? "yes" : "no"
+    printf "| %dx%d | %d | %d | %d | %d KiB | %d | %.0f%% | %s |\n", n, n, lut, flop, dsp, kib, uram, 100 * lut / lut_total, fits() ? "yes" : "no"
   }
   cost(128)
   printf "\nLargest square array within the budget: **%dx%d**. 128x128 needs %.1fx the device'"'"'s LUTs.\n", largest, largest, lut / lut_total

@@ -12,7 +12,7 @@ package systole_pkg;
   localparam int unsigned BeatBytes = 'h40;  // AXI data width in bytes
   localparam int unsigned AxiBoundaryBytes = 'h1000;
   localparam int unsigned MaxBurstBeats = 'h100;
-  localparam int unsigned MaxM = 'h100;
+  localparam int unsigned MaxM = 'h400;
   localparam int unsigned MaxN = 'h10000;
   localparam int unsigned MaxKPerRow = 'h8;  // max_k = MaxKPerRow * ROWS
   localparam int unsigned MaxDescriptors = 'h10000;

@@ -52,7 +52,7 @@ TEST(SwEmu, ReportsItsShapeAndLimits) {
   EXPECT_EQ(info.backend, "sw_emu");
   EXPECT_EQ(info.shape.rows, 16u);
   EXPECT_EQ(info.max_k, (spec::ArrayShape{16, 16}.max_k()));
-  EXPECT_EQ(info.max_m, 256u);
+  EXPECT_EQ(info.max_m, (spec::ArrayShape{16, 16}.max_m()));
   EXPECT_EQ(info.compute_units, 3u);
   EXPECT_EQ(info.version, spec::kVersion);
   EXPECT_NE(info.name.find("16x16"), std::string::npos);

@@ -45,8 +45,9 @@ TEST(GemmPlan, RejectsWhatTheDeviceCannotDo) {
 }
 
 TEST(GemmPlan, SplitsIntoDeviceSizedChains) {
+  const uint32_t max_m = spec::ArrayShape{4, 4}.max_m();
   GemmProblem problem;
-  problem.m = 300;  // 256 + 44
+  problem.m = max_m + 44;
   problem.n = 5;
   problem.k = 70;  // 32 + 32 + 6 on a 4x4 array
   problem.a = {0x1000, 72};
@@ -65,9 +66,9 @@ TEST(GemmPlan, SplitsIntoDeviceSizedChains) {
     EXPECT_EQ((d.flags & spec::flag::kRelu) != 0, last) << i;
   }
   EXPECT_EQ(descriptors[3].m, 44u);
-  EXPECT_EQ(descriptors[4].a_addr, 0x1000 + (256ull * 72 + 32) * 2);
+  EXPECT_EQ(descriptors[4].a_addr, 0x1000 + (uint64_t(max_m) * 72 + 32) * 2);
   EXPECT_EQ(descriptors[4].b_addr, 0x100000 + 32ull * 5 * 2);
-  EXPECT_EQ(descriptors[4].c_addr, 0x200000 + 256ull * 8 * 4);
+  EXPECT_EQ(descriptors[4].c_addr, 0x200000 + uint64_t(max_m) * 8 * 4);
 
   const auto lists = encode_command_lists(descriptors, 4);
   ASSERT_EQ(lists.size(), 2u);
@@ -76,7 +77,8 @@ TEST(GemmPlan, SplitsIntoDeviceSizedChains) {
 }
 
 TEST(GemmPlan, ATiledGemmOnTheDeviceEqualsOneLongDescriptor) {
-  const uint32_t seed = 7, size = 8, m = 261, n = 19, k = 150;  // K: 64+64+22
+  const uint32_t seed = 7, size = 8, n = 19, k = 150;           // K: 64+64+22
+  const uint32_t m = spec::ArrayShape{size, size}.max_m() + 5;  // M: two blocks
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
   const uint64_t a_at = 0, b_at = a_at + uint64_t(m) * k * 2, c_at = b_at + uint64_t(k) * n * 2;

@@ -28,7 +28,7 @@ struct ArrayShape {
   uint32_t rows;
   uint32_t cols;
 
-  constexpr uint32_t max_m() const { return 256; }
+  constexpr uint32_t max_m() const { return 1024; }
   constexpr uint32_t max_k() const { return 8 * rows; }
   constexpr uint32_t max_n() const { return 65536; }
   // Maximum number of descriptors in one command list.
