@@ -16,6 +16,7 @@
 
 #include "axi_read_memory.h"
 #include "axi_write_memory.h"
+#include "coverage.h"
 #include "systole/spec.h"
 #include "verilated.h"
 #if VM_TRACE_FST
@@ -167,6 +168,7 @@ class KernelHarness {
 
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<Model> k_;
+  CoverageWriter coverage_{context_.get()};  // after the model: ends first
 #if VM_TRACE_FST
   std::unique_ptr<VerilatedFstC> trace_;  // after k_: closed before the model goes
 #endif

@@ -11,6 +11,7 @@
 
 #include "Vsystole_bf16_mul.h"
 #include "Vsystole_fp32_add.h"
+#include "coverage.h"
 #include "systole/numerics.h"
 #include "verilated.h"
 
@@ -23,6 +24,7 @@ using numerics::f32_from_bits;
 TEST(RtlArithmetic, Bf16ProductsMatchTheContract) {
   auto context = std::make_unique<VerilatedContext>();
   auto mul = std::make_unique<Vsystole_bf16_mul>(context.get());
+  sim::CoverageWriter coverage(context.get());  // after the model: ends first
   auto check = [&](uint16_t a, uint16_t b) {
     mul->a_i = a;
     mul->b_i = b;
@@ -57,6 +59,7 @@ TEST(RtlArithmetic, Bf16ProductsMatchTheContract) {
 TEST(RtlArithmetic, Fp32SumsMatchTheContract) {
   auto context = std::make_unique<VerilatedContext>();
   auto add = std::make_unique<Vsystole_fp32_add>(context.get());
+  sim::CoverageWriter coverage(context.get());  // after the model: ends first
   const uint32_t seed = 37;
   std::mt19937 rng(seed);
   auto draw = [&]() -> uint32_t {

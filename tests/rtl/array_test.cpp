@@ -13,6 +13,7 @@
 
 #include "Vsystole_array_4x4.h"
 #include "Vsystole_array_8x5.h"
+#include "coverage.h"
 #include "systole/numerics.h"
 #include "verilated.h"
 #include "verilator_ports.h"
@@ -57,6 +58,7 @@ void run_tiles(uint32_t seed, uint32_t tiles, bool early = false) {
   auto context = std::make_unique<VerilatedContext>();
   context->fatalOnError(false);  // a failed assertion: gotError(), not abort
   auto array = std::make_unique<Model>(context.get());
+  sim::CoverageWriter coverage(context.get());  // after the model: ends first
   auto tick = [&] {
     array->clk_i = 0;
     array->eval();

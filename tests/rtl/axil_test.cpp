@@ -15,6 +15,7 @@
 #include "Vsystole_axil_regs_top.h"
 #include "common/engines.h"
 #include "common/random_workload.h"
+#include "coverage.h"
 #include "systole/gemm_plan.h"
 #include "systole_kernel.h"
 #include "verilated.h"
@@ -133,7 +134,8 @@ class AxilHarness {
 
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<Vsystole_axil_regs_top> model_;
-  uint8_t* memory_;  // the device memory, not owned
+  sim::CoverageWriter coverage_{context_.get()};  // after the model: ends first
+  uint8_t* memory_;                               // the device memory, not owned
   uint64_t size_;
   std::unique_ptr<hls_kernel::OnChip<8, 8>> onchip_;
   uint64_t launches_ = 0;

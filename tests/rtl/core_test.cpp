@@ -12,6 +12,7 @@
 
 #include "Vsystole_core.h"
 #include "Vsystole_fp32_to_bf16.h"
+#include "coverage.h"
 #include "systole/numerics.h"
 #include "verilated.h"
 #include "verilator_ports.h"
@@ -28,6 +29,7 @@ constexpr uint32_t kRows = 4, kCols = 4, kMaxM = 64;
 TEST(RtlCore, Fp32ToBf16MatchesTheContract) {
   auto context = std::make_unique<VerilatedContext>();
   auto convert = std::make_unique<Vsystole_fp32_to_bf16>(context.get());
+  sim::CoverageWriter coverage(context.get());  // after the model: ends first
   // Every upper half with the low halves that decide rounding.
   const uint32_t lows[] = {0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0x4000, 0xC000};
   for (uint32_t high = 0; high < 0x10000; ++high)
@@ -87,6 +89,7 @@ uint32_t expected_word(const Case& t, uint32_t m, uint32_t n) {
 TEST(RtlCore, OneNTileMatchesTheContract) {
   auto context = std::make_unique<VerilatedContext>();
   auto core = std::make_unique<Vsystole_core>(context.get());
+  sim::CoverageWriter coverage(context.get());  // after the model: ends first
   auto tick = [&] {
     core->clk_i = 0;
     core->eval();

@@ -14,6 +14,7 @@
 
 #include "Vsystole_dma_read_top.h"
 #include "axi_read_memory.h"
+#include "coverage.h"
 #include "verilated.h"
 
 namespace systole {
@@ -89,6 +90,7 @@ class DmaHarness {
  private:
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<Vsystole_dma_read_top> dma_;
+  sim::CoverageWriter coverage_{context_.get()};  // after the model: ends first
   const std::vector<uint8_t>& memory_;
   sim::AxiReadMemory axi_;
   uint8_t beat_[64] = {};

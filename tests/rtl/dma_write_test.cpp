@@ -15,6 +15,7 @@
 
 #include "Vsystole_dma_write_top.h"
 #include "axi_write_memory.h"
+#include "coverage.h"
 #include "verilated.h"
 
 namespace systole {
@@ -87,6 +88,7 @@ class WriteHarness {
  private:
   std::unique_ptr<VerilatedContext> context_;
   std::unique_ptr<Vsystole_dma_write_top> dma_;
+  sim::CoverageWriter coverage_{context_.get()};  // after the model: ends first
   sim::AxiWriteMemory axi_;
   uint64_t cycles_ = 0;
 };

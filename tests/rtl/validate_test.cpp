@@ -11,6 +11,7 @@
 #include <random>
 
 #include "Vsystole_validate.h"
+#include "coverage.h"
 #include "systole/descriptor.h"
 #include "systole/validate.h"
 #include "verilated.h"
@@ -30,6 +31,7 @@ void load_beat(Vsystole_validate& model, const Record& record) {
 TEST(RtlValidate, DescriptorsGetTheSpecsErrorCode) {
   auto context = std::make_unique<VerilatedContext>();
   auto model = std::make_unique<Vsystole_validate>(context.get());
+  sim::CoverageWriter coverage(context.get());  // after the model: ends first
   const uint32_t seed = 41;
   std::mt19937_64 rng(seed);
   auto pick = [&](uint64_t lo, uint64_t hi) { return lo + rng() % (hi - lo + 1); };
@@ -133,6 +135,7 @@ TEST(RtlValidate, DescriptorsGetTheSpecsErrorCode) {
 TEST(RtlValidate, HeadersGetTheSpecsErrorCode) {
   auto context = std::make_unique<VerilatedContext>();
   auto model = std::make_unique<Vsystole_validate>(context.get());
+  sim::CoverageWriter coverage(context.get());  // after the model: ends first
   const uint32_t seed = 43;
   std::mt19937 rng(seed);
   for (int i = 0; i < 200'000; ++i) {
