@@ -41,8 +41,8 @@ def main():
         modules = [name.strip() for name in listing if name.strip()]
 
     lines = collections.defaultdict(lambda: True)  # (file, line) -> every point reached
-    toggles = collections.Counter()  # file -> [reached, total]
-    toggles_hit = collections.Counter()
+    toggles = collections.Counter()  # file -> toggle points
+    toggles_hit = collections.Counter()  # file -> toggle points reached
     for (name, line, kind, _), count in points.items():
         if kind in ("v_line", "v_branch"):
             lines[(name, line)] &= count > 0
