@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The co-simulation harness of the Systole kernel: a Verilated kernel with
 // the ports Vitis sees (hw/rtl/systole_rtl.sv, so also RTL that Vitis HLS
-// generates from hw/hls with the same interface), its four AXI4 master
-// ports on HBM models over one device memory, and an AXI4-Lite master for
+// generates from hw/hls with the same interface), its AXI4 master ports
+// (spec::kPortNames) on HBM models over one device memory, and an AXI4-Lite master for
 // its registers. One object, one clock; the hw_emu backend and the RTL
 // tests both drive the kernel through it. A failing RTL assertion (models
 // verilated with --assert) does not end the process: it prints its
@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,15 +52,27 @@ class KernelHarness {
     }
 #endif
     Model& k = *k_;
-    const AxiReadPort ports[] = {
-        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_cmd), SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_a),
-        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_b), SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_c)};
-    for (const AxiReadPort& port : ports) {
+    // In spec::kPortNames order.
+    const AxiReadPort reads[] = {
+        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_cmd), SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_a0),
+        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_a1),  SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_a2),
+        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_a3),  SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_b0),
+        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_b1),  SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_c0),
+        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_c1),  SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_c2),
+        SYSTOLE_AXI_READ_PORT(k, m_axi_gmem_c3)};
+    static_assert(std::size(reads) == spec::kMemoryPorts, "every port of the spec");
+    for (const AxiReadPort& port : reads) {
       ++timing.seed;
       reads_.push_back(std::make_unique<AxiReadMemory>(port, memory, size, timing));
     }
-    ++timing.seed;
-    write_ = std::make_unique<AxiWriteMemory>(SYSTOLE_AXI_WRITE_PORT(k, m_axi_gmem_c), memory, size, timing);
+    const AxiWritePort writes[] = {
+        SYSTOLE_AXI_WRITE_PORT(k, m_axi_gmem_c0), SYSTOLE_AXI_WRITE_PORT(k, m_axi_gmem_c1),
+        SYSTOLE_AXI_WRITE_PORT(k, m_axi_gmem_c2), SYSTOLE_AXI_WRITE_PORT(k, m_axi_gmem_c3)};
+    static_assert(std::size(writes) == spec::kCPorts, "every c port writes");
+    for (const AxiWritePort& port : writes) {
+      ++timing.seed;
+      writes_.push_back(std::make_unique<AxiWriteMemory>(port, memory, size, timing));
+    }
     k.ap_rst_n = 0;
     tick();
     tick();
@@ -67,16 +80,19 @@ class KernelHarness {
   }
 
   Model& kernel() { return *k_; }
-  AxiReadMemory& read_port(int index) { return *reads_[index]; }  // 0 cmd, 1 a, 2 b, 3 c
-  AxiWriteMemory& write_port() { return *write_; }                // c
+  // Port p of spec::kPortNames; write port i is c port i.
+  AxiReadMemory& read_port(uint32_t p) { return *reads_[p]; }
+  AxiWriteMemory& write_port(uint32_t i) { return *writes_[i]; }
 
   // Every protocol violation any memory model saw, with its port.
   std::vector<std::string> violations() const {
-    static const char* const kNames[] = {"cmd", "a", "b", "c"};
     std::vector<std::string> all;
-    for (int p = 0; p < 4; ++p)
-      for (const std::string& v : reads_[p]->violations()) all.push_back(std::string(kNames[p]) + ": " + v);
-    for (const std::string& v : write_->violations()) all.push_back("c (write): " + v);
+    for (uint32_t p = 0; p < reads_.size(); ++p)
+      for (const std::string& v : reads_[p]->violations())
+        all.push_back(std::string(spec::kPortNames[p]) + ": " + v);
+    for (uint32_t i = 0; i < writes_.size(); ++i)
+      for (const std::string& v : writes_[i]->violations())
+        all.push_back(std::string(spec::kPortNames[spec::kFirstCPort + i]) + " (write): " + v);
     return all;
   }
 
@@ -85,12 +101,12 @@ class KernelHarness {
     k_->eval();
     dump();
     for (auto& port : reads_) port->before_edge();
-    write_->before_edge();
+    for (auto& port : writes_) port->before_edge();
     k_->ap_clk = 1;
     k_->eval();
     dump();
     for (auto& port : reads_) port->after_edge();
-    write_->after_edge();
+    for (auto& port : writes_) port->after_edge();
   }
 
   // An assertion in the RTL has failed since the harness was made.
@@ -175,7 +191,7 @@ class KernelHarness {
   std::string trace_error_;
   uint64_t time_ = 0;  // half cycles
   std::vector<std::unique_ptr<AxiReadMemory>> reads_;
-  std::unique_ptr<AxiWriteMemory> write_;
+  std::vector<std::unique_ptr<AxiWriteMemory>> writes_;
 };
 
 }  // namespace systole::sim

@@ -34,7 +34,7 @@ class HwEmuBackend final : public EmulatedBackend {
                                    options.hw_emu.rvalid_probability, options.hw_emu.seed},
                  options.hw_emu.trace_fst) {
     if (options.hw_emu.stall_end > options.hw_emu.stall_begin)
-      for (int port = 0; port < 4; ++port)
+      for (uint32_t port = 0; port < spec::kMemoryPorts; ++port)
         harness_.read_port(port).inject_stall(options.hw_emu.stall_begin, options.hw_emu.stall_end);
     // The backend waits on the interrupt, so it owns the interrupt enables.
     harness_.write(spec::reg::kGlobalIntEnable, 1);

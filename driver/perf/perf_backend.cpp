@@ -133,10 +133,9 @@ class PerfBackend final : public ForwardingBackend {
   // The launch just finished on `unit`, on the board (mutex_ held).
   void time_launch(uint32_t unit, Unit& u) {
     timing::LaunchArguments arguments;
-    arguments.command_addr = read_register64(inner(), unit, reg::kCommandAddrLo);
-    arguments.a_base = read_register64(inner(), unit, reg::kABaseLo);
-    arguments.b_base = read_register64(inner(), unit, reg::kBBaseLo);
-    arguments.c_base = read_register64(inner(), unit, reg::kCBaseLo);
+    for (uint32_t port = 0; port < spec::kMemoryPorts; ++port)
+      arguments.base[port] = read_register64(inner(), unit, reg::port_base(port));
+    arguments.command_addr = arguments.base[0];
     arguments.mem_bytes = read_register64(inner(), unit, reg::kMemBytesLo);
     // The list as the kernel's command port reads it. A list the device
     // refused before reading it (misplaced) is timed as its header alone.

@@ -236,12 +236,11 @@ Result<Run> Device::start(uint32_t unit, const Buffer& command_list) {
   if (!(backend_->read_register(unit, reg::kControl) & spec::ctrl::kApIdle))
     return Status(StatusCode::kUnavailable, "compute unit " + std::to_string(unit) + " is busy");
 
-  // Ports a, b and c see device memory from address 0, so descriptor
+  // The operand ports see device memory from address 0, so descriptor
   // addresses are device addresses.
   write_register64(*backend_, unit, reg::kCommandAddrLo, command_list.address());
-  write_register64(*backend_, unit, reg::kABaseLo, 0);
-  write_register64(*backend_, unit, reg::kBBaseLo, 0);
-  write_register64(*backend_, unit, reg::kCBaseLo, 0);
+  for (uint32_t port = 1; port < spec::kMemoryPorts; ++port)
+    write_register64(*backend_, unit, reg::port_base(port), 0);
   write_register64(*backend_, unit, reg::kMemBytesLo,
                    uint64_t(backend_->hbm_banks()) * backend_->bank_bytes());
   backend_->write_register(unit, reg::kControl, spec::ctrl::kApStart);

@@ -30,14 +30,14 @@ using RegisterFile = std::array<uint32_t, reg::kMapEnd / 4>;
 class KernelEngine {
  public:
   virtual ~KernelEngine() = default;
-  virtual LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c, uint64_t mem_bytes) = 0;
+  virtual LaunchResult run(const hls_kernel::Ports& ports, uint64_t mem_bytes) = 0;
 };
 
 template <uint32_t Rows, uint32_t Cols>
 class HlsEngine final : public KernelEngine {
  public:
-  LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c, uint64_t mem_bytes) override {
-    return hls_kernel::systole_kernel(cmd, a, b, c, mem_bytes, *onchip_);
+  LaunchResult run(const hls_kernel::Ports& ports, uint64_t mem_bytes) override {
+    return hls_kernel::systole_kernel(ports, mem_bytes, *onchip_);
   }
 
  private:
@@ -49,12 +49,13 @@ class FastEngine final : public KernelEngine {
  public:
   FastEngine(spec::ArrayShape shape, uint32_t threads) : shape_(shape), threads_(threads) {}
 
-  LaunchResult run(const Beat* cmd, const Beat* a, const Beat* b, Beat* c, uint64_t mem_bytes) override {
+  // A group's ports reach the same memory: the first of each serves it.
+  LaunchResult run(const hls_kernel::Ports& ports, uint64_t mem_bytes) override {
     auto bytes = [](const Beat* port) { return reinterpret_cast<const uint8_t*>(port); };
     return hls_kernel::run_command_list(
-        cmd, mem_bytes, shape_, [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
-          const sw_emu::FastGemmArgs args =
-              sw_emu::fast_gemm_args(d, bytes(a), bytes(b), reinterpret_cast<uint8_t*>(c), shape_.rows);
+        ports.cmd, mem_bytes, shape_, [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
+          const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(
+              d, bytes(ports.a[0]), bytes(ports.b[0]), reinterpret_cast<uint8_t*>(ports.c[0]), shape_.rows);
           sw_emu::fast_gemm(args, threads_);
           counters.macs += uint64_t(d.m) * d.n * d.k;
           counters.busy_cycles += hls_kernel::array_schedule_cycles(d, shape_);
@@ -203,19 +204,20 @@ class SwEmuBackend final : public EmulatedBackend {
   // would answer DECERR: the ports must be beat-aligned and their windows,
   // and the command list, inside device memory.
   LaunchResult launch(KernelEngine& engine, const RegisterFile& arguments) {
-    const uint64_t cmd = argument64(arguments, reg::kCommandAddrLo);
-    const uint64_t bases[] = {argument64(arguments, reg::kABaseLo), argument64(arguments, reg::kBBaseLo),
-                              argument64(arguments, reg::kCBaseLo)};
+    uint64_t bases[spec::kMemoryPorts];  // bases[0]: the command list
+    for (uint32_t p = 0; p < spec::kMemoryPorts; ++p) bases[p] = argument64(arguments, reg::port_base(p));
+    const uint64_t cmd = bases[0];
     const uint64_t window = argument64(arguments, reg::kMemBytesLo);
     LaunchResult result;
     result.error_index = spec::kHeaderErrorIndex;
-    for (uint64_t base : {cmd, bases[0], bases[1], bases[2]})
+    for (uint64_t base : bases)
       if (base % spec::kBeatBytes != 0) {
         result.status = spec::ErrorCode::kMisalignedAddress;
         return result;
       }
     bool fits = spec::in_range(cmd, spec::kBeatBytes, memory_.bytes());
-    for (uint64_t base : bases) fits = fits && spec::in_range(base, window, memory_.bytes());
+    for (uint32_t p = 1; p < spec::kMemoryPorts; ++p)
+      fits = fits && spec::in_range(bases[p], window, memory_.bytes());
     if (fits) {
       const auto header = spec::decode<spec::CommandListHeader>(memory_.base() + cmd);
       fits = header.count > shape_.max_descriptors() ||
@@ -225,8 +227,7 @@ class SwEmuBackend final : public EmulatedBackend {
       result.status = spec::ErrorCode::kAddressOutOfRange;
       return result;
     }
-    auto port = [&](uint64_t address) { return reinterpret_cast<Beat*>(memory_.base() + address); };
-    return engine.run(port(cmd), port(bases[0]), port(bases[1]), port(bases[2]), window);
+    return engine.run(hls_kernel::ports_at(memory_.base(), bases), window);
   }
 
   void serve(Unit& unit) {

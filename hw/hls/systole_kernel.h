@@ -26,6 +26,16 @@ struct Beat {
 };
 static_assert(sizeof(Beat) == kBeatBytes, "a beat is the AXI data width");
 
+// The kernel's m_axi ports (spec::kPortNames), each a view of device memory
+// from its base. The ports of a group reach the same memory: which one
+// carries a transfer changes its speed on a board, never a bit.
+struct Ports {
+  const Beat* cmd;
+  const Beat* a[spec::kAPorts];
+  const Beat* b[spec::kBPorts];
+  Beat* c[spec::kCPorts];
+};
+
 // What a launch leaves in the result registers.
 struct LaunchResult {
   spec::ErrorCode status = spec::ErrorCode::kOk;
@@ -110,9 +120,11 @@ inline void add_descriptor_traffic(const spec::GemmDescriptor& d, const spec::Ar
   using spec::kBf16Bytes;
   using spec::kFp32Bytes;
   const uint32_t c_bytes = spec::output_element_bytes(d.flags);
-  for (uint32_t m = 0; m < d.m; ++m)
-    counters.dma_read_bytes +=
-        beats_spanned(d.a_addr + uint64_t(m) * d.lda * kBf16Bytes, uint64_t(d.k) * kBf16Bytes) * kBeatBytes;
+  for (uint32_t k0 = 0; k0 < d.k; k0 += shape.rows)
+    for (uint32_t m = 0; m < d.m; ++m)
+      counters.dma_read_bytes += beats_spanned(d.a_addr + (uint64_t(m) * d.lda + k0) * kBf16Bytes,
+                                               uint64_t(min_u32(shape.rows, d.k - k0)) * kBf16Bytes) *
+                                 kBeatBytes;
   for (uint32_t n0 = 0; n0 < d.n; n0 += shape.cols) {
     const uint32_t cols = min_u32(shape.cols, d.n - n0);
     for (uint32_t k = 0; k < d.k; ++k)
@@ -143,27 +155,31 @@ struct OnChip {
 };
 
 // LOAD_A: the whole M x K block of A into the activation buffer, once per
-// descriptor (it is reused by every N tile).
+// descriptor (it is reused by every N tile), in the order the array first
+// consumes it: K tile by K tile, one row's K tile (ROWS values) per
+// transfer, transfer i on a port i % kAPorts.
 template <uint32_t Rows, uint32_t Cols>
-void load_activations(const Beat* a_port, const spec::GemmDescriptor& d, OnChip<Rows, Cols>& onchip,
-                      uint64_t& bus_bytes) {
-  constexpr uint32_t kMaxK = OnChip<Rows, Cols>::kShape.max_k();
-  const uint32_t k_padded = ceil_div(d.k, Rows) * Rows;
-  uint8_t row_bytes[kMaxK * sizeof(bf16_t)];
+void load_activations(const Beat* const (&a_ports)[spec::kAPorts], const spec::GemmDescriptor& d,
+                      OnChip<Rows, Cols>& onchip, uint64_t& bus_bytes) {
+  uint8_t chunk_bytes[Rows * sizeof(bf16_t)];
+  uint32_t transfer = 0;
 LOAD_A:
-  for (uint32_t m = 0; m < d.m; ++m) {
-    dma_read(a_port, d.a_addr + uint64_t(m) * d.lda * sizeof(bf16_t), d.k * sizeof(bf16_t), row_bytes,
-             bus_bytes);
-    std::memcpy(onchip.activations[m], row_bytes, d.k * sizeof(bf16_t));
-  PAD_A:
-    for (uint32_t k = d.k; k < k_padded; ++k) onchip.activations[m][k] = 0;
+  for (uint32_t k0 = 0; k0 < d.k; k0 += Rows) {
+    const uint32_t values = min_u32(Rows, d.k - k0);
+    for (uint32_t m = 0; m < d.m; ++m, ++transfer) {
+      dma_read(a_ports[transfer % spec::kAPorts], d.a_addr + (uint64_t(m) * d.lda + k0) * sizeof(bf16_t),
+               values * sizeof(bf16_t), chunk_bytes, bus_bytes);
+      std::memcpy(&onchip.activations[m][k0], chunk_bytes, values * sizeof(bf16_t));
+    PAD_A:
+      for (uint32_t k = values; k < Rows; ++k) onchip.activations[m][k0 + k] = 0;
+    }
   }
 }
 
 // Streams ROWS weight rows per K tile of the N tile starting at n0,
 // zero-padded past K and past N.
 template <uint32_t Rows, uint32_t Cols>
-void stream_weights(const Beat* b_port, const spec::GemmDescriptor& d, uint32_t n0,
+void stream_weights(const Beat* const (&b_ports)[spec::kBPorts], const spec::GemmDescriptor& d, uint32_t n0,
                     hls::stream<Lanes<bf16_t, Cols>>& weights_out, uint64_t& bus_bytes) {
   const uint32_t cols = min_u32(Cols, d.n - n0);
   const uint32_t k_tiles = ceil_div(d.k, Rows);
@@ -172,8 +188,8 @@ LOAD_B:
   for (uint32_t k = 0; k < k_tiles * Rows; ++k) {
     Lanes<bf16_t, Cols> row = {};
     if (k < d.k) {
-      dma_read(b_port, d.b_addr + (uint64_t(k) * d.ldb + n0) * sizeof(bf16_t), cols * sizeof(bf16_t),
-               row_bytes, bus_bytes);
+      dma_read(b_ports[k % spec::kBPorts], d.b_addr + (uint64_t(k) * d.ldb + n0) * sizeof(bf16_t),
+               cols * sizeof(bf16_t), row_bytes, bus_bytes);
       std::memcpy(row.lane, row_bytes, cols * sizeof(bf16_t));
     }
     weights_out.write(row);
@@ -259,7 +275,7 @@ void read_c_row(const Beat* c_port, uint64_t addr, uint32_t cols, bool bf16, flo
 // STORE: initialises the accumulators (C or +0), adds each K tile's column
 // sums, then applies bias, ReLU and the output conversion and writes C.
 template <uint32_t Rows, uint32_t Cols>
-void accumulate_and_store(Beat* c_port, const spec::GemmDescriptor& d, uint32_t n0,
+void accumulate_and_store(Beat* const (&c_ports)[spec::kCPorts], const spec::GemmDescriptor& d, uint32_t n0,
                           hls::stream<Lanes<float, Cols>>& column_sums_in, OnChip<Rows, Cols>& onchip,
                           uint64_t& read_bytes, uint64_t& write_bytes) {
   const uint32_t cols = min_u32(Cols, d.n - n0);
@@ -271,7 +287,8 @@ void accumulate_and_store(Beat* c_port, const spec::GemmDescriptor& d, uint32_t 
 INIT_ACC:
   for (uint32_t m = 0; m < d.m; ++m) {
     if (d.flags & spec::flag::kAccumulate) {
-      read_c_row<Cols>(c_port, c_row_addr(m), cols, out_bf16, onchip.accumulators[m], read_bytes);
+      read_c_row<Cols>(c_ports[m % spec::kCPorts], c_row_addr(m), cols, out_bf16, onchip.accumulators[m],
+                       read_bytes);
     } else {
       for (uint32_t c = 0; c < cols; ++c) onchip.accumulators[m][c] = 0.0f;
     }
@@ -289,7 +306,7 @@ ACCUMULATE:
   float bias[Cols];
   if (d.flags & spec::flag::kBias) {
     uint8_t bias_bytes[Cols * sizeof(float)];
-    dma_read(c_port, d.bias_addr + uint64_t(n0) * sizeof(float), cols * sizeof(float), bias_bytes,
+    dma_read(c_ports[0], d.bias_addr + uint64_t(n0) * sizeof(float), cols * sizeof(float), bias_bytes,
              read_bytes);
     for (uint32_t c = 0; c < cols; ++c) {
       uint32_t bits;
@@ -311,25 +328,25 @@ STORE_C:
         std::memcpy(row_bytes + c * sizeof(float), &value, sizeof value);
       }
     }
-    dma_write(c_port, c_row_addr(m), cols * c_bytes, row_bytes, write_bytes);
+    dma_write(c_ports[m % spec::kCPorts], c_row_addr(m), cols * c_bytes, row_bytes, write_bytes);
   }
 }
 
 // One validated GEMM descriptor.
 template <uint32_t Rows, uint32_t Cols>
-void execute_gemm(const Beat* a_port, const Beat* b_port, Beat* c_port, const spec::GemmDescriptor& d,
-                  OnChip<Rows, Cols>& onchip, spec::PerfCounters& counters) {
-  load_activations(a_port, d, onchip, counters.dma_read_bytes);
+void execute_gemm(const Ports& ports, const spec::GemmDescriptor& d, OnChip<Rows, Cols>& onchip,
+                  spec::PerfCounters& counters) {
+  load_activations(ports.a, d, onchip, counters.dma_read_bytes);
 N_TILES:
   for (uint32_t n0 = 0; n0 < d.n; n0 += Cols) {
 #pragma HLS DATAFLOW
     hls::stream<Lanes<bf16_t, Cols>> weights("weights");
     hls::stream<Lanes<bf16_t, Rows>> activations("activations");
     hls::stream<Lanes<float, Cols>> column_sums("column_sums");
-    stream_weights<Rows, Cols>(b_port, d, n0, weights, counters.dma_read_bytes);
+    stream_weights<Rows, Cols>(ports.b, d, n0, weights, counters.dma_read_bytes);
     stream_activations(onchip, d, activations);
     systolic_array<Rows, Cols>(d, weights, activations, column_sums);
-    accumulate_and_store(c_port, d, n0, column_sums, onchip, counters.dma_read_bytes,
+    accumulate_and_store(ports.c, d, n0, column_sums, onchip, counters.dma_read_bytes,
                          counters.dma_write_bytes);
   }
   counters.macs += uint64_t(d.m) * d.n * d.k;
@@ -375,12 +392,22 @@ EXECUTE:
 
 // The kernel: runs a command list on an array of Rows x Cols PEs.
 template <uint32_t Rows, uint32_t Cols>
-LaunchResult systole_kernel(const Beat* cmd_port, const Beat* a_port, const Beat* b_port, Beat* c_port,
-                            uint64_t mem_bytes, OnChip<Rows, Cols>& onchip) {
-  return run_command_list(cmd_port, mem_bytes, OnChip<Rows, Cols>::kShape,
+LaunchResult systole_kernel(const Ports& ports, uint64_t mem_bytes, OnChip<Rows, Cols>& onchip) {
+  return run_command_list(ports.cmd, mem_bytes, OnChip<Rows, Cols>::kShape,
                           [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
-                            execute_gemm(a_port, b_port, c_port, d, onchip, counters);
+                            execute_gemm(ports, d, onchip, counters);
                           });
+}
+
+// Every port at the address base[p] (spec::kPortNames order) of `memory`.
+inline Ports ports_at(uint8_t* memory, const uint64_t (&base)[spec::kMemoryPorts]) {
+  auto at = [&](uint32_t port) { return reinterpret_cast<Beat*>(memory + base[port]); };
+  Ports ports{};
+  ports.cmd = at(0);
+  for (uint32_t p = 0; p < spec::kAPorts; ++p) ports.a[p] = at(spec::kFirstAPort + p);
+  for (uint32_t p = 0; p < spec::kBPorts; ++p) ports.b[p] = at(spec::kFirstBPort + p);
+  for (uint32_t p = 0; p < spec::kCPorts; ++p) ports.c[p] = at(spec::kFirstCPort + p);
+  return ports;
 }
 
 }  // namespace systole::hls_kernel

@@ -21,10 +21,9 @@ module systole_axil_regs #(
   output logic                       interrupt_o,
   // Kernel side.
   output logic        start_o,        // one cycle: begin a launch
-  output logic [63:0] command_addr_o,
-  output logic [63:0] a_base_o,
-  output logic [63:0] b_base_o,
-  output logic [63:0] c_base_o,
+  // Port p's base-address argument at [64 p +: 64]; port 0's is the
+  // command list's address.
+  output logic [systole_pkg::MemoryPorts*64-1:0] port_base_o,
   output logic [63:0] mem_bytes_o,
   input  logic        done_i,         // one cycle: the launch has finished
   input  logic [31:0] status_i,
@@ -199,10 +198,10 @@ module systole_axil_regs #(
   end
 
   assign start_o        = ctrl_q.start;
-  assign command_addr_o = {args_q[systole_pkg::RegCommandAddrHi / 4], args_q[systole_pkg::RegCommandAddrLo / 4]};
-  assign a_base_o       = {args_q[systole_pkg::RegABaseHi / 4], args_q[systole_pkg::RegABaseLo / 4]};
-  assign b_base_o       = {args_q[systole_pkg::RegBBaseHi / 4], args_q[systole_pkg::RegBBaseLo / 4]};
-  assign c_base_o       = {args_q[systole_pkg::RegCBaseHi / 4], args_q[systole_pkg::RegCBaseLo / 4]};
+  for (genvar p = 0; p < systole_pkg::MemoryPorts; p++) begin : g_port_base
+    localparam int unsigned Lo = systole_pkg::RegPortBaseLo / 4 + 2 * p;
+    assign port_base_o[64*p +: 64] = {args_q[Lo + 1], args_q[Lo]};
+  end
   assign mem_bytes_o    = {args_q[systole_pkg::RegMemBytesHi / 4], args_q[systole_pkg::RegMemBytesLo / 4]};
   assign interrupt_o    = ctrl_q.gie && (ctrl_q.ier & ctrl_q.isr) != '0;
 

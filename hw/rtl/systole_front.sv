@@ -1,17 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The kernel's front end: on start, fetch the command list's header and
 // check it, fetch and check every descriptor (nothing runs unless all are
-// valid), then per descriptor fetch it again, decode it, load A's rows
-// into the activation buffer and let the engines compute its N tiles. Any
+// valid), then per descriptor fetch it again, decode it and let the
+// engines load A and compute its N tiles. Any
 // SLVERR/DECERR ends the launch with ErrAxiError at the descriptor it
 // happened in (or at the header), after every request of that descriptor
 // has completed.
 module systole_front #(
   parameter int unsigned Rows = 4,
   parameter int unsigned Cols = 4,
-  parameter int unsigned MaxM = 256,
-  localparam int unsigned MaxK = systole_pkg::MaxKPerRow * Rows,
-  localparam int unsigned RowBits = $clog2(MaxM),
   // The array's valid bits have no reset: nothing computes before they
   // have flushed, Rows + Cols cycles after reset.
   localparam int unsigned Quiet = Rows + Cols,
@@ -22,7 +19,6 @@ module systole_front #(
   // Arguments.
   input  logic                    start_i,
   input  systole_pkg::axi_addr_t  command_addr_i,
-  input  systole_pkg::axi_addr_t  a_base_i,
   input  logic [63:0]             mem_bytes_i,
   // The command port: one beat (the header, or a descriptor) at a time.
   output logic                    cmd_req_valid_o,
@@ -31,18 +27,6 @@ module systole_front #(
   input  logic                    cmd_row_valid_i,
   input  systole_pkg::axi_data_t  cmd_row_i,
   output logic                    cmd_row_ready_o,
-  // A's rows, while loading_a_o (port a).
-  output logic                    loading_a_o,
-  output logic                    a_req_valid_o,
-  input  logic                    a_req_ready_i,
-  output systole_pkg::axi_addr_t  a_addr_o,
-  output logic [31:0]             a_bytes_o,
-  input  logic                    a_row_valid_i,
-  input  logic [MaxK*16-1:0]      a_row_i,
-  // Into the activation buffer (zero-padded along K).
-  output logic                    buf_write_o,
-  output logic [RowBits-1:0]      buf_row_o,
-  output logic [MaxK*16-1:0]      buf_data_o,
   // The engines: the descriptor, its start and its compute phase.
   output systole_ctrl_pkg::desc_t desc_o,
   output logic                    clear_o,
@@ -58,7 +42,7 @@ module systole_front #(
   output logic [31:0]             error_index_o
 );
   typedef enum logic [3:0] {
-    Idle, FetchHeader, CheckHeader, FetchCheck, Check, FetchRun, Decode, LoadA, Compute, Finish
+    Idle, FetchHeader, CheckHeader, FetchCheck, Check, FetchRun, Decode, Compute, Finish
   } state_e;
 
   typedef struct packed {
@@ -66,8 +50,6 @@ module systole_front #(
     logic                      cmd_asked;    // the beat being fetched was asked for
     logic [31:0]               count;        // descriptors in the list
     logic [31:0]               index;        // the current one
-    logic [31:0]               a_asked;      // A rows requested
-    logic [31:0]               a_got;        // A rows stored
     logic [QuietBits-1:0]      warm;         // cycles since reset, up to Quiet
     logic [31:0]               status;       // systole_pkg::error_code_e
     logic [31:0]               error_index;
@@ -93,15 +75,6 @@ module systole_front #(
       : command_addr_i + 64'(systole_pkg::BeatBytes) * (64'(s_q.index) + 64'd1);
   assign cmd_row_ready_o = fetching;
 
-  assign loading_a_o   = s_q.state == LoadA;
-  assign a_req_valid_o = loading_a_o && s_q.a_asked < desc_q.m;
-  assign a_addr_o      = a_base_i + desc_q.a + 64'(s_q.a_asked) * 64'(desc_q.lda) * 64'd2;
-  assign a_bytes_o     = desc_q.k * 32'd2;
-  assign buf_write_o   = loading_a_o && a_row_valid_i;
-  assign buf_row_o     = RowBits'(s_q.a_got);
-  always_comb begin
-    for (int k = 0; k < MaxK; k++) buf_data_o[16*k +: 16] = 32'(k) < desc_q.k ? a_row_i[16*k +: 16] : 16'b0;
-  end
 
   assign desc_o        = desc_q;
   assign clear_o       = s_q.state == Decode;
@@ -184,16 +157,10 @@ module systole_front #(
           s_d.index = s_q.index + 32'd1;
           s_d.state = FetchCheck;
         end
+      // The engines start over (clear_o) until the array has flushed.
       Decode: begin
-        desc_d      = decoded;
-        s_d.a_asked = '0;
-        s_d.a_got   = '0;
-        s_d.state   = LoadA;
-      end
-      LoadA: begin
-        if (a_req_valid_o && a_req_ready_i) s_d.a_asked = s_q.a_asked + 32'd1;
-        if (a_row_valid_i) s_d.a_got = s_q.a_got + 32'd1;
-        if (s_q.a_got == desc_q.m && warm) s_d.state = Compute;
+        desc_d = decoded;
+        if (warm) s_d.state = Compute;
       end
       Compute:
         if (engines_done_i) begin
@@ -233,9 +200,6 @@ module systole_front #(
   // The command port is asked for one beat at a time.
   a_one_fetch: assert property (@(posedge clk_i) disable iff (!rst_ni)
       cmd_row_valid_i |-> fetching && s_q.cmd_asked);
-  // A rows arrive only while they are loaded, and never past M.
-  a_a_rows: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      loading_a_o && a_row_valid_i |-> s_q.a_got < s_q.a_asked && s_q.a_got < MaxM);
   // Nothing computes before the array's valid bits have flushed.
   a_warm: assert property (@(posedge clk_i) disable iff (!rst_ni) run_o |-> warm);
 `endif

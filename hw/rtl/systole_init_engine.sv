@@ -16,7 +16,6 @@ module systole_init_engine #(
   /* verilator lint_off UNUSEDSIGNAL */  // the fields this engine needs
   input  systole_ctrl_pkg::desc_t desc_i,
   /* verilator lint_on UNUSEDSIGNAL */
-  input  systole_pkg::axi_addr_t  c_base_i,
   input  logic [31:0]             written_i,    // N tiles written back
   // Row requests and rows on port c.
   output logic                    req_valid_o,
@@ -57,8 +56,8 @@ module systole_init_engine #(
   assign row_is_c = s_q.got < c_rows;
 
   assign req_valid_o = active && s_q.asked < rows;
-  assign req_addr_o  = asks_c ? systole_ctrl_pkg::c_row_addr(c_base_i + desc_i.c, desc_i.ldc, c_bytes, s_q.asked, s_q.j, Cols)
-                              : c_base_i + desc_i.bias_addr + 64'(s_q.j) * Cols * 64'd4;
+  assign req_addr_o  = asks_c ? systole_ctrl_pkg::c_row_addr(desc_i.c, desc_i.ldc, c_bytes, s_q.asked, s_q.j, Cols)
+                              : desc_i.bias_addr + 64'(s_q.j) * Cols * 64'd4;
   assign req_bytes_o = cols * (asks_c ? c_bytes : 32'd4);
   assign row_ready_o = active;
   assign take_bias   = active && row_valid_i && !row_is_c;

@@ -7,8 +7,8 @@ package systole_pkg;
 
   // Identification
   localparam int unsigned DeviceId = 'h53595354;
-  localparam int unsigned Version = 'h10000;
-  localparam int unsigned VersionMajor = 'h1;
+  localparam int unsigned Version = 'h20000;
+  localparam int unsigned VersionMajor = 'h2;
   localparam int unsigned BeatBytes = 'h40;  // AXI data width in bytes
   localparam int unsigned AxiBoundaryBytes = 'h1000;
   localparam int unsigned MaxBurstBeats = 'h100;
@@ -17,6 +17,16 @@ package systole_pkg;
   localparam int unsigned MaxKPerRow = 'h8;  // max_k = MaxKPerRow * ROWS
   localparam int unsigned MaxDescriptors = 'h10000;
 
+  // AXI4 master ports: cmd, then the a, b and c groups (port p's base
+  // register is RegPortBaseLo + 8 p)
+  localparam int unsigned APorts = 'h4;
+  localparam int unsigned BPorts = 'h2;
+  localparam int unsigned CPorts = 'h4;
+  localparam int unsigned FirstAPort = 'h1;
+  localparam int unsigned FirstBPort = 'h5;
+  localparam int unsigned FirstCPort = 'h7;
+  localparam int unsigned MemoryPorts = 'hB;
+
   // AXI4-Lite register map (byte offsets)
   localparam int unsigned RegControl = 'h0;
   localparam int unsigned RegGlobalIntEnable = 'h4;
@@ -24,37 +34,32 @@ package systole_pkg;
   localparam int unsigned RegIpIntStatus = 'hC;
   localparam int unsigned RegCommandAddrLo = 'h10;
   localparam int unsigned RegCommandAddrHi = 'h14;
-  localparam int unsigned RegABaseLo = 'h18;
-  localparam int unsigned RegABaseHi = 'h1C;
-  localparam int unsigned RegBBaseLo = 'h20;
-  localparam int unsigned RegBBaseHi = 'h24;
-  localparam int unsigned RegCBaseLo = 'h28;
-  localparam int unsigned RegCBaseHi = 'h2C;
-  localparam int unsigned RegMemBytesLo = 'h30;
-  localparam int unsigned RegMemBytesHi = 'h34;
-  localparam int unsigned RegStatus = 'h40;
-  localparam int unsigned RegErrorIndex = 'h44;
-  localparam int unsigned RegDescriptorsDone = 'h48;
-  localparam int unsigned RegBusyCyclesLo = 'h50;
-  localparam int unsigned RegBusyCyclesHi = 'h54;
-  localparam int unsigned RegMacsLo = 'h58;
-  localparam int unsigned RegMacsHi = 'h5C;
-  localparam int unsigned RegDmaReadBytesLo = 'h60;
-  localparam int unsigned RegDmaReadBytesHi = 'h64;
-  localparam int unsigned RegDmaWriteBytesLo = 'h68;
-  localparam int unsigned RegDmaWriteBytesHi = 'h6C;
-  localparam int unsigned RegStallCyclesLo = 'h70;
-  localparam int unsigned RegStallCyclesHi = 'h74;
-  localparam int unsigned RegId = 'h80;
-  localparam int unsigned RegVersion = 'h84;
-  localparam int unsigned RegArrayRows = 'h88;
-  localparam int unsigned RegArrayCols = 'h8C;
-  localparam int unsigned RegMaxM = 'h90;
-  localparam int unsigned RegMaxN = 'h94;
-  localparam int unsigned RegMaxK = 'h98;
-  localparam int unsigned RegBeatBytes = 'h9C;
-  localparam int unsigned RegMaxDescriptors = 'hA0;
-  localparam int unsigned RegMapEnd = 'hA4;
+  localparam int unsigned RegPortBaseLo = 'h10;
+  localparam int unsigned RegMemBytesLo = 'h68;
+  localparam int unsigned RegMemBytesHi = 'h6C;
+  localparam int unsigned RegStatus = 'h80;
+  localparam int unsigned RegErrorIndex = 'h84;
+  localparam int unsigned RegDescriptorsDone = 'h88;
+  localparam int unsigned RegBusyCyclesLo = 'h90;
+  localparam int unsigned RegBusyCyclesHi = 'h94;
+  localparam int unsigned RegMacsLo = 'h98;
+  localparam int unsigned RegMacsHi = 'h9C;
+  localparam int unsigned RegDmaReadBytesLo = 'hA0;
+  localparam int unsigned RegDmaReadBytesHi = 'hA4;
+  localparam int unsigned RegDmaWriteBytesLo = 'hA8;
+  localparam int unsigned RegDmaWriteBytesHi = 'hAC;
+  localparam int unsigned RegStallCyclesLo = 'hB0;
+  localparam int unsigned RegStallCyclesHi = 'hB4;
+  localparam int unsigned RegId = 'hC0;
+  localparam int unsigned RegVersion = 'hC4;
+  localparam int unsigned RegArrayRows = 'hC8;
+  localparam int unsigned RegArrayCols = 'hCC;
+  localparam int unsigned RegMaxM = 'hD0;
+  localparam int unsigned RegMaxN = 'hD4;
+  localparam int unsigned RegMaxK = 'hD8;
+  localparam int unsigned RegBeatBytes = 'hDC;
+  localparam int unsigned RegMaxDescriptors = 'hE0;
+  localparam int unsigned RegMapEnd = 'hE4;
   localparam int unsigned CtrlApStart = 'h1;
   localparam int unsigned CtrlApDone = 'h2;
   localparam int unsigned CtrlApIdle = 'h4;
@@ -150,6 +155,11 @@ package systole_pkg;
     axi_r_t r;
     logic r_valid;
   } axi_rsp_t;
+  // Their widths, for buses of several ports side by side (port p at
+  // [p * AxiReqBits +: AxiReqBits]); systole_kernel checks them.
+  localparam int unsigned AxiAxBits = AxiAddrBits + 8 + 3 + 2;
+  localparam int unsigned AxiReqBits = 2 * AxiAxBits + AxiDataBits + BeatBytes + 1 + 5;
+  localparam int unsigned AxiRspBits = AxiDataBits + 3 + 7;
   typedef logic [11:0] axil_addr_t;
   typedef logic [31:0] axil_data_t;
   typedef struct packed {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The stream engine: feeds the array one activation row per cycle, M rows
 // per K tile, K tile after K tile, N tile after N tile. A row enters once
-// its K tile's weights are in the array and, for the first row of an N
-// tile, once that tile's accumulator bank is initialised; there is no gap
-// when both are ready ahead. Each row carries its tag: the accumulator
+// its K tile's weights are in the array, during the first N tile once the
+// load engine has stored it, and, for the first row of an N tile, once
+// that tile's accumulator bank is initialised; there is no gap when all
+// are ready ahead. Each row carries its tag: the accumulator
 // bank and row its sums go to, and whether it is the N tile's last.
 module systole_stream_engine #(
   parameter int unsigned MaxM = 256,
@@ -18,6 +19,7 @@ module systole_stream_engine #(
   /* verilator lint_on UNUSEDSIGNAL */
   input  logic [31:0]             loaded_i,     // K tiles of weights shifted in
   input  logic [31:0]             inited_i,     // N tiles whose bank is initialised
+  input  logic [31:0]             a_loaded_i,   // A chunks stored, in (K tile, row) order
   // The activation entering the array this cycle, and its tag.
   output logic                    valid_o,
   output logic                    bank_o,       // weight bank
@@ -30,10 +32,12 @@ module systole_stream_engine #(
   output logic                    stall_o
 );
   logic [31:0] j, t, m, g;
+  logic [31:0] chunk_d, chunk_q;  // during N tile 0, t * M + m: the chunk this row needs
   logic        active;
 
   assign active     = run_i && j < desc_i.n_tiles;
-  assign valid_o    = active && loaded_i > g && (t != '0 || m != '0 || inited_i > j);
+  assign valid_o    = active && loaded_i > g && (j != '0 || a_loaded_i > chunk_q) &&
+                      (t != '0 || m != '0 || inited_i > j);
   assign bank_o     = g[0];
   assign acc_bank_o = j[0];
   assign row_o      = RowBits'(m);
@@ -46,6 +50,12 @@ module systole_stream_engine #(
     .clk_i, .rst_ni, .clear_i, .step_i(valid_o),
     .steps_i(desc_i.m), .k_tiles_i(desc_i.k_tiles), .j_o(j), .t_o(t), .i_o(m), .g_o(g)
   );
+
+  assign chunk_d = clear_i ? '0 : chunk_q + 32'(valid_o && j == '0);
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) chunk_q <= '0;
+    else chunk_q <= chunk_d;
+  end
 
 `ifndef SYNTHESIS
   a_row_in_buffer: assert property (@(posedge clk_i) disable iff (!rst_ni)

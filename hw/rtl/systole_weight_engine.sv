@@ -3,11 +3,9 @@
 // of a descriptor, in shift order, and shifts each K tile into the array's
 // idle weight bank. Rows past K are not read; they shift in as zeros.
 //
-// A K tile's weights are Rows rows of 2 Cols bytes, which one port brings
-// in no faster than the array streams M rows (at 128x128 with M = 256,
-// half as fast), so even rows come through port b and odd rows through
-// port a (idle for A during Compute; both reach the same memory). Index 0
-// of the two-port vectors is port b, index 1 port a.
+// A K tile's weights are Rows rows of 2 Cols bytes; the rows come through
+// the b ports (systole_striped_reader), which at 128x128 bring a K tile in
+// 256 cycles while the array streams it for M.
 //
 // K tile g goes into bank g % 2 once tile g - 2, the bank's last user, has
 // streamed and left the PEs: Quiet (Rows + Cols) cycles after its last
@@ -25,17 +23,15 @@ module systole_weight_engine #(
   /* verilator lint_off UNUSEDSIGNAL */  // the fields this engine needs
   input  systole_ctrl_pkg::desc_t       desc_i,
   /* verilator lint_on UNUSEDSIGNAL */
-  input  systole_pkg::axi_addr_t        b_base_i,
-  // Row requests on ports b [0] and a [1].
-  output logic [1:0]                    ask_o,
-  input  logic [1:0]                    ask_ready_i,
+  // Row requests (offsets from the b ports' base), and the rows in
+  // request order; take_o takes one.
+  output logic                          ask_o,
+  input  logic                          ask_ready_i,
   output systole_pkg::axi_addr_t        addr_o,
   output logic [31:0]                   bytes_o,
-  // Rows, in request order per port; take_o takes one.
-  input  logic [1:0]                    row_valid_i,
-  input  logic [Cols*16-1:0]            row_b_i,
-  input  logic [Cols*16-1:0]            row_a_i,
-  output logic [1:0]                    take_o,
+  input  logic                          row_valid_i,
+  input  logic [Cols*16-1:0]            row_i,
+  output logic                          take_o,
   // Into the array.
   output logic                          shift_o,
   output logic                          bank_o,
@@ -49,8 +45,7 @@ module systole_weight_engine #(
   logic [31:0] ask_j, ask_t, ask_r, ask_g;  // rows requested (ask_g unused)
   logic [31:0] sh_j, sh_t, sh_r, sh_g;      // rows shifted in
   logic [31:0] ask_k, sh_k;
-  logic        ask_active, ask_step, sh_active, bank_free, shift_zero, row_valid;
-  logic [Cols*16-1:0] row;
+  logic        ask_active, ask_step, sh_active, bank_free, shift_zero;
   logic [QuietBits-1:0] quiet_d [2], quiet_q [2];  // cycles until bank b may reload
 
   // The K index of weight row r of K tile t (row 0 is shifted in first and
@@ -62,10 +57,10 @@ module systole_weight_engine #(
   // Requests.
   assign ask_k      = weight_k(ask_t, ask_r);
   assign ask_active = run_i && ask_j < desc_i.n_tiles;
-  assign ask_o      = (ask_active && ask_k < desc_i.k) ? (ask_r[0] ? 2'b10 : 2'b01) : 2'b00;
-  assign addr_o     = b_base_i + desc_i.b + (64'(ask_k) * 64'(desc_i.ldb) + 64'(ask_j) * Cols) * 64'd2;
+  assign ask_o      = ask_active && ask_k < desc_i.k;
+  assign addr_o     = desc_i.b + (64'(ask_k) * 64'(desc_i.ldb) + 64'(ask_j) * Cols) * 64'd2;
   assign bytes_o    = systole_ctrl_pkg::tile_cols(desc_i.n, ask_j, Cols) * 32'd2;
-  assign ask_step   = ask_active && (ask_k >= desc_i.k || (ask_r[0] ? ask_ready_i[1] : ask_ready_i[0]));
+  assign ask_step   = ask_active && (ask_k >= desc_i.k || ask_ready_i);
 
   systole_tile_counter u_asked (
     .clk_i, .rst_ni, .clear_i, .step_i(ask_step),
@@ -77,15 +72,13 @@ module systole_weight_engine #(
   assign sh_active  = run_i && sh_j < desc_i.n_tiles;
   assign bank_free  = sh_r != '0 || (streamed_i + 32'd1 >= sh_g && quiet_q[sh_g[0]] == '0);
   assign shift_zero = sh_k >= desc_i.k;
-  assign row_valid  = sh_r[0] ? row_valid_i[1] : row_valid_i[0];
-  assign row        = sh_r[0] ? row_a_i : row_b_i;
-  assign shift_o    = sh_active && bank_free && (shift_zero || row_valid);
-  assign take_o     = (shift_o && !shift_zero) ? (sh_r[0] ? 2'b10 : 2'b01) : 2'b00;
+  assign shift_o    = sh_active && bank_free && (shift_zero || row_valid_i);
+  assign take_o     = shift_o && !shift_zero;
   assign bank_o     = sh_g[0];
   assign loaded_o   = sh_g;
   always_comb begin
     for (int c = 0; c < Cols; c++)
-      weight_o[16*c +: 16] = (!shift_zero && 32'(c) < systole_ctrl_pkg::tile_cols(desc_i.n, sh_j, Cols)) ? row[16*c +: 16] : 16'b0;
+      weight_o[16*c +: 16] = (!shift_zero && 32'(c) < systole_ctrl_pkg::tile_cols(desc_i.n, sh_j, Cols)) ? row_i[16*c +: 16] : 16'b0;
   end
 
   systole_tile_counter u_shifted (
@@ -117,9 +110,8 @@ module systole_weight_engine #(
   assign unused = ^ask_g;
 
 `ifndef SYNTHESIS
-  // A row is taken only when one is there, from the port it was asked on.
-  a_take_valid: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (take_o & ~row_valid_i) == '0);
+  // A row is taken only when one is there.
+  a_take_valid: assert property (@(posedge clk_i) disable iff (!rst_ni) take_o |-> row_valid_i);
   // The shifter never passes the requester (rows are shifted in request order).
   a_shift_after_ask: assert property (@(posedge clk_i) disable iff (!rst_ni)
       run_i |-> sh_g <= ask_g);

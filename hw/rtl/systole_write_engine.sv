@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The write-back engine: once N tile j's last sums are in (tile_done_i),
-// its rows go out through the output stage, one write request per row.
-// The core's word_i holds the named row's output-stage words, so a request
-// takes them and names the next row in the same cycle; the row's beats
-// follow while the DMA is busy with them (it takes the next request only
-// when they are all sent).
+// its rows go out through the output stage, one write request per row
+// carrying the whole row, packed to C's element size (the c ports'
+// systole_striped_writer sends its beats). The core's word_i holds the
+// named row's output-stage words, so a request takes them and names the
+// next row in the same cycle: a row per cycle while ports are free.
 module systole_write_engine #(
   parameter int unsigned Cols = 4,
   parameter int unsigned MaxM = 256,
-  localparam int unsigned RowBits = $clog2(MaxM)
+  localparam int unsigned RowBits = $clog2(MaxM),
+  // The row in whole beats.
+  localparam int unsigned RowBeats = (4 * Cols + systole_pkg::BeatBytes - 1) / systole_pkg::BeatBytes,
+  localparam int unsigned PackedBits = RowBeats * systole_pkg::AxiDataBits
 ) (
   input  logic                    clk_i,
   input  logic                    rst_ni,
@@ -17,45 +20,35 @@ module systole_write_engine #(
   /* verilator lint_off UNUSEDSIGNAL */  // the fields this engine needs
   input  systole_ctrl_pkg::desc_t desc_i,
   /* verilator lint_on UNUSEDSIGNAL */
-  input  systole_pkg::axi_addr_t  c_base_i,
   input  logic                    tile_done_i,  // an N tile's sums are all in
-  // Rows out through the write DMA.
+  // Rows out (offsets from the c ports' base); bytes past req_bytes_o are
+  // not written.
   output logic                    req_valid_o,
   input  logic                    req_ready_i,
   output systole_pkg::axi_addr_t  req_addr_o,
   output logic [31:0]             req_bytes_o,
-  output logic                    data_valid_o,
-  input  logic                    data_ready_i,
-  output systole_pkg::axi_data_t  data_o,
+  output logic [PackedBits-1:0]   req_row_o,
   // The accumulator row the core reads out, and its words.
   output logic                    read_bank_o,
   output logic [RowBits-1:0]      read_row_o,
   input  logic [Cols*32-1:0]      word_i,
   output logic [31:0]             written_o     // N tiles written back
 );
-  localparam int unsigned BeatBits = systole_pkg::AxiDataBits;
-  localparam int unsigned PackedBits = 32 * Cols > BeatBits ? 32 * Cols : BeatBits;
-
   typedef struct packed {
     logic [31:0] summed;  // N tiles whose sums are in
     logic [31:0] j;       // the N tile being written
     logic [31:0] m;       // its row being written
-    logic [31:0] beat;    // the row's next beat
-    logic [31:0] bytes;   // the row's bytes
   } state_t;
   state_t              s_d, s_q;
-  logic [PackedBits-1:0] row_q;  // the row being sent, packed: byte i at [8i +: 8]
   logic [31:0]         c_bytes;
   logic                accept, last_row;
 
   assign c_bytes  = systole_ctrl_pkg::c_bytes(desc_i.out_bf16);
   assign req_valid_o  = run_i && s_q.j < desc_i.n_tiles && s_q.summed > s_q.j;
-  assign req_addr_o   = systole_ctrl_pkg::c_row_addr(c_base_i + desc_i.c, desc_i.ldc, c_bytes, s_q.m, s_q.j, Cols);
+  assign req_addr_o   = systole_ctrl_pkg::c_row_addr(desc_i.c, desc_i.ldc, c_bytes, s_q.m, s_q.j, Cols);
   assign req_bytes_o  = systole_ctrl_pkg::tile_cols(desc_i.n, s_q.j, Cols) * c_bytes;
   assign accept       = req_valid_o && req_ready_i;
   assign last_row     = s_q.m + 32'd1 == desc_i.m;
-  assign data_valid_o = s_q.beat * systole_pkg::BeatBytes < s_q.bytes;
-  assign data_o       = BeatBits'(row_q >> (BeatBits * s_q.beat));
   // The row the core reads out: the next one as soon as this one is taken.
   assign read_bank_o  = (accept && last_row) ? ~s_q.j[0] : s_q.j[0];
   assign read_row_o   = !accept ? RowBits'(s_q.m) : last_row ? '0 : RowBits'(s_q.m + 32'd1);
@@ -67,11 +60,8 @@ module systole_write_engine #(
       s_d = '0;
     end else begin
       if (tile_done_i) s_d.summed = s_q.summed + 32'd1;
-      if (data_valid_o && data_ready_i) s_d.beat = s_q.beat + 32'd1;
       if (accept) begin
-        s_d.beat  = '0;
-        s_d.bytes = req_bytes_o;
-        s_d.m     = last_row ? '0 : s_q.m + 32'd1;
+        s_d.m = last_row ? '0 : s_q.m + 32'd1;
         if (last_row) s_d.j = s_q.j + 32'd1;
       end
     end
@@ -81,14 +71,12 @@ module systole_write_engine #(
     if (!rst_ni) s_q <= '0;
     else s_q <= s_d;
   end
-  // The row's words, packed to C's element size (bytes past the row are
-  // never written: the DMA's strobes stop at req_bytes_o).
-  always_ff @(posedge clk_i) begin
-    if (accept) begin
-      for (int c = 0; c < Cols; c++) begin
-        if (desc_i.out_bf16) row_q[16*c +: 16] <= word_i[32*c +: 16];
-        else row_q[32*c +: 32] <= word_i[32*c +: 32];
-      end
+  // The row's words, packed to C's element size: byte i at [8i +: 8].
+  always_comb begin
+    req_row_o = '0;
+    for (int c = 0; c < Cols; c++) begin
+      if (desc_i.out_bf16) req_row_o[16*c +: 16] = word_i[32*c +: 16];
+      else req_row_o[32*c +: 32] = word_i[32*c +: 32];
     end
   end
 

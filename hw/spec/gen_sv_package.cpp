@@ -66,6 +66,11 @@ constexpr const char* kAxiTypes = R"sv(  // AXI4 buses (BeatBytes wide): a maste
     axi_r_t r;
     logic r_valid;
   } axi_rsp_t;
+  // Their widths, for buses of several ports side by side (port p at
+  // [p * AxiReqBits +: AxiReqBits]); systole_kernel checks them.
+  localparam int unsigned AxiAxBits = AxiAddrBits + 8 + 3 + 2;
+  localparam int unsigned AxiReqBits = 2 * AxiAxBits + AxiDataBits + BeatBytes + 1 + 5;
+  localparam int unsigned AxiRspBits = AxiDataBits + 3 + 7;
   typedef logic [11:0] axil_addr_t;
   typedef logic [31:0] axil_data_t;
   typedef struct packed {
@@ -114,6 +119,17 @@ int main() {
   param("MaxKPerRow", ArrayShape{1, 1}.max_k(), "max_k = MaxKPerRow * ROWS");
   param("MaxDescriptors", ArrayShape{1, 1}.max_descriptors());
 
+  std::printf(
+      "\n  // AXI4 master ports: cmd, then the a, b and c groups (port p's base\n"
+      "  // register is RegPortBaseLo + 8 p)\n");
+  param("APorts", kAPorts);
+  param("BPorts", kBPorts);
+  param("CPorts", kCPorts);
+  param("FirstAPort", kFirstAPort);
+  param("FirstBPort", kFirstBPort);
+  param("FirstCPort", kFirstCPort);
+  param("MemoryPorts", kMemoryPorts);
+
   std::printf("\n  // AXI4-Lite register map (byte offsets)\n");
   const struct {
     const char* name;
@@ -125,12 +141,7 @@ int main() {
       {"RegIpIntStatus", reg::kIpIntStatus},
       {"RegCommandAddrLo", reg::kCommandAddrLo},
       {"RegCommandAddrHi", reg::kCommandAddrHi},
-      {"RegABaseLo", reg::kABaseLo},
-      {"RegABaseHi", reg::kABaseHi},
-      {"RegBBaseLo", reg::kBBaseLo},
-      {"RegBBaseHi", reg::kBBaseHi},
-      {"RegCBaseLo", reg::kCBaseLo},
-      {"RegCBaseHi", reg::kCBaseHi},
+      {"RegPortBaseLo", reg::kPortBaseLo},
       {"RegMemBytesLo", reg::kMemBytesLo},
       {"RegMemBytesHi", reg::kMemBytesHi},
       {"RegStatus", reg::kStatus},

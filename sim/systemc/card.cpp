@@ -168,7 +168,7 @@ struct ComputeUnit : sc_core::sc_module, timing::BurstMemory {
     return report;
   }
 
-  uint64_t read_burst(timing::Port, uint64_t cycle, uint64_t address, uint32_t beats) override {
+  uint64_t read_burst(uint32_t, uint64_t cycle, uint64_t address, uint32_t beats) override {
     return transport(tlm::TLM_READ_COMMAND, cycle, address, beats);
   }
   uint64_t write_burst(uint64_t cycle, uint64_t address, uint32_t beats) override {
@@ -301,11 +301,12 @@ std::string check_config(const CardConfig& config) {
   const double clock = config.clock_mhz > 0 ? config.clock_mhz : board.clock_mhz;
   if (!(config.clock_mhz >= 0) || clock < 1 || clock > 1000)
     return "clock_mhz must lie in [1, 1000] MHz, got " + std::to_string(config.clock_mhz);
-  constexpr uint32_t kPortsPerUnit = 4;  // cmd, a, b, c
+  constexpr uint32_t kPortsPerUnit = spec::kMemoryPorts;
   if (config.compute_units == 0 || config.compute_units * kPortsPerUnit > board.axi_ports)
     return std::string(board.name) + " has " + std::to_string(board.axi_ports) +
            " memory ports, enough for " + std::to_string(board.axi_ports / kPortsPerUnit) +
-           " compute units of 4 ports each; " + std::to_string(config.compute_units) + " were asked for";
+           " compute units of " + std::to_string(kPortsPerUnit) + " ports each; " +
+           std::to_string(config.compute_units) + " were asked for";
   if (config.bank_bytes == 0) return "bank_bytes must be > 0";
   return "";
 }

@@ -55,7 +55,7 @@ struct Bursts {
 // systole_row_reader over systole_dma_read, and the memory's R channel.
 class ReadPort {
  public:
-  ReadPort(Port port, BurstMemory& memory) : port_(port), memory_(memory) {}
+  ReadPort(uint32_t port, BurstMemory& memory) : port_(port), memory_(memory) {}
 
   bool req_ready() const { return bursts_.asked_all() && queued_.size() != kMaxOutstanding; }
   bool row_valid() const { return held_; }
@@ -101,7 +101,7 @@ class ReadPort {
     uint32_t beats;
     uint64_t ready;  // cycle of the first beat
   };
-  Port port_;
+  uint32_t port_;
   BurstMemory& memory_;
   Bursts bursts_;
   std::deque<uint32_t> queued_;  // beats of each request awaiting its beats
@@ -172,6 +172,97 @@ class WritePort {
   bool bvalid_ = false, wready_ = false;
 };
 
+// systole_row_writer: a whole row per request, its beats through the DMA.
+class RowWriter {
+ public:
+  explicit RowWriter(BurstMemory& memory) : dma_(memory) {}
+
+  bool req_ready() const { return dma_.req_ready() && !sending_; }
+  bool idle() const { return dma_.idle() && !sending_; }
+
+  // Returns whether a W beat moved.
+  bool edge(uint64_t now, bool req_valid, uint64_t address, uint32_t bytes) {
+    const bool start = req_valid && req_ready();
+    const bool data_ready = dma_.data_ready();
+    const bool moved = dma_.edge(now, req_valid && !sending_, address, bytes, sending_);
+    if (start) {
+      sending_ = true;
+      beat_ = 0;
+      last_ = (bytes - 1) / kBeatBytes;
+    } else if (sending_ && data_ready) {
+      if (beat_ == last_) sending_ = false;
+      ++beat_;
+    }
+    return moved;
+  }
+
+ private:
+  WritePort dma_;
+  bool sending_ = false;
+  uint32_t beat_ = 0, last_ = 0;
+};
+
+// systole_striped_reader: request i on port i % count, rows back in order.
+class StripedReader {
+ public:
+  StripedReader(uint32_t first_port, uint32_t count, const uint64_t* bases, BurstMemory& memory)
+      : bases_(bases) {
+    for (uint32_t p = 0; p < count; ++p) ports_.emplace_back(first_port + p, memory);
+  }
+
+  bool req_ready() const { return ports_[ask_].req_ready(); }
+  bool row_valid() const { return ports_[take_].row_valid(); }
+  bool idle() const {
+    return std::all_of(ports_.begin(), ports_.end(), [](const ReadPort& p) { return p.idle(); });
+  }
+
+  // Returns the beats that moved.
+  uint32_t edge(uint64_t now, bool req_valid, uint64_t offset, uint32_t bytes, bool row_ready) {
+    const bool start = req_valid && req_ready();
+    const bool taken = row_valid() && row_ready;
+    uint32_t beats = 0;
+    for (uint32_t p = 0; p < ports_.size(); ++p)
+      beats +=
+          ports_[p].edge(now, req_valid && ask_ == p, bases_[p] + offset, bytes, row_ready && take_ == p);
+    if (start) ask_ = (ask_ + 1) % ports_.size();
+    if (taken) take_ = (take_ + 1) % ports_.size();
+    return beats;
+  }
+
+ private:
+  const uint64_t* bases_;
+  std::vector<ReadPort> ports_;
+  uint32_t ask_ = 0, take_ = 0;
+};
+
+// systole_striped_writer: row i out through port i % count.
+class StripedWriter {
+ public:
+  StripedWriter(uint32_t count, const uint64_t* bases, BurstMemory& memory) : bases_(bases) {
+    for (uint32_t p = 0; p < count; ++p) ports_.emplace_back(memory);
+  }
+
+  bool req_ready() const { return ports_[ask_].req_ready(); }
+  bool idle() const {
+    return std::all_of(ports_.begin(), ports_.end(), [](const RowWriter& p) { return p.idle(); });
+  }
+
+  // Returns the W beats that moved.
+  uint32_t edge(uint64_t now, bool req_valid, uint64_t offset, uint32_t bytes) {
+    const bool start = req_valid && req_ready();
+    uint32_t beats = 0;
+    for (uint32_t p = 0; p < ports_.size(); ++p)
+      beats += ports_[p].edge(now, req_valid && ask_ == p, bases_[p] + offset, bytes);
+    if (start) ask_ = (ask_ + 1) % ports_.size();
+    return beats;
+  }
+
+ private:
+  const uint64_t* bases_;
+  std::vector<RowWriter> ports_;
+  uint32_t ask_ = 0;
+};
+
 // systole_tile_counter: an engine's place in a descriptor.
 struct TileCounter {
   uint32_t j = 0, t = 0, i = 0, g = 0;
@@ -187,17 +278,7 @@ struct TileCounter {
   }
 };
 
-enum class State {
-  kFetchHeader,
-  kCheckHeader,
-  kFetchCheck,
-  kCheck,
-  kFetchRun,
-  kDecode,
-  kLoadA,
-  kCompute,
-  kFinish
-};
+enum class State { kFetchHeader, kCheckHeader, kFetchCheck, kCheck, kFetchRun, kDecode, kCompute, kFinish };
 
 class Kernel {
  public:
@@ -210,9 +291,11 @@ class Kernel {
         header_(header),
         list_(descriptors),
         args_(arguments),
-        ports_{ReadPort(Port::kCmd, memory), ReadPort(Port::kA, memory), ReadPort(Port::kB, memory),
-               ReadPort(Port::kC, memory)},
-        write_(memory) {}
+        cmd_(0, memory),
+        a_(spec::kFirstAPort, spec::kAPorts, args_.base + spec::kFirstAPort, memory),
+        b_(spec::kFirstBPort, spec::kBPorts, args_.base + spec::kFirstBPort, memory),
+        c_(spec::kFirstCPort, spec::kCPorts, args_.base + spec::kFirstCPort, memory),
+        write_(spec::kCPorts, args_.base + spec::kFirstCPort, memory) {}
 
   LaunchTiming run() {
     while (step()) {
@@ -222,11 +305,9 @@ class Kernel {
   }
 
  private:
-  static constexpr int kCmd = 0, kA = 1, kB = 2, kC = 3;
-
   uint32_t tile_cols(uint32_t j) const { return std::min(d_.n - j * cols_, cols_); }
   uint64_t c_row_addr(uint32_t m, uint32_t j) const {
-    return args_.c_base + d_.c_addr + (uint64_t(m) * d_.ldc + uint64_t(j) * cols_) * c_esize_;
+    return d_.c_addr + (uint64_t(m) * d_.ldc + uint64_t(j) * cols_) * c_esize_;
   }
   uint32_t weight_k(uint32_t t, uint32_t r) const { return t * rows_ + (rows_ - 1 - r); }
 
@@ -244,30 +325,32 @@ class Kernel {
     const bool accumulate = d_.flags & spec::flag::kAccumulate;
     const bool bias = d_.flags & spec::flag::kBias;
 
-    // Weight engine: requests alternate ports b (even rows) and a (odd).
+    // Load engine: one row's K tile per request, K tile by K tile.
+    const bool la_valid = computing && la_.j == 0;
+    const uint32_t la_values = la_valid ? std::min(rows_, d_.k - la_.t * rows_) : 0;
+    const uint64_t la_addr = d_.a_addr + (uint64_t(la_.i) * d_.lda + uint64_t(la_.t) * rows_) * 2;
+    const bool la_step = la_valid && a_.req_ready();
+    const bool a_row = a_.row_valid();
+
+    // Weight engine.
     const uint32_t wq_k = weight_k(wq_.t, wq_.i);
     const bool wq_active = computing && wq_.j < n_tiles_;
     const bool wq_asks = wq_active && wq_k < d_.k;
-    const bool wq_odd = wq_.i & 1;
-    const uint64_t weight_addr =
-        args_.b_base + d_.b_addr + (uint64_t(wq_k) * d_.ldb + uint64_t(wq_.j) * cols_) * 2;
+    const uint64_t weight_addr = d_.b_addr + (uint64_t(wq_k) * d_.ldb + uint64_t(wq_.j) * cols_) * 2;
     const uint32_t weight_bytes = wq_active ? tile_cols(wq_.j) * 2 : 0;
-    const bool wq_port_ready = wq_odd ? ports_[kA].req_ready() : ports_[kB].req_ready();
-    const bool wq_step = wq_active && (wq_k >= d_.k || wq_port_ready);
+    const bool wq_step = wq_active && (wq_k >= d_.k || b_.req_ready());
 
     const uint32_t sh_k = weight_k(sh_.t, sh_.i);
     const bool sh_active = computing && sh_.j < n_tiles_;
     const bool sh_bank_free = sh_.i != 0 || (st_.g + 1 >= sh_.g && quiet_[sh_.g & 1] == 0);
     const bool shift_zero = sh_k >= d_.k;
-    const bool sh_odd = sh_.i & 1;
-    const bool sh_row_valid = sh_odd ? ports_[kA].row_valid() : ports_[kB].row_valid();
-    const bool weight_shift = sh_active && sh_bank_free && (shift_zero || sh_row_valid);
-    const bool take_a = weight_shift && !shift_zero && sh_odd;
-    const bool take_b = weight_shift && !shift_zero && !sh_odd;
+    const bool weight_shift = sh_active && sh_bank_free && (shift_zero || b_.row_valid());
+    const bool take_b = weight_shift && !shift_zero;
 
     // Stream engine.
     const bool st_active = computing && st_.j < n_tiles_;
-    const bool act_valid = st_active && sh_.g > st_.g && (st_.t != 0 || st_.i != 0 || inited_ > st_.j);
+    const bool act_valid = st_active && sh_.g > st_.g && (st_.j != 0 || a_loaded_ > chunk_) &&
+                           (st_.t != 0 || st_.i != 0 || inited_ > st_.j);
     const bool act_last = st_.t + 1 == k_tiles_ && st_.i + 1 == d_.m;
     const bool tile_done = !done_due_.empty() && done_due_.front() == now_;
 
@@ -279,43 +362,33 @@ class Kernel {
     const bool c_req_valid = in_active && in_asked_ < in_total;
     const uint64_t in_addr = !c_req_valid ? 0
                              : in_asks_c  ? c_row_addr(in_asked_, in_j_)
-                                          : args_.c_base + d_.bias_addr + uint64_t(in_j_) * cols_ * 4;
+                                          : d_.bias_addr + uint64_t(in_j_) * cols_ * 4;
     const uint32_t in_bytes = c_req_valid ? tile_cols(in_j_) * (in_asks_c ? c_esize_ : 4) : 0;
+    const bool c_start = c_req_valid && c_.req_ready();
+    const bool c_row = c_.row_valid();
 
-    // Write engine.
+    // Write engine: a whole row per request.
     const bool wr_req_valid = computing && wb_j_ < n_tiles_ && summed_ > wb_j_;
     const bool wb_accept = wr_req_valid && write_.req_ready();
     const uint32_t wr_bytes = wr_req_valid ? tile_cols(wb_j_) * c_esize_ : 0;
-    const bool wr_data_valid = uint64_t(wb_beat_) * kBeatBytes < wb_bytes_;
-    const bool wr_data_taken = wr_data_valid && write_.data_ready();
 
-    // The ports' inputs.
+    // The command port.
     const bool cmd_valid = fetching && !cmd_asked_;
     const uint64_t cmd_addr =
         state_ == State::kFetchHeader ? args_.command_addr : args_.command_addr + 64 * (uint64_t(index_) + 1);
-    const bool load_a = state_ == State::kLoadA;
-    const bool a_valid = load_a ? a_asked_ < d_.m : wq_asks && wq_odd;
-    const uint64_t a_addr = load_a ? args_.a_base + d_.a_addr + uint64_t(a_asked_) * d_.lda * 2 : weight_addr;
-    const uint32_t a_bytes = load_a ? d_.k * 2 : weight_bytes;
-    const bool cmd_start = cmd_valid && ports_[kCmd].req_ready();
-    const bool a_start = a_valid && ports_[kA].req_ready();
-    const bool c_start = c_req_valid && ports_[kC].req_ready();
-    const bool cmd_row = ports_[kCmd].row_valid();
-    const bool a_row = ports_[kA].row_valid();
-    const bool c_row = ports_[kC].row_valid();
-    const bool all_idle =
-        std::all_of(ports_.begin(), ports_.end(), [](const ReadPort& p) { return p.idle(); });
-    const bool write_idle = write_.idle();
+    const bool cmd_start = cmd_valid && cmd_.req_ready();
+    const bool cmd_row = cmd_.row_valid();
+    const bool all_idle = cmd_.idle() && a_.idle() && b_.idle() && c_.idle() && write_.idle();
 
     // ---- the edge: ports and core first (they read the inputs above) ----
     uint32_t beats = 0;
-    beats += ports_[kCmd].edge(now_, cmd_valid, cmd_addr, 64, fetching);
-    beats += ports_[kA].edge(now_, a_valid, a_addr, a_bytes, load_a || take_a);
-    beats += ports_[kB].edge(now_, wq_asks && !wq_odd, weight_addr, weight_bytes, take_b);
-    beats += ports_[kC].edge(now_, c_req_valid, in_addr, in_bytes, in_active);
-    const bool w_moved = write_.edge(now_, wr_req_valid, c_row_addr(wb_m_, wb_j_), wr_bytes, wr_data_valid);
+    beats += cmd_.edge(now_, cmd_valid, cmd_addr, 64, fetching);
+    beats += a_.edge(now_, la_valid, la_addr, la_values * 2, true);
+    beats += b_.edge(now_, wq_asks, weight_addr, weight_bytes, take_b);
+    beats += c_.edge(now_, c_req_valid, in_addr, in_bytes, in_active);
+    const uint32_t w_beats = write_.edge(now_, wr_req_valid, c_row_addr(wb_m_, wb_j_), wr_bytes);
     result_.counters.dma_read_bytes += uint64_t(beats) * kBeatBytes;
-    if (w_moved) result_.counters.dma_write_bytes += kBeatBytes;
+    result_.counters.dma_write_bytes += uint64_t(w_beats) * kBeatBytes;
     if (tile_done) done_due_.pop_front();
     if (act_valid && act_last) done_due_.push_back(now_ + rows_ + cols_ + 1);
 
@@ -358,25 +431,22 @@ class Kernel {
         n_tiles_ = (d_.n + cols_ - 1) / cols_;
         k_tiles_ = (d_.k + rows_ - 1) / rows_;
         c_esize_ = d_.flags & spec::flag::kOutputBf16 ? 2 : 4;
-        a_asked_ = a_got_ = 0;
+        la_.clear();
+        a_loaded_ = chunk_ = 0;
         wq_.clear();
         sh_.clear();
         st_.clear();
         summed_ = 0;
         in_j_ = in_asked_ = in_got_ = in_zeroed_ = inited_ = 0;
-        wb_j_ = wb_m_ = wb_beat_ = written_ = 0;
-        wb_bytes_ = 0;
-        state_ = State::kLoadA;
-        break;
-      case State::kLoadA:
-        if (a_got_ == d_.m) state_ = State::kCompute;  // after reset the RTL also waits Rows + Cols cycles
-        if (a_start) ++a_asked_;
-        if (a_row) ++a_got_;
+        wb_j_ = wb_m_ = written_ = 0;
+        // The RTL stays in Decode until the array's valid bits have
+        // flushed, Rows + Cols cycles after reset: long before a launch.
+        state_ = State::kCompute;
         break;
       case State::kCompute: {
         if (!act_valid && st_.j < n_tiles_) ++result_.counters.stall_cycles;
         if (act_valid) ++result_.array_cycles;
-        if (written_ == n_tiles_ && write_idle && all_idle) {
+        if (written_ == n_tiles_ && all_idle) {
           result_.counters.macs += uint64_t(d_.m) * d_.n * d_.k;
           ++result_.counters.descriptors_done;
           if (index_ + 1 == header_.count) {
@@ -401,6 +471,9 @@ class Kernel {
         --quiet_[b];
     }
     if (tile_done) ++summed_;
+    if (la_step) la_.step(d_.m, k_tiles_);
+    if (a_row) ++a_loaded_;
+    if (act_valid && st_.j == 0) ++chunk_;
     if (wq_step) wq_.step(rows_, k_tiles_);
     if (weight_shift) sh_.step(rows_, k_tiles_);
     if (act_valid) st_.step(d_.m, k_tiles_);
@@ -415,10 +488,7 @@ class Kernel {
         ++inited_;
       }
     }
-    if (wr_data_taken) ++wb_beat_;
     if (wb_accept) {
-      wb_beat_ = 0;
-      wb_bytes_ = wr_bytes;
       if (++wb_m_ == d_.m) {
         wb_m_ = 0;
         ++wb_j_;
@@ -434,8 +504,9 @@ class Kernel {
   const spec::CommandListHeader& header_;
   const std::vector<spec::GemmDescriptor>& list_;
   LaunchArguments args_;
-  std::array<ReadPort, 4> ports_;
-  WritePort write_;
+  ReadPort cmd_;
+  StripedReader a_, b_, c_;
+  StripedWriter write_;
   LaunchTiming result_;
   uint64_t now_ = 0;
 
@@ -444,14 +515,13 @@ class Kernel {
   uint32_t index_ = 0;
   spec::GemmDescriptor d_{};
   uint32_t n_tiles_ = 0, k_tiles_ = 0, c_esize_ = 4;
-  uint32_t a_asked_ = 0, a_got_ = 0;
-  TileCounter wq_, sh_, st_;
+  TileCounter la_, wq_, sh_, st_;
+  uint32_t a_loaded_ = 0, chunk_ = 0;  // A chunks stored; the one the stream needs next
   std::array<uint32_t, 2> quiet_{};
   std::deque<uint64_t> done_due_;  // cycles in which tile_done will rise
   uint32_t summed_ = 0;
   uint32_t in_j_ = 0, in_asked_ = 0, in_got_ = 0, in_zeroed_ = 0, inited_ = 0;
-  uint32_t wb_j_ = 0, wb_m_ = 0, wb_beat_ = 0, written_ = 0;
-  uint64_t wb_bytes_ = 0;
+  uint32_t wb_j_ = 0, wb_m_ = 0, written_ = 0;
 };
 
 }  // namespace

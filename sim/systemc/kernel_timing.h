@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The RTL kernel's timing without its data: a cycle-by-cycle model of
-// hw/rtl/systole_kernel.sv's controller (the front FSM and the init, weight,
-// stream and write-back engines), its row readers and DMAs (request queues,
+// hw/rtl/systole_kernel.sv's controller (the front FSM and the load, init,
+// weight, stream and write-back engines), its striped port groups, row
+// readers and writers and DMAs (request queues,
 // bursts of at most 256 beats that never cross 4 KiB, 8 outstanding) and
 // the core's latency, with the same handshakes, in the same cycles. Memory
 // answers through BurstMemory: IdealPortMemory is hw_emu's HBM model (a
@@ -22,9 +23,6 @@
 
 namespace systole::timing {
 
-// The kernel's AXI ports, as the RTL names them.
-enum class Port : uint32_t { kCmd = 0, kA = 1, kB = 2, kC = 3 };
-
 // The memory behind the kernel's AXI ports. Cycles count kernel clock
 // cycles from the start of the launch.
 class BurstMemory {
@@ -33,7 +31,8 @@ class BurstMemory {
   // A read burst of `beats` beats at `address` was asked for (AR handshake)
   // in `cycle`: the first cycle its first beat may be on the R channel (the
   // rest follow one per cycle as the port takes them).
-  virtual uint64_t read_burst(Port port, uint64_t cycle, uint64_t address, uint32_t beats) = 0;
+  // `port` indexes spec::kPortNames.
+  virtual uint64_t read_burst(uint32_t port, uint64_t cycle, uint64_t address, uint32_t beats) = 0;
   // The last W beat of a write burst was taken in `cycle`: the first cycle
   // its B response may be on the bus.
   virtual uint64_t write_burst(uint64_t cycle, uint64_t address, uint32_t beats) = 0;
@@ -45,7 +44,7 @@ class BurstMemory {
 class IdealPortMemory final : public BurstMemory {
  public:
   explicit IdealPortMemory(uint32_t latency_cycles) : latency_(latency_cycles) {}
-  uint64_t read_burst(Port, uint64_t cycle, uint64_t, uint32_t) override { return cycle + 1 + latency_; }
+  uint64_t read_burst(uint32_t, uint64_t cycle, uint64_t, uint32_t) override { return cycle + 1 + latency_; }
   uint64_t write_burst(uint64_t cycle, uint64_t, uint32_t) override { return cycle + 1 + latency_; }
 
  private:
@@ -64,7 +63,7 @@ struct LaunchTiming {
 // The addresses the launch's ports see (the kernel's arguments).
 struct LaunchArguments {
   uint64_t command_addr = 0;
-  uint64_t a_base = 0, b_base = 0, c_base = 0;
+  uint64_t base[spec::kMemoryPorts] = {};  // port p's base (base[0] is command_addr's register)
   uint64_t mem_bytes = 0;
 };
 

@@ -97,19 +97,13 @@ TEST(RegisterSequence, WritesArgumentsThenApStartAndCollectsResults) {
   systole::Run run = device.start(1, list).value();
 
   // Arguments first, each 64-bit value low word first, ap_start last.
-  const std::vector<std::pair<uint32_t, uint32_t>> expected = {
-      {reg::kCommandAddrLo, uint32_t(list.address())},
-      {reg::kCommandAddrHi, 0},
-      {reg::kABaseLo, 0},
-      {reg::kABaseHi, 0},
-      {reg::kBBaseLo, 0},
-      {reg::kBBaseHi, 0},
-      {reg::kCBaseLo, 0},
-      {reg::kCBaseHi, 0},
-      {reg::kMemBytesLo, 4u << 20},
-      {reg::kMemBytesHi, 0},
-      {reg::kControl, spec::ctrl::kApStart},
-  };
+  // The operand ports' bases are 0 (0x18 .. 0x67: a0 to c3).
+  std::vector<std::pair<uint32_t, uint32_t>> expected = {{reg::kCommandAddrLo, uint32_t(list.address())},
+                                                         {reg::kCommandAddrHi, 0}};
+  for (uint32_t address = 0x18; address < 0x68; address += 4) expected.emplace_back(address, 0);
+  expected.insert(
+      expected.end(),
+      {{reg::kMemBytesLo, 4u << 20}, {reg::kMemBytesHi, 0}, {reg::kControl, spec::ctrl::kApStart}});
   EXPECT_EQ(fake->writes, expected);
 
   // Not done yet: a timeout, and nothing read.

@@ -36,7 +36,7 @@ class Xclbin : public testing::TempDirTest {
 
 TEST_F(Xclbin, GivesComputeUnitsRegistersAndBanks) {
   XclbinDescription description = systole_xclbin(3);
-  description.banks[2][1] = {17, 9};  // unit 3's port a: two banks, out of order
+  description.banks[2][1] = {17, 9};  // unit 3's port a0: two banks, out of order
   const std::string path = write(description);
   auto topology = read_xclbin_topology(path);
   ASSERT_TRUE(topology.ok()) << topology.status().to_string();
@@ -51,8 +51,8 @@ TEST_F(Xclbin, GivesComputeUnitsRegistersAndBanks) {
     ASSERT_EQ(unit.offsets.size(), std::size(spec::kKernelArgs));
     for (std::size_t i = 0; i < unit.offsets.size(); ++i)
       EXPECT_EQ(unit.offsets[i], spec::kKernelArgs[i].offset) << spec::kKernelArgs[i].name;
-    ASSERT_EQ(unit.banks.size(), 4u) << "cmd, a, b, c";
-    for (std::size_t port = 0; port < 4; ++port) {
+    ASSERT_EQ(unit.banks.size(), spec::kMemoryPorts) << "a bank list per port";
+    for (std::size_t port = 0; port < spec::kMemoryPorts; ++port) {
       const std::vector<uint32_t> expected =
           u == 2 && port == 1 ? std::vector<uint32_t>{9, 17}
                               : std::vector<uint32_t>{4 * u, 4 * u + 1, 4 * u + 2, 4 * u + 3};
@@ -76,18 +76,22 @@ TEST_F(Xclbin, AnHlsKernelKeepsTheRegistersVitisGaveIt) {
 TEST_F(Xclbin, MismatchesWithHwSpecAreErrorsThatNameThem) {
   XclbinDescription moved = systole_xclbin(1);
   moved.args[1].offset = 0x1C;
-  EXPECT_NE(error_of(moved).find("argument 'a' of systole_rtl is at register 0x1c, hw/spec's map has 0x18"),
+  EXPECT_NE(error_of(moved).find("argument 'a0' of systole_rtl is at register 0x1c, hw/spec's map has 0x18"),
             std::string::npos)
       << error_of(moved);
 
   XclbinDescription renamed = systole_xclbin(1);
   renamed.args[3].name = "out";
-  EXPECT_NE(error_of(renamed).find("systole_rtl argument 3 is 'out', hw/spec expects 'c'"), std::string::npos)
+  EXPECT_NE(error_of(renamed).find("systole_rtl argument 3 is 'out', hw/spec expects 'a2'"),
+            std::string::npos)
       << error_of(renamed);
 
   XclbinDescription short_list = systole_xclbin(1);
   short_list.args.pop_back();
-  EXPECT_NE(error_of(short_list).find("has 21 arguments, hw/spec 22"), std::string::npos)
+  EXPECT_NE(error_of(short_list)
+                .find("has " + std::to_string(std::size(spec::kKernelArgs) - 1) + " arguments, hw/spec " +
+                      std::to_string(std::size(spec::kKernelArgs))),
+            std::string::npos)
       << error_of(short_list);
 
   XclbinDescription other = systole_xclbin(1);
@@ -97,8 +101,8 @@ TEST_F(Xclbin, MismatchesWithHwSpecAreErrorsThatNameThem) {
       << error_of(other);
 
   XclbinDescription unconnected = systole_xclbin(2);
-  unconnected.banks[1][2].clear();
-  EXPECT_NE(error_of(unconnected).find("systole_rtl_2 argument 'b' is connected to no memory"),
+  unconnected.banks[1][spec::kFirstBPort].clear();
+  EXPECT_NE(error_of(unconnected).find("systole_rtl_2 argument 'b0' is connected to no memory"),
             std::string::npos)
       << error_of(unconnected);
 

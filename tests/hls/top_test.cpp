@@ -11,14 +11,17 @@
 #include "systole/gemm_plan.h"
 #include "systole_kernel.h"
 
-extern "C" void systole_top(const systole::hls_kernel::Beat* cmd, const systole::hls_kernel::Beat* a,
-                            const systole::hls_kernel::Beat* b, systole::hls_kernel::Beat* c,
-                            uint64_t mem_bytes, uint32_t* status, uint32_t* error_index,
-                            uint32_t* descriptors_done, uint64_t* busy_cycles, uint64_t* macs,
-                            uint64_t* dma_read_bytes, uint64_t* dma_write_bytes, uint64_t* stall_cycles,
-                            uint32_t* id, uint32_t* version, uint32_t* array_rows, uint32_t* array_cols,
-                            uint32_t* max_m, uint32_t* max_n, uint32_t* max_k, uint32_t* beat_bytes,
-                            uint32_t* max_descriptors);
+extern "C" void systole_top(const systole::hls_kernel::Beat* cmd, const systole::hls_kernel::Beat* a0,
+                            const systole::hls_kernel::Beat* a1, const systole::hls_kernel::Beat* a2,
+                            const systole::hls_kernel::Beat* a3, const systole::hls_kernel::Beat* b0,
+                            const systole::hls_kernel::Beat* b1, systole::hls_kernel::Beat* c0,
+                            systole::hls_kernel::Beat* c1, systole::hls_kernel::Beat* c2,
+                            systole::hls_kernel::Beat* c3, uint64_t mem_bytes, uint32_t* status,
+                            uint32_t* error_index, uint32_t* descriptors_done, uint64_t* busy_cycles,
+                            uint64_t* macs, uint64_t* dma_read_bytes, uint64_t* dma_write_bytes,
+                            uint64_t* stall_cycles, uint32_t* id, uint32_t* version, uint32_t* array_rows,
+                            uint32_t* array_cols, uint32_t* max_m, uint32_t* max_n, uint32_t* max_k,
+                            uint32_t* beat_bytes, uint32_t* max_descriptors);
 
 namespace systole {
 namespace {
@@ -39,10 +42,11 @@ TEST(HlsTop, RunsCommandListsThroughItsPorts) {
 
     uint32_t status = 99, error_index = 99, done = 0;
     uint64_t busy = 0, macs = 0, read = 0, written = 0, stalls = 1;
-    uint32_t id[9] = {};  // the identification outputs, in kKernelArgs order
-    systole_top(commands.data(), memory.data(), memory.data(), memory.data(), memory.size() * 64, &status,
-                &error_index, &done, &busy, &macs, &read, &written, &stalls, &id[0], &id[1], &id[2], &id[3],
-                &id[4], &id[5], &id[6], &id[7], &id[8]);
+    uint32_t id[9] = {};            // the identification outputs, in kKernelArgs order
+    Beat* const m = memory.data();  // every operand port at address 0
+    systole_top(commands.data(), m, m, m, m, m, m, m, m, m, m, memory.size() * 64, &status, &error_index,
+                &done, &busy, &macs, &read, &written, &stalls, &id[0], &id[1], &id[2], &id[3], &id[4], &id[5],
+                &id[6], &id[7], &id[8]);
     constexpr spec::ArrayShape shape{8, 8};
     const uint32_t expected_id[9] = {
         spec::kDeviceId,  spec::kVersion,         8, 8, shape.max_m(), shape.max_n(), shape.max_k(),

@@ -111,15 +111,17 @@ class AxilHarness {
   void run_kernel() {
     ++launches_;
     auto& m = *model_;
-    const uint64_t cmd = m.command_addr_o, mem_bytes = m.mem_bytes_o;
-    auto port = [&](uint64_t base) { return reinterpret_cast<hls_kernel::Beat*>(memory_ + base); };
+    // The bases, as Verilator packs a wide port: 32-bit words, low first.
+    uint64_t bases[spec::kMemoryPorts];
+    for (uint32_t p = 0; p < spec::kMemoryPorts; ++p)
+      bases[p] = m.port_base_o[2 * p] | uint64_t(m.port_base_o[2 * p + 1]) << 32;
+    const uint64_t cmd = bases[0], mem_bytes = m.mem_bytes_o;
     hls_kernel::LaunchResult result;
     if (cmd % 64 || !spec::in_range(cmd, 64, size_) || mem_bytes > size_) {
       result.status = spec::ErrorCode::kAddressOutOfRange;
       result.error_index = spec::kHeaderErrorIndex;
     } else {
-      result = hls_kernel::systole_kernel(port(cmd), port(m.a_base_o), port(m.b_base_o), port(m.c_base_o),
-                                          mem_bytes, *onchip_);
+      result = hls_kernel::systole_kernel(hls_kernel::ports_at(memory_, bases), mem_bytes, *onchip_);
     }
     m.done_i = 1;
     m.status_i = uint32_t(result.status);

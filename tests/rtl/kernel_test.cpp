@@ -27,14 +27,10 @@ using Harness = sim::KernelHarness<Vsystole_kernel>;
 // Starts the list at `list` (ports at base 0) and waits for the interrupt.
 bool launch(Harness& h, uint64_t list, uint64_t mem_bytes, uint64_t max_cycles) {
   bool ok = true;
+  for (uint32_t port = 1; port < spec::kMemoryPorts; ++port)
+    ok = h.write(reg::port_base(port), 0) && h.write(reg::port_base(port) + 4, 0) && ok;
   for (auto [offset, value] : {std::pair<uint32_t, uint32_t>{reg::kCommandAddrLo, uint32_t(list)},
                                {reg::kCommandAddrHi, uint32_t(list >> 32)},
-                               {reg::kABaseLo, 0},
-                               {reg::kABaseHi, 0},
-                               {reg::kBBaseLo, 0},
-                               {reg::kBBaseHi, 0},
-                               {reg::kCBaseLo, 0},
-                               {reg::kCBaseHi, 0},
                                {reg::kMemBytesLo, uint32_t(mem_bytes)},
                                {reg::kMemBytesHi, uint32_t(mem_bytes >> 32)},
                                {reg::kGlobalIntEnable, 1},
@@ -141,16 +137,50 @@ TEST(RtlKernel, AMalformedDescriptorEndsTheLaunchAndWritesNothing) {
 }
 
 // The fault matrix's AXI rows: SLVERR and DECERR, on the reads of each
-// operand and on the writes of C, each end the launch with kAxiError at the
-// descriptor that met it, back to idle, within the cycle limit.
+// operand and on the writes of C, each on one port of its group, end the
+// launch with kAxiError at the descriptor that met it, back to idle,
+// within the cycle limit.
 struct AxiFault {
   const char* name;
-  int read_port;  // 0 cmd, 1 a, 2 b, 3 c; -1: the write port
+  uint32_t port;  // in spec::kPortNames
+  bool write;     // its write channels (a c port), else its reads
   sim::AxiResp resp;
   friend void PrintTo(const AxiFault& fault, std::ostream* os) { *os << fault.name; }
 };
 
 class RtlAxiFaults : public ::testing::TestWithParam<AxiFault> {};
+
+// The descriptor whose transfers first reach `fault`'s port: request i of
+// a group's stream (counted over the whole list) goes to port i % count.
+uint32_t first_descriptor_on(const AxiFault& fault, const std::vector<spec::GemmDescriptor>& list) {
+  auto ceil_div = [](uint32_t a, uint32_t b) { return (a + b - 1) / b; };
+  uint32_t first = 0, count = 0;
+  if (fault.port >= spec::kFirstCPort) {
+    first = spec::kFirstCPort;
+    count = spec::kCPorts;
+  } else if (fault.port >= spec::kFirstBPort) {
+    first = spec::kFirstBPort;
+    count = spec::kBPorts;
+  } else {
+    first = spec::kFirstAPort;
+    count = spec::kAPorts;
+  }
+  uint64_t requests = 0;  // before the descriptor
+  for (uint32_t i = 0; i < list.size(); ++i) {
+    const spec::GemmDescriptor& d = list[i];
+    const uint64_t n_tiles = ceil_div(d.n, kShape.cols), k_tiles = ceil_div(d.k, kShape.rows);
+    uint64_t mine = 0;
+    if (first == spec::kFirstAPort) mine = k_tiles * d.m;
+    if (first == spec::kFirstBPort) mine = n_tiles * d.k;
+    if (first == spec::kFirstCPort && fault.write) mine = n_tiles * d.m;
+    if (first == spec::kFirstCPort && !fault.write)
+      mine =
+          n_tiles * ((d.flags & spec::flag::kAccumulate ? d.m : 0) + (d.flags & spec::flag::kBias ? 1 : 0));
+    if (requests + mine > fault.port - first) return i;
+    requests += mine;
+  }
+  return uint32_t(list.size());
+}
 
 TEST_P(RtlAxiFaults, EndTheLaunchWithTheAxiErrorCode) {
   const AxiFault fault = GetParam();
@@ -161,33 +191,34 @@ TEST_P(RtlAxiFaults, EndTheLaunchWithTheAxiErrorCode) {
   const testing::Workload workload = testing::make_workload(8, options);
   std::vector<spec::GemmDescriptor> descriptors = workload.rebased(0);
   // The C port reads C only to accumulate.
-  if (fault.read_port == 3)
+  if (fault.port >= spec::kFirstCPort && !fault.write)
     for (spec::GemmDescriptor& d : descriptors) d.flags |= spec::flag::kAccumulate;
   Placed placed = place(workload, descriptors);
   Harness sim(placed.memory.data(), placed.memory.size(), {2, 1.0, 1.0, 8});
-  if (fault.read_port >= 0)
-    sim.read_port(fault.read_port).inject_error(0, placed.list, fault.resp);  // every operand beat fails
+  if (!fault.write)
+    sim.read_port(fault.port).inject_error(0, placed.list, fault.resp);  // every operand beat fails
   else
-    sim.write_port().inject_error(0, placed.list, fault.resp);
+    sim.write_port(fault.port - spec::kFirstCPort).inject_error(0, placed.list, fault.resp);
   ASSERT_TRUE(launch(sim, placed.list, placed.memory.size(), 1'000'000)) << "the kernel hung";
   EXPECT_EQ(sim.read(reg::kStatus), uint32_t(spec::ErrorCode::kAxiError));
-  EXPECT_EQ(sim.read(reg::kErrorIndex), 0u);
+  const uint32_t faulty = first_descriptor_on(fault, descriptors);
+  ASSERT_LT(faulty, descriptors.size()) << "the workload never reaches the port";
+  EXPECT_EQ(sim.read(reg::kErrorIndex), faulty);
   EXPECT_EQ(sim.read(reg::kControl) & spec::ctrl::kApIdle, spec::ctrl::kApIdle) << "back to idle";
   expect_no_violations(sim);
 }
 
-INSTANTIATE_TEST_SUITE_P(ReadsAndWrites, RtlAxiFaults,
-                         ::testing::Values(AxiFault{"ASlvErr", 1, sim::AxiResp::kSlvErr},
-                                           AxiFault{"ADecErr", 1, sim::AxiResp::kDecErr},
-                                           AxiFault{"BSlvErr", 2, sim::AxiResp::kSlvErr},
-                                           AxiFault{"BDecErr", 2, sim::AxiResp::kDecErr},
-                                           AxiFault{"CReadSlvErr", 3, sim::AxiResp::kSlvErr},
-                                           AxiFault{"CReadDecErr", 3, sim::AxiResp::kDecErr},
-                                           AxiFault{"CWriteSlvErr", -1, sim::AxiResp::kSlvErr},
-                                           AxiFault{"CWriteDecErr", -1, sim::AxiResp::kDecErr}),
-                         [](const ::testing::TestParamInfo<AxiFault>& info) {
-                           return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    ReadsAndWrites, RtlAxiFaults,
+    ::testing::Values(AxiFault{"A0SlvErr", spec::kFirstAPort, false, sim::AxiResp::kSlvErr},
+                      AxiFault{"A3DecErr", spec::kFirstAPort + 3, false, sim::AxiResp::kDecErr},
+                      AxiFault{"B1SlvErr", spec::kFirstBPort + 1, false, sim::AxiResp::kSlvErr},
+                      AxiFault{"B0DecErr", spec::kFirstBPort, false, sim::AxiResp::kDecErr},
+                      AxiFault{"C2ReadSlvErr", spec::kFirstCPort + 2, false, sim::AxiResp::kSlvErr},
+                      AxiFault{"C0ReadDecErr", spec::kFirstCPort, false, sim::AxiResp::kDecErr},
+                      AxiFault{"C3WriteSlvErr", spec::kFirstCPort + 3, true, sim::AxiResp::kSlvErr},
+                      AxiFault{"C1WriteDecErr", spec::kFirstCPort + 1, true, sim::AxiResp::kDecErr}),
+    [](const ::testing::TestParamInfo<AxiFault>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace systole

@@ -12,10 +12,7 @@ module systole_axil_regs_top #(
   `SYSTOLE_AXIL_PORTS(s_axi),
   output logic        interrupt_o,
   output logic        start_o,
-  output logic [63:0] command_addr_o,
-  output logic [63:0] a_base_o,
-  output logic [63:0] b_base_o,
-  output logic [63:0] c_base_o,
+  output logic [systole_pkg::MemoryPorts*64-1:0] port_base_o,
   output logic [63:0] mem_bytes_o,
   input  logic        done_i,
   input  logic [31:0] status_i,
@@ -33,7 +30,7 @@ module systole_axil_regs_top #(
 
   systole_axil_regs #(.Rows(Rows), .Cols(Cols)) u_regs (
     .clk_i, .rst_ni, .axil_req_i(req), .axil_rsp_o(rsp), .interrupt_o,
-    .start_o, .command_addr_o, .a_base_o, .b_base_o, .c_base_o, .mem_bytes_o,
+    .start_o, .port_base_o, .mem_bytes_o,
     .done_i, .status_i, .error_index_i, .descriptors_done_i, .busy_cycles_i, .macs_i,
     .dma_read_bytes_i, .dma_write_bytes_i, .stall_cycles_i
   );

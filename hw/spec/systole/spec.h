@@ -3,13 +3,14 @@
 // the RTL, the driver and the host. Nothing here may be typed twice elsewhere.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace systole::spec {
 
 // Version of the kernel interface (register map + command-list format).
 // Bump the major number on any incompatible change.
-inline constexpr uint32_t kVersionMajor = 1;
+inline constexpr uint32_t kVersionMajor = 2;
 inline constexpr uint32_t kVersionMinor = 0;
 inline constexpr uint32_t kVersion = (kVersionMajor << 16) | kVersionMinor;
 inline constexpr uint32_t kDeviceId = 0x53595354;  // "SYST"
@@ -66,6 +67,24 @@ const char* error_code_name(ErrorCode code);
 // rather than in a descriptor.
 inline constexpr uint32_t kHeaderErrorIndex = 0xFFFFFFFF;
 
+// The kernel's AXI4 master ports, in argument order: the command list, then
+// A striped over kAPorts ports, the weights over kBPorts and C (read when
+// accumulating, and written) and the bias over kCPorts. Request i of an
+// operand's stream goes to port i % count of its group, so a group moves
+// count beats per cycle: at 128 x 128 a K tile of A's rows (4 beats each)
+// arrives at the pace the array consumes them, and C's rows leave at it.
+inline constexpr uint32_t kAPorts = 4;
+inline constexpr uint32_t kBPorts = 2;
+inline constexpr uint32_t kCPorts = 4;
+inline constexpr uint32_t kFirstAPort = 1;
+inline constexpr uint32_t kFirstBPort = kFirstAPort + kAPorts;
+inline constexpr uint32_t kFirstCPort = kFirstBPort + kBPorts;
+inline constexpr uint32_t kMemoryPorts = kFirstCPort + kCPorts;
+// Each port's name: its Vitis argument and its m_axi_gmem_<name> interface.
+inline constexpr const char* kPortNames[] = {"cmd", "a0", "a1", "a2", "a3", "b0",
+                                             "b1",  "c0", "c1", "c2", "c3"};
+static_assert(std::size(kPortNames) == kMemoryPorts, "a name per port");
+
 // AXI4-Lite register map. 0x00-0x0C follow Vitis ap_ctrl_hs so that XRT's
 // xrt::kernel drives the kernel unchanged; arguments start at 0x10.
 // 64-bit values occupy two registers, low word first.
@@ -74,47 +93,45 @@ inline constexpr uint32_t kControl = 0x00;  // ap_ctrl_hs
 inline constexpr uint32_t kGlobalIntEnable = 0x04;
 inline constexpr uint32_t kIpIntEnable = 0x08;
 inline constexpr uint32_t kIpIntStatus = 0x0C;
-// Arguments (read/write). The four m_axi ports each have a base-address
-// register, as Vitis gives every pointer argument; descriptor addresses are
-// offsets from their port's base (A from a_base, B from b_base, C and bias
-// from c_base). The emulated devices use base 0, so offsets are device
-// addresses; on a board each base is the address of a buffer object.
-inline constexpr uint32_t kCommandAddrLo = 0x10;  // command list (port cmd)
-inline constexpr uint32_t kCommandAddrHi = 0x14;
-inline constexpr uint32_t kABaseLo = 0x18;  // port a: activations
-inline constexpr uint32_t kABaseHi = 0x1C;
-inline constexpr uint32_t kBBaseLo = 0x20;  // port b: weights
-inline constexpr uint32_t kBBaseHi = 0x24;
-inline constexpr uint32_t kCBaseLo = 0x28;  // port c: outputs, bias
-inline constexpr uint32_t kCBaseHi = 0x2C;
-inline constexpr uint32_t kMemBytesLo = 0x30;  // window each port may
-inline constexpr uint32_t kMemBytesHi = 0x34;  // address from its base
+// Arguments (read/write): one base-address register per m_axi port (see
+// kPortNames), as Vitis gives every pointer argument, then the window.
+// Descriptor addresses are offsets from their port's base (A from the a
+// ports', B from the b ports', C and bias from the c ports'); the command
+// list's address is port 0's register. The emulated devices use base 0, so
+// offsets are device addresses; on a board each base is the address of a
+// buffer object (the ports of one group are given the same buffer).
+inline constexpr uint32_t kPortBaseLo = 0x10;  // port p: kPortBaseLo + 8 p
+constexpr uint32_t port_base(uint32_t port) { return kPortBaseLo + 8 * port; }
+inline constexpr uint32_t kCommandAddrLo = kPortBaseLo;  // command list (port cmd)
+inline constexpr uint32_t kCommandAddrHi = kPortBaseLo + 4;
+inline constexpr uint32_t kMemBytesLo = 0x68;  // window each port may
+inline constexpr uint32_t kMemBytesHi = 0x6C;  // address from its base
 // Results of the last launch (read-only).
-inline constexpr uint32_t kStatus = 0x40;      // ErrorCode
-inline constexpr uint32_t kErrorIndex = 0x44;  // failing descriptor, or
+inline constexpr uint32_t kStatus = 0x80;      // ErrorCode
+inline constexpr uint32_t kErrorIndex = 0x84;  // failing descriptor, or
                                                // 0xFFFFFFFF for the header
-inline constexpr uint32_t kDescriptorsDone = 0x48;
-inline constexpr uint32_t kBusyCyclesLo = 0x50;
-inline constexpr uint32_t kBusyCyclesHi = 0x54;
-inline constexpr uint32_t kMacsLo = 0x58;
-inline constexpr uint32_t kMacsHi = 0x5C;
-inline constexpr uint32_t kDmaReadBytesLo = 0x60;
-inline constexpr uint32_t kDmaReadBytesHi = 0x64;
-inline constexpr uint32_t kDmaWriteBytesLo = 0x68;
-inline constexpr uint32_t kDmaWriteBytesHi = 0x6C;
-inline constexpr uint32_t kStallCyclesLo = 0x70;
-inline constexpr uint32_t kStallCyclesHi = 0x74;
+inline constexpr uint32_t kDescriptorsDone = 0x88;
+inline constexpr uint32_t kBusyCyclesLo = 0x90;
+inline constexpr uint32_t kBusyCyclesHi = 0x94;
+inline constexpr uint32_t kMacsLo = 0x98;
+inline constexpr uint32_t kMacsHi = 0x9C;
+inline constexpr uint32_t kDmaReadBytesLo = 0xA0;
+inline constexpr uint32_t kDmaReadBytesHi = 0xA4;
+inline constexpr uint32_t kDmaWriteBytesLo = 0xA8;
+inline constexpr uint32_t kDmaWriteBytesHi = 0xAC;
+inline constexpr uint32_t kStallCyclesLo = 0xB0;
+inline constexpr uint32_t kStallCyclesHi = 0xB4;
 // Identification (read-only constants of the build).
-inline constexpr uint32_t kId = 0x80;       // kDeviceId
-inline constexpr uint32_t kVersion = 0x84;  // spec::kVersion
-inline constexpr uint32_t kArrayRows = 0x88;
-inline constexpr uint32_t kArrayCols = 0x8C;
-inline constexpr uint32_t kMaxM = 0x90;
-inline constexpr uint32_t kMaxN = 0x94;
-inline constexpr uint32_t kMaxK = 0x98;
-inline constexpr uint32_t kBeatBytes = 0x9C;
-inline constexpr uint32_t kMaxDescriptors = 0xA0;
-inline constexpr uint32_t kMapEnd = 0xA4;  // first unused offset
+inline constexpr uint32_t kId = 0xC0;       // kDeviceId
+inline constexpr uint32_t kVersion = 0xC4;  // spec::kVersion
+inline constexpr uint32_t kArrayRows = 0xC8;
+inline constexpr uint32_t kArrayCols = 0xCC;
+inline constexpr uint32_t kMaxM = 0xD0;
+inline constexpr uint32_t kMaxN = 0xD4;
+inline constexpr uint32_t kMaxK = 0xD8;
+inline constexpr uint32_t kBeatBytes = 0xDC;
+inline constexpr uint32_t kMaxDescriptors = 0xE0;
+inline constexpr uint32_t kMapEnd = 0xE4;  // first unused offset
 }  // namespace reg
 
 // The kernel's arguments as Vitis and XRT see them: xrt::kernel argument
@@ -130,11 +147,8 @@ struct KernelArg {
   bool memory;  // an m_axi port's base address
   bool output;
 };
-inline constexpr KernelArg kKernelArgs[] = {
-    {"cmd", reg::kCommandAddrLo, 8, true, false},
-    {"a", reg::kABaseLo, 8, true, false},
-    {"b", reg::kBBaseLo, 8, true, false},
-    {"c", reg::kCBaseLo, 8, true, false},
+namespace detail {
+inline constexpr KernelArg kScalarArgs[] = {
     {"mem_bytes", reg::kMemBytesLo, 8, false, false},
     {"status", reg::kStatus, 4, false, true},
     {"error_index", reg::kErrorIndex, 4, false, true},
@@ -154,6 +168,17 @@ inline constexpr KernelArg kKernelArgs[] = {
     {"beat_bytes", reg::kBeatBytes, 4, false, true},
     {"max_descriptors", reg::kMaxDescriptors, 4, false, true},
 };
+constexpr auto kernel_args() {
+  std::array<KernelArg, kMemoryPorts + std::size(kScalarArgs)> args{};
+  for (uint32_t p = 0; p < kMemoryPorts; ++p) args[p] = {kPortNames[p], reg::port_base(p), 8, true, false};
+  for (std::size_t i = 0; i < std::size(kScalarArgs); ++i) args[kMemoryPorts + i] = kScalarArgs[i];
+  return args;
+}
+}  // namespace detail
+// The memory ports (kPortNames, in order), then the scalars.
+inline constexpr auto kKernelArgs = detail::kernel_args();
+static_assert(reg::port_base(kMemoryPorts) <= reg::kMemBytesLo, "the port bases fit before the window");
+
 // The kernel's name in an xclbin: the RTL kernel (hw/rtl/systole_rtl.sv,
 // the top of hw/rtl, packaged by Makefile.fpga) and the HLS kernel
 // (hw/hls/systole_top.cpp).
