@@ -28,7 +28,8 @@ mapfile -t sources < <(sed "s|^|$rtl/|" "$rtl/kernel_sources.txt")
 modules=(systole_pe_row systole_bf16_mul systole_fp32_add systole_output_stage systole_validate
          systole_axil_regs systole_dma_read systole_row_reader systole_dma_write systole_tile_counter
          systole_front systole_counters systole_weight_engine systole_stream_engine systole_init_engine
-         systole_write_engine)
+         systole_write_engine systole_load_engine systole_striped_reader systole_row_writer
+         systole_striped_writer systole_axi_beats systole_axi_join)
 large=(systole_array)
 [[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)
 

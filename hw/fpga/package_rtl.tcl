@@ -27,7 +27,10 @@ set_property core_revision 1 $core
 # The array size is a parameter of the packaged IP.
 set_property value $rows [ipx::get_user_parameters Rows -of_objects $core]
 set_property value $cols [ipx::get_user_parameters Cols -of_objects $core]
-foreach bus {s_axi_control m_axi_gmem_cmd m_axi_gmem_a m_axi_gmem_b m_axi_gmem_c} {
+# Every interface of systole_rtl: the control port and one m_axi per
+# memory argument (hw/spec's kPortNames).
+foreach bus {s_axi_control m_axi_gmem_cmd m_axi_gmem_a0 m_axi_gmem_a1 m_axi_gmem_a2 m_axi_gmem_a3
+             m_axi_gmem_b0 m_axi_gmem_b1 m_axi_gmem_c0 m_axi_gmem_c1 m_axi_gmem_c2 m_axi_gmem_c3} {
   ipx::associate_bus_interfaces -busif $bus -clock ap_clk $core
 }
 set_property sdx_kernel true $core

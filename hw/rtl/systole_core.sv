@@ -7,10 +7,11 @@
 // fills the other with the next N tile's starting values (C when
 // accumulating, else +0) or reads the previous tile's results out through
 // the output stage. Each activation vector carries a tag (accumulator bank,
-// row, last of its N tile) that travels beside the array for exactly its
-// latency, so every column-sum vector leaving the array is added to its
-// row (NUMERICS.md: acc = acc + s, K tile after K tile) and the last one
-// of an N tile raises tile_done_o. The controller keeps the three users of
+// row, in its N tile's last K tile, last of its N tile) that travels beside
+// the array for exactly its latency, so every column-sum vector leaving the
+// array is added to its row (NUMERICS.md: acc = acc + s, K tile after K
+// tile); one of the last K tile raises row_done_o (that row is final), and
+// the last one of an N tile also tile_done_o. The controller keeps the three users of
 // a bank apart.
 module systole_core #(
   parameter int unsigned Rows = 4,
@@ -29,8 +30,10 @@ module systole_core #(
   // The activation's tag: where its sums accumulate.
   input  logic                  act_acc_bank_i,
   input  logic [RowBits-1:0]    act_row_i,
+  input  logic                  act_final_i,    // a vector of its N tile's last K tile
   input  logic                  act_last_i,     // the last vector of its N tile
-  output logic                  tile_done_o,    // that vector's sums are in
+  output logic                  row_done_o,     // a final vector's sums are in
+  output logic                  tile_done_o,    // the last vector's sums are in
   // Lane vectors are flat (yosys 0.23 reads no multi-dimensional packed
   // ports): column c is bits [16c +: 16] or [32c +: 32].
   // Starting values. They need no canonicalisation: every row passes through
@@ -51,7 +54,7 @@ module systole_core #(
 );
   // Sums leave the array Rows + Cols cycles after their vector entered.
   localparam int unsigned Latency = Rows + Cols;
-  localparam int unsigned TagBits = RowBits + 2;
+  localparam int unsigned TagBits = RowBits + 3;
 
   logic                   sum_valid;
   logic [Cols*32-1:0]     sum, total, staged;
@@ -74,7 +77,7 @@ module systole_core #(
     .sum_o      (sum)
   );
 
-  assign tag       = tags_q[TagBits*(Latency-1) +: TagBits];  // {last, bank, row}
+  assign tag       = tags_q[TagBits*(Latency-1) +: TagBits];  // {final, last, bank, row}
   assign sum_index = tag[RowBits:0];
 
   for (genvar c = 0; c < Cols; c++) begin : g_lane
@@ -90,10 +93,11 @@ module systole_core #(
   end
 
   always_ff @(posedge clk_i) begin
-    tags_q <= (tags_q << TagBits) | (TagBits*Latency)'({act_last_i, act_acc_bank_i, act_row_i});
+    tags_q <= (tags_q << TagBits) | (TagBits*Latency)'({act_final_i, act_last_i, act_acc_bank_i, act_row_i});
     if (init_valid_i) accumulators_q[{init_bank_i, init_row_i}] <= init_i;
     if (sum_valid) accumulators_q[sum_index] <= total;
-    tile_done_o <= sum_valid && tag[TagBits-1];
+    row_done_o  <= sum_valid && tag[TagBits-1];
+    tile_done_o <= sum_valid && tag[TagBits-2];
     word_o <= staged;
   end
 endmodule

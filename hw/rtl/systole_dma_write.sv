@@ -6,8 +6,9 @@
 // outside the row keep their value. Bursts follow the read side's rules
 // (systole_dma_bursts), up to MaxOutstanding awaiting their response. A
 // SLVERR or DECERR response sets error_o (sticky until clear_error_i).
-// req_ready_o rises again as soon as the request's data has been sent, so
-// rows stream out without waiting for the memory's responses; idle_o says
+// The next request is taken in the cycle the current one's last beat goes
+// out (its bursts all asked for), so rows stream out back to back without
+// waiting for the memory's responses; idle_o says
 // that nothing is pending and every response has arrived (the launch waits
 // for it before it ends). The port's read channels are idle.
 module systole_dma_write #(
@@ -50,7 +51,7 @@ module systole_dma_write #(
   state_t                 s_d, s_q;
   systole_pkg::axi_data_t previous_d, previous_q;  // the row beat before the current one
   logic                   error_d, error_q;
-  logic                   needs_row_beat, w_fire, b_fire, start, asked_all;
+  logic                   needs_row_beat, w_fire, b_fire, start, asked_all, finishing;
   logic [CountBits-1:0]   outstanding;  // bursts whose response is due
   logic [BeatIndexBits-1:0] first_beat, last_beat;
   logic [2*BeatBits-1:0]  window;
@@ -92,7 +93,8 @@ module systole_dma_write #(
   assign data_ready_o = s_q.active && needs_row_beat && s_q.index < s_q.beats && axi_rsp_i.w_ready;
   assign w_fire       = axi_req_o.w_valid && axi_rsp_i.w_ready;
   assign b_fire       = axi_rsp_i.b_valid;
-  assign req_ready_o  = !s_q.active;
+  assign finishing    = s_q.active && asked_all && w_fire && s_q.index + 32'd1 == s_q.beats;
+  assign req_ready_o  = !s_q.active || finishing;
   assign idle_o       = !s_q.active && outstanding == '0;
   assign error_o      = error_q;
 

@@ -160,8 +160,8 @@ module systole_kernel #(
   );
 
   // ---------------------------------------------------------------- engines
-  logic               weight_shift, weight_bank, act_valid, act_bank, act_acc_bank, act_last;
-  logic               init_valid, init_bank, read_bank, tile_done, buf_write;
+  logic               weight_shift, weight_bank, act_valid, act_bank, act_acc_bank, act_final, act_last;
+  logic               init_valid, init_bank, read_bank, row_done, tile_done, buf_write;
   logic [31:0]        loaded, streamed, inited, act_k_tile, a_loaded, buf_k_tile;
   logic [Cols*16-1:0] weight;
   logic [Rows*16-1:0] act, buf_data;
@@ -193,7 +193,7 @@ module systole_kernel #(
     .clk_i, .rst_ni, .clear_i(clear), .run_i(run), .desc_i(desc),
     .loaded_i(loaded), .inited_i(inited), .a_loaded_i(a_loaded),
     .valid_o(act_valid), .bank_o(act_bank), .acc_bank_o(act_acc_bank), .row_o(act_row),
-    .k_tile_o(act_k_tile), .last_o(act_last), .streamed_o(streamed), .stall_o(stall)
+    .k_tile_o(act_k_tile), .final_o(act_final), .last_o(act_last), .streamed_o(streamed), .stall_o(stall)
   );
 
   systole_init_engine #(.Cols(Cols), .MaxM(MaxM)) u_init (
@@ -207,7 +207,7 @@ module systole_kernel #(
 
   systole_write_engine #(.Cols(Cols), .MaxM(MaxM)) u_write (
     .clk_i, .rst_ni, .clear_i(clear), .run_i(run), .desc_i(desc),
-    .tile_done_i(tile_done),
+    .row_done_i(row_done), .tile_done_i(tile_done),
     .req_valid_o(wr_req_valid), .req_ready_i(wr_req_ready), .req_addr_o(wr_addr), .req_bytes_o(wr_bytes),
     .req_row_o(wr_row),
     .read_bank_o(read_bank), .read_row_o(read_row), .word_i(word), .written_o(written)
@@ -218,7 +218,8 @@ module systole_kernel #(
     .clk_i,
     .weight_shift_i(weight_shift), .weight_bank_i(weight_bank), .weight_i(weight),
     .act_valid_i(act_valid), .act_bank_i(act_bank), .act_i(act),
-    .act_acc_bank_i(act_acc_bank), .act_row_i(act_row), .act_last_i(act_last), .tile_done_o(tile_done),
+    .act_acc_bank_i(act_acc_bank), .act_row_i(act_row), .act_final_i(act_final), .act_last_i(act_last),
+    .row_done_o(row_done), .tile_done_o(tile_done),
     .init_valid_i(init_valid), .init_bank_i(init_bank), .init_row_i(init_row), .init_i(init),
     .read_bank_i(read_bank), .read_row_i(read_row),
     .bias_en_i(desc.bias), .relu_en_i(desc.relu), .bf16_en_i(desc.out_bf16), .bias_i(bias),

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // One write port as rows: a request hands over a whole row (packed: row
 // byte i at [8i +: 8]) with its address and length, and the port sends
-// its beats through systole_dma_write while the next request waits. The
-// row is taken in one cycle, so a group of these (systole_striped_writer)
-// takes a row per cycle from one producer.
+// its beats through systole_dma_write while the next request waits (it is
+// taken in the cycle the last beat goes). The row is taken in one cycle,
+// so a group of these (systole_striped_writer) takes a row per cycle from
+// one producer.
 module systole_row_writer #(
   parameter int unsigned RowBytes = 64,
   localparam int unsigned RowBeats = (RowBytes + systole_pkg::BeatBytes - 1) / systole_pkg::BeatBytes
@@ -28,16 +29,18 @@ module systole_row_writer #(
   logic [IndexBits-1:0]         beat_d, beat_q;        // the next one
   logic [IndexBits-1:0]         last_d, last_q;        // the row's last beat
   logic [RowBeats*BeatBits-1:0] row_q;
-  logic                         dma_ready, start, data_ready, dma_idle;
+  logic                         dma_ready, start, data_ready, dma_idle, free;
 
   systole_dma_write u_dma (
     .clk_i, .rst_ni,
-    .req_valid_i(req_valid_i && !sending_q), .req_ready_o(dma_ready), .req_addr_i, .req_bytes_i,
+    .req_valid_i(req_valid_i && free), .req_ready_o(dma_ready), .req_addr_i, .req_bytes_i,
     .data_valid_i(sending_q), .data_ready_o(data_ready), .data_i(row_q[BeatBits*beat_q +: BeatBits]),
     .idle_o(dma_idle), .error_o, .clear_error_i, .axi_req_o, .axi_rsp_i
   );
 
-  assign req_ready_o = dma_ready && !sending_q;
+  // row_q is free, or its last beat goes this cycle.
+  assign free        = !sending_q || (data_ready && beat_q == last_q);
+  assign req_ready_o = dma_ready && free;
   assign start       = req_valid_i && req_ready_o;
   assign idle_o      = dma_idle && !sending_q;
 

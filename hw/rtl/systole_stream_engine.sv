@@ -26,6 +26,7 @@ module systole_stream_engine #(
   output logic                    acc_bank_o,   // accumulator bank
   output logic [RowBits-1:0]      row_o,        // A row, accumulator row
   output logic [31:0]             k_tile_o,     // which Rows values of the row
+  output logic                    final_o,      // in the N tile's last K tile
   output logic                    last_o,       // the N tile's last
   output logic [31:0]             streamed_o,   // K tiles streamed (all N tiles)
   // Nothing entered although the descriptor has rows left.
@@ -42,7 +43,8 @@ module systole_stream_engine #(
   assign acc_bank_o = j[0];
   assign row_o      = RowBits'(m);
   assign k_tile_o   = t;
-  assign last_o     = t + 32'd1 == desc_i.k_tiles && m + 32'd1 == desc_i.m;
+  assign final_o    = t + 32'd1 == desc_i.k_tiles;
+  assign last_o     = final_o && m + 32'd1 == desc_i.m;
   assign streamed_o = g;
   assign stall_o    = active && !valid_o;
 

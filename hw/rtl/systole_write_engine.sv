@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The write-back engine: once N tile j's last sums are in (tile_done_i),
-// its rows go out through the output stage, one write request per row
+// The write-back engine: N tile j's rows go out through the output stage
+// as they become final (row_done_i: the last K tile's sums of the next row
+// are in; tile_done_i: all of them are), one write request per row
 // carrying the whole row, packed to C's element size (the c ports'
 // systole_striped_writer sends its beats). The core's word_i holds the
 // named row's output-stage words, so a request takes them and names the
@@ -20,6 +21,7 @@ module systole_write_engine #(
   /* verilator lint_off UNUSEDSIGNAL */  // the fields this engine needs
   input  systole_ctrl_pkg::desc_t desc_i,
   /* verilator lint_on UNUSEDSIGNAL */
+  input  logic                    row_done_i,   // a row of the tile being summed is final
   input  logic                    tile_done_i,  // an N tile's sums are all in
   // Rows out (offsets from the c ports' base); bytes past req_bytes_o are
   // not written.
@@ -36,6 +38,7 @@ module systole_write_engine #(
 );
   typedef struct packed {
     logic [31:0] summed;  // N tiles whose sums are in
+    logic [31:0] finals;  // rows of N tile `summed` that are final
     logic [31:0] j;       // the N tile being written
     logic [31:0] m;       // its row being written
   } state_t;
@@ -44,7 +47,8 @@ module systole_write_engine #(
   logic                accept, last_row;
 
   assign c_bytes  = systole_ctrl_pkg::c_bytes(desc_i.out_bf16);
-  assign req_valid_o  = run_i && s_q.j < desc_i.n_tiles && s_q.summed > s_q.j;
+  assign req_valid_o  = run_i && s_q.j < desc_i.n_tiles &&
+                        (s_q.summed > s_q.j || (s_q.summed == s_q.j && s_q.m < s_q.finals));
   assign req_addr_o   = systole_ctrl_pkg::c_row_addr(desc_i.c, desc_i.ldc, c_bytes, s_q.m, s_q.j, Cols);
   assign req_bytes_o  = systole_ctrl_pkg::tile_cols(desc_i.n, s_q.j, Cols) * c_bytes;
   assign accept       = req_valid_o && req_ready_i;
@@ -59,7 +63,11 @@ module systole_write_engine #(
     if (clear_i) begin
       s_d = '0;
     end else begin
-      if (tile_done_i) s_d.summed = s_q.summed + 32'd1;
+      if (row_done_i) s_d.finals = s_q.finals + 32'd1;
+      if (tile_done_i) begin
+        s_d.summed = s_q.summed + 32'd1;
+        s_d.finals = '0;
+      end
       if (accept) begin
         s_d.m = last_row ? '0 : s_q.m + 32'd1;
         if (last_row) s_d.j = s_q.j + 32'd1;

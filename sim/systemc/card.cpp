@@ -301,12 +301,15 @@ std::string check_config(const CardConfig& config) {
   const double clock = config.clock_mhz > 0 ? config.clock_mhz : board.clock_mhz;
   if (!(config.clock_mhz >= 0) || clock < 1 || clock > 1000)
     return "clock_mhz must lie in [1, 1000] MHz, got " + std::to_string(config.clock_mhz);
-  constexpr uint32_t kPortsPerUnit = spec::kMemoryPorts;
-  if (config.compute_units == 0 || config.compute_units * kPortsPerUnit > board.axi_ports)
+  // Makefile.fpga's connectivity puts every port of unit u on HBM[4u:4u+3]:
+  // a unit's spec::kMemoryPorts masters share its four HBM ports through
+  // the interconnect Vitis inserts (the HBM model books each
+  // pseudo-channel's bandwidth, so they contend there).
+  constexpr uint32_t kHbmPortsPerUnit = 4;
+  if (config.compute_units == 0 || config.compute_units * kHbmPortsPerUnit > board.axi_ports)
     return std::string(board.name) + " has " + std::to_string(board.axi_ports) +
-           " memory ports, enough for " + std::to_string(board.axi_ports / kPortsPerUnit) +
-           " compute units of " + std::to_string(kPortsPerUnit) + " ports each; " +
-           std::to_string(config.compute_units) + " were asked for";
+           " memory ports, enough for " + std::to_string(board.axi_ports / kHbmPortsPerUnit) +
+           " compute units of 4 ports each; " + std::to_string(config.compute_units) + " were asked for";
   if (config.bank_bytes == 0) return "bank_bytes must be > 0";
   return "";
 }

@@ -33,7 +33,7 @@ struct Board {
   double channel_gb_per_s;  // per pseudo-channel
   double latency_ns;        // an idle read, AR to the first beat (assumed, see card.cpp)
   uint32_t latency_cycles;  // hw_emu only: in kernel cycles
-  uint32_t axi_ports;       // memory ports the kernels may use (4 per compute unit)
+  uint32_t axi_ports;       // HBM ports the kernels reach (4 per compute unit)
   uint32_t pcie_gen, pcie_lanes;
   double clock_mhz;        // the kernel clock the bitstream targets
   uint32_t largest_array;  // the largest supported array that fits (fit report)

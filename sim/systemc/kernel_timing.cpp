@@ -117,14 +117,19 @@ class WritePort {
  public:
   explicit WritePort(BurstMemory& memory) : memory_(memory) {}
 
-  bool req_ready() const { return !active_; }
+  bool w_fire(bool data_valid) const {
+    return active_ && index_ < beats_ && (index_ >= row_beats_ || data_valid) && wready_;
+  }
+  // The next request is taken in the cycle the last beat goes.
+  bool req_ready(bool data_valid) const {
+    return !active_ || (bursts_.asked_all() && w_fire(data_valid) && index_ + 1 == beats_);
+  }
   bool data_ready() const { return active_ && index_ < row_beats_ && index_ < beats_ && wready_; }
   bool idle() const { return !active_ && bursts_.outstanding == 0; }
 
   bool edge(uint64_t now, bool req_valid, uint64_t address, uint32_t bytes, bool data_valid) {
-    const bool start = req_valid && req_ready();
-    const bool needs_row_beat = index_ < row_beats_;
-    const bool w_fire = active_ && index_ < beats_ && (!needs_row_beat || data_valid) && wready_;
+    const bool start = req_valid && req_ready(data_valid);
+    const bool w_fire = this->w_fire(data_valid);
     const bool b_fire = bvalid_;
     const bool aw_fire = bursts_.valid();
     const uint32_t burst_beats = bursts_.burst_beats();
@@ -177,14 +182,16 @@ class RowWriter {
  public:
   explicit RowWriter(BurstMemory& memory) : dma_(memory) {}
 
-  bool req_ready() const { return dma_.req_ready() && !sending_; }
+  // The row register is free, or its last beat goes this cycle.
+  bool free() const { return !sending_ || (dma_.data_ready() && beat_ == last_); }
+  bool req_ready() const { return dma_.req_ready(sending_) && free(); }
   bool idle() const { return dma_.idle() && !sending_; }
 
   // Returns whether a W beat moved.
   bool edge(uint64_t now, bool req_valid, uint64_t address, uint32_t bytes) {
     const bool start = req_valid && req_ready();
     const bool data_ready = dma_.data_ready();
-    const bool moved = dma_.edge(now, req_valid && !sending_, address, bytes, sending_);
+    const bool moved = dma_.edge(now, req_valid && free(), address, bytes, sending_);
     if (start) {
       sending_ = true;
       beat_ = 0;
@@ -351,8 +358,11 @@ class Kernel {
     const bool st_active = computing && st_.j < n_tiles_;
     const bool act_valid = st_active && sh_.g > st_.g && (st_.j != 0 || a_loaded_ > chunk_) &&
                            (st_.t != 0 || st_.i != 0 || inited_ > st_.j);
-    const bool act_last = st_.t + 1 == k_tiles_ && st_.i + 1 == d_.m;
-    const bool tile_done = !done_due_.empty() && done_due_.front() == now_;
+    const bool act_final = st_.t + 1 == k_tiles_;
+    const bool act_last = act_final && st_.i + 1 == d_.m;
+    // The core: a final row's sums are in Rows + Cols + 1 cycles after it entered.
+    const bool row_done = !final_due_.empty() && final_due_.front().at == now_;
+    const bool tile_done = row_done && final_due_.front().last;
 
     // Init engine.
     const uint32_t in_rows = accumulate ? d_.m : 0;
@@ -367,8 +377,9 @@ class Kernel {
     const bool c_start = c_req_valid && c_.req_ready();
     const bool c_row = c_.row_valid();
 
-    // Write engine: a whole row per request.
-    const bool wr_req_valid = computing && wb_j_ < n_tiles_ && summed_ > wb_j_;
+    // Write engine: a whole row per request, as rows become final.
+    const bool wr_req_valid =
+        computing && wb_j_ < n_tiles_ && (summed_ > wb_j_ || (summed_ == wb_j_ && wb_m_ < finals_));
     const bool wb_accept = wr_req_valid && write_.req_ready();
     const uint32_t wr_bytes = wr_req_valid ? tile_cols(wb_j_) * c_esize_ : 0;
 
@@ -389,8 +400,8 @@ class Kernel {
     const uint32_t w_beats = write_.edge(now_, wr_req_valid, c_row_addr(wb_m_, wb_j_), wr_bytes);
     result_.counters.dma_read_bytes += uint64_t(beats) * kBeatBytes;
     result_.counters.dma_write_bytes += uint64_t(w_beats) * kBeatBytes;
-    if (tile_done) done_due_.pop_front();
-    if (act_valid && act_last) done_due_.push_back(now_ + rows_ + cols_ + 1);
+    if (row_done) final_due_.pop_front();
+    if (act_valid && act_final) final_due_.push_back({now_ + rows_ + cols_ + 1, act_last});
 
     // ---- the controller's registers ----
     if (cmd_start) cmd_asked_ = true;
@@ -436,7 +447,7 @@ class Kernel {
         wq_.clear();
         sh_.clear();
         st_.clear();
-        summed_ = 0;
+        summed_ = finals_ = 0;
         in_j_ = in_asked_ = in_got_ = in_zeroed_ = inited_ = 0;
         wb_j_ = wb_m_ = written_ = 0;
         // The RTL stays in Decode until the array's valid bits have
@@ -470,7 +481,11 @@ class Kernel {
       else if (quiet_[b] != 0)
         --quiet_[b];
     }
-    if (tile_done) ++summed_;
+    if (row_done) ++finals_;
+    if (tile_done) {
+      ++summed_;
+      finals_ = 0;
+    }
     if (la_step) la_.step(d_.m, k_tiles_);
     if (a_row) ++a_loaded_;
     if (act_valid && st_.j == 0) ++chunk_;
@@ -518,8 +533,12 @@ class Kernel {
   TileCounter la_, wq_, sh_, st_;
   uint32_t a_loaded_ = 0, chunk_ = 0;  // A chunks stored; the one the stream needs next
   std::array<uint32_t, 2> quiet_{};
-  std::deque<uint64_t> done_due_;  // cycles in which tile_done will rise
-  uint32_t summed_ = 0;
+  struct Due {
+    uint64_t at;  // the cycle row_done rises
+    bool last;    // and tile_done with it
+  };
+  std::deque<Due> final_due_;
+  uint32_t summed_ = 0, finals_ = 0;
   uint32_t in_j_ = 0, in_asked_ = 0, in_got_ = 0, in_zeroed_ = 0, inited_ = 0;
   uint32_t wb_j_ = 0, wb_m_ = 0, written_ = 0;
 };

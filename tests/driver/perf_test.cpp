@@ -45,7 +45,7 @@ TEST(Perf, BadParametersAreNamed) {
   options = perf_options();
   options.compute_units = 9;
   EXPECT_EQ(open_status(options).message(),
-            "perf: u55c has 32 memory ports, enough for 2 compute units of 11 ports each; 9 were asked for");
+            "perf: u55c has 32 memory ports, enough for 8 compute units of 4 ports each; 9 were asked for");
   options = perf_options("u50");
   options.array_rows = options.array_cols = 32;
   EXPECT_EQ(open_status(options).message(),

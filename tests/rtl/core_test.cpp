@@ -96,13 +96,15 @@ TEST(RtlCore, OneNTileMatchesTheContract) {
     core->clk_i = 1;
     core->eval();
   };
-  auto idle = [&] { core->weight_shift_i = core->act_valid_i = core->act_last_i = core->init_valid_i = 0; };
+  auto idle = [&] {
+    core->weight_shift_i = core->act_valid_i = core->act_final_i = core->act_last_i = core->init_valid_i = 0;
+  };
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     std::mt19937 rng(seed);
     const Case t = random_case(rng);
     const uint32_t tiles = (t.k + kRows - 1) / kRows;
     const uint32_t bank = seed % 2;  // both accumulator banks take turns
-    uint32_t tiles_done = 0;
+    uint32_t tiles_done = 0, rows_done = 0;
     // (1) Starting values.
     idle();
     for (uint32_t m = 0; m < t.m; ++m) {
@@ -130,20 +132,24 @@ TEST(RtlCore, OneNTileMatchesTheContract) {
         core->act_bank_i = tile % 2;
         core->act_acc_bank_i = bank;
         core->act_row_i = m;
+        core->act_final_i = tile + 1 == tiles;
         core->act_last_i = tile + 1 == tiles && m + 1 == t.m;
         for (uint32_t r = 0; r < kRows; ++r) {
           const uint32_t k = tile * kRows + r;
           set_lane(core->act_i, r, 16, k < t.k ? t.a[m * t.k + k] : 0);
         }
         tick();
+        rows_done += core->row_done_o;  // early rows finish while later ones stream
       }
       idle();
       for (uint32_t i = 0; i < kRows + kCols + 1; ++i) {
         tick();
         tiles_done += core->tile_done_o;
+        rows_done += core->row_done_o;
       }
     }
     ASSERT_EQ(tiles_done, 1u) << "seed " << seed << ": one tile_done after the last K tile's last sums";
+    ASSERT_EQ(rows_done, t.m) << "seed " << seed << ": one row_done per row of the last K tile";
     // (3) Readout.
     core->bias_en_i = t.bias;
     core->relu_en_i = t.relu;

@@ -46,7 +46,7 @@ if "$tool" --help | grep -q -- --board; then
   expect 2 "perf: unknown board 'u99' \(known: u55c" "${small[@]}" --backend perf --board u99
   expect 2 "perf: pcie_lanes must be 1, 2, 4, 8 or 16, got 0|perf: pcie_lanes must be 1, 2, 4, 8 or 16, got 5" \
     "${small[@]}" --backend perf --pcie-lanes 5
-  expect 2 "perf: u55c has 32 memory ports, enough for 2 compute units of 11 ports each; 9 were asked for" \
+  expect 2 "perf: u55c has 32 memory ports, enough for 8 compute units of 4 ports each; 9 were asked for" \
     "${small[@]}" --backend perf --devices 9 --global-batch 36
   expect 2 "perf.clock_mhz: cannot read 'fast'|--clock-mhz" "${small[@]}" --backend perf --clock-mhz fast
 fi
