@@ -9,7 +9,6 @@
 // %Error line and assertion_failed() turns true.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -30,14 +29,6 @@ namespace systole::sim {
 template <class Model>
 class KernelHarness {
  public:
-  // Rows + Cols of the largest array configuration.
-  static constexpr uint32_t kSettleCycles = [] {
-    uint32_t most = 0;
-    for (const spec::ArrayShape& shape : spec::kSupportedShapes)
-      most = std::max(most, shape.rows + shape.cols);
-    return most;
-  }();
-
   // `memory` is the device memory; each port's model gets its own seed.
   // A non-empty `fst_path` records every signal, every half cycle, into an
   // FST waveform there (models verilated with --trace-fst only).
@@ -86,11 +77,6 @@ class KernelHarness {
     tick();
     tick();
     k.ap_rst_n = 1;
-    // On a board the kernel leaves reset long before a host launches it;
-    // here too, so a first launch does not wait for the array's valid bits
-    // to flush (Rows + Cols cycles, systole_front) and its cycle count is
-    // the one every later launch would have (the timing model's).
-    for (uint32_t cycle = 0; cycle < kSettleCycles; ++cycle) tick();
   }
 
   Model& kernel() { return *k_; }

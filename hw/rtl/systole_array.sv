@@ -24,6 +24,7 @@ module systole_array #(
   parameter int unsigned Cols = 4
 ) (
   input  logic               clk_i,
+  input  logic               rst_ni,   // the valid bits' (the data path has none)
   input  logic               weight_shift_i,
   input  logic               weight_bank_i,
   input  logic [Cols*16-1:0] weight_i,   // column c at [16c +: 16]
@@ -53,9 +54,12 @@ module systole_array #(
       logic [16*r-1:0] data_q;  // stage i at [16i +: 16]
       logic [r-1:0]    valid_q, bank_q;
       always_ff @(posedge clk_i) begin
-        data_q  <= (data_q << 16) | (16*r)'(act_i[16*r +: 16]);
-        valid_q <= (valid_q << 1) | r'(act_valid_i);
-        bank_q  <= (bank_q << 1) | r'(act_bank_i);
+        if (!rst_ni) valid_q <= '0;
+        else valid_q <= (valid_q << 1) | r'(act_valid_i);
+      end
+      always_ff @(posedge clk_i) begin
+        data_q <= (data_q << 16) | (16*r)'(act_i[16*r +: 16]);
+        bank_q <= (bank_q << 1) | r'(act_bank_i);
       end
       assign act       = data_q[16*(r-1) +: 16];
       assign act_valid = valid_q[r-1];
@@ -64,6 +68,7 @@ module systole_array #(
 
     systole_pe_row #(.Cols(Cols)) u_row (
       .clk_i,
+      .rst_ni,
       .weight_shift_i,
       .weight_bank_i,
       .weight_i   (weight[r]),

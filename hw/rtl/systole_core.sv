@@ -20,6 +20,7 @@ module systole_core #(
   localparam int unsigned RowBits = $clog2(MaxM)
 ) (
   input  logic                  clk_i,
+  input  logic                  rst_ni,
   // Weights and activations, as systole_array takes them.
   input  logic                  weight_shift_i,
   input  logic                  weight_bank_i,
@@ -67,6 +68,7 @@ module systole_core #(
 
   systole_array #(.Rows(Rows), .Cols(Cols)) u_array (
     .clk_i,
+    .rst_ni,
     .weight_shift_i,
     .weight_bank_i,
     .weight_i,
@@ -92,12 +94,26 @@ module systole_core #(
     );
   end
 
+  logic row_done_d, row_done_q, tile_done_d, tile_done_q;
+  assign row_done_d  = sum_valid && tag[TagBits-1];
+  assign tile_done_d = sum_valid && tag[TagBits-2];
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      row_done_q  <= 1'b0;
+      tile_done_q <= 1'b0;
+    end else begin
+      row_done_q  <= row_done_d;
+      tile_done_q <= tile_done_d;
+    end
+  end
+  assign row_done_o  = row_done_q;
+  assign tile_done_o = tile_done_q;
+  // Data: the tags travel with the array's (reset) valid bits, the memory
+  // and the output word are named by the controller.
   always_ff @(posedge clk_i) begin
     tags_q <= (tags_q << TagBits) | (TagBits*Latency)'({act_final_i, act_last_i, act_acc_bank_i, act_row_i});
     if (init_valid_i) accumulators_q[{init_bank_i, init_row_i}] <= init_i;
     if (sum_valid) accumulators_q[sum_index] <= total;
-    row_done_o  <= sum_valid && tag[TagBits-1];
-    tile_done_o <= sum_valid && tag[TagBits-2];
     word_o <= staged;
   end
 endmodule

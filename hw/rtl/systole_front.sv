@@ -8,11 +8,7 @@
 // has completed.
 module systole_front #(
   parameter int unsigned Rows = 4,
-  parameter int unsigned Cols = 4,
-  // The array's valid bits have no reset: nothing computes before they
-  // have flushed, Rows + Cols cycles after reset.
-  localparam int unsigned Quiet = Rows + Cols,
-  localparam int unsigned QuietBits = $clog2(Quiet + 1)
+  parameter int unsigned Cols = 4
 ) (
   input  logic                    clk_i,
   input  logic                    rst_ni,
@@ -50,7 +46,6 @@ module systole_front #(
     logic                      cmd_asked;    // the beat being fetched was asked for
     logic [31:0]               count;        // descriptors in the list
     logic [31:0]               index;        // the current one
-    logic [QuietBits-1:0]      warm;         // cycles since reset, up to Quiet
     logic [31:0]               status;       // systole_pkg::error_code_e
     logic [31:0]               error_index;
     logic                      done;
@@ -59,7 +54,7 @@ module systole_front #(
   systole_pkg::axi_data_t  fetched_d, fetched_q;  // the header or descriptor just read
   systole_ctrl_pkg::desc_t desc_d, desc_q, decoded;
   logic [31:0]             header_error, descriptor_error;
-  logic                    fetching, warm;
+  logic                    fetching;
 
   systole_validate #(.Rows(Rows)) u_validate (
     .beat_i(fetched_q), .mem_bytes_i,
@@ -67,7 +62,6 @@ module systole_front #(
   );
 
   assign fetching = s_q.state == FetchHeader || s_q.state == FetchCheck || s_q.state == FetchRun;
-  assign warm     = s_q.warm == QuietBits'(Quiet);
 
   assign cmd_req_valid_o = fetching && !s_q.cmd_asked;
   assign cmd_addr_o      = s_q.state == FetchHeader
@@ -118,7 +112,6 @@ module systole_front #(
     fetched_d = fetched_q;
     desc_d    = desc_q;
     s_d.done  = 1'b0;
-    if (!warm) s_d.warm = s_q.warm + 1'b1;
     if (cmd_req_valid_o && cmd_req_ready_i) s_d.cmd_asked = 1'b1;
     if (fetching && cmd_row_valid_i) begin
       s_d.cmd_asked = 1'b0;
@@ -157,10 +150,10 @@ module systole_front #(
           s_d.index = s_q.index + 32'd1;
           s_d.state = FetchCheck;
         end
-      // The engines start over (clear_o) until the array has flushed.
+      // The engines start over (clear_o).
       Decode: begin
-        desc_d = decoded;
-        if (warm) s_d.state = Compute;
+        desc_d    = decoded;
+        s_d.state = Compute;
       end
       Compute:
         if (engines_done_i) begin
@@ -200,7 +193,5 @@ module systole_front #(
   // The command port is asked for one beat at a time.
   a_one_fetch: assert property (@(posedge clk_i) disable iff (!rst_ni)
       cmd_row_valid_i |-> fetching && s_q.cmd_asked);
-  // Nothing computes before the array's valid bits have flushed.
-  a_warm: assert property (@(posedge clk_i) disable iff (!rst_ni) run_o |-> warm);
 `endif
 endmodule

@@ -215,7 +215,7 @@ module systole_kernel #(
 
   // ---------------------------------------------------------------- core
   systole_core #(.Rows(Rows), .Cols(Cols), .MaxM(MaxM)) u_core (
-    .clk_i,
+    .clk_i, .rst_ni,
     .weight_shift_i(weight_shift), .weight_bank_i(weight_bank), .weight_i(weight),
     .act_valid_i(act_valid), .act_bank_i(act_bank), .act_i(act),
     .act_acc_bank_i(act_acc_bank), .act_row_i(act_row), .act_final_i(act_final), .act_last_i(act_last),

@@ -450,8 +450,6 @@ class Kernel {
         summed_ = finals_ = 0;
         in_j_ = in_asked_ = in_got_ = in_zeroed_ = inited_ = 0;
         wb_j_ = wb_m_ = written_ = 0;
-        // The RTL stays in Decode until the array's valid bits have
-        // flushed, Rows + Cols cycles after reset: long before a launch.
         state_ = State::kCompute;
         break;
       case State::kCompute: {

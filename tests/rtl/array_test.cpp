@@ -65,6 +65,11 @@ void run_tiles(uint32_t seed, uint32_t tiles, bool early = false) {
     array->clk_i = 1;
     array->eval();
   };
+  array->rst_ni = 0;
+  array->act_valid_i = array->weight_shift_i = 0;
+  tick();
+  tick();
+  array->rst_ni = 1;
 
   // Schedule: tile t loads into bank t % 2 once tile t - 2 (same bank) has
   // drained and tile t - 1 has finished loading; tile t streams once loaded.

@@ -99,6 +99,11 @@ TEST(RtlCore, OneNTileMatchesTheContract) {
   auto idle = [&] {
     core->weight_shift_i = core->act_valid_i = core->act_final_i = core->act_last_i = core->init_valid_i = 0;
   };
+  idle();
+  core->rst_ni = 0;
+  tick();
+  tick();
+  core->rst_ni = 1;
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     std::mt19937 rng(seed);
     const Case t = random_case(rng);
