@@ -208,6 +208,29 @@ TEST_P(RtlAxiFaults, EndTheLaunchWithTheAxiErrorCode) {
   expect_no_violations(sim);
 }
 
+// A SLVERR on the command fetch: the header's beat ends the launch at the
+// header; a descriptor's beat, at that descriptor, before anything runs.
+TEST(RtlKernel, AnErrorOnTheCommandFetchEndsTheLaunchWhereItHappened) {
+  testing::WorkloadOptions options;
+  options.shape = kShape;
+  options.descriptors = 3;
+  options.max_m = 8;
+  const testing::Workload workload = testing::make_workload(5, options);
+  for (uint32_t record : {0u, 2u}) {  // the header, descriptor 1
+    Placed placed = place(workload, workload.rebased(0));
+    const std::vector<uint8_t> before = placed.memory;
+    Harness sim(placed.memory.data(), placed.memory.size(), {2, 1.0, 1.0, 8});
+    const uint64_t beat = placed.list + uint64_t(record) * spec::kBeatBytes;
+    sim.read_port(0).inject_error(beat, beat + spec::kBeatBytes, sim::AxiResp::kSlvErr);
+    ASSERT_TRUE(launch(sim, placed.list, placed.memory.size(), 100'000)) << "the kernel hung";
+    EXPECT_EQ(sim.read(reg::kStatus), uint32_t(spec::ErrorCode::kAxiError)) << "record " << record;
+    EXPECT_EQ(sim.read(reg::kErrorIndex), record == 0 ? spec::kHeaderErrorIndex : record - 1);
+    EXPECT_EQ(sim.read(reg::kDescriptorsDone), 0u);
+    EXPECT_TRUE(placed.memory == before) << "nothing is written before the list is read whole";
+    expect_no_violations(sim);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     ReadsAndWrites, RtlAxiFaults,
     ::testing::Values(AxiFault{"A0SlvErr", spec::kFirstAPort, false, sim::AxiResp::kSlvErr},
