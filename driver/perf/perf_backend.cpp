@@ -135,17 +135,16 @@ class PerfBackend final : public ForwardingBackend {
     timing::LaunchArguments arguments;
     for (uint32_t port = 0; port < spec::kMemoryPorts; ++port)
       arguments.base[port] = read_register64(inner(), unit, reg::port_base(port));
-    arguments.command_addr = arguments.base[0];
     arguments.mem_bytes = read_register64(inner(), unit, reg::kMemBytesLo);
     // The list as the kernel's command port reads it. A list the device
     // refused before reading it (misplaced) is timed as its header alone.
     spec::CommandListHeader header{};
     std::vector<uint8_t> list(sizeof header);
-    if (inner().read_memory(arguments.command_addr, list.data(), list.size()).ok()) {
+    if (inner().read_memory(arguments.command_addr(), list.data(), list.size()).ok()) {
       std::memcpy(&header, list.data(), sizeof header);
       if (header.count <= card_.config().shape.max_descriptors()) {
         list.resize(spec::command_list_bytes(header.count));
-        if (!inner().read_memory(arguments.command_addr, list.data(), list.size()).ok())
+        if (!inner().read_memory(arguments.command_addr(), list.data(), list.size()).ok())
           list.resize(sizeof header);
       }
     }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Flat AXI ports from the bus types of systole_axi_pkg, in the names Vitis
+// Flat AXI ports from the bus types of systole_pkg, in the names Vitis
 // gives a kernel's interfaces (<prefix>_ARVALID, ...), and the assignments
 // between them and a request/response pair. The Vitis wrapper
 // (systole_rtl) and every test top declare their ports with these, so a
@@ -90,12 +90,17 @@
   assign rsp.b_valid  = p``_BVALID;                                                           \
   assign rsp.b_resp   = p``_BRESP;
 
-// A read-only port: a slave that never answers on the write channels.
-`define SYSTOLE_AXI_TIE_WRITE(rsp)                                                            \
+// A read-only port (flat read channels only): its read channels bound as
+// above, a slave that never answers on the write channels, and the
+// master's write-channel fields, which go nowhere, marked unused.
+`define SYSTOLE_AXI_ASSIGN_READ_ONLY(p, req, rsp)                                             \
+  `SYSTOLE_AXI_ASSIGN_READ(p, req, rsp)                                                       \
   assign rsp.aw_ready = 1'b0;                                                                 \
   assign rsp.w_ready  = 1'b0;                                                                 \
   assign rsp.b_valid  = 1'b0;                                                                 \
-  assign rsp.b_resp   = '0;
+  assign rsp.b_resp   = '0;                                                                   \
+  logic p``_unused;                                                                           \
+  assign p``_unused = ^{req.aw, req.aw_valid, req.w, req.w_valid, req.b_ready};
 
 `define SYSTOLE_AXIL_ASSIGN(p, req, rsp)                                                      \
   assign req.aw_valid = p``_AWVALID;                                                          \

@@ -43,20 +43,13 @@ module systole_rtl #(
   systole_pkg::axi_rsp_t  cmd_rsp, a0_rsp, a1_rsp, a2_rsp, a3_rsp, b0_rsp, b1_rsp, c0_rsp, c1_rsp, c2_rsp, c3_rsp;
 
   `SYSTOLE_AXIL_ASSIGN(s_axi_control, ctrl_req, ctrl_rsp)
-  `SYSTOLE_AXI_ASSIGN_READ(m_axi_gmem_cmd, cmd_req, cmd_rsp)
-  `SYSTOLE_AXI_TIE_WRITE(cmd_rsp)
-  `SYSTOLE_AXI_ASSIGN_READ(m_axi_gmem_a0, a0_req, a0_rsp)
-  `SYSTOLE_AXI_TIE_WRITE(a0_rsp)
-  `SYSTOLE_AXI_ASSIGN_READ(m_axi_gmem_a1, a1_req, a1_rsp)
-  `SYSTOLE_AXI_TIE_WRITE(a1_rsp)
-  `SYSTOLE_AXI_ASSIGN_READ(m_axi_gmem_a2, a2_req, a2_rsp)
-  `SYSTOLE_AXI_TIE_WRITE(a2_rsp)
-  `SYSTOLE_AXI_ASSIGN_READ(m_axi_gmem_a3, a3_req, a3_rsp)
-  `SYSTOLE_AXI_TIE_WRITE(a3_rsp)
-  `SYSTOLE_AXI_ASSIGN_READ(m_axi_gmem_b0, b0_req, b0_rsp)
-  `SYSTOLE_AXI_TIE_WRITE(b0_rsp)
-  `SYSTOLE_AXI_ASSIGN_READ(m_axi_gmem_b1, b1_req, b1_rsp)
-  `SYSTOLE_AXI_TIE_WRITE(b1_rsp)
+  `SYSTOLE_AXI_ASSIGN_READ_ONLY(m_axi_gmem_cmd, cmd_req, cmd_rsp)
+  `SYSTOLE_AXI_ASSIGN_READ_ONLY(m_axi_gmem_a0, a0_req, a0_rsp)
+  `SYSTOLE_AXI_ASSIGN_READ_ONLY(m_axi_gmem_a1, a1_req, a1_rsp)
+  `SYSTOLE_AXI_ASSIGN_READ_ONLY(m_axi_gmem_a2, a2_req, a2_rsp)
+  `SYSTOLE_AXI_ASSIGN_READ_ONLY(m_axi_gmem_a3, a3_req, a3_rsp)
+  `SYSTOLE_AXI_ASSIGN_READ_ONLY(m_axi_gmem_b0, b0_req, b0_rsp)
+  `SYSTOLE_AXI_ASSIGN_READ_ONLY(m_axi_gmem_b1, b1_req, b1_rsp)
   `SYSTOLE_AXI_ASSIGN_READ(m_axi_gmem_c0, c0_req, c0_rsp)
   `SYSTOLE_AXI_ASSIGN_WRITE(m_axi_gmem_c0, c0_req, c0_rsp)
   `SYSTOLE_AXI_ASSIGN_READ(m_axi_gmem_c1, c1_req, c1_rsp)
@@ -75,16 +68,6 @@ module systole_rtl #(
     .b_req_o({b1_req, b0_req}), .b_rsp_i({b1_rsp, b0_rsp}),
     .c_req_o({c3_req, c2_req, c1_req, c0_req}), .c_rsp_i({c3_rsp, c2_rsp, c1_rsp, c0_rsp})
   );
-
-  // The write channels of the read-only ports are not brought out.
-  logic unused;
-  assign unused = ^{cmd_req.aw, cmd_req.aw_valid, cmd_req.w, cmd_req.w_valid, cmd_req.b_ready,
-                    a0_req.aw, a0_req.aw_valid, a0_req.w, a0_req.w_valid, a0_req.b_ready,
-                    a1_req.aw, a1_req.aw_valid, a1_req.w, a1_req.w_valid, a1_req.b_ready,
-                    a2_req.aw, a2_req.aw_valid, a2_req.w, a2_req.w_valid, a2_req.b_ready,
-                    a3_req.aw, a3_req.aw_valid, a3_req.w, a3_req.w_valid, a3_req.b_ready,
-                    b0_req.aw, b0_req.aw_valid, b0_req.w, b0_req.w_valid, b0_req.b_ready,
-                    b1_req.aw, b1_req.aw_valid, b1_req.w, b1_req.w_valid, b1_req.b_ready};
 
 `ifndef SYNTHESIS
   // The ports named above are the spec's groups.

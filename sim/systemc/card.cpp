@@ -168,7 +168,7 @@ struct ComputeUnit : sc_core::sc_module, timing::BurstMemory {
     return report;
   }
 
-  uint64_t read_burst(uint32_t, uint64_t cycle, uint64_t address, uint32_t beats) override {
+  uint64_t read_burst(uint64_t cycle, uint64_t address, uint32_t beats) override {
     return transport(tlm::TLM_READ_COMMAND, cycle, address, beats);
   }
   uint64_t write_burst(uint64_t cycle, uint64_t address, uint32_t beats) override {

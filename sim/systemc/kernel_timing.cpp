@@ -55,7 +55,7 @@ struct Bursts {
 // systole_row_reader over systole_dma_read, and the memory's R channel.
 class ReadPort {
  public:
-  ReadPort(uint32_t port, BurstMemory& memory) : port_(port), memory_(memory) {}
+  explicit ReadPort(BurstMemory& memory) : memory_(memory) {}
 
   bool req_ready() const { return bursts_.asked_all() && queued_.size() != kMaxOutstanding; }
   bool row_valid() const { return held_; }
@@ -81,8 +81,7 @@ class ReadPort {
 
     // The memory (after the edge): the burst asked for, the beat taken,
     // the next beat once its burst's data is there.
-    if (ar_fire)
-      in_flight_.push_back({burst_beats, memory_.read_burst(port_, now, burst_address, burst_beats)});
+    if (ar_fire) in_flight_.push_back({burst_beats, memory_.read_burst(now, burst_address, burst_beats)});
     if (r_fire) {
       rvalid_ = false;
       if (rlast) {
@@ -101,7 +100,6 @@ class ReadPort {
     uint32_t beats;
     uint64_t ready;  // cycle of the first beat
   };
-  uint32_t port_;
   BurstMemory& memory_;
   Bursts bursts_;
   std::deque<uint32_t> queued_;  // beats of each request awaiting its beats
@@ -212,9 +210,8 @@ class RowWriter {
 // systole_striped_reader: request i on port i % count, rows back in order.
 class StripedReader {
  public:
-  StripedReader(uint32_t first_port, uint32_t count, const uint64_t* bases, BurstMemory& memory)
-      : bases_(bases) {
-    for (uint32_t p = 0; p < count; ++p) ports_.emplace_back(first_port + p, memory);
+  StripedReader(uint32_t count, const uint64_t* bases, BurstMemory& memory) : bases_(bases) {
+    for (uint32_t p = 0; p < count; ++p) ports_.emplace_back(memory);
   }
 
   bool req_ready() const { return ports_[ask_].req_ready(); }
@@ -298,10 +295,10 @@ class Kernel {
         header_(header),
         list_(descriptors),
         args_(arguments),
-        cmd_(0, memory),
-        a_(spec::kFirstAPort, spec::kAPorts, args_.base + spec::kFirstAPort, memory),
-        b_(spec::kFirstBPort, spec::kBPorts, args_.base + spec::kFirstBPort, memory),
-        c_(spec::kFirstCPort, spec::kCPorts, args_.base + spec::kFirstCPort, memory),
+        cmd_(memory),
+        a_(spec::kAPorts, args_.base + spec::kFirstAPort, memory),
+        b_(spec::kBPorts, args_.base + spec::kFirstBPort, memory),
+        c_(spec::kCPorts, args_.base + spec::kFirstCPort, memory),
         write_(spec::kCPorts, args_.base + spec::kFirstCPort, memory) {}
 
   LaunchTiming run() {
@@ -385,8 +382,9 @@ class Kernel {
 
     // The command port.
     const bool cmd_valid = fetching && !cmd_asked_;
-    const uint64_t cmd_addr =
-        state_ == State::kFetchHeader ? args_.command_addr : args_.command_addr + 64 * (uint64_t(index_) + 1);
+    const uint64_t cmd_addr = state_ == State::kFetchHeader
+                                  ? args_.command_addr()
+                                  : args_.command_addr() + 64 * (uint64_t(index_) + 1);
     const bool cmd_start = cmd_valid && cmd_.req_ready();
     const bool cmd_row = cmd_.row_valid();
     const bool all_idle = cmd_.idle() && a_.idle() && b_.idle() && c_.idle() && write_.idle();

@@ -31,8 +31,7 @@ class BurstMemory {
   // A read burst of `beats` beats at `address` was asked for (AR handshake)
   // in `cycle`: the first cycle its first beat may be on the R channel (the
   // rest follow one per cycle as the port takes them).
-  // `port` indexes spec::kPortNames.
-  virtual uint64_t read_burst(uint32_t port, uint64_t cycle, uint64_t address, uint32_t beats) = 0;
+  virtual uint64_t read_burst(uint64_t cycle, uint64_t address, uint32_t beats) = 0;
   // The last W beat of a write burst was taken in `cycle`: the first cycle
   // its B response may be on the bus.
   virtual uint64_t write_burst(uint64_t cycle, uint64_t address, uint32_t beats) = 0;
@@ -44,7 +43,7 @@ class BurstMemory {
 class IdealPortMemory final : public BurstMemory {
  public:
   explicit IdealPortMemory(uint32_t latency_cycles) : latency_(latency_cycles) {}
-  uint64_t read_burst(uint32_t, uint64_t cycle, uint64_t, uint32_t) override { return cycle + 1 + latency_; }
+  uint64_t read_burst(uint64_t cycle, uint64_t, uint32_t) override { return cycle + 1 + latency_; }
   uint64_t write_burst(uint64_t cycle, uint64_t, uint32_t) override { return cycle + 1 + latency_; }
 
  private:
@@ -62,14 +61,15 @@ struct LaunchTiming {
 
 // The addresses the launch's ports see (the kernel's arguments).
 struct LaunchArguments {
-  uint64_t command_addr = 0;
-  uint64_t base[spec::kMemoryPorts] = {};  // port p's base (base[0] is command_addr's register)
+  uint64_t base[spec::kMemoryPorts] = {};  // port p's base (spec::kPortNames)
   uint64_t mem_bytes = 0;
+  // Port cmd's argument is the command list's address.
+  uint64_t command_addr() const { return base[0]; }
 };
 
 // Runs one launch on an array of `shape` of the command list `list`
 // (`list_bytes` long: the header and its descriptors, as the kernel reads
-// them from `arguments.command_addr`), checked as the kernel checks it
+// them from `arguments.command_addr()`), checked as the kernel checks it
 // (header first, then every descriptor before any runs), then executed.
 // The operands' values do not change the timing, so only the list is read.
 LaunchTiming simulate_launch(spec::ArrayShape shape, const uint8_t* list, uint64_t list_bytes,

@@ -19,15 +19,11 @@ module systole_dma_read_top (
 );
   systole_pkg::axi_req_t req;
   systole_pkg::axi_rsp_t rsp;
-  `SYSTOLE_AXI_ASSIGN_READ(m_axi, req, rsp)
-  `SYSTOLE_AXI_TIE_WRITE(rsp)
+  `SYSTOLE_AXI_ASSIGN_READ_ONLY(m_axi, req, rsp)
 
   systole_dma_read u_dma (
     .clk_i, .rst_ni, .req_valid_i, .req_ready_o, .req_addr_i, .req_bytes_i,
     .beat_valid_o, .beat_ready_i, .beat_o, .beat_last_o, .error_o, .clear_error_i,
     .axi_req_o(req), .axi_rsp_i(rsp)
   );
-
-  logic unused;
-  assign unused = ^{req.aw, req.aw_valid, req.w, req.w_valid, req.b_ready};
 endmodule
