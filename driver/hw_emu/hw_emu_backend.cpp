@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// The hw_emu backend: the SystemVerilog kernel (hw/rtl), verilated for each
-// supported array size, inside sim/'s harness with the HBM models, behind
-// the same DeviceBackend interface as sw_emu. Registers are AXI4-Lite
-// transactions on the RTL; a wait runs the clock until the kernel raises
-// its interrupt. One compute unit per device.
+// The hw_emu backend: the SystemVerilog kernel (hw/rtl), verilated at each
+// size of SYSTOLE_HW_EMU_SIZES, inside sim/'s harness with the HBM models,
+// behind the same DeviceBackend interface as sw_emu. Registers are
+// AXI4-Lite transactions on the RTL; a wait runs the unit's clock until the
+// kernel raises its interrupt. Each compute unit is a model of its own
+// (its own Verilator context, clock and memory ports) over the one device
+// memory, so replicas run on the RTL side by side, one thread each.
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "../src/backend.h"
 #include "../src/device_memory.h"
-#include "Vsystole_kernel_128x128.h"
-#include "Vsystole_kernel_16x16.h"
-#include "Vsystole_kernel_4x4.h"
-#include "Vsystole_kernel_8x8.h"
+#include "hw_emu_models.h"  // generated: the Vsystole_kernel_<n>x<n> headers
 #include "kernel_harness.h"
 
 namespace systole::detail {
@@ -22,51 +22,81 @@ namespace {
 
 constexpr uint64_t kCyclesPerSlice = 20000;
 
+// Unit 0 traces to `path`; unit u > 0 to the path with ".cu<u>" before
+// its extension (run.fst -> run.cu1.fst).
+std::string unit_trace_path(const std::string& path, uint32_t unit) {
+  if (path.empty() || unit == 0) return path;
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  const auto stem_end =
+      dot != std::string::npos && (slash == std::string::npos || dot > slash) ? dot : path.size();
+  return path.substr(0, stem_end) + ".cu" + std::to_string(unit) + path.substr(stem_end);
+}
+
 template <class Model>
 class HwEmuBackend final : public EmulatedBackend {
  public:
   HwEmuBackend(uint32_t index, const DeviceOptions& options, spec::ArrayShape shape)
       : EmulatedBackend(options.hbm_banks, options.bank_bytes),
         name_("hw_emu[" + std::to_string(index) + "] " + std::to_string(shape.rows) + "x" +
-              std::to_string(shape.cols) + " rtl"),
-        harness_(memory_.base(), memory_.bytes(),
-                 sim::MemoryTiming{options.hw_emu.latency_cycles, options.hw_emu.arready_probability,
-                                   options.hw_emu.rvalid_probability, options.hw_emu.seed},
-                 options.hw_emu.trace_fst) {
-    if (options.hw_emu.stall_end > options.hw_emu.stall_begin)
-      for (uint32_t port = 0; port < spec::kMemoryPorts; ++port)
-        harness_.read_port(port).inject_stall(options.hw_emu.stall_begin, options.hw_emu.stall_end);
-    // The backend waits on the interrupt, so it owns the interrupt enables.
-    harness_.write(spec::reg::kGlobalIntEnable, 1);
-    harness_.write(spec::reg::kIpIntEnable, 1);
+              std::to_string(shape.cols) + " rtl") {
+    const HwEmuOptions& hw = options.hw_emu;
+    for (uint32_t u = 0; u < options.compute_units; ++u) {
+      // Each unit's back-pressure draws from streams of its own (the
+      // harness seeds its 15 memory models seed + 1 .. seed + 15).
+      const sim::MemoryTiming timing{hw.latency_cycles, hw.arready_probability, hw.rvalid_probability,
+                                     hw.seed + u * (spec::kMemoryPorts + spec::kCPorts)};
+      auto unit =
+          std::make_unique<Unit>(memory_.base(), memory_.bytes(), timing, unit_trace_path(hw.trace_fst, u));
+      if (hw.stall_end > hw.stall_begin)
+        for (uint32_t port = 0; port < spec::kMemoryPorts; ++port)
+          unit->harness.read_port(port).inject_stall(hw.stall_begin, hw.stall_end);
+      // The backend waits on the interrupt, so it owns the interrupt enables.
+      unit->harness.write(spec::reg::kGlobalIntEnable, 1);
+      unit->harness.write(spec::reg::kIpIntEnable, 1);
+      units_.push_back(std::move(unit));
+    }
   }
 
   std::string name() const override { return name_; }
-  uint32_t compute_units() const override { return 1; }
-  const std::string& trace_error() const { return harness_.trace_error(); }
-
-  uint32_t read_register(uint32_t, uint32_t offset) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return harness_.read(offset);
-  }
-  void write_register(uint32_t, uint32_t offset, uint32_t value) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    harness_.write(offset, value);
+  uint32_t compute_units() const override { return uint32_t(units_.size()); }
+  std::string trace_error() const {
+    for (const auto& unit : units_)
+      if (!unit->harness.trace_error().empty()) return unit->harness.trace_error();
+    return "";
   }
 
-  bool wait_done(uint32_t, std::chrono::milliseconds timeout) override {
-    std::lock_guard<std::mutex> lock(mutex_);
+  uint32_t read_register(uint32_t index, uint32_t offset) override {
+    Unit& unit = *units_.at(index);
+    std::lock_guard<std::mutex> lock(unit.mutex);
+    return unit.harness.read(offset);
+  }
+  void write_register(uint32_t index, uint32_t offset, uint32_t value) override {
+    Unit& unit = *units_.at(index);
+    std::lock_guard<std::mutex> lock(unit.mutex);
+    unit.harness.write(offset, value);
+  }
+
+  bool wait_done(uint32_t index, std::chrono::milliseconds timeout) override {
+    Unit& unit = *units_.at(index);
+    std::lock_guard<std::mutex> lock(unit.mutex);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     do {
-      if (harness_.run_until_interrupt(kCyclesPerSlice)) return true;
+      if (unit.harness.run_until_interrupt(kCyclesPerSlice)) return true;
     } while (std::chrono::steady_clock::now() < deadline);
     return false;
   }
 
  private:
+  struct Unit {
+    Unit(uint8_t* memory, uint64_t bytes, sim::MemoryTiming timing, const std::string& fst)
+        : harness(memory, bytes, timing, fst) {}
+    std::mutex mutex;  // a model is simulated by one thread at a time
+    sim::KernelHarness<Model> harness;
+  };
+
   std::string name_;
-  std::mutex mutex_;  // the simulation is single-threaded
-  sim::KernelHarness<Model> harness_;
+  std::vector<std::unique_ptr<Unit>> units_;
 };
 
 template <class Model>
@@ -85,10 +115,7 @@ Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceO
   if (index != 0)
     return Status(StatusCode::kNotFound,
                   "hw_emu device " + std::to_string(index) + " does not exist (hw_emu has one device, 0)");
-  if (options.compute_units != 1)
-    return Status(
-        StatusCode::kInvalidArgument,
-        "hw_emu simulates one compute unit, " + std::to_string(options.compute_units) + " were asked for");
+  if (Status units = check_emulated_units(options.compute_units); !units.ok()) return units;
   for (const double p : {options.hw_emu.arready_probability, options.hw_emu.rvalid_probability})
     if (!(p > 0.0 && p <= 1.0))
       return Status(StatusCode::kInvalidArgument,
@@ -97,13 +124,16 @@ Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceO
     return Status(StatusCode::kInvalidArgument,
                   "hbm_banks must be > 0 and bank_bytes a nonzero multiple of 4096");
   const spec::ArrayShape shape{options.array_rows, options.array_cols};
-  if (shape.rows == 4 && shape.cols == 4) return make<Vsystole_kernel_4x4>(index, options, shape);
-  if (shape.rows == 8 && shape.cols == 8) return make<Vsystole_kernel_8x8>(index, options, shape);
-  if (shape.rows == 16 && shape.cols == 16) return make<Vsystole_kernel_16x16>(index, options, shape);
-  if (shape.rows == 128 && shape.cols == 128) return make<Vsystole_kernel_128x128>(index, options, shape);
-  return Status(StatusCode::kInvalidArgument, "hw_emu has no " + std::to_string(shape.rows) + "x" +
-                                                  std::to_string(shape.cols) +
-                                                  " build (built: 4x4, 8x8, 16x16, 128x128)");
+#define SYSTOLE_HW_EMU_OPEN(size)               \
+  if (shape.rows == size && shape.cols == size) \
+    return make<Vsystole_kernel_##size##x##size>(index, options, shape);
+  SYSTOLE_HW_EMU_SIZES(SYSTOLE_HW_EMU_OPEN)
+#undef SYSTOLE_HW_EMU_OPEN
+#define SYSTOLE_HW_EMU_NAME(size) " " #size "x" #size
+  return Status(StatusCode::kInvalidArgument,
+                "hw_emu has no " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
+                    " build (built:" SYSTOLE_HW_EMU_SIZES(SYSTOLE_HW_EMU_NAME) ")");
+#undef SYSTOLE_HW_EMU_NAME
 }
 
 }  // namespace systole::detail

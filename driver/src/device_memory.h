@@ -108,4 +108,13 @@ class EmulatedBackend : public DeviceBackend {
   EmulatedMemory memory_;
 };
 
+// The emulated backends make 1..64 compute units, one thread each.
+inline Status check_emulated_units(uint32_t units) {
+  constexpr uint32_t kMaxUnits = 64;
+  if (units == 0 || units > kMaxUnits)
+    return Status(StatusCode::kInvalidArgument,
+                  "compute_units must be 1.." + std::to_string(kMaxUnits) + ", got " + std::to_string(units));
+  return Status();
+}
+
 }  // namespace systole::detail

@@ -71,18 +71,11 @@ class FastEngine final : public KernelEngine {
 std::unique_ptr<KernelEngine> make_hls_engine(spec::ArrayShape shape) {
   if (shape.rows != shape.cols) return nullptr;
   switch (shape.rows) {
-    case 4:
-      return std::make_unique<HlsEngine<4, 4>>();
-    case 8:
-      return std::make_unique<HlsEngine<8, 8>>();
-    case 16:
-      return std::make_unique<HlsEngine<16, 16>>();
-    case 32:
-      return std::make_unique<HlsEngine<32, 32>>();
-    case 64:
-      return std::make_unique<HlsEngine<64, 64>>();
-    case 128:
-      return std::make_unique<HlsEngine<128, 128>>();
+#define SYSTOLE_HLS_ENGINE(size) \
+  case size:                     \
+    return std::make_unique<HlsEngine<size, size>>();
+    SYSTOLE_ARRAY_SIZES(SYSTOLE_HLS_ENGINE)
+#undef SYSTOLE_HLS_ENGINE
     default:
       return nullptr;
   }
@@ -272,13 +265,13 @@ Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index, const DeviceO
                                              std::to_string(kEmulatedDevices) + " devices, 0-" +
                                              std::to_string(kEmulatedDevices - 1) + ")");
   const spec::ArrayShape shape{options.array_rows, options.array_cols};
+#define SYSTOLE_SIZE_NAME(size) " " #size "x" #size
   if (!is_supported(shape))
     return Status(StatusCode::kInvalidArgument,
                   "sw_emu has no " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
-                      " array (supported: 4x4, 8x8, 16x16, 32x32, 64x64, 128x128)");
-  if (options.compute_units == 0 || options.compute_units > 64)
-    return Status(StatusCode::kInvalidArgument,
-                  "compute_units must be 1..64, got " + std::to_string(options.compute_units));
+                      " array (supported:" SYSTOLE_ARRAY_SIZES(SYSTOLE_SIZE_NAME) ")");
+#undef SYSTOLE_SIZE_NAME
+  if (Status units = check_emulated_units(options.compute_units); !units.ok()) return units;
   // More threads than this only time-slice the cores (and each costs a
   // stack); a bound turns a typo into an error rather than 100,000 threads.
   constexpr uint32_t kMaxThreadsPerUnit = 256;

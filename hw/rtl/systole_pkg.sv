@@ -28,13 +28,13 @@ package systole_pkg;
   localparam int unsigned MemoryPorts = 'hB;
 
   // AXI4-Lite register map (byte offsets)
+  localparam int unsigned RegPortBaseLo = 'h10;
+  localparam int unsigned RegCommandAddrLo = 'h10;
+  localparam int unsigned RegCommandAddrHi = 'h14;
   localparam int unsigned RegControl = 'h0;
   localparam int unsigned RegGlobalIntEnable = 'h4;
   localparam int unsigned RegIpIntEnable = 'h8;
   localparam int unsigned RegIpIntStatus = 'hC;
-  localparam int unsigned RegCommandAddrLo = 'h10;
-  localparam int unsigned RegCommandAddrHi = 'h14;
-  localparam int unsigned RegPortBaseLo = 'h10;
   localparam int unsigned RegMemBytesLo = 'h68;
   localparam int unsigned RegMemBytesHi = 'h6C;
   localparam int unsigned RegStatus = 'h80;

@@ -5,6 +5,7 @@
 // (regenerate with: cmake --build build --target sv_package).
 #include <cstddef>
 #include <cstdio>
+#include <string>
 
 #include "systole/descriptor.h"
 #include "systole/spec.h"
@@ -131,44 +132,19 @@ int main() {
   param("MemoryPorts", kMemoryPorts);
 
   std::printf("\n  // AXI4-Lite register map (byte offsets)\n");
-  const struct {
-    const char* name;
-    unsigned offset;
-  } registers[] = {
-      {"RegControl", reg::kControl},
-      {"RegGlobalIntEnable", reg::kGlobalIntEnable},
-      {"RegIpIntEnable", reg::kIpIntEnable},
-      {"RegIpIntStatus", reg::kIpIntStatus},
-      {"RegCommandAddrLo", reg::kCommandAddrLo},
-      {"RegCommandAddrHi", reg::kCommandAddrHi},
-      {"RegPortBaseLo", reg::kPortBaseLo},
-      {"RegMemBytesLo", reg::kMemBytesLo},
-      {"RegMemBytesHi", reg::kMemBytesHi},
-      {"RegStatus", reg::kStatus},
-      {"RegErrorIndex", reg::kErrorIndex},
-      {"RegDescriptorsDone", reg::kDescriptorsDone},
-      {"RegBusyCyclesLo", reg::kBusyCyclesLo},
-      {"RegBusyCyclesHi", reg::kBusyCyclesHi},
-      {"RegMacsLo", reg::kMacsLo},
-      {"RegMacsHi", reg::kMacsHi},
-      {"RegDmaReadBytesLo", reg::kDmaReadBytesLo},
-      {"RegDmaReadBytesHi", reg::kDmaReadBytesHi},
-      {"RegDmaWriteBytesLo", reg::kDmaWriteBytesLo},
-      {"RegDmaWriteBytesHi", reg::kDmaWriteBytesHi},
-      {"RegStallCyclesLo", reg::kStallCyclesLo},
-      {"RegStallCyclesHi", reg::kStallCyclesHi},
-      {"RegId", reg::kId},
-      {"RegVersion", reg::kVersion},
-      {"RegArrayRows", reg::kArrayRows},
-      {"RegArrayCols", reg::kArrayCols},
-      {"RegMaxM", reg::kMaxM},
-      {"RegMaxN", reg::kMaxN},
-      {"RegMaxK", reg::kMaxK},
-      {"RegBeatBytes", reg::kBeatBytes},
-      {"RegMaxDescriptors", reg::kMaxDescriptors},
-      {"RegMapEnd", reg::kMapEnd},
-  };
-  for (const auto& r : registers) param(r.name, r.offset);
+  param("RegPortBaseLo", reg::kPortBaseLo);
+  param("RegCommandAddrLo", reg::kCommandAddrLo);
+  param("RegCommandAddrHi", reg::kCommandAddrHi);
+  for (const Register& r : kRegisters) {
+    const std::string name = std::string("Reg") + r.name;
+    if (r.bytes == 4) {
+      param(name.c_str(), r.offset);
+    } else {
+      param((name + "Lo").c_str(), r.offset);
+      param((name + "Hi").c_str(), r.offset + 4);
+    }
+  }
+  param("RegMapEnd", reg::kMapEnd);
   param("CtrlApStart", ctrl::kApStart);
   param("CtrlApDone", ctrl::kApDone);
   param("CtrlApIdle", ctrl::kApIdle);
@@ -178,10 +154,9 @@ int main() {
   std::printf("\n  // Command list: header and GEMM descriptor (one beat each)\n");
   param("CommandListMagic", kCommandListMagic);
   param("OpcodeGemm", unsigned(Opcode::kGemm));
-  param("FlagAccumulate", flag::kAccumulate);
-  param("FlagBias", flag::kBias);
-  param("FlagRelu", flag::kRelu);
-  param("FlagOutputBf16", flag::kOutputBf16);
+#define SYSTOLE_FLAG_PARAM(Name, name, bit) param("Flag" #Name, flag::k##Name);
+  SYSTOLE_FLAGS(SYSTOLE_FLAG_PARAM)
+#undef SYSTOLE_FLAG_PARAM
   param("FlagAll", flag::kAll);
   const struct {
     const char* name;
@@ -209,25 +184,11 @@ int main() {
   for (const auto& f : fields) param(f.name, f.offset);
 
   std::printf("\n  // Error codes (STATUS register)\n  typedef enum logic [31:0] {\n");
-  const struct {
-    const char* name;
-    ErrorCode code;
-  } errors[] = {
-      {"ErrOk", ErrorCode::kOk},
-      {"ErrBadMagic", ErrorCode::kBadMagic},
-      {"ErrBadVersion", ErrorCode::kBadVersion},
-      {"ErrBadCount", ErrorCode::kBadCount},
-      {"ErrBadOpcode", ErrorCode::kBadOpcode},
-      {"ErrBadFlags", ErrorCode::kBadFlags},
-      {"ErrBadDimension", ErrorCode::kBadDimension},
-      {"ErrBadLeadingDim", ErrorCode::kBadLeadingDim},
-      {"ErrMisalignedAddress", ErrorCode::kMisalignedAddress},
-      {"ErrAddressOutOfRange", ErrorCode::kAddressOutOfRange},
-      {"ErrAxiError", ErrorCode::kAxiError},
-  };
-  for (std::size_t i = 0; i < sizeof errors / sizeof errors[0]; ++i)
-    std::printf("    %s = 32'd%u%s\n", errors[i].name, unsigned(errors[i].code),
-                i + 1 < sizeof errors / sizeof errors[0] ? "," : "");
+#define SYSTOLE_ERROR_VALUE(Name, name, value) "    Err" #Name " = 32'd" #value ",\n"
+  std::string codes = SYSTOLE_ERROR_CODES(SYSTOLE_ERROR_VALUE);
+#undef SYSTOLE_ERROR_VALUE
+  codes.erase(codes.size() - 2, 1);  // the last enumerator's comma
+  std::fputs(codes.c_str(), stdout);
   std::printf("  } error_code_e;\n\n");
 
   std::fputs(kAxiTypes, stdout);

@@ -6,28 +6,11 @@ namespace systole::spec {
 
 const char* error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kBadMagic:
-      return "bad_magic";
-    case ErrorCode::kBadVersion:
-      return "bad_version";
-    case ErrorCode::kBadCount:
-      return "bad_count";
-    case ErrorCode::kBadOpcode:
-      return "bad_opcode";
-    case ErrorCode::kBadFlags:
-      return "bad_flags";
-    case ErrorCode::kBadDimension:
-      return "bad_dimension";
-    case ErrorCode::kBadLeadingDim:
-      return "bad_leading_dim";
-    case ErrorCode::kMisalignedAddress:
-      return "misaligned_address";
-    case ErrorCode::kAddressOutOfRange:
-      return "address_out_of_range";
-    case ErrorCode::kAxiError:
-      return "axi_error";
+#define SYSTOLE_ERROR_NAME(Name, name, value) \
+  case ErrorCode::k##Name:                    \
+    return #name;
+    SYSTOLE_ERROR_CODES(SYSTOLE_ERROR_NAME)
+#undef SYSTOLE_ERROR_NAME
   }
   return "unknown_error";
 }

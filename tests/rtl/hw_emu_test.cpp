@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The hw_emu backend (label rtl): the Verilated RTL kernel behind the same
-// driver API as sw_emu. Random command lists on 4x4, 8x8 and 16x16 equal the
-// reference byte for byte; bad descriptors and waits behave as on sw_emu;
-// training steps leave the same weights, to the bit, as sw_emu.
+// driver API as sw_emu. Random command lists on 4x4, 8x8, 16x16 and 32x32
+// equal the reference byte for byte; two compute units run side by side;
+// bad descriptors and waits behave as on sw_emu; training steps leave the
+// same weights, to the bit, as sw_emu.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "common/engines.h"
 #include "common/random_workload.h"
@@ -71,7 +73,7 @@ TEST_P(HwEmuDifferential, CommandListsMatchTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rtl, HwEmuDifferential, ::testing::Values(4u, 8u, 16u), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Rtl, HwEmuDifferential, ::testing::Values(4u, 8u, 16u, 32u), [](const auto& info) {
   return std::to_string(info.param) + "x" + std::to_string(info.param);
 });
 
@@ -91,18 +93,70 @@ TEST(HwEmu, BadDescriptorsAndTimeoutsBehaveAsOnSwEmu) {
   EXPECT_EQ(bad.error_index, 1u);
   EXPECT_EQ(testing::first_difference(workload.memory, bad.memory), "") << "nothing written";
 
-  EXPECT_FALSE(Device::open("hw_emu", 0,
-                            [] {
-                              DeviceOptions o;
-                              o.array_rows = o.array_cols = 32;
-                              return o;
-                            }())
-                   .ok())
-      << "no 32x32 build";
-  DeviceOptions two;
-  two.array_rows = two.array_cols = 4;
-  two.compute_units = 2;
-  EXPECT_EQ(Device::open("hw_emu", 0, two).status().code(), StatusCode::kInvalidArgument);
+  DeviceOptions unbuilt = hw_emu_options(64);
+  const Status no_build = Device::open("hw_emu", 0, unbuilt).status();
+  EXPECT_EQ(no_build.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(no_build.message().find("no 64x64 build (built: 4x4 8x8 16x16 32x32 128x128)"), std::string::npos)
+      << no_build.to_string();
+  DeviceOptions none = hw_emu_options(4);
+  none.compute_units = 0;
+  EXPECT_EQ(Device::open("hw_emu", 0, none).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Two compute units: two Verilated kernels over one device memory, started
+// together and waited on from two threads (as two replicas are), each
+// with its own registers, counters and results.
+TEST(HwEmu, ComputeUnitsRunSideBySideOverOneMemory) {
+  DeviceOptions options = hw_emu_options(8);
+  options.compute_units = 2;
+  Device device = Device::open("hw_emu", 0, options).value();
+  ASSERT_EQ(device.info().compute_units, 2u);
+  testing::WorkloadOptions workload_options;
+  workload_options.shape = {8, 8};
+  workload_options.descriptors = 3;
+  workload_options.max_m = 12;
+  struct Job {
+    testing::Workload workload;
+    Buffer data, commands;
+    std::vector<uint8_t> result;
+    Status status;
+    spec::PerfCounters counters;
+  };
+  std::vector<Job> jobs;
+  for (uint32_t unit = 0; unit < 2; ++unit) {
+    Job job;
+    job.workload = testing::make_workload(41 + unit, workload_options);        // seeds 41, 42
+    job.data = device.allocate(job.workload.memory.size(), 2 * unit).value();  // banks 0 and 2
+    const auto list = encode_command_lists(job.workload.rebased(job.data.address()), 100).at(0);
+    job.commands = device.allocate(list.size(), 2 * unit + 1).value();
+    ASSERT_TRUE(job.data.write(job.workload.memory.data(), job.workload.memory.size()).ok());
+    ASSERT_TRUE(job.data.sync(Buffer::SyncDirection::kToDevice).ok());
+    ASSERT_TRUE(job.commands.write(list.data(), list.size()).ok());
+    ASSERT_TRUE(job.commands.sync(Buffer::SyncDirection::kToDevice).ok());
+    jobs.push_back(std::move(job));
+  }
+  std::vector<systole::Run> runs;
+  for (uint32_t unit = 0; unit < 2; ++unit) runs.push_back(device.start(unit, jobs[unit].commands).value());
+  std::vector<std::thread> waiters;
+  for (uint32_t unit = 0; unit < 2; ++unit)
+    waiters.emplace_back([&, unit] {
+      jobs[unit].status = runs[unit].wait(std::chrono::seconds(60));
+      jobs[unit].counters = runs[unit].counters();
+    });
+  for (std::thread& waiter : waiters) waiter.join();
+  for (uint32_t unit = 0; unit < 2; ++unit) {
+    Job& job = jobs[unit];
+    SCOPED_TRACE("unit " + std::to_string(unit) + ", seed " + std::to_string(41 + unit) + "\n" +
+                 job.workload.description);
+    ASSERT_TRUE(job.status.ok()) << job.status.to_string();
+    job.result.resize(job.workload.memory.size());
+    ASSERT_TRUE(job.data.sync(Buffer::SyncDirection::kFromDevice).ok());
+    ASSERT_TRUE(job.data.read(job.result.data(), job.result.size()).ok());
+    EXPECT_EQ(testing::first_difference(testing::run_reference(job.workload, 8).memory, job.result), "");
+    uint64_t macs = 0;
+    for (const auto& d : job.workload.descriptors) macs += uint64_t(d.m) * d.n * d.k;
+    EXPECT_EQ(job.counters.macs, macs) << "each unit counts its own work";
+  }
 }
 
 TEST(HwEmu, RandomBackPressureChangesTheTimingNotTheBits) {

@@ -84,17 +84,16 @@ std::vector<std::pair<std::string, std::string>> first_two(const std::vector<Row
 }
 
 TEST(InterfaceDoc, RegisterMapIsTheSpecs) {
-  std::vector<std::pair<std::string, std::string>> expected = {
-      {hex(reg::kControl, 2), "control"},
-      {hex(reg::kGlobalIntEnable, 2), "global_int_enable"},
-      {hex(reg::kIpIntEnable, 2), "ip_int_enable"},
-      {hex(reg::kIpIntStatus, 2), "ip_int_status"}};
+  std::vector<std::pair<std::string, std::string>> expected;
+  for (const Register& r : kRegisters)
+    if (r.role == RegisterRole::kControl) expected.emplace_back(hex(r.offset, 2), r.arg);
+  const std::size_t controls = expected.size();
   for (const KernelArg& arg : kKernelArgs) expected.emplace_back(hex(arg.offset, 2), arg.name);
   const std::vector<Row> rows = table_under("## Register map");
   EXPECT_EQ(first_two(rows), expected);
   // 64-bit arguments say so; the others do not.
-  for (std::size_t i = 4; i < rows.size() && i - 4 < std::size(kKernelArgs); ++i) {
-    const KernelArg& arg = kKernelArgs[i - 4];
+  for (std::size_t i = controls; i < rows.size() && i - controls < std::size(kKernelArgs); ++i) {
+    const KernelArg& arg = kKernelArgs[i - controls];
     EXPECT_EQ(rows[i][2].find("64 bits") != std::string::npos, arg.bytes == 8) << arg.name;
     EXPECT_EQ(rows[i][2].rfind("R/W", 0) == 0, !arg.output) << arg.name;
   }
@@ -126,15 +125,11 @@ TEST(InterfaceDoc, CommandListLayoutIsTheSpecs) {
 }
 
 TEST(InterfaceDoc, FlagsAreTheSpecs) {
-  const std::vector<std::pair<uint8_t, std::string>> flags = {{flag::kAccumulate, "accumulate"},
-                                                              {flag::kBias, "bias"},
-                                                              {flag::kRelu, "relu"},
-                                                              {flag::kOutputBf16, "output_bf16"}};
   std::vector<std::pair<std::string, std::string>> expected;
   uint8_t all = 0;
-  for (const auto& [bit, name] : flags) {
-    expected.emplace_back(std::to_string(__builtin_ctz(bit)), name);
-    all |= bit;
+  for (const Flag& f : kFlags) {
+    expected.emplace_back(std::to_string(f.bit), f.name);
+    all |= uint8_t(1u << f.bit);
   }
   EXPECT_EQ(all, flag::kAll) << "a flag the document does not list";
   EXPECT_EQ(first_two(table_under("### Flags")), expected);

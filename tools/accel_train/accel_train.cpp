@@ -71,9 +71,9 @@ void print_projection(const Projection& p, uint64_t steps, uint64_t examples) {
       (unsigned long long)p.compute_bound, (unsigned long long)p.launches);
 }
 
-// A device and the compute units `devices` selects on it. sw_emu creates as
-// many units as selected; any other backend (hw_emu, a board) has its own
-// and is asked for them.
+// A device and the compute units `devices` selects on it. The emulators
+// and perf create as many units as selected; a board has its own and is
+// asked for them.
 struct OpenedDevice {
   Device device;
   std::vector<uint32_t> units;
@@ -86,9 +86,9 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   options.engine = config.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
   options.xclbin = config.xclbin;
   options.perf = {config.board, config.clock_mhz, config.pcie_gen, config.pcie_lanes};
-  // sw_emu makes as many units as are selected (auto: one per core); perf
-  // models as many as are selected on its board (auto: one).
-  const bool elastic = config.backend == "sw_emu" || config.backend == "perf";
+  // sw_emu and hw_emu make as many units as are selected (auto: one per
+  // core); perf models as many as are selected on its board (auto: one).
+  const bool elastic = config.backend == "sw_emu" || config.backend == "hw_emu" || config.backend == "perf";
   OpenedDevice opened;
   uint32_t available = 0;
   if (!elastic) {

@@ -25,14 +25,36 @@ enum class Opcode : uint8_t {
   kGemm = 1,
 };
 
-// Flags of a GEMM descriptor.
+// Flags of a GEMM descriptor, one row each: X(Name, name, bit). The
+// constants flag::k<Name>, the names and the SV package's Flag<Name> are
+// made from it.
+#define SYSTOLE_FLAGS(X)                                          \
+  X(Accumulate, accumulate, 0)  /* C = C + A*B (C read first) */  \
+  X(Bias, bias, 1)              /* add fp32 bias[N] per column */ \
+  X(Relu, relu, 2)              /* max(x, +0) after the bias */   \
+  X(OutputBf16, output_bf16, 3) /* C is bf16 (else fp32) */
+
 namespace flag {
-inline constexpr uint8_t kAccumulate = 1u << 0;  // C = C + A*B (C read first)
-inline constexpr uint8_t kBias = 1u << 1;        // add fp32 bias[N] per column
-inline constexpr uint8_t kRelu = 1u << 2;        // max(x, +0) after the bias
-inline constexpr uint8_t kOutputBf16 = 1u << 3;  // C is bf16 (else fp32)
-inline constexpr uint8_t kAll = 0x0F;
+#define SYSTOLE_FLAG_CONSTANT(Name, name, bit) inline constexpr uint8_t k##Name = 1u << (bit);
+SYSTOLE_FLAGS(SYSTOLE_FLAG_CONSTANT)
+#undef SYSTOLE_FLAG_CONSTANT
+// Every defined flag; the others are reserved (kBadFlags).
+inline constexpr uint8_t kAll = 0
+#define SYSTOLE_FLAG_BIT(Name, name, bit) | k##Name
+    SYSTOLE_FLAGS(SYSTOLE_FLAG_BIT)
+#undef SYSTOLE_FLAG_BIT
+    ;
 }  // namespace flag
+
+struct Flag {
+  const char* name;  // "output_bf16"
+  uint8_t bit;
+};
+inline constexpr Flag kFlags[] = {
+#define SYSTOLE_FLAG_ROW(Name, name, bit) {#name, bit},
+    SYSTOLE_FLAGS(SYSTOLE_FLAG_ROW)
+#undef SYSTOLE_FLAG_ROW
+};
 
 // C[M x N] (+)= A[M x K] * B[K x N] (+ bias) (ReLU), all row-major.
 // A and B are bf16; C is fp32 or bf16 (kOutputBf16), read in that same

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 
 namespace systole::spec {
 
@@ -36,28 +38,48 @@ struct ArrayShape {
   constexpr uint32_t max_descriptors() const { return 65536; }
 };
 
-// The configurations the sw_emu backend carries and the RTL is verified on.
+// The array sizes the project builds (square, rows = cols), listed once.
+// sw_emu carries every size of SYSTOLE_ARRAY_SIZES; hw_emu verilates the
+// RTL at those of SYSTOLE_HW_EMU_SIZES: the test sizes, 32 x 32 (the
+// largest that fits a U55C) and 128 x 128 (one TPU MXU), not 64 x 64, which
+// no board or test needs and which would add to every build. The backends'
+// dispatch and the Verilator builds are generated from these two lines
+// (CMake reads them: cmake/ArraySizes.cmake), so each stays on one line.
+#define SYSTOLE_ARRAY_SIZES(X) X(4) X(8) X(16) X(32) X(64) X(128)
+#define SYSTOLE_HW_EMU_SIZES(X) X(4) X(8) X(16) X(32) X(128)
+
 // 128 x 128 (one TPU MXU) is the default; the small ones build the same
 // sources for fast tests and small boards.
 inline constexpr ArrayShape kDefaultShape{128, 128};
-inline constexpr ArrayShape kSupportedShapes[] = {{4, 4}, {8, 8}, {16, 16}, {32, 32}, {64, 64}, {128, 128}};
+inline constexpr ArrayShape kSupportedShapes[] = {
+#define SYSTOLE_SHAPE(size) {size, size},
+    SYSTOLE_ARRAY_SIZES(SYSTOLE_SHAPE)
+#undef SYSTOLE_SHAPE
+};
 
 // Error codes written to the STATUS register. A launch that ends with a code
 // other than kOk has written nothing to memory (the whole command list is
 // validated before the first descriptor executes), except kAxiError, which
-// can strike mid-list.
+// can strike mid-list. One row per code: X(Name, name, value); the enum
+// (k<Name>), error_code_name() ("name") and the SV package's error_code_e
+// (Err<Name>) are made from it.
+#define SYSTOLE_ERROR_CODES(X)                                                              \
+  X(Ok, ok, 0)                                                                              \
+  X(BadMagic, bad_magic, 1)                     /* header magic is not kCommandListMagic */ \
+  X(BadVersion, bad_version, 2)                 /* header version major != kVersionMajor */ \
+  X(BadCount, bad_count, 3)                     /* zero or > max_descriptors() */           \
+  X(BadOpcode, bad_opcode, 4)                   /* descriptor opcode unknown */             \
+  X(BadFlags, bad_flags, 5)                     /* reserved flag or field bits set */       \
+  X(BadDimension, bad_dimension, 6)             /* M, N or K zero or above the limit */     \
+  X(BadLeadingDim, bad_leading_dim, 7)          /* a leading dimension < its row */         \
+  X(MisalignedAddress, misaligned_address, 8)   /* not a multiple of the element size */    \
+  X(AddressOutOfRange, address_out_of_range, 9) /* an operand or the list leaves memory */  \
+  X(AxiError, axi_error, 10)                    /* the memory answered SLVERR/DECERR */
+
 enum class ErrorCode : uint32_t {
-  kOk = 0,
-  kBadMagic = 1,           // command-list header magic is not kCommandListMagic
-  kBadVersion = 2,         // header version major differs from kVersionMajor
-  kBadCount = 3,           // zero descriptors or more than max_descriptors()
-  kBadOpcode = 4,          // descriptor opcode unknown
-  kBadFlags = 5,           // reserved flag or field bits set
-  kBadDimension = 6,       // M, N or K is zero or above the device limit
-  kBadLeadingDim = 7,      // a leading dimension is smaller than its row
-  kMisalignedAddress = 8,  // an address is not a multiple of its element size
-  kAddressOutOfRange = 9,  // an operand or the list itself leaves device memory
-  kAxiError = 10,          // the memory answered SLVERR/DECERR (hw_emu, boards)
+#define SYSTOLE_ERROR_ENUM(Name, name, value) k##Name = value,
+  SYSTOLE_ERROR_CODES(SYSTOLE_ERROR_ENUM)
+#undef SYSTOLE_ERROR_ENUM
 };
 
 // Name of an error code ("bad_dimension"), for messages and logs.
@@ -86,60 +108,102 @@ inline constexpr const char* kPortNames[] = {"cmd", "a0", "a1", "a2", "a3", "b0"
 static_assert(std::size(kPortNames) == kMemoryPorts, "a name per port");
 
 // AXI4-Lite register map. 0x00-0x0C follow Vitis ap_ctrl_hs so that XRT's
-// xrt::kernel drives the kernel unchanged; arguments start at 0x10.
-// 64-bit values occupy two registers, low word first.
+// xrt::kernel drives the kernel unchanged; arguments start at 0x10 with one
+// base-address register per m_axi port (kPortNames order), as Vitis gives
+// every pointer argument. 64-bit values occupy two registers, low word
+// first. Descriptor addresses are offsets from their port's base (A from
+// the a ports', B from the b ports', C and bias from the c ports'); the
+// command list's address is port 0's register. The emulated devices use
+// base 0, so offsets are device addresses; on a board each base is the
+// address of a buffer object (the ports of one group get the same buffer).
+//
+// The other registers, one row each: X(Name, name, offset, bytes, role).
+// Name makes the constant reg::k<Name> (reg::k<Name>Lo and k<Name>Hi for 8
+// bytes) and the SV package's Reg<Name>; name is the kernel argument's name
+// (Vitis, XRT, the interface document). Roles: kControl (ap_ctrl_hs, not an
+// argument), kInput (written by the host), kOutput (written by the kernel
+// on every launch; identification registers are outputs too).
+#define SYSTOLE_REGISTERS(X)                                                      \
+  X(Control, control, 0x00, 4, kControl)                                          \
+  X(GlobalIntEnable, global_int_enable, 0x04, 4, kControl)                        \
+  X(IpIntEnable, ip_int_enable, 0x08, 4, kControl)                                \
+  X(IpIntStatus, ip_int_status, 0x0C, 4, kControl)                                \
+  X(MemBytes, mem_bytes, 0x68, 8, kInput)      /* window each port addresses */   \
+  X(Status, status, 0x80, 4, kOutput)          /* ErrorCode of the last launch */ \
+  X(ErrorIndex, error_index, 0x84, 4, kOutput) /* or kHeaderErrorIndex */         \
+  X(DescriptorsDone, descriptors_done, 0x88, 4, kOutput)                          \
+  X(BusyCycles, busy_cycles, 0x90, 8, kOutput)                                    \
+  X(Macs, macs, 0x98, 8, kOutput)                                                 \
+  X(DmaReadBytes, dma_read_bytes, 0xA0, 8, kOutput)                               \
+  X(DmaWriteBytes, dma_write_bytes, 0xA8, 8, kOutput)                             \
+  X(StallCycles, stall_cycles, 0xB0, 8, kOutput)                                  \
+  X(Id, id, 0xC0, 4, kOutput)           /* kDeviceId */                           \
+  X(Version, version, 0xC4, 4, kOutput) /* kVersion */                            \
+  X(ArrayRows, array_rows, 0xC8, 4, kOutput)                                      \
+  X(ArrayCols, array_cols, 0xCC, 4, kOutput)                                      \
+  X(MaxM, max_m, 0xD0, 4, kOutput)                                                \
+  X(MaxN, max_n, 0xD4, 4, kOutput)                                                \
+  X(MaxK, max_k, 0xD8, 4, kOutput)                                                \
+  X(BeatBytes, beat_bytes, 0xDC, 4, kOutput)                                      \
+  X(MaxDescriptors, max_descriptors, 0xE0, 4, kOutput)
+
+enum class RegisterRole : uint8_t { kControl, kInput, kOutput };
+
+struct Register {
+  const char* name;  // the constant's name without k, e.g. "BusyCycles"
+  const char* arg;   // the kernel argument's name, e.g. "busy_cycles"
+  uint32_t offset;
+  uint32_t bytes;  // 4, or 8 for a Lo/Hi pair
+  RegisterRole role;
+};
+
+inline constexpr Register kRegisters[] = {
+#define SYSTOLE_REGISTER_ROW(Name, name, offset, bytes, role) \
+  {#Name, #name, offset, bytes, RegisterRole::role},
+    SYSTOLE_REGISTERS(SYSTOLE_REGISTER_ROW)
+#undef SYSTOLE_REGISTER_ROW
+};
+
 namespace reg {
-inline constexpr uint32_t kControl = 0x00;  // ap_ctrl_hs
-inline constexpr uint32_t kGlobalIntEnable = 0x04;
-inline constexpr uint32_t kIpIntEnable = 0x08;
-inline constexpr uint32_t kIpIntStatus = 0x0C;
-// Arguments (read/write): one base-address register per m_axi port (see
-// kPortNames), as Vitis gives every pointer argument, then the window.
-// Descriptor addresses are offsets from their port's base (A from the a
-// ports', B from the b ports', C and bias from the c ports'); the command
-// list's address is port 0's register. The emulated devices use base 0, so
-// offsets are device addresses; on a board each base is the address of a
-// buffer object (the ports of one group are given the same buffer).
+// k<Name> for each 4-byte register; k<Name>Lo and k<Name>Hi for each 8-byte one.
+#define SYSTOLE_REGISTER_CONSTANT_4(Name, offset) inline constexpr uint32_t k##Name = offset;
+#define SYSTOLE_REGISTER_CONSTANT_8(Name, offset) \
+  inline constexpr uint32_t k##Name##Lo = offset; \
+  inline constexpr uint32_t k##Name##Hi = offset + 4;
+#define SYSTOLE_REGISTER_CONSTANTS(Name, name, offset, bytes, role) \
+  SYSTOLE_REGISTER_CONSTANT_##bytes(Name, offset)
+SYSTOLE_REGISTERS(SYSTOLE_REGISTER_CONSTANTS)
+#undef SYSTOLE_REGISTER_CONSTANTS
+#undef SYSTOLE_REGISTER_CONSTANT_4
+#undef SYSTOLE_REGISTER_CONSTANT_8
 inline constexpr uint32_t kPortBaseLo = 0x10;  // port p: kPortBaseLo + 8 p
 constexpr uint32_t port_base(uint32_t port) { return kPortBaseLo + 8 * port; }
 inline constexpr uint32_t kCommandAddrLo = kPortBaseLo;  // command list (port cmd)
 inline constexpr uint32_t kCommandAddrHi = kPortBaseLo + 4;
-inline constexpr uint32_t kMemBytesLo = 0x68;  // window each port may
-inline constexpr uint32_t kMemBytesHi = 0x6C;  // address from its base
-// Results of the last launch (read-only).
-inline constexpr uint32_t kStatus = 0x80;      // ErrorCode
-inline constexpr uint32_t kErrorIndex = 0x84;  // failing descriptor, or
-                                               // 0xFFFFFFFF for the header
-inline constexpr uint32_t kDescriptorsDone = 0x88;
-inline constexpr uint32_t kBusyCyclesLo = 0x90;
-inline constexpr uint32_t kBusyCyclesHi = 0x94;
-inline constexpr uint32_t kMacsLo = 0x98;
-inline constexpr uint32_t kMacsHi = 0x9C;
-inline constexpr uint32_t kDmaReadBytesLo = 0xA0;
-inline constexpr uint32_t kDmaReadBytesHi = 0xA4;
-inline constexpr uint32_t kDmaWriteBytesLo = 0xA8;
-inline constexpr uint32_t kDmaWriteBytesHi = 0xAC;
-inline constexpr uint32_t kStallCyclesLo = 0xB0;
-inline constexpr uint32_t kStallCyclesHi = 0xB4;
-// Identification (read-only constants of the build).
-inline constexpr uint32_t kId = 0xC0;       // kDeviceId
-inline constexpr uint32_t kVersion = 0xC4;  // spec::kVersion
-inline constexpr uint32_t kArrayRows = 0xC8;
-inline constexpr uint32_t kArrayCols = 0xCC;
-inline constexpr uint32_t kMaxM = 0xD0;
-inline constexpr uint32_t kMaxN = 0xD4;
-inline constexpr uint32_t kMaxK = 0xD8;
-inline constexpr uint32_t kBeatBytes = 0xDC;
-inline constexpr uint32_t kMaxDescriptors = 0xE0;
 inline constexpr uint32_t kMapEnd = 0xE4;  // first unused offset
 }  // namespace reg
 
+// The table's invariants: ascending, word-aligned offsets that do not
+// overlap each other or the port bases, all below kMapEnd.
+constexpr bool registers_are_well_formed() {
+  uint32_t next = 0;
+  for (const Register& r : kRegisters) {
+    if (r.offset % 4 != 0 || r.offset < next || (r.bytes != 4 && r.bytes != 8)) return false;
+    if (r.offset < reg::port_base(kMemoryPorts) && r.offset + r.bytes > reg::kPortBaseLo) return false;
+    next = r.offset + r.bytes;
+  }
+  return next <= reg::kMapEnd;
+}
+static_assert(registers_are_well_formed(), "kRegisters: ascending, aligned, disjoint, below kMapEnd");
+
 // The kernel's arguments as Vitis and XRT see them: xrt::kernel argument
 // i is kKernelArgs[i] (the HLS top function takes its parameters in this
-// order). `offset` is the argument's register in the map above, which the
-// RTL kernel implements; a Vitis-HLS kernel gets offsets of the tool's
-// choosing, so a host reads them from the xclbin by name. Memory arguments
-// are the m_axi ports; outputs are written by the kernel on every launch.
+// order): the memory ports (kPortNames, in order), then the registers that
+// are not ap_ctrl_hs (kRegisters, in order). `offset` is the argument's
+// register in the map above, which the RTL kernel implements; a Vitis-HLS
+// kernel gets offsets of the tool's choosing, so a host reads them from
+// the xclbin by name. Memory arguments are the m_axi ports; outputs are
+// written by the kernel on every launch.
 struct KernelArg {
   const char* name;
   uint32_t offset;  // in the register map above
@@ -148,36 +212,22 @@ struct KernelArg {
   bool output;
 };
 namespace detail {
-inline constexpr KernelArg kScalarArgs[] = {
-    {"mem_bytes", reg::kMemBytesLo, 8, false, false},
-    {"status", reg::kStatus, 4, false, true},
-    {"error_index", reg::kErrorIndex, 4, false, true},
-    {"descriptors_done", reg::kDescriptorsDone, 4, false, true},
-    {"busy_cycles", reg::kBusyCyclesLo, 8, false, true},
-    {"macs", reg::kMacsLo, 8, false, true},
-    {"dma_read_bytes", reg::kDmaReadBytesLo, 8, false, true},
-    {"dma_write_bytes", reg::kDmaWriteBytesLo, 8, false, true},
-    {"stall_cycles", reg::kStallCyclesLo, 8, false, true},
-    {"id", reg::kId, 4, false, true},
-    {"version", reg::kVersion, 4, false, true},
-    {"array_rows", reg::kArrayRows, 4, false, true},
-    {"array_cols", reg::kArrayCols, 4, false, true},
-    {"max_m", reg::kMaxM, 4, false, true},
-    {"max_n", reg::kMaxN, 4, false, true},
-    {"max_k", reg::kMaxK, 4, false, true},
-    {"beat_bytes", reg::kBeatBytes, 4, false, true},
-    {"max_descriptors", reg::kMaxDescriptors, 4, false, true},
-};
+constexpr std::size_t count_arguments() {
+  std::size_t count = kMemoryPorts;
+  for (const Register& r : kRegisters) count += r.role != RegisterRole::kControl;
+  return count;
+}
 constexpr auto kernel_args() {
-  std::array<KernelArg, kMemoryPorts + std::size(kScalarArgs)> args{};
-  for (uint32_t p = 0; p < kMemoryPorts; ++p) args[p] = {kPortNames[p], reg::port_base(p), 8, true, false};
-  for (std::size_t i = 0; i < std::size(kScalarArgs); ++i) args[kMemoryPorts + i] = kScalarArgs[i];
+  std::array<KernelArg, count_arguments()> args{};
+  std::size_t i = 0;
+  for (uint32_t p = 0; p < kMemoryPorts; ++p) args[i++] = {kPortNames[p], reg::port_base(p), 8, true, false};
+  for (const Register& r : kRegisters)
+    if (r.role != RegisterRole::kControl)
+      args[i++] = {r.arg, r.offset, r.bytes, false, r.role == RegisterRole::kOutput};
   return args;
 }
 }  // namespace detail
-// The memory ports (kPortNames, in order), then the scalars.
 inline constexpr auto kKernelArgs = detail::kernel_args();
-static_assert(reg::port_base(kMemoryPorts) <= reg::kMemBytesLo, "the port bases fit before the window");
 
 // The kernel's name in an xclbin: the RTL kernel (hw/rtl/systole_rtl.sv,
 // the top of hw/rtl, packaged by Makefile.fpga) and the HLS kernel
