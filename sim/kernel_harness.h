@@ -18,6 +18,7 @@
 #include "axi_read_memory.h"
 #include "axi_write_memory.h"
 #include "coverage.h"
+#include "model_context.h"
 #include "systole/spec.h"
 #include "verilated.h"
 #if VM_TRACE_FST
@@ -32,8 +33,7 @@ class KernelHarness {
   // `memory` is the device memory; each port's model gets its own seed.
   // A non-empty `fst_path` records every signal, every half cycle, into an
   // FST waveform there (models verilated with --trace-fst only).
-  KernelHarness(uint8_t* memory, uint64_t size, MemoryTiming timing, const std::string& fst_path = "")
-      : context_(std::make_unique<VerilatedContext>()) {
+  KernelHarness(uint8_t* memory, uint64_t size, MemoryTiming timing, const std::string& fst_path = "") {
     context_->fatalOnError(false);
     if (!fst_path.empty()) {
 #if VM_TRACE_FST
@@ -78,6 +78,10 @@ class KernelHarness {
     tick();
     k.ap_rst_n = 1;
   }
+
+  KernelHarness(const KernelHarness&) = delete;
+  KernelHarness& operator=(const KernelHarness&) = delete;
+  ~KernelHarness() { context_.make_current(); }  // the model ends in its context
 
   Model& kernel() { return *k_; }
   // Port p of spec::kPortNames; write port i is c port i.
@@ -182,7 +186,7 @@ class KernelHarness {
     ++time_;
   }
 
-  std::unique_ptr<VerilatedContext> context_;
+  ModelContext context_;  // before the model: outlives it
   std::unique_ptr<Model> k_;
   CoverageWriter coverage_{context_.get()};  // after the model: ends first
 #if VM_TRACE_FST
