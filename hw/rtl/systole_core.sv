@@ -11,8 +11,8 @@
 // the array for exactly its latency, so every column-sum vector leaving the
 // array is added to its row (NUMERICS.md: acc = acc + s, K tile after K
 // tile); one of the last K tile raises row_done_o (that row is final), and
-// the last one of an N tile also tile_done_o. The controller keeps the three users of
-// a bank apart.
+// the last one of an N tile also tile_done_o. The controller never fills a
+// bank the sums accumulate into, and reads a row out only once it is final.
 module systole_core #(
   parameter int unsigned Rows = 4,
   parameter int unsigned Cols = 4,
@@ -44,7 +44,8 @@ module systole_core #(
   input  logic                  init_bank_i,
   input  logic [RowBits-1:0]    init_row_i,
   input  logic [Cols*32-1:0]    init_i,
-  // Readout through the output stage, on word_o one cycle later.
+  // Readout through the output stage, on word_o in the next cycle (the
+  // settings and the bias are taken with the row).
   input  logic                  read_bank_i,
   input  logic [RowBits-1:0]    read_row_i,
   input  logic                  bias_en_i,
@@ -56,15 +57,13 @@ module systole_core #(
   // Sums leave the array Rows + Cols cycles after their vector entered.
   localparam int unsigned Latency = Rows + Cols;
   localparam int unsigned TagBits = RowBits + 3;
+  localparam int unsigned Width   = Cols * 32;
 
   logic                   sum_valid;
-  logic [Cols*32-1:0]     sum, total, staged;
+  logic [Width-1:0]       sum, total;
   logic [TagBits*Latency-1:0] tags_q;  // stage i at [TagBits*i +: TagBits]
   logic [TagBits-1:0]     tag;
-  logic [RowBits:0]       sum_index;
-  // Two banks of MaxM rows of fp32 partial sums, bank b at [b*MaxM, ...)
-  // (URAM/BRAM on a board).
-  logic [Cols*32-1:0]     accumulators_q [2*MaxM];
+  logic [RowBits-1:0]     next_row;  // of the sums leaving next cycle
 
   systole_array #(.Rows(Rows), .Cols(Cols)) u_array (
     .clk_i,
@@ -79,18 +78,70 @@ module systole_core #(
     .sum_o      (sum)
   );
 
-  assign tag       = tags_q[TagBits*(Latency-1) +: TagBits];  // {final, last, bank, row}
-  assign sum_index = tag[RowBits:0];
+  // The tag of the sums leaving now, and the row of those leaving next
+  // cycle (read from the accumulators now).
+  assign tag      = tags_q[TagBits*(Latency-1) +: TagBits];  // {final, last, bank, row}
+  assign next_row = tags_q[TagBits*(Latency-2) +: RowBits];
+
+  // The accumulator memory: two banks of MaxM rows of fp32 partial sums,
+  // each with one write port and two registered read ports, so that it
+  // maps to block RAM (BRAM/URAM; on iCE40 two EBR copies). A bank's write
+  // port takes the sums that name it, else the starting values (the
+  // controller never lets both write one bank). Its sum port reads the row
+  // of the sums that arrive next cycle; its readout port the row the
+  // controller reads out, which may lie in the bank the sums still
+  // accumulate into (a row is read out once final). A read in the cycle of
+  // a write to its row returns the written value (forwarded: block RAMs
+  // differ in what they return then).
+  logic [Width-1:0]   acc_operand [2];  // row next_row of each bank, a cycle later
+  logic [Width-1:0]   out_operand [2];  // row read_row_i of each bank, a cycle later
+
+  for (genvar b = 0; b < 2; b++) begin : g_bank
+    logic [Width-1:0]   rows_q [MaxM];
+    logic               sum_hit, init_hit, we;
+    logic [RowBits-1:0] waddr;
+    logic [Width-1:0]   wdata, acc_q, out_q, fwd_data_q;
+    logic               acc_fwd_q, out_fwd_q;
+    assign sum_hit  = sum_valid && tag[RowBits] == 1'(b);
+    assign init_hit = init_valid_i && init_bank_i == 1'(b);
+    assign we       = sum_hit || init_hit;
+    assign waddr    = sum_hit ? tag[RowBits-1:0] : init_row_i;
+    assign wdata    = sum_hit ? total : init_i;
+    always_ff @(posedge clk_i) begin
+      if (we) rows_q[waddr] <= wdata;
+      acc_q      <= rows_q[next_row];
+      out_q      <= rows_q[read_row_i];
+      acc_fwd_q  <= we && waddr == next_row;
+      out_fwd_q  <= we && waddr == read_row_i;
+      fwd_data_q <= wdata;
+    end
+    assign acc_operand[b] = acc_fwd_q ? fwd_data_q : acc_q;
+    assign out_operand[b] = out_fwd_q ? fwd_data_q : out_q;
+`ifndef SYNTHESIS
+    a_one_writer: assert property (@(posedge clk_i) disable iff (!rst_ni) !(sum_hit && init_hit));
+`endif
+  end
+
+  // The readout's settings travel with its read.
+  logic             read_bank_q, bias_en_q, relu_en_q, bf16_en_q;
+  logic [Width-1:0] bias_q;
+  always_ff @(posedge clk_i) begin
+    read_bank_q <= read_bank_i;
+    bias_en_q   <= bias_en_i;
+    relu_en_q   <= relu_en_i;
+    bf16_en_q   <= bf16_en_i;
+    bias_q      <= bias_i;
+  end
 
   for (genvar c = 0; c < Cols; c++) begin : g_lane
-    assign total[32*c +: 32] = systole_arith::fp32_add(accumulators_q[sum_index][32*c +: 32], sum[32*c +: 32]);
+    assign total[32*c +: 32] = systole_arith::fp32_add(acc_operand[tag[RowBits]][32*c +: 32], sum[32*c +: 32]);
     systole_output_stage u_output (
-      .bias_en_i,
-      .relu_en_i,
-      .bf16_en_i,
-      .accumulator_i(accumulators_q[{read_bank_i, read_row_i}][32*c +: 32]),
-      .bias_i       (bias_i[32*c +: 32]),
-      .word_o       (staged[32*c +: 32])
+      .bias_en_i    (bias_en_q),
+      .relu_en_i    (relu_en_q),
+      .bf16_en_i    (bf16_en_q),
+      .accumulator_i(out_operand[read_bank_q][32*c +: 32]),
+      .bias_i       (bias_q[32*c +: 32]),
+      .word_o       (word_o[32*c +: 32])
     );
   end
 
@@ -108,12 +159,14 @@ module systole_core #(
   end
   assign row_done_o  = row_done_q;
   assign tile_done_o = tile_done_q;
-  // Data: the tags travel with the array's (reset) valid bits, the memory
-  // and the output word are named by the controller.
+  // Data: the tags travel beside the array's (reset) valid bits.
   always_ff @(posedge clk_i) begin
     tags_q <= (tags_q << TagBits) | (TagBits*Latency)'({act_final_i, act_last_i, act_acc_bank_i, act_row_i});
-    if (init_valid_i) accumulators_q[{init_bank_i, init_row_i}] <= init_i;
-    if (sum_valid) accumulators_q[sum_index] <= total;
-    word_o <= staged;
   end
+`ifndef SYNTHESIS
+  // A vector's tag leaves the line in the cycle its sums leave the array.
+  logic [Latency-1:0] pending_q;
+  always_ff @(posedge clk_i) pending_q <= !rst_ni ? '0 : {pending_q[Latency-2:0], act_valid_i};
+  a_tags_beside_sums: assert property (@(posedge clk_i) disable iff (!rst_ni) sum_valid == pending_q[Latency-1]);
+`endif
 endmodule
