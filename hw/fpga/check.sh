@@ -3,7 +3,8 @@
 # make -f Makefile.fpga check: what can be checked here without Vitis.
 #  1. yosys 0.23 synthesises the RTL modules, generic (synth) and for
 #     UltraScale+ (synth_xilinx -family xcup), and the 4x4 array, with no
-#     latches (FULL=1: also the 4x4 core and kernel);
+#     latches (FULL=1: also the 4x4 core and kernel), and the UART link's
+#     modules for iCE40;
 #  2. a resource report per module (LUT, FF, DSP, BRAM) from synth_xilinx;
 #  3. a fit table: per-PE and per-column cost extrapolated to N x N arrays
 #     against the Alveo U55C and U280;
@@ -48,6 +49,17 @@ synthesize() {  # synthesize MODULE FLOW
 }
 for module in "${modules[@]}"; do synthesize "$module" generic; synthesize "$module" xcup; done
 for module in "${large[@]}"; do synthesize "$module" xcup; done
+# The small boards' UART host link (not part of the Alveo kernel), for
+# iCE40 (synth_ice40), with no latches.
+link=("$rtl/systole_pkg.sv" "$rtl/systole_uart_rx.sv" "$rtl/systole_uart_tx.sv" "$rtl/systole_uart_bridge.sv")
+for module in systole_uart_rx systole_uart_tx systole_uart_bridge; do
+  if ! yosys -q -l "$out/$module.ice40.log" -p "read_verilog -sv -I$rtl ${link[*]}; hierarchy -check -top $module;
+      proc; select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; synth_ice40 -top $module;
+      tee -q -o $out/$module.ice40.stat stat" >/dev/null 2>&1; then
+    tail -20 "$out/$module.ice40.log" >&2
+    fail "yosys failed on $module (ice40): see $out/$module.ice40.log"
+  fi
+done
 
 # Cells of a synth_xilinx stat file: LUT FF DSP BRAM(36Kb equivalents).
 cells() {

@@ -93,6 +93,23 @@ package systole_pkg;
   localparam int unsigned DescCAddrByte = 'h30;
   localparam int unsigned DescBiasAddrByte = 'h38;
 
+  // The UART host link of the small boards (hw/spec/systole/uart_link.h)
+  localparam int unsigned UartRequestSync = 'hA5;
+  localparam int unsigned UartResponseSync = 'h5A;
+  localparam int unsigned UartHeaderBytes = 'h8;
+  localparam int unsigned UartMaxWords = 'h100;
+  localparam int unsigned UartIdleBitTimes = 'h28;
+  localparam int unsigned UartCmdWriteMemory = 'h1;
+  localparam int unsigned UartCmdReadMemory = 'h2;
+  localparam int unsigned UartCmdWriteRegisters = 'h3;
+  localparam int unsigned UartCmdReadRegisters = 'h4;
+  localparam int unsigned UartStatusOk = 'h0;
+  localparam int unsigned UartStatusBadCrc = 'h1;
+  localparam int unsigned UartStatusBadCommand = 'h2;
+  localparam int unsigned UartStatusBadLength = 'h3;
+  localparam int unsigned UartStatusBadAddress = 'h4;
+  localparam int unsigned UartStatusRegisterError = 'h5;
+
   // Error codes (STATUS register)
   typedef enum logic [31:0] {
     ErrOk = 32'd0,

@@ -9,6 +9,7 @@
 
 #include "systole/descriptor.h"
 #include "systole/spec.h"
+#include "systole/uart_link.h"
 
 namespace {
 
@@ -182,6 +183,19 @@ int main() {
       {"DescBiasAddrByte", offsetof(GemmDescriptor, bias_addr)},
   };
   for (const auto& f : fields) param(f.name, f.offset);
+
+  std::printf("\n  // The UART host link of the small boards (hw/spec/systole/uart_link.h)\n");
+  param("UartRequestSync", uart::kRequestSync);
+  param("UartResponseSync", uart::kResponseSync);
+  param("UartHeaderBytes", uart::kHeaderBytes);
+  param("UartMaxWords", uart::kMaxWords);
+  param("UartIdleBitTimes", uart::kIdleBitTimes);
+#define SYSTOLE_UART_COMMAND_PARAM(Name, value) param("UartCmd" #Name, value);
+  SYSTOLE_UART_COMMANDS(SYSTOLE_UART_COMMAND_PARAM)
+#undef SYSTOLE_UART_COMMAND_PARAM
+#define SYSTOLE_UART_STATUS_PARAM(Name, name, value) param("UartStatus" #Name, value);
+  SYSTOLE_UART_STATUSES(SYSTOLE_UART_STATUS_PARAM)
+#undef SYSTOLE_UART_STATUS_PARAM
 
   std::printf("\n  // Error codes (STATUS register)\n  typedef enum logic [31:0] {\n");
 #define SYSTOLE_ERROR_VALUE(Name, name, value) "    Err" #Name " = 32'd" #value ",\n"
