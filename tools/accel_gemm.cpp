@@ -33,7 +33,8 @@ struct Options {
   std::string a_path, b_path, out_path;
   bool bias = false, relu = false, output_bf16 = false;
   std::string backend = "sw_emu";
-  uint32_t device = 0;
+  std::string device = "0";  // an index, or the uart backend's serial port
+  uint32_t baud = 115200;
   std::string array = "128x128";
   std::string engine = "fast";
   std::string xclbin;
@@ -278,7 +279,11 @@ int run(const Options& options) {
   device_options.xclbin = options.xclbin;
   device_options.hw_emu.trace_fst = options.trace_fst;
   device_options.perf = options.perf;
-  auto device = Device::open(options.backend, options.device, device_options);
+  device_options.uart.baud = options.baud;
+  uint32_t device_index = 0;
+  const Status device_status = parse_device(options.device, &device_index, &device_options);
+  if (!device_status.ok()) return fail(device_status);
+  auto device = Device::open(options.backend, device_index, device_options);
   if (!device.ok()) return fail(device.status());
   auto device_gemm = DeviceGemm::create(*device, *gemm, options);
   if (!device_gemm.ok()) return fail(device_gemm.status());
@@ -392,14 +397,16 @@ int tool_main(int argc, char** argv) {
   app.add_flag("--bias", options.bias, "add a random fp32 bias per column");
   app.add_flag("--relu", options.relu, "apply ReLU");
   app.add_flag("--bf16-out", options.output_bf16, "bf16 output (else fp32)");
-  app.add_option("--backend", options.backend, "sw_emu, hw_emu, xrt or perf (as this build has them)");
+  app.add_option("--backend", options.backend, "sw_emu, hw_emu, xrt, perf or uart (as this build has them)");
   app.add_option("--board", options.perf.board, "perf: the board modelled (u55c, u280, u50, hypothetical)");
   app.add_option("--clock-mhz", options.perf.clock_mhz, "perf: kernel clock (default: the board's)");
   app.add_option("--pcie-gen", options.perf.pcie_gen, "perf: PCIe generation (default: the board's)");
   app.add_option("--pcie-lanes", options.perf.pcie_lanes, "perf: PCIe lanes (default: the board's)");
   app.add_option("--xclbin", options.xclbin, "xrt: the bitstream to load");
   app.add_option("--trace-fst", options.trace_fst, "hw_emu: write an FST waveform of the run here");
-  app.add_option("--device", options.device, "device index");
+  app.add_option("--device", options.device,
+                 "device index, or the uart backend's serial port (/dev/ttyUSB1)");
+  app.add_option("--baud", options.baud, "uart: the serial link's baud rate");
   app.add_option("--array", options.array, "array size of an emulated device, ROWSxCOLS");
   app.add_option("--engine", options.engine, "sw_emu engine: fast or hls");
   app.add_option("--units", options.units, "compute units (array instances); rows are split")

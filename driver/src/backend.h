@@ -38,6 +38,12 @@ class DeviceBackend {
   // Blocks until the unit raises ap_done or the timeout passes; true if done.
   virtual bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) = 0;
 
+  // Backends whose register port can fail (the uart backend's serial link)
+  // keep the first failure here and skip every access after it (reads
+  // return 0); the device API checks it after each sequence of accesses.
+  // The others never fail.
+  virtual Status link_status() const { return ok_status(); }
+
   // A modelled board's projection (the perf backend only).
   virtual Result<Projection> projection() const {
     return Status(StatusCode::kUnavailable, name() + " runs the work: it projects no board's timing");
@@ -78,6 +84,7 @@ class ForwardingBackend : public DeviceBackend {
   bool wait_done(uint32_t unit, std::chrono::milliseconds timeout) override {
     return inner_->wait_done(unit, timeout);
   }
+  Status link_status() const override { return inner_->link_status(); }
   Result<Projection> projection() const override { return inner_->projection(); }
 
  protected:
@@ -97,5 +104,6 @@ Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index, const DeviceO
 Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceOptions& options);
 Result<std::shared_ptr<DeviceBackend>> open_xrt(uint32_t index, const DeviceOptions& options);
 Result<std::shared_ptr<DeviceBackend>> open_perf(uint32_t index, const DeviceOptions& options);
+Result<std::shared_ptr<DeviceBackend>> open_uart(uint32_t index, const DeviceOptions& options);
 
 }  // namespace systole::detail

@@ -61,6 +61,7 @@ Result<DeviceInfo> identify(detail::DeviceBackend& backend, const std::string& b
   if (backend.compute_units() == 0)
     return Status(StatusCode::kUnavailable, backend.name() + " has no compute units");
   const uint32_t id = backend.read_register(0, reg::kId);
+  SYSTOLE_RETURN_IF_ERROR(backend.link_status());
   if (id != spec::kDeviceId)
     return Status(StatusCode::kUnavailable,
                   backend.name() + ": not a Systole kernel (ID register " + std::to_string(id) + ")");
@@ -82,6 +83,7 @@ Result<DeviceInfo> identify(detail::DeviceBackend& backend, const std::string& b
   info.compute_units = backend.compute_units();
   info.hbm_banks = backend.hbm_banks();
   info.bank_bytes = backend.bank_bytes();
+  SYSTOLE_RETURN_IF_ERROR(backend.link_status());
   return info;
 }
 
@@ -139,37 +141,61 @@ Status current_exception_status(const std::string& where) {
 // ---------------------------------------------------------------------------
 // Device
 
-std::vector<std::string> Device::backends() {
-  std::vector<std::string> names = {"sw_emu"};
+namespace {
+
+// The backends compiled into this build, in the order backends() lists them.
+struct BackendEntry {
+  const char* name;
+  Result<std::shared_ptr<detail::DeviceBackend>> (*open)(uint32_t index, const DeviceOptions& options);
+};
+
+constexpr BackendEntry kBackends[] = {
+    {"sw_emu", detail::open_sw_emu},
 #if SYSTOLE_HAVE_HW_EMU
-  names.push_back("hw_emu");
+    {"hw_emu", detail::open_hw_emu},
 #endif
 #if SYSTOLE_HAVE_XRT
-  names.push_back("xrt");
+    {"xrt", detail::open_xrt},
 #endif
 #if SYSTOLE_HAVE_PERF
-  names.push_back("perf");
+    {"perf", detail::open_perf},
 #endif
+    {"uart", detail::open_uart},
+};
+
+}  // namespace
+
+std::vector<std::string> Device::backends() {
+  std::vector<std::string> names;
+  for (const BackendEntry& entry : kBackends) names.push_back(entry.name);
   return names;
 }
 
 Result<Device> Device::open(const std::string& backend_name, uint32_t index, const DeviceOptions& options) {
+  for (const BackendEntry& entry : kBackends) {
+    if (backend_name != entry.name) continue;
+    Result<std::shared_ptr<detail::DeviceBackend>> backend = entry.open(index, options);
+    if (!backend.ok()) return backend.status();
+    return detail::attach_device(std::move(backend).value(), backend_name, index);
+  }
   std::string built;
   for (const std::string& name : backends()) built += (built.empty() ? "" : ", ") + name;
-  Result<std::shared_ptr<detail::DeviceBackend>> backend =
-      Status(StatusCode::kNotFound, "unknown backend '" + backend_name + "' (this build has: " + built + ")");
-  if (backend_name == "sw_emu") backend = detail::open_sw_emu(index, options);
-#if SYSTOLE_HAVE_HW_EMU
-  if (backend_name == "hw_emu") backend = detail::open_hw_emu(index, options);
-#endif
-#if SYSTOLE_HAVE_XRT
-  if (backend_name == "xrt") backend = detail::open_xrt(index, options);
-#endif
-#if SYSTOLE_HAVE_PERF
-  if (backend_name == "perf") backend = detail::open_perf(index, options);
-#endif
-  if (!backend.ok()) return backend.status();
-  return detail::attach_device(std::move(backend).value(), backend_name, index);
+  return Status(StatusCode::kNotFound,
+                "unknown backend '" + backend_name + "' (this build has: " + built + ")");
+}
+
+Status parse_device(const std::string& text, uint32_t* index, DeviceOptions* options) {
+  if (text.empty())
+    return Status(StatusCode::kInvalidArgument, "--device: empty (an index, or a serial port)");
+  if (text.find_first_not_of("0123456789") == std::string::npos) {
+    if (text.size() > 9)
+      return Status(StatusCode::kInvalidArgument, "--device: index " + text + " is too large");
+    *index = uint32_t(std::stoul(text));
+    return ok_status();
+  }
+  *index = 0;
+  options->uart.port = text;
+  return ok_status();
 }
 
 Result<Device> detail::attach_device(std::shared_ptr<DeviceBackend> backend, const std::string& backend_name,
@@ -233,7 +259,9 @@ Result<Run> Device::start(uint32_t unit, const Buffer& command_list) {
                                                     std::to_string(backend_->compute_units()) + ")");
   if (!command_list || command_list.state_->backend != backend_)
     return Status(StatusCode::kInvalidArgument, "the command list is not a buffer of this device");
-  if (!(backend_->read_register(unit, reg::kControl) & spec::ctrl::kApIdle))
+  const uint32_t control = backend_->read_register(unit, reg::kControl);
+  SYSTOLE_RETURN_IF_ERROR(backend_->link_status());
+  if (!(control & spec::ctrl::kApIdle))
     return Status(StatusCode::kUnavailable, "compute unit " + std::to_string(unit) + " is busy");
 
   // The operand ports see device memory from address 0, so descriptor
@@ -244,6 +272,7 @@ Result<Run> Device::start(uint32_t unit, const Buffer& command_list) {
   write_register64(*backend_, unit, reg::kMemBytesLo,
                    uint64_t(backend_->hbm_banks()) * backend_->bank_bytes());
   backend_->write_register(unit, reg::kControl, spec::ctrl::kApStart);
+  SYSTOLE_RETURN_IF_ERROR(backend_->link_status());
 
   auto state = std::make_shared<detail::RunState>();
   state->backend = backend_;
@@ -290,11 +319,12 @@ Status Run::wait(std::chrono::milliseconds timeout) {
   detail::DeviceBackend& backend = *state_->backend;
   const uint32_t unit = state_->unit;
   if (!state_->finished) {
-    if (!backend.wait_done(unit, timeout))
+    const bool done = backend.wait_done(unit, timeout);
+    SYSTOLE_RETURN_IF_ERROR(backend.link_status());
+    if (!done)
       return Status(StatusCode::kTimeout, "compute unit " + std::to_string(unit) + " not done after " +
                                               std::to_string(timeout.count()) + " ms");
     backend.read_register(unit, reg::kControl);  // clears ap_done
-    state_->finished = true;
     state_->error = static_cast<spec::ErrorCode>(backend.read_register(unit, reg::kStatus));
     state_->error_index = backend.read_register(unit, reg::kErrorIndex);
     spec::PerfCounters& counters = state_->counters;
@@ -304,6 +334,8 @@ Status Run::wait(std::chrono::milliseconds timeout) {
     counters.dma_write_bytes = read_register64(backend, unit, reg::kDmaWriteBytesLo);
     counters.stall_cycles = read_register64(backend, unit, reg::kStallCyclesLo);
     counters.descriptors_done = backend.read_register(unit, reg::kDescriptorsDone);
+    SYSTOLE_RETURN_IF_ERROR(backend.link_status());
+    state_->finished = true;
   }
   if (state_->error == spec::ErrorCode::kOk) return ok_status();
   const std::string where = state_->error_index == spec::kHeaderErrorIndex

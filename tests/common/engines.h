@@ -31,7 +31,8 @@ Outcome run_sw_emu_list(const std::vector<uint8_t>& memory, const std::vector<ui
                         spec::ArrayShape shape, EmuEngine engine);
 
 // Through any opened device: `memory` is placed at device address 0 (the
-// device's first allocation in bank 0), `list` in bank 1.
+// device's first allocation in bank 0), `list` in bank 1 (bank 0 on a
+// one-bank device).
 Outcome run_on_device(Device& device, const std::vector<uint8_t>& memory, const std::vector<uint8_t>& list);
 
 // tests/reference, descriptor after descriptor.

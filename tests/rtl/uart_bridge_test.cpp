@@ -9,18 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <deque>
-#include <memory>
-#include <optional>
 #include <random>
 #include <vector>
 
 #include "Vsystole_uart_top.h"
-#include "coverage.h"
-#include "model_context.h"
+#include "soft_uart.h"
 #include "systole/spec.h"
-#include "uart_link.h"
-#include "verilated.h"
 
 namespace systole {
 namespace {
@@ -32,107 +26,7 @@ constexpr uint32_t kClksPerBit = 4;  // the top's parameter
 constexpr uint32_t kMemWords = 1024;
 constexpr uint64_t kIdleClks = spec::uart::kIdleBitTimes * kClksPerBit;
 
-// The top on a clock, with a software UART on its line: bytes queued for
-// rx_i go out one bit per kClksPerBit cycles; bytes on tx_o are sampled in
-// the middle of each bit.
-class UartLink {
- public:
-  UartLink() : model_(std::make_unique<Vsystole_uart_top>(context_.get())) {
-    context_->fatalOnError(false);  // an assertion fails the test, not the process
-    model_->rx_i = 1;
-    model_->rst_ni = 0;
-    tick();
-    tick();
-    model_->rst_ni = 1;
-  }
-  ~UartLink() { context_.make_current(); }
-
-  void send(const std::vector<uint8_t>& bytes) {
-    for (uint8_t byte : bytes) {
-      line_.push_back(0);
-      for (int b = 0; b < 8; ++b) line_.push_back((byte >> b) & 1);
-      line_.push_back(1);
-    }
-  }
-
-  // Runs until `count` bytes have come back or `cycles` pass.
-  std::vector<uint8_t> receive(std::size_t count, uint64_t cycles) {
-    for (uint64_t c = 0; c < cycles && received_.size() < count; ++c) tick();
-    std::vector<uint8_t> bytes(received_.begin(), received_.begin() + std::min(count, received_.size()));
-    received_.erase(received_.begin(), received_.begin() + bytes.size());
-    return bytes;
-  }
-
-  // Sends a request and reads its whole response.
-  Result<uart::Response> transact(const std::vector<uint8_t>& request, Command command, uint32_t words) {
-    send(request);
-    const uint64_t budget = (request.size() + 8 + 4 * uint64_t(words)) * 10 * kClksPerBit + 20 * words + 1000;
-    std::vector<uint8_t> frame = receive(2, budget);
-    if (frame.size() < 2) return Status(StatusCode::kTimeout, "no response");
-    const std::vector<uint8_t> rest = receive(uart::response_bytes(frame[1], command, words) - 2, budget);
-    frame.insert(frame.end(), rest.begin(), rest.end());
-    return uart::decode_response(frame, command, words);
-  }
-
-  // Lets the line idle for `cycles` (after a drop, the bridge needs kIdleClks).
-  void idle(uint64_t cycles) {
-    for (uint64_t c = 0; c < cycles; ++c) tick();
-  }
-  std::size_t pending_output() const { return received_.size(); }
-  bool assertion_failed() const { return context_->gotError(); }
-
- private:
-  void tick() {
-    // The line: one bit per kClksPerBit cycles.
-    if (!line_.empty()) {
-      model_->rx_i = line_.front();
-      if (++bit_clock_ == kClksPerBit) {
-        bit_clock_ = 0;
-        line_.pop_front();
-      }
-    } else {
-      model_->rx_i = 1;
-    }
-    model_->clk_i = 0;
-    model_->eval();
-    model_->clk_i = 1;
-    model_->eval();
-    sample(model_->tx_o);
-  }
-
-  // A receiver on tx_o: a falling edge starts a byte, each bit is read
-  // in its middle.
-  void sample(bool tx) {
-    if (!in_byte_) {
-      if (!tx && last_tx_) {
-        in_byte_ = true;
-        clocks_ = 0;
-        bits_ = 0;
-        byte_ = 0;
-      }
-    } else if (++clocks_ == kClksPerBit / 2 + kClksPerBit * (bits_ + 1)) {
-      if (bits_ < 8) {
-        byte_ |= uint8_t(tx) << bits_;
-        ++bits_;
-      } else {
-        EXPECT_TRUE(tx) << "stop bit";
-        received_.push_back(byte_);
-        in_byte_ = false;
-      }
-    }
-    last_tx_ = tx;
-  }
-
-  sim::ModelContext context_;
-  std::unique_ptr<Vsystole_uart_top> model_;
-  sim::CoverageWriter coverage_{context_.get()};
-  std::deque<uint8_t> line_;
-  uint32_t bit_clock_ = 0;
-  std::deque<uint8_t> received_;
-  bool last_tx_ = true, in_byte_ = false;
-  uint32_t clocks_ = 0, bits_ = 0;
-  uint8_t byte_ = 0;
-};
+using UartLink = testing::SoftUart<Vsystole_uart_top, kClksPerBit>;
 
 uart::Response ok(Result<uart::Response> response) {
   EXPECT_TRUE(response.ok()) << response.status().to_string();

@@ -34,6 +34,15 @@ enum class EmuEngine {
 };
 
 // hw_emu's HBM model and fault injection.
+// The uart backend: a small board (an iCEBreaker) on a serial port, which
+// carries register and memory transfers in frames (docs/kernel-interface.md,
+// "UART host link").
+struct UartOptions {
+  std::string port;                   // e.g. /dev/ttyUSB1
+  uint32_t baud = 115200;             // as the bitstream was built
+  uint64_t memory_bytes = 128 << 10;  // the board's device memory (the UP5K's SPRAM)
+};
+
 struct HwEmuOptions {
   uint32_t latency_cycles = 24;      // AR handshake to the first R beat
   double arready_probability = 1.0;  // < 1: random back-pressure on AR
@@ -68,6 +77,7 @@ struct DeviceOptions {
   uint32_t threads_per_unit = 0;        // fast engine; 0 = cores / units
   std::string xclbin;                   // xrt: the bitstream to load
   HwEmuOptions hw_emu;                  // hw_emu: the memory model
+  UartOptions uart;                     // uart: the board's serial link
   PerfOptions perf;                     // perf: the board modelled
 };
 
@@ -111,6 +121,10 @@ struct Projection {
 
 // "128x128" -> {128, 128}; an error names the text otherwise.
 Result<spec::ArrayShape> parse_array_shape(const std::string& text);
+
+// A --device argument: a number is the backend's device index ("0"); anything
+// else is the uart backend's serial port ("/dev/ttyUSB1", index 0).
+Status parse_device(const std::string& text, uint32_t* index, DeviceOptions* options);
 
 // What the device reports about itself (read from its ID registers).
 struct DeviceInfo {
@@ -182,7 +196,8 @@ class Run {
 
 class Device {
  public:
-  // Opens device `index` of a backend: "sw_emu", "hw_emu", "xrt" or "perf".
+  // Opens device `index` of a backend: "sw_emu", "hw_emu", "xrt", "perf"
+  // or "uart" (options.uart.port names the board).
   static Result<Device> open(const std::string& backend, uint32_t index, const DeviceOptions& options = {});
   // The backends compiled into this build.
   static std::vector<std::string> backends();

@@ -30,8 +30,11 @@ inline constexpr uint32_t kMaxBurstBeats = 256;
 struct ArrayShape {
   uint32_t rows;
   uint32_t cols;
+  // The compact kernel of the small boards (hw/rtl/systole_lite.sv) holds
+  // fewer accumulator rows.
+  uint32_t m_limit = 1024;
 
-  constexpr uint32_t max_m() const { return 1024; }
+  constexpr uint32_t max_m() const { return m_limit; }
   constexpr uint32_t max_k() const { return 8 * rows; }
   constexpr uint32_t max_n() const { return 65536; }
   // Maximum number of descriptors in one command list.

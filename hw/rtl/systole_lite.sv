@@ -1,0 +1,800 @@
+// SPDX-License-Identifier: Apache-2.0
+// The compact kernel for small FPGAs: the same compute core (systole_core),
+// the same register map and command lists as systole_kernel, but one 32-bit
+// memory port and a sequential controller instead of the port groups and
+// engines, so that it fits an iCE40 UP5K. It validates a whole list before
+// running any of it, with the checks and precedence of hw/spec's validate.h,
+// and then runs each descriptor N tile by N tile:
+//
+//   bias    the N tile's bias (with the bias flag)
+//   init    each row's starting values: C (accumulate) or +0
+//   K tiles weights (Rows x Cols elements, then Rows shifts, bottom row
+//           first), each row's activation vector (Rows elements) into the
+//           array, then the array drains
+//   readout each row through the output stage, its Cols elements stored
+//
+// One element per memory access, one access at a time: the kernel is bound
+// by its port, not by the array (docs/kernel-interface.md, "The compact
+// kernel", has the cycle counts). The core's accumulator bank 0 and weight
+// bank 0 serve every tile, since nothing overlaps.
+//
+// What differs from systole_kernel, all readable in the ID registers or
+// refused: max_m is MaxM (the accumulator rows the board's block RAM
+// holds); beat_bytes is 4; the device memory is MemBytes at address 0, so
+// every port base must be 0 and mem_bytes at most MemBytes (a write of
+// anything else, or of a 64-bit register's high word other than 0, gets
+// SLVERR); the counters are CounterBits wide (their high words read the
+// bits above 32); the DMA counters count the bytes of each 32-bit access.
+module systole_lite #(
+  parameter int unsigned Rows        = 2,
+  parameter int unsigned Cols        = 1,
+  parameter int unsigned MaxM        = 256,
+  parameter int unsigned MemBytes    = 131072,
+  parameter int unsigned CounterBits = 32,
+  localparam int unsigned AddrBits   = $clog2(MemBytes) + 1,  // byte addresses, one bit beyond
+  localparam int unsigned WordBits   = $clog2(MemBytes) - 2,
+  localparam int unsigned RowBits    = $clog2(MaxM)
+) (
+  input  logic                   clk_i,
+  input  logic                   rst_ni,
+  input  systole_pkg::axil_req_t axil_req_i,
+  output systole_pkg::axil_rsp_t axil_rsp_o,
+  output logic                   interrupt_o,
+  // Device memory: a request is taken when mem_ready_i; a read's word comes
+  // back with mem_rvalid_i (one at a time: the kernel waits for it).
+  output logic                   mem_valid_o,
+  output logic                   mem_write_o,
+  output logic [WordBits-1:0]    mem_addr_o,
+  output logic [31:0]            mem_wdata_o,
+  output logic [3:0]             mem_wstrb_o,
+  input  logic                   mem_ready_i,
+  input  logic                   mem_rvalid_i,
+  input  logic [31:0]            mem_rdata_i
+);
+  localparam int unsigned MaxK      = systole_pkg::MaxKPerRow * Rows;
+  localparam int unsigned MaxN      = systole_pkg::MaxN;
+  localparam int unsigned MaxDesc   = systole_pkg::MaxDescriptors;
+  localparam int unsigned KBits     = $clog2(MaxK + 1);
+  localparam int unsigned NBits     = $clog2(MaxN + 1);
+  localparam int unsigned MBits     = $clog2(MaxM + 1);
+  localparam int unsigned DescBits  = $clog2(MaxDesc + 1);
+  localparam int unsigned Lanes     = Rows > Cols ? Rows : Cols;
+  localparam int unsigned ElemBits  = $clog2(Rows * Cols + 1);
+  localparam int unsigned LaneBits  = $clog2(Lanes + 1);
+  localparam int unsigned AccBits   = AddrBits + RowBits + 4;  // a span's arithmetic
+  localparam int unsigned Latency   = Rows + Cols;
+  localparam int unsigned DrainBits = $clog2(Latency + 3);
+
+  typedef enum logic [4:0] {
+    Idle,
+    Header,     // the list's header, word by word
+    Desc,       // a descriptor's 16 words (both passes)
+    RangeSetup, // the next operand's span: (rows - 1) x ld ...
+    RangeMul,   // ... a bit a cycle
+    RangeEnd,   // address + span against mem_bytes
+    Tile,       // an N tile begins
+    Bias,       // its bias, element by element
+    InitRead,   // a row's starting C elements
+    Init,       // the row into the accumulators
+    Weights,    // the K tile's weights, element by element
+    Shift,      // ... into the array, bottom row first
+    Act,        // a row's activation elements
+    Stream,     // the vector into the array
+    Drain,      // the array empties
+    Readout,    // a row through the output stage
+    Capture,    // its word
+    Store,      // its elements to C
+    Finish
+  } state_e;
+
+  // The operands' spans, checked in this order (validate.h).
+  // (yosys 0.23 casts to no user type, so plain constants.)
+  localparam logic [1:0] OpA = 2'd0, OpB = 2'd1, OpC = 2'd2, OpBias = 2'd3;
+
+  typedef struct packed {
+    state_e                state;
+    logic                  exec;      // the second pass: run what the first checked
+    logic                  issued;    // the memory has the access at hand
+    logic [3:0]            word;      // within the record
+    logic [DescBits-1:0]   count, desc;
+    logic [3:0]            error;     // the first failing check (codes are in check order)
+    // The descriptor, as far as a valid one needs it.
+    logic [3:0]            flags;
+    logic [MBits-1:0]      m;
+    logic [NBits-1:0]      n;
+    logic [KBits-1:0]      k;
+    logic [AddrBits-1:0]   lda, ldb, ldc, a, b, c, bias;
+    logic                  lda_big, ldb_big, ldc_big;  // at least 2^AddrBits
+    logic                  a_big, b_big, c_big, bias_big;
+    // The span check.
+    logic [1:0]            op;
+    logic [RowBits:0]      mplier;
+    logic [AccBits-1:0]    mcand, acc;
+    // The loops and their pointers (byte addresses).
+    logic [NBits-1:0]      n0;
+    logic [KBits-1:0]      k0;
+    logic [MBits-1:0]      row;
+    logic [LaneBits-1:0]   r_at, c_at; // the element's row and column in its tile
+    logic [AddrBits-1:0]   next_desc; // the next descriptor
+    logic [AddrBits-1:0]   ptr;       // the element or word at hand
+    logic [AddrBits-1:0]   line;      // its row of the operand
+    logic [AddrBits-1:0]   a_tile;    // A[0][k0]
+    logic [AddrBits-1:0]   c_tile;    // C[0][n0]
+    logic [AddrBits-1:0]   b_line;    // B[k0][n0]
+    logic [DrainBits-1:0]  drain;
+    logic [Rows*16-1:0]    act;
+    logic [Rows*Cols*16-1:0] weights; // row r, column c at [16 (r Cols + c) +: 16]
+    logic [Cols*32-1:0]    lanes;     // starting values, or the row read out
+    logic [Cols*32-1:0]    bias_lanes;
+  } state_t;
+
+  state_t s_d, s_q;
+
+  // ---------------------------------------------------------------------
+  // Registers (AXI4-Lite)
+  logic                   start_q, done_q, ready_q, gie_q;
+  logic [1:0]             ier_q, isr_q;
+  logic [AddrBits-1:0]    cmd_q, mem_bytes_q;
+  logic [3:0]             status_q;
+  logic                   header_error_q;
+  logic [DescBits-1:0]    error_index_q, done_count_q;
+  logic [CounterBits-1:0] busy_q, macs_q, read_bytes_q, write_bytes_q, stall_q;
+  logic                   busy, finish;
+
+  // A write: both channels together, answered the next cycle.
+  logic        b_valid_q, b_err_q, r_valid_q, r_err_q, wr, rd, wr_err, rd_err;
+  logic [31:0] r_data_q, rd_data;
+  logic [11:0] wa, ra;
+  logic [31:0] wd;
+  assign wr = axil_req_i.aw_valid && axil_req_i.w_valid && !b_valid_q;
+  assign rd = axil_req_i.ar_valid && !r_valid_q;
+  assign wa = {axil_req_i.aw_addr[11:2], 2'b00};
+  assign ra = {axil_req_i.ar_addr[11:2], 2'b00};
+  assign wd = axil_req_i.w_data;
+
+  always_comb begin
+    axil_rsp_o          = '0;
+    axil_rsp_o.aw_ready = wr;
+    axil_rsp_o.w_ready  = wr;
+    axil_rsp_o.b_valid  = b_valid_q;
+    axil_rsp_o.b_resp   = {b_err_q, 1'b0};
+    axil_rsp_o.ar_ready = rd;
+    axil_rsp_o.r_valid  = r_valid_q;
+    axil_rsp_o.r_data   = r_data_q;
+    axil_rsp_o.r_resp   = {r_err_q, 1'b0};
+  end
+
+  // What a write may set: an address register's high word only to 0, a
+  // port base only to 0, mem_bytes and the list's address only inside
+  // the memory; the read-only registers refuse writes.
+  always_comb begin
+    wr_err = 1'b0;
+    if (wa == 12'(systole_pkg::RegCommandAddrLo))
+      wr_err = wd > 32'(MemBytes - 4);
+    else if (wa == 12'(systole_pkg::RegMemBytesLo))
+      wr_err = wd > 32'(MemBytes);
+    else if (wa >= 12'(systole_pkg::RegPortBaseLo) && wa < 12'(systole_pkg::RegMemBytesHi + 4))
+      wr_err = wd != '0;
+    else if (wa > 12'(systole_pkg::RegIpIntStatus))
+      wr_err = 1'b1;
+  end
+
+  function automatic logic [31:0] counter_word(logic [CounterBits-1:0] value, logic high);
+    logic [63:0] wide;
+    wide = 64'(value);
+    counter_word = high ? wide[63:32] : wide[31:0];
+  endfunction
+
+  always_comb begin
+    rd_data = '0;
+    rd_err  = 1'b0;
+    unique case (ra)
+      12'(systole_pkg::RegControl):         rd_data = {28'b0, ready_q, !busy, done_q, start_q};
+      12'(systole_pkg::RegGlobalIntEnable): rd_data = {31'b0, gie_q};
+      12'(systole_pkg::RegIpIntEnable):     rd_data = {30'b0, ier_q};
+      12'(systole_pkg::RegIpIntStatus):     rd_data = {30'b0, isr_q};
+      12'(systole_pkg::RegCommandAddrLo):   rd_data = 32'(cmd_q);
+      12'(systole_pkg::RegMemBytesLo):      rd_data = 32'(mem_bytes_q);
+      12'(systole_pkg::RegStatus):          rd_data = 32'(status_q);
+      12'(systole_pkg::RegErrorIndex):      rd_data = header_error_q ? 32'(systole_pkg::HeaderErrorIndex) : 32'(error_index_q);
+      12'(systole_pkg::RegDescriptorsDone): rd_data = 32'(done_count_q);
+      12'(systole_pkg::RegBusyCyclesLo):    rd_data = counter_word(busy_q, 1'b0);
+      12'(systole_pkg::RegBusyCyclesHi):    rd_data = counter_word(busy_q, 1'b1);
+      12'(systole_pkg::RegMacsLo):          rd_data = counter_word(macs_q, 1'b0);
+      12'(systole_pkg::RegMacsHi):          rd_data = counter_word(macs_q, 1'b1);
+      12'(systole_pkg::RegDmaReadBytesLo):  rd_data = counter_word(read_bytes_q, 1'b0);
+      12'(systole_pkg::RegDmaReadBytesHi):  rd_data = counter_word(read_bytes_q, 1'b1);
+      12'(systole_pkg::RegDmaWriteBytesLo): rd_data = counter_word(write_bytes_q, 1'b0);
+      12'(systole_pkg::RegDmaWriteBytesHi): rd_data = counter_word(write_bytes_q, 1'b1);
+      12'(systole_pkg::RegStallCyclesLo):   rd_data = counter_word(stall_q, 1'b0);
+      12'(systole_pkg::RegStallCyclesHi):   rd_data = counter_word(stall_q, 1'b1);
+      12'(systole_pkg::RegId):              rd_data = systole_pkg::DeviceId;
+      12'(systole_pkg::RegVersion):         rd_data = systole_pkg::Version;
+      12'(systole_pkg::RegArrayRows):       rd_data = Rows;
+      12'(systole_pkg::RegArrayCols):       rd_data = Cols;
+      12'(systole_pkg::RegMaxM):            rd_data = MaxM;
+      12'(systole_pkg::RegMaxN):            rd_data = MaxN;
+      12'(systole_pkg::RegMaxK):            rd_data = MaxK;
+      12'(systole_pkg::RegBeatBytes):       rd_data = 4;
+      12'(systole_pkg::RegMaxDescriptors):  rd_data = MaxDesc;
+      default: begin
+        // The high words of the address registers and the port bases read
+        // 0; beyond the map is an error.
+        rd_err = ra >= 12'(systole_pkg::RegMapEnd);
+      end
+    endcase
+  end
+
+  assign busy = s_q.state != Idle;
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      b_valid_q   <= 1'b0;
+      b_err_q     <= 1'b0;
+      r_valid_q   <= 1'b0;
+      r_err_q     <= 1'b0;
+      r_data_q    <= '0;
+      start_q     <= 1'b0;
+      done_q      <= 1'b0;
+      ready_q     <= 1'b0;
+      gie_q       <= 1'b0;
+      ier_q       <= '0;
+      isr_q       <= '0;
+      cmd_q       <= '0;
+      mem_bytes_q <= '0;
+    end else begin
+      if (b_valid_q && axil_req_i.b_ready) b_valid_q <= 1'b0;
+      if (r_valid_q && axil_req_i.r_ready) r_valid_q <= 1'b0;
+      if (wr) begin
+        b_valid_q <= 1'b1;
+        b_err_q   <= wr_err;
+        if (!wr_err) begin
+          unique case (wa)
+            12'(systole_pkg::RegControl):         if (wd[0] && !busy) start_q <= 1'b1;
+            12'(systole_pkg::RegGlobalIntEnable): gie_q <= wd[0];
+            12'(systole_pkg::RegIpIntEnable):     ier_q <= wd[1:0];
+            12'(systole_pkg::RegIpIntStatus):     isr_q <= isr_q ^ wd[1:0];
+            12'(systole_pkg::RegCommandAddrLo):   cmd_q <= AddrBits'(wd);
+            12'(systole_pkg::RegMemBytesLo):      mem_bytes_q <= AddrBits'(wd);
+            default: ;
+          endcase
+        end
+      end
+      if (rd) begin
+        r_valid_q <= 1'b1;
+        r_err_q   <= rd_err;
+        r_data_q  <= rd_data;
+        if (ra == 12'(systole_pkg::RegControl)) begin
+          done_q  <= 1'b0;
+          ready_q <= 1'b0;
+        end
+      end
+      if (start_q && !busy) start_q <= 1'b0;  // the controller takes it
+      if (finish) begin
+        done_q <= 1'b1;
+        ready_q <= 1'b1;
+        isr_q  <= isr_q | ier_q;
+      end
+    end
+  end
+  assign interrupt_o = gie_q && |isr_q;
+  // Registers are written whole; the core's done flags serve the pipelined
+  // kernel's write engine, not this one (it drains the array instead).
+  logic unused;
+  assign unused = ^{axil_req_i.w_strb, row_done, tile_done};
+
+  // ---------------------------------------------------------------------
+  // The core
+  logic                 weight_shift, act_valid, act_final, act_last, init_valid;
+  logic [Cols*16-1:0]   weight_row;
+  logic [Cols*32-1:0]   word;
+  logic                 row_done, tile_done;
+
+  systole_core #(.Rows(Rows), .Cols(Cols), .MaxM(MaxM)) u_core (
+    .clk_i,
+    .rst_ni,
+    .weight_shift_i(weight_shift),
+    .weight_bank_i (1'b0),
+    .weight_i      (weight_row),
+    .act_valid_i   (act_valid),
+    .act_bank_i    (1'b0),
+    .act_i         (s_q.act),
+    .act_acc_bank_i(1'b0),
+    .act_row_i     (RowBits'(s_q.row)),
+    .act_final_i   (act_final),
+    .act_last_i    (act_last),
+    .row_done_o    (row_done),
+    .tile_done_o   (tile_done),
+    .init_valid_i  (init_valid),
+    .init_bank_i   (1'b0),
+    .init_row_i    (RowBits'(s_q.row)),
+    .init_i        (s_q.lanes),
+    .read_bank_i   (1'b0),
+    .read_row_i    (RowBits'(s_q.row)),
+    .bias_en_i     (s_q.flags[1]),
+    .relu_en_i     (s_q.flags[2]),
+    .bf16_en_i     (s_q.flags[3]),
+    .bias_i        (s_q.bias_lanes),
+    .word_o        (word)
+  );
+  assign weight_row = s_q.weights[16*Cols*(Rows-1) +: 16*Cols];  // the bottom row leaves first
+
+  // ---------------------------------------------------------------------
+  // The controller. Written for area (an iCE40 counts every LUT): vectors
+  // fill and empty by shifting, not by index; the pointers share one adder
+  // each; the range checks share one multiplier, a bit a cycle; the limits
+  // are powers of two, so their checks test bits.
+  logic                 out_bf16, accumulate, has_bias, access_done, got;
+  logic [AddrBits-1:0]  c_step, elem_bytes;
+  logic [NBits-1:0]     n_left;
+  logic [KBits-1:0]     k_left;
+  logic [LaneBits-1:0]  n_eff, k_eff;
+  logic                 in_tile;      // the element lies inside the matrix (else +0)
+  logic                 last_c, last_r, last_row;
+  logic [MBits-1:0]     row_next;
+  logic [15:0]          half;         // the bf16 element the word holds
+  logic [15:0]          elem16;       // ... or +0 outside the matrix
+  logic [3:0]           check;        // the word's verdict
+  logic [AccBits-1:0]   span_end;
+  logic [AddrBits-1:0]  ptr_step, ptr_next, line_step, line_next;
+  logic [31:0]          d;
+
+  assign d          = mem_rdata_i;
+  assign out_bf16   = s_q.flags[3];
+  assign accumulate = s_q.flags[0];
+  assign has_bias   = s_q.flags[1];
+  assign elem_bytes = out_bf16 ? AddrBits'(2) : AddrBits'(4);
+  assign c_step     = out_bf16 ? AddrBits'({s_q.ldc, 1'b0}) : AddrBits'({s_q.ldc, 2'b00});
+  assign n_left     = s_q.n - s_q.n0;
+  assign k_left     = s_q.k - s_q.k0;
+  assign n_eff      = n_left > NBits'(Cols) ? LaneBits'(Cols) : LaneBits'(n_left);
+  assign k_eff      = k_left > KBits'(Rows) ? LaneBits'(Rows) : LaneBits'(k_left);
+  assign got        = s_q.issued && mem_rvalid_i;
+  assign half       = s_q.ptr[1] ? d[31:16] : d[15:0];
+  assign elem16     = in_tile ? half : 16'h0;
+  assign finish     = s_q.state == Finish;
+  assign last_c     = s_q.c_at == LaneBits'(Cols - 1);
+  assign last_r     = s_q.r_at == LaneBits'(Rows - 1);
+  assign row_next   = s_q.row + 1'b1;
+  assign last_row   = row_next == s_q.m;
+  assign ptr_next   = s_q.ptr + ptr_step;
+  assign line_next  = s_q.line + line_step;
+  // A weight or activation element lies inside K and N, a bias, starting or
+  // result element inside N (list words always count).
+  always_comb begin
+    unique case (s_q.state)
+      Weights: in_tile = s_q.r_at < k_eff && s_q.c_at < n_eff;
+      Act:     in_tile = s_q.r_at < k_eff;
+      Bias, InitRead, Store: in_tile = s_q.c_at < n_eff;
+      default: in_tile = 1'b1;
+    endcase
+  end
+
+  always_comb begin
+    unique case (s_q.state)
+      Weights, Act:    ptr_step = AddrBits'(2);
+      InitRead, Store: ptr_step = elem_bytes;
+      default:         ptr_step = AddrBits'(4);  // list words, bias
+    endcase
+    unique case (s_q.state)
+      Weights: line_step = AddrBits'({s_q.ldb, 1'b0});
+      Stream:  line_step = AddrBits'({s_q.lda, 1'b0});
+      default: line_step = c_step;               // rows of C
+    endcase
+  end
+
+  // The memory: a read of the element at ptr is requested once, then
+  // waited for; a store is taken at once.
+  always_comb begin
+    mem_valid_o = 1'b0;
+    mem_write_o = 1'b0;
+    mem_addr_o  = WordBits'(s_q.ptr[AddrBits-1:2]);
+    mem_wdata_o = out_bf16 ? {2{s_q.lanes[15:0]}} : s_q.lanes[31:0];
+    mem_wstrb_o = !out_bf16 ? 4'b1111 : s_q.ptr[1] ? 4'b1100 : 4'b0011;
+    unique case (s_q.state)
+      Header, Desc, Bias, InitRead, Weights, Act: mem_valid_o = !s_q.issued && in_tile;
+      Store: begin
+        mem_valid_o = in_tile;
+        mem_write_o = 1'b1;
+      end
+      default: ;
+    endcase
+  end
+  assign access_done = mem_valid_o && mem_ready_i;
+
+  // One descriptor word's checks (validate.h). The words come in another
+  // order than the checks (reserved1 is word 7, after the dimensions), but
+  // the codes are numbered in check order, so the smallest code found is the
+  // first check that fails. m, n and k are read as
+  // stored for the leading dimensions' checks: when one was out of range,
+  // a smaller code is already set.
+  localparam int unsigned LgM = $clog2(MaxM), LgN = $clog2(MaxN), LgK = $clog2(MaxK);
+  always_comb begin
+    check = '0;
+    unique case (s_q.word)
+      4'd0: if (d[7:0] != 8'(systole_pkg::OpcodeGemm)) check = 4'(systole_pkg::ErrBadOpcode);
+            else if (d[15:12] != '0 || d[31:16] != '0) check = 4'(systole_pkg::ErrBadFlags);
+      4'd1: if (d == '0 || d[31:LgM+1] != '0 || (d[LgM] && d[LgM-1:0] != '0))
+              check = 4'(systole_pkg::ErrBadDimension);
+      4'd2: if (d == '0 || d[31:LgN+1] != '0 || (d[LgN] && d[LgN-1:0] != '0))
+              check = 4'(systole_pkg::ErrBadDimension);
+      4'd3: if (d == '0 || d[31:LgK+1] != '0 || (d[LgK] && d[LgK-1:0] != '0))
+              check = 4'(systole_pkg::ErrBadDimension);
+      4'd4: if (d[31:KBits] == '0 && d[KBits-1:0] < s_q.k) check = 4'(systole_pkg::ErrBadLeadingDim);
+      4'd5, 4'd6: if (d[31:NBits] == '0 && d[NBits-1:0] < s_q.n) check = 4'(systole_pkg::ErrBadLeadingDim);
+      4'd7: if (d != '0) check = 4'(systole_pkg::ErrBadFlags);
+      4'd8, 4'd10: if (d[0]) check = 4'(systole_pkg::ErrMisalignedAddress);
+      4'd12: if (out_bf16 ? d[0] : d[1:0] != '0) check = 4'(systole_pkg::ErrMisalignedAddress);
+      4'd14: if (has_bias && d[1:0] != '0) check = 4'(systole_pkg::ErrMisalignedAddress);
+      default: ;  // the high words and the ranges: RangeEnd
+    endcase
+  end
+
+  // The operand at hand's span: address + ((rows - 1) ld + cols) x size,
+  // rows - 1 and ld being the multiplication's operands.
+  logic [AccBits-1:0] span_cols, span_addr, span_ld;
+  logic [RowBits:0]   span_rows;  // rows - 1
+  logic [1:0]         span_shift;
+  logic               op_big;     // an address or ld reaching past the memory
+  always_comb begin
+    unique case (s_q.op)
+      OpA: begin
+        span_rows  = (RowBits+1)'(s_q.m) - 1'b1;
+        span_ld    = AccBits'(s_q.lda);
+        span_cols  = AccBits'(s_q.k);
+        span_addr  = AccBits'(s_q.a);
+        span_shift = 2'd1;
+        op_big     = s_q.a_big || (s_q.m > MBits'(1) && s_q.lda_big);
+      end
+      OpB: begin
+        span_rows  = (RowBits+1)'(s_q.k) - 1'b1;
+        span_ld    = AccBits'(s_q.ldb);
+        span_cols  = AccBits'(s_q.n);
+        span_addr  = AccBits'(s_q.b);
+        span_shift = 2'd1;
+        op_big     = s_q.b_big || (s_q.k > KBits'(1) && s_q.ldb_big);
+      end
+      OpC: begin
+        span_rows  = (RowBits+1)'(s_q.m) - 1'b1;
+        span_ld    = AccBits'(s_q.ldc);
+        span_cols  = AccBits'(s_q.n);
+        span_addr  = AccBits'(s_q.c);
+        span_shift = out_bf16 ? 2'd1 : 2'd2;
+        op_big     = s_q.c_big || (s_q.m > MBits'(1) && s_q.ldc_big);
+      end
+      default: begin
+        span_rows  = '0;
+        span_ld    = '0;
+        span_cols  = AccBits'(s_q.n);
+        span_addr  = AccBits'(s_q.bias);
+        span_shift = 2'd2;
+        op_big     = s_q.bias_big;
+      end
+    endcase
+    span_end = span_addr + ((s_q.acc + span_cols) << span_shift);
+  end
+
+  logic big;  // the word, as an address or ld, reaches past the memory
+  assign big = d[31:AddrBits] != '0;
+
+  always_comb begin
+    s_d          = s_q;
+    weight_shift = 1'b0;
+    act_valid    = 1'b0;
+    act_final    = s_q.k0 + KBits'(Rows) >= s_q.k;
+    act_last     = act_final && last_row;
+    init_valid   = 1'b0;
+    if (mem_valid_o && mem_ready_i && !mem_write_o) s_d.issued = 1'b1;
+    if (got) s_d.issued = 1'b0;
+
+    unique case (s_q.state)
+      Idle: if (start_q) begin
+        s_d       = '0;
+        s_d.state = Header;
+        s_d.ptr   = cmd_q;
+      end
+
+      Header: if (got) begin
+        s_d.ptr  = ptr_next;
+        s_d.word = s_q.word + 1'b1;
+        unique case (s_q.word)
+          4'd0: if (d != systole_pkg::CommandListMagic) s_d.error = 4'(systole_pkg::ErrBadMagic);
+          4'd1: if (d[15:0] != 16'(systole_pkg::VersionMajor)) s_d.error = 4'(systole_pkg::ErrBadVersion);
+          4'd2: begin
+            s_d.count = DescBits'(d);
+            if (d == '0 || d[31:DescBits] != '0 || (d[DescBits-1] && d[DescBits-2:0] != '0))
+              s_d.error = 4'(systole_pkg::ErrBadCount);
+          end
+          default: if (d != '0) s_d.error = 4'(systole_pkg::ErrBadFlags);
+        endcase
+        if (s_d.error != '0) s_d.state = Finish;
+        else if (s_q.word == 4'd15) s_d.state = Desc;
+      end
+
+      Desc: if (got) begin
+        s_d.ptr  = ptr_next;
+        s_d.word = s_q.word + 1'b1;
+        // The codes are numbered in check order: the smallest is the first.
+        if (!s_q.exec && check != '0 && (s_q.error == '0 || check < s_q.error)) s_d.error = check;
+        unique case (s_q.word)
+          4'd0:  s_d.flags = d[11:8];
+          4'd1:  s_d.m = MBits'(d);
+          4'd2:  s_d.n = NBits'(d);
+          4'd3:  s_d.k = KBits'(d);
+          4'd4:  begin s_d.lda = AddrBits'(d); s_d.lda_big = big; end
+          4'd5:  begin s_d.ldb = AddrBits'(d); s_d.ldb_big = big; end
+          4'd6:  begin s_d.ldc = AddrBits'(d); s_d.ldc_big = big; end
+          4'd8:  begin s_d.a = AddrBits'(d); s_d.a_big = big; end
+          4'd10: begin s_d.b = AddrBits'(d); s_d.b_big = big; end
+          4'd12: begin s_d.c = AddrBits'(d); s_d.c_big = big; end
+          4'd14: begin s_d.bias = AddrBits'(d); s_d.bias_big = big; end
+          4'd9:  s_d.a_big = s_q.a_big || d != '0;
+          4'd11: s_d.b_big = s_q.b_big || d != '0;
+          4'd13: s_d.c_big = s_q.c_big || d != '0;
+          4'd15: s_d.bias_big = s_q.bias_big || d != '0;
+          default: ;
+        endcase
+        if (s_q.word == 4'd15) begin
+          s_d.next_desc = ptr_next;
+          if (s_q.exec) begin
+            s_d.n0     = '0;
+            s_d.c_tile = s_q.c;
+            s_d.state  = Tile;
+          end else if (s_d.error != '0) begin
+            s_d.state = Finish;
+          end else begin
+            s_d.op    = OpA;
+            s_d.state = RangeSetup;
+          end
+        end
+      end
+
+      RangeSetup: begin
+        s_d.acc    = '0;
+        s_d.mplier = span_rows;
+        s_d.mcand  = span_ld;
+        s_d.state  = RangeMul;
+      end
+
+      RangeMul: begin
+        if (s_q.mplier[0]) s_d.acc = s_q.acc + s_q.mcand;
+        s_d.mcand  = s_q.mcand << 1;
+        s_d.mplier = s_q.mplier >> 1;
+        if (s_q.mplier == '0) s_d.state = RangeEnd;
+      end
+
+      RangeEnd: begin
+        s_d.state = RangeSetup;
+        s_d.op    = s_q.op + 1'b1;
+        if (op_big || span_end > AccBits'(mem_bytes_q)) begin
+          s_d.error = 4'(systole_pkg::ErrAddressOutOfRange);
+          s_d.state = Finish;
+        end else if (s_q.op == OpBias || (s_q.op == OpC && !has_bias)) begin
+          // This descriptor is valid: the next, or run the list.
+          s_d.word  = '0;
+          s_d.state = Desc;
+          s_d.desc  = s_q.desc + 1'b1;
+          if (s_q.desc + 1'b1 == s_q.count) begin
+            s_d.exec = 1'b1;
+            s_d.desc = '0;
+            s_d.ptr  = cmd_q + AddrBits'(64);
+          end
+        end
+      end
+
+      Tile: begin
+        s_d.r_at   = '0;
+        s_d.c_at   = '0;
+        s_d.row    = '0;
+        s_d.k0     = '0;
+        s_d.a_tile = s_q.a;
+        s_d.line   = s_q.c_tile;
+        s_d.b_line = s_q.b + AddrBits'({s_q.n0, 1'b0});
+        s_d.lanes  = '0;
+        s_d.ptr    = has_bias ? s_q.bias + AddrBits'({s_q.n0, 2'b00}) : s_q.c_tile;
+        s_d.state  = has_bias ? Bias : accumulate ? InitRead : Init;
+      end
+
+      // The N tile's bias, Cols fp32 elements (+0 beyond N), shifted in
+      // from the top.
+      Bias: if (got || !in_tile) begin
+        s_d.bias_lanes = (s_q.bias_lanes >> 32) | ((Cols*32)'(in_tile ? d : 32'h0) << (32 * (Cols - 1)));
+        s_d.ptr  = ptr_next;
+        s_d.c_at = s_q.c_at + 1'b1;
+        if (last_c) begin
+          s_d.c_at  = '0;
+          s_d.ptr   = s_q.c_tile;
+          s_d.state = accumulate ? InitRead : Init;
+        end
+      end
+
+      // A row's starting values: its C elements, in their precision.
+      InitRead: if (got || !in_tile) begin
+        s_d.lanes = (s_q.lanes >> 32) |
+                    ((Cols*32)'(!in_tile ? 32'h0 : out_bf16 ? {half, 16'h0000} : d) << (32 * (Cols - 1)));
+        s_d.ptr  = ptr_next;
+        s_d.c_at = s_q.c_at + 1'b1;
+        if (last_c) s_d.state = Init;
+      end
+
+      Init: begin
+        init_valid = 1'b1;
+        s_d.c_at   = '0;
+        s_d.row    = row_next;
+        s_d.line   = line_next;
+        s_d.ptr    = line_next;
+        if (last_row) begin
+          s_d.row   = '0;
+          s_d.ptr   = s_q.b_line;
+          s_d.line  = s_q.b_line;
+          s_d.state = Weights;
+        end else if (accumulate) begin
+          s_d.state = InitRead;
+        end
+      end
+
+      // The K tile's weights, B's rows k0.. and columns n0.. in order (+0
+      // beyond K or N), shifted in from the top: the first lands lowest.
+      Weights: if (got || !in_tile) begin
+        s_d.weights = (s_q.weights >> 16) | ((Rows*Cols*16)'(elem16) << (16 * (Rows * Cols - 1)));
+        s_d.ptr  = ptr_next;
+        s_d.c_at = s_q.c_at + 1'b1;
+        if (last_c) begin  // the next row of B
+          s_d.c_at = '0;
+          s_d.r_at = s_q.r_at + 1'b1;
+          s_d.line = line_next;
+          s_d.ptr  = line_next;
+          if (last_r) begin
+            s_d.r_at   = '0;
+            s_d.b_line = line_next;  // B[k0 + Rows][n0]
+            s_d.state  = Shift;
+          end
+        end
+      end
+
+      Shift: begin
+        weight_shift = 1'b1;
+        s_d.weights  = s_q.weights << (16 * Cols);
+        s_d.r_at     = s_q.r_at + 1'b1;
+        if (last_r) begin
+          s_d.r_at  = '0;
+          s_d.row   = '0;
+          s_d.ptr   = s_q.a_tile;
+          s_d.line  = s_q.a_tile;
+          s_d.state = Act;
+        end
+      end
+
+      // A row's activation vector: Rows elements of its K tile (+0 beyond
+      // K), shifted in from the top.
+      Act: if (got || !in_tile) begin
+        s_d.act  = (s_q.act >> 16) | ((Rows*16)'(elem16) << (16 * (Rows - 1)));
+        s_d.ptr  = ptr_next;
+        s_d.r_at = s_q.r_at + 1'b1;
+        if (last_r) begin
+          s_d.r_at  = '0;
+          s_d.state = Stream;
+        end
+      end
+
+      Stream: begin
+        act_valid = 1'b1;
+        s_d.row   = row_next;
+        s_d.line  = line_next;
+        s_d.ptr   = line_next;
+        s_d.state = Act;
+        if (last_row) begin
+          s_d.drain = '0;
+          s_d.state = Drain;
+        end
+      end
+
+      // The array empties (the sums are in the accumulators a cycle after
+      // they leave it) before its weights change or its rows are read.
+      Drain: begin
+        s_d.drain = s_q.drain + 1'b1;
+        if (s_q.drain == DrainBits'(Latency + 1)) begin
+          s_d.row = '0;
+          if (act_final) begin
+            s_d.line  = s_q.c_tile;
+            s_d.state = Readout;
+          end else begin
+            s_d.k0     = s_q.k0 + KBits'(Rows);
+            s_d.a_tile = s_q.a_tile + AddrBits'(2 * Rows);
+            s_d.ptr    = s_q.b_line;
+            s_d.line   = s_q.b_line;
+            s_d.state  = Weights;
+          end
+        end
+      end
+
+      Readout: s_d.state = Capture;  // the row's word comes next cycle
+
+      Capture: begin
+        s_d.lanes = word;
+        s_d.c_at  = '0;
+        s_d.ptr   = s_q.line;
+        s_d.state = Store;
+      end
+
+      // The row's elements to C (those inside N), from the bottom lane up.
+      Store: if (access_done || !in_tile) begin
+        s_d.lanes = s_q.lanes >> 32;
+        s_d.ptr   = ptr_next;
+        s_d.c_at  = s_q.c_at + 1'b1;
+        if (last_c) begin
+          s_d.c_at  = '0;
+          s_d.row   = row_next;
+          s_d.line  = line_next;
+          s_d.state = Readout;
+          if (last_row) begin
+            // The N tile is done: the next, or the next descriptor.
+            s_d.n0     = s_q.n0 + NBits'(Cols);
+            s_d.c_tile = s_q.c_tile + (out_bf16 ? AddrBits'(2 * Cols) : AddrBits'(4 * Cols));
+            if (s_q.n0 + NBits'(Cols) < s_q.n) begin
+              s_d.state = Tile;
+            end else begin
+              s_d.desc  = s_q.desc + 1'b1;
+              s_d.word  = '0;
+              s_d.ptr   = s_q.next_desc;
+              s_d.state = s_q.desc + 1'b1 == s_q.count ? Finish : Desc;
+            end
+          end
+        end
+      end
+
+      Finish: s_d.state = Idle;
+
+      default: s_d.state = Idle;
+    endcase
+  end
+
+  // The launch's results and counters.
+  logic [ElemBits-1:0] macs_step;
+  assign macs_step = ElemBits'(k_eff * n_eff);
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      s_q            <= '0;  // Idle
+      status_q       <= '0;
+      header_error_q <= 1'b0;
+      error_index_q  <= '0;
+      done_count_q   <= '0;
+      busy_q         <= '0;
+      macs_q         <= '0;
+      read_bytes_q   <= '0;
+      write_bytes_q  <= '0;
+      stall_q        <= '0;
+    end else begin
+      s_q <= s_d;
+      if (s_q.state == Idle && start_q) begin
+        status_q       <= '0;
+        header_error_q <= 1'b0;
+        error_index_q  <= '0;
+        done_count_q   <= '0;
+        busy_q         <= '0;
+        macs_q         <= '0;
+        read_bytes_q   <= '0;
+        write_bytes_q  <= '0;
+        stall_q        <= '0;
+      end
+      if (busy) busy_q <= busy_q + 1'b1;
+      if (act_valid) macs_q <= macs_q + CounterBits'(macs_step);
+      if (got) read_bytes_q <= read_bytes_q + CounterBits'(4);
+      if (s_q.state == Store && access_done) write_bytes_q <= write_bytes_q + CounterBits'(elem_bytes);
+      if (s_q.state == Weights || s_q.state == Act) stall_q <= stall_q + 1'b1;
+      if (s_q.exec && s_d.desc != s_q.desc) done_count_q <= done_count_q + 1'b1;
+      if (s_q.state != Finish && s_d.state == Finish) begin
+        status_q       <= s_d.error;
+        header_error_q <= s_q.state == Header;
+        error_index_q  <= s_d.error != '0 ? s_q.desc : '0;
+      end
+    end
+  end
+
+`ifndef SYNTHESIS
+  // One access at a time: no request while a read is outstanding.
+  a_one_access: assert property (@(posedge clk_i) disable iff (!rst_ni) s_q.issued |-> !mem_valid_o);
+  a_no_write_beyond: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      mem_valid_o && mem_write_o |-> s_q.ptr < mem_bytes_q);
+`endif
+endmodule
