@@ -110,13 +110,14 @@ class DeviceGemm {
     d.n_ = gemm.n;
     d.c_bytes_ = options.output_bf16 ? 2 : 4;
     const DeviceInfo& info = device.info();
-    if (info.hbm_banks < 4)
-      return Status(StatusCode::kUnavailable, "the device needs 4 HBM banks for A, B, C, bias");
-    // A, B, C and bias in separate banks: separate pseudo-channels.
+    // A, B, C and bias in separate banks where there are enough (separate
+    // pseudo-channels), the command lists in the banks after them; a small
+    // board has one bank for all.
+    const uint32_t banks = info.hbm_banks;
     auto a = device.allocate(gemm.a.size() * 2, 0);
-    auto b = device.allocate(gemm.b.size() * 2, 1);
-    auto c = device.allocate(uint64_t(gemm.m) * gemm.n * d.c_bytes_, 2);
-    auto bias = device.allocate(std::max<std::size_t>(gemm.n * 4, 4), 3);
+    auto b = device.allocate(gemm.b.size() * 2, 1 % banks);
+    auto c = device.allocate(uint64_t(gemm.m) * gemm.n * d.c_bytes_, 2 % banks);
+    auto bias = device.allocate(std::max<std::size_t>(gemm.n * 4, 4), 3 % banks);
     for (auto* r : {&a, &b, &c, &bias})
       if (!r->ok()) return r->status();
     // Every buffer the command lists reference lives as long as this object.
@@ -146,7 +147,7 @@ class DeviceGemm {
       d.descriptors_ += descriptors->size();
       std::vector<Buffer> lists;
       for (const auto& list : encode_command_lists(*descriptors, info.max_descriptors)) {
-        auto buffer = device.allocate(list.size(), 4 + unit % (info.hbm_banks - 4));
+        auto buffer = device.allocate(list.size(), banks > 4 ? 4 + unit % (banks - 4) : 3 % banks);
         if (!buffer.ok()) return buffer.status();
         SYSTOLE_RETURN_IF_ERROR(upload(*buffer, list.data(), list.size()));
         lists.push_back(std::move(buffer).value());
@@ -345,6 +346,8 @@ int run(const Options& options) {
     DeviceOptions spec_options = device_options;
     spec_options.engine = EmuEngine::kHls;
     spec_options.compute_units = 1;
+    spec_options.array_rows = info.shape.rows;  // a board's own array (uart: 1x1)
+    spec_options.array_cols = info.shape.cols;
     auto spec_device = Device::open("sw_emu", 0, spec_options);
     if (!spec_device.ok()) return fail(spec_device.status());
     auto spec_gemm = DeviceGemm::create(*spec_device, *gemm, options);

@@ -69,6 +69,10 @@ class FastEngine final : public KernelEngine {
 };
 
 std::unique_ptr<KernelEngine> make_hls_engine(spec::ArrayShape shape) {
+#define SYSTOLE_BOARD_ENGINE(r, c) \
+  if (shape.rows == r && shape.cols == c) return std::make_unique<HlsEngine<r, c>>();
+  SYSTOLE_BOARD_SHAPES(SYSTOLE_BOARD_ENGINE)
+#undef SYSTOLE_BOARD_ENGINE
   if (shape.rows != shape.cols) return nullptr;
   switch (shape.rows) {
 #define SYSTOLE_HLS_ENGINE(size) \
@@ -84,6 +88,12 @@ std::unique_ptr<KernelEngine> make_hls_engine(spec::ArrayShape shape) {
 bool is_supported(spec::ArrayShape shape) {
   return std::any_of(std::begin(spec::kSupportedShapes), std::end(spec::kSupportedShapes),
                      [&](spec::ArrayShape s) { return s.rows == shape.rows && s.cols == shape.cols; });
+}
+
+bool is_board_shape(spec::ArrayShape shape) {
+#define SYSTOLE_BOARD_MATCH(r, c) (shape.rows == r && shape.cols == c) ||
+  return SYSTOLE_BOARD_SHAPES(SYSTOLE_BOARD_MATCH) false;
+#undef SYSTOLE_BOARD_MATCH
 }
 
 class SwEmuBackend final : public EmulatedBackend {
@@ -266,10 +276,14 @@ Result<std::shared_ptr<DeviceBackend>> open_sw_emu(uint32_t index, const DeviceO
                                              std::to_string(kEmulatedDevices - 1) + ")");
   const spec::ArrayShape shape{options.array_rows, options.array_cols};
 #define SYSTOLE_SIZE_NAME(size) " " #size "x" #size
-  if (!is_supported(shape))
+#define SYSTOLE_BOARD_NAME(r, c) " " #r "x" #c
+  const bool board = is_board_shape(shape) && options.engine == EmuEngine::kHls;
+  if (!is_supported(shape) && !board)
     return Status(StatusCode::kInvalidArgument,
                   "sw_emu has no " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
-                      " array (supported:" SYSTOLE_ARRAY_SIZES(SYSTOLE_SIZE_NAME) ")");
+                      " array (supported:" SYSTOLE_ARRAY_SIZES(SYSTOLE_SIZE_NAME) "; with the hls engine, the "
+                      "small boards'" SYSTOLE_BOARD_SHAPES(SYSTOLE_BOARD_NAME) " too)");
+#undef SYSTOLE_BOARD_NAME
 #undef SYSTOLE_SIZE_NAME
   if (Status units = check_emulated_units(options.compute_units); !units.ok()) return units;
   // More threads than this only time-slice the cores (and each costs a

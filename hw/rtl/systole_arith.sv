@@ -40,17 +40,34 @@ package systole_arith;
     else bf16_mul = {sign, exponent[7:0], fraction};
   endfunction
 
-  // Leading zeros of a nonzero 27-bit significand, as a five-step binary
-  // search (a 27-way priority chain costs the simulator five times more).
-  function automatic logic [4:0] leading_zeros27(logic [26:0] value);
-    logic [31:0] v;
-    v = {value, 5'b11111};  // the padding stops the search at 27
-    leading_zeros27 = '0;
-    if (v[31:16] == '0) begin leading_zeros27 = leading_zeros27 + 5'd16; v = v << 16; end
-    if (v[31:24] == '0) begin leading_zeros27 = leading_zeros27 + 5'd8;  v = v << 8;  end
-    if (v[31:28] == '0) begin leading_zeros27 = leading_zeros27 + 5'd4;  v = v << 4;  end
-    if (v[31:30] == '0) begin leading_zeros27 = leading_zeros27 + 5'd2;  v = v << 2;  end
-    if (!v[31]) leading_zeros27 = leading_zeros27 + 5'd1;
+  // A nonzero 27-bit significand shifted left until its top bit is set,
+  // with the shift: {shift (5 bits), significand (27 bits)}. A five-step
+  // binary search is the leading-zero count and the normalising shifter in
+  // one (a 27-way priority chain costs the simulator five times more, and a
+  // separate shifter costs LUTs).
+  function automatic logic [31:0] normalize27(logic [26:0] value);
+    logic [26:0] v;
+    logic [4:0]  n;
+    v = value;
+    n = '0;
+    if (v[26:11] == '0) begin n = n + 5'd16; v = v << 16; end
+    if (v[26:19] == '0) begin n = n + 5'd8;  v = v << 8;  end
+    if (v[26:23] == '0) begin n = n + 5'd4;  v = v << 4;  end
+    if (v[26:25] == '0) begin n = n + 5'd2;  v = v << 2;  end
+    if (!v[26])         begin n = n + 5'd1;  v = v << 1;  end
+    normalize27 = {n, v};
+  endfunction
+
+  // Trailing zeros of a nonzero 27-bit significand, by the same search.
+  function automatic logic [4:0] trailing_zeros27(logic [26:0] value);
+    logic [26:0] v;
+    v = value;
+    trailing_zeros27 = '0;
+    if (v[15:0] == '0) begin trailing_zeros27 = trailing_zeros27 + 5'd16; v = v >> 16; end
+    if (v[7:0] == '0)  begin trailing_zeros27 = trailing_zeros27 + 5'd8;  v = v >> 8;  end
+    if (v[3:0] == '0)  begin trailing_zeros27 = trailing_zeros27 + 5'd4;  v = v >> 4;  end
+    if (v[1:0] == '0)  begin trailing_zeros27 = trailing_zeros27 + 5'd2;  v = v >> 2;  end
+    if (!v[0])         trailing_zeros27 = trailing_zeros27 + 5'd1;
   endfunction
 
   // fp32 + fp32 ("Sum"): round to nearest even with guard, round and sticky
@@ -60,13 +77,12 @@ package systole_arith;
   // field read as zero.
   function automatic logic [31:0] fp32_add(logic [31:0] a, logic [31:0] b);
     localparam int unsigned Width = 27;  // hidden bit, 23 fraction bits, guard, round, sticky
-    logic              a_nan, b_nan, a_inf, b_inf, a_zero, b_zero, sticky, round_up;
-    logic [31:0]       larger, smaller;
+    logic              a_nan, b_nan, a_inf, b_inf, a_zero, b_zero, subtract, sticky, round_up;
+    logic [31:0]       larger, smaller, normalized;
     logic [7:0]        shift;
     logic [Width-1:0]  larger_sig, smaller_sig, aligned, normal;
-    logic [Width:0]    total;  // one carry bit
+    logic [Width:0]    operand, total;  // one carry bit
     logic signed [9:0] exponent;
-    logic [4:0]        leading_zeros;
     logic [24:0]       rounded;  // hidden bit + fraction + carry
     a_nan       = (a[30:23] == 8'hFF) && (a[22:0] != '0);
     b_nan       = (b[30:23] == 8'hFF) && (b[22:0] != '0);
@@ -77,31 +93,27 @@ package systole_arith;
     // The operand of larger magnitude first.
     larger      = (b[30:0] > a[30:0]) ? b : a;
     smaller     = (b[30:0] > a[30:0]) ? a : b;
+    subtract    = larger[31] != smaller[31];
     shift       = larger[30:23] - smaller[30:23];
     larger_sig  = {1'b1, larger[22:0], 3'b000};
     smaller_sig = {1'b1, smaller[22:0], 3'b000};
-    // Align the smaller significand; every bit shifted out sets sticky.
-    if (shift >= 8'(Width)) begin
-      aligned = '0;
-      sticky  = 1'b1;
+    // Align the smaller significand; sticky is set when a one is shifted
+    // out, that is when the shift passes its trailing zeros.
+    aligned = shift >= 8'(Width) ? '0 : smaller_sig >> shift;
+    sticky  = shift > {3'b000, trailing_zeros27(smaller_sig)};
+    // One adder for both signs: a - b = a + ~b + 1.
+    operand    = {1'b0, aligned[Width-1:1], aligned[0] | sticky};
+    total      = {1'b0, larger_sig} + (subtract ? ~operand : operand) + (Width+1)'(subtract);
+    normalized = normalize27(total[Width-1:0]);
+    exponent   = $signed({2'b00, larger[30:23]});
+    if (!subtract && total[Width]) begin  // carry: shift right, keep the sticky
+      normal   = {total[Width:2], total[1] | total[0]};
+      exponent = exponent + 10'sd1;
+    end else if (!subtract) begin
+      normal = total[Width-1:0];
     end else begin
-      aligned = smaller_sig >> shift;
-      sticky  = (smaller_sig & ((Width'(1) << shift) - Width'(1))) != '0;
-    end
-    exponent = $signed({2'b00, larger[30:23]});
-    if (larger[31] == smaller[31]) begin
-      total = {1'b0, larger_sig} + {1'b0, aligned[Width-1:1], aligned[0] | sticky};
-      if (total[Width]) begin  // carry: shift right, keep the sticky
-        normal   = {total[Width:2], total[1] | total[0]};
-        exponent = exponent + 10'sd1;
-      end else begin
-        normal = total[Width-1:0];
-      end
-    end else begin
-      total         = {1'b0, larger_sig} - {1'b0, aligned[Width-1:1], aligned[0] | sticky};
-      leading_zeros = leading_zeros27(total[Width-1:0]);
-      normal        = total[Width-1:0] << leading_zeros;
-      exponent      = exponent - $signed({5'b0, leading_zeros});
+      normal   = normalized[Width-1:0];
+      exponent = exponent - $signed({5'b0, normalized[31:27]});
     end
     round_up = normal[2] && (normal[1] || normal[0] || normal[3]);
     rounded  = {1'b0, normal[Width-1:3]} + 25'(round_up);
@@ -115,7 +127,7 @@ package systole_arith;
     else if (a_zero && b_zero) fp32_add = {a[31] & b[31], 31'b0};  // -0 only when both are -0
     else if (a_zero) fp32_add = b;
     else if (b_zero) fp32_add = a;
-    else if (total[Width-1:0] == '0 && larger[31] != smaller[31]) fp32_add = 32'b0;  // exact cancellation
+    else if (total[Width-1:0] == '0 && subtract) fp32_add = 32'b0;  // exact cancellation
     else if (exponent <= 0) fp32_add = {larger[31], 31'b0};  // below the normal range: flush
     else if (exponent >= 10'sd255) fp32_add = {larger[31], 8'hFF, 23'b0};
     else fp32_add = {larger[31], exponent[7:0], rounded[22:0]};

@@ -64,14 +64,13 @@ module systole_lite #(
   localparam int unsigned AccBits   = AddrBits + RowBits + 4;  // a span's arithmetic
   localparam int unsigned Latency   = Rows + Cols;
   localparam int unsigned DrainBits = $clog2(Latency + 3);
+  localparam int unsigned MemLg     = $clog2(MemBytes);  // MemBytes is a power of two
 
   typedef enum logic [4:0] {
     Idle,
     Header,     // the list's header, word by word
     Desc,       // a descriptor's 16 words (both passes)
-    RangeSetup, // the next operand's span: (rows - 1) x ld ...
-    RangeMul,   // ... a bit a cycle
-    RangeEnd,   // address + span against mem_bytes
+    Range,      // an operand's end against mem_bytes
     Tile,       // an N tile begins
     Bias,       // its bias, element by element
     InitRead,   // a row's starting C elements
@@ -106,10 +105,7 @@ module systole_lite #(
     logic [AddrBits-1:0]   lda, ldb, ldc, a, b, c, bias;
     logic                  lda_big, ldb_big, ldc_big;  // at least 2^AddrBits
     logic                  a_big, b_big, c_big, bias_big;
-    // The span check.
-    logic [1:0]            op;
-    logic [RowBits:0]      mplier;
-    logic [AccBits-1:0]    mcand, acc;
+    logic [1:0]            op;        // the operand whose range is checked
     // The loops and their pointers (byte addresses).
     logic [NBits-1:0]      n0;
     logic [KBits-1:0]      k0;
@@ -141,10 +137,11 @@ module systole_lite #(
   logic [CounterBits-1:0] busy_q, macs_q, read_bytes_q, write_bytes_q, stall_q;
   logic                   busy, finish;
 
-  // A write: both channels together, answered the next cycle.
-  logic        b_valid_q, b_err_q, r_valid_q, r_err_q, wr, rd, wr_err, rd_err;
-  logic [31:0] r_data_q, rd_data;
-  logic [11:0] wa, ra;
+  // A write: both channels together, answered the next cycle. A read: its
+  // address is kept, and the register answers the next cycle.
+  logic        b_valid_q, b_err_q, r_valid_q, wr, rd, wr_err, rd_err;
+  logic [31:0] rd_data;
+  logic [11:0] wa, ra, r_addr_q;
   logic [31:0] wd;
   assign wr = axil_req_i.aw_valid && axil_req_i.w_valid && !b_valid_q;
   assign rd = axil_req_i.ar_valid && !r_valid_q;
@@ -160,8 +157,8 @@ module systole_lite #(
     axil_rsp_o.b_resp   = {b_err_q, 1'b0};
     axil_rsp_o.ar_ready = rd;
     axil_rsp_o.r_valid  = r_valid_q;
-    axil_rsp_o.r_data   = r_data_q;
-    axil_rsp_o.r_resp   = {r_err_q, 1'b0};
+    axil_rsp_o.r_data   = rd_data;
+    axil_rsp_o.r_resp   = {rd_err, 1'b0};
   end
 
   // What a write may set: an address register's high word only to 0, a
@@ -170,9 +167,9 @@ module systole_lite #(
   always_comb begin
     wr_err = 1'b0;
     if (wa == 12'(systole_pkg::RegCommandAddrLo))
-      wr_err = wd > 32'(MemBytes - 4);
+      wr_err = wd[31:MemLg] != '0;
     else if (wa == 12'(systole_pkg::RegMemBytesLo))
-      wr_err = wd > 32'(MemBytes);
+      wr_err = wd[31:MemLg] != '0 && wd != 32'(MemBytes);
     else if (wa >= 12'(systole_pkg::RegPortBaseLo) && wa < 12'(systole_pkg::RegMemBytesHi + 4))
       wr_err = wd != '0;
     else if (wa > 12'(systole_pkg::RegIpIntStatus))
@@ -188,7 +185,7 @@ module systole_lite #(
   always_comb begin
     rd_data = '0;
     rd_err  = 1'b0;
-    unique case (ra)
+    unique case (r_addr_q)
       12'(systole_pkg::RegControl):         rd_data = {28'b0, ready_q, !busy, done_q, start_q};
       12'(systole_pkg::RegGlobalIntEnable): rd_data = {31'b0, gie_q};
       12'(systole_pkg::RegIpIntEnable):     rd_data = {30'b0, ier_q};
@@ -220,7 +217,7 @@ module systole_lite #(
       default: begin
         // The high words of the address registers and the port bases read
         // 0; beyond the map is an error.
-        rd_err = ra >= 12'(systole_pkg::RegMapEnd);
+        rd_err = r_addr_q >= 12'(systole_pkg::RegMapEnd);
       end
     endcase
   end
@@ -232,8 +229,7 @@ module systole_lite #(
       b_valid_q   <= 1'b0;
       b_err_q     <= 1'b0;
       r_valid_q   <= 1'b0;
-      r_err_q     <= 1'b0;
-      r_data_q    <= '0;
+      r_addr_q    <= '0;
       start_q     <= 1'b0;
       done_q      <= 1'b0;
       ready_q     <= 1'b0;
@@ -244,7 +240,13 @@ module systole_lite #(
       mem_bytes_q <= '0;
     end else begin
       if (b_valid_q && axil_req_i.b_ready) b_valid_q <= 1'b0;
-      if (r_valid_q && axil_req_i.r_ready) r_valid_q <= 1'b0;
+      if (r_valid_q && axil_req_i.r_ready) begin
+        r_valid_q <= 1'b0;
+        if (r_addr_q == 12'(systole_pkg::RegControl)) begin  // read: ap_done and ap_ready clear
+          done_q  <= 1'b0;
+          ready_q <= 1'b0;
+        end
+      end
       if (wr) begin
         b_valid_q <= 1'b1;
         b_err_q   <= wr_err;
@@ -262,12 +264,7 @@ module systole_lite #(
       end
       if (rd) begin
         r_valid_q <= 1'b1;
-        r_err_q   <= rd_err;
-        r_data_q  <= rd_data;
-        if (ra == 12'(systole_pkg::RegControl)) begin
-          done_q  <= 1'b0;
-          ready_q <= 1'b0;
-        end
+        r_addr_q  <= ra;
       end
       if (start_q && !busy) start_q <= 1'b0;  // the controller takes it
       if (finish) begin
@@ -322,7 +319,7 @@ module systole_lite #(
   // ---------------------------------------------------------------------
   // The controller. Written for area (an iCE40 counts every LUT): vectors
   // fill and empty by shifting, not by index; the pointers share one adder
-  // each; the range checks share one multiplier, a bit a cycle; the limits
+  // each; the range checks share one multiplier (a DSP block); the limits
   // are powers of two, so their checks test bits.
   logic                 out_bf16, accumulate, has_bias, access_done, got;
   logic [AddrBits-1:0]  c_step, elem_bytes;
@@ -426,13 +423,13 @@ module systole_lite #(
       4'd8, 4'd10: if (d[0]) check = 4'(systole_pkg::ErrMisalignedAddress);
       4'd12: if (out_bf16 ? d[0] : d[1:0] != '0) check = 4'(systole_pkg::ErrMisalignedAddress);
       4'd14: if (has_bias && d[1:0] != '0) check = 4'(systole_pkg::ErrMisalignedAddress);
-      default: ;  // the high words and the ranges: RangeEnd
+      default: ;  // the high words and the ranges: Range
     endcase
   end
 
-  // The operand at hand's span: address + ((rows - 1) ld + cols) x size,
-  // rows - 1 and ld being the multiplication's operands.
-  logic [AccBits-1:0] span_cols, span_addr, span_ld;
+  // The end of the operand at hand: address + ((rows - 1) ld + cols) x size.
+  logic [AccBits-1:0] span_cols, span_addr;
+  logic [AddrBits-1:0] span_ld;
   logic [RowBits:0]   span_rows;  // rows - 1
   logic [1:0]         span_shift;
   logic               op_big;     // an address or ld reaching past the memory
@@ -440,7 +437,7 @@ module systole_lite #(
     unique case (s_q.op)
       OpA: begin
         span_rows  = (RowBits+1)'(s_q.m) - 1'b1;
-        span_ld    = AccBits'(s_q.lda);
+        span_ld    = s_q.lda;
         span_cols  = AccBits'(s_q.k);
         span_addr  = AccBits'(s_q.a);
         span_shift = 2'd1;
@@ -448,7 +445,7 @@ module systole_lite #(
       end
       OpB: begin
         span_rows  = (RowBits+1)'(s_q.k) - 1'b1;
-        span_ld    = AccBits'(s_q.ldb);
+        span_ld    = s_q.ldb;
         span_cols  = AccBits'(s_q.n);
         span_addr  = AccBits'(s_q.b);
         span_shift = 2'd1;
@@ -456,7 +453,7 @@ module systole_lite #(
       end
       OpC: begin
         span_rows  = (RowBits+1)'(s_q.m) - 1'b1;
-        span_ld    = AccBits'(s_q.ldc);
+        span_ld    = s_q.ldc;
         span_cols  = AccBits'(s_q.n);
         span_addr  = AccBits'(s_q.c);
         span_shift = out_bf16 ? 2'd1 : 2'd2;
@@ -471,7 +468,7 @@ module systole_lite #(
         op_big     = s_q.bias_big;
       end
     endcase
-    span_end = span_addr + ((s_q.acc + span_cols) << span_shift);
+    span_end = span_addr + ((AccBits'(span_rows) * AccBits'(span_ld) + span_cols) << span_shift);
   end
 
   logic big;  // the word, as an address or ld, reaches past the memory
@@ -544,27 +541,12 @@ module systole_lite #(
             s_d.state = Finish;
           end else begin
             s_d.op    = OpA;
-            s_d.state = RangeSetup;
+            s_d.state = Range;
           end
         end
       end
 
-      RangeSetup: begin
-        s_d.acc    = '0;
-        s_d.mplier = span_rows;
-        s_d.mcand  = span_ld;
-        s_d.state  = RangeMul;
-      end
-
-      RangeMul: begin
-        if (s_q.mplier[0]) s_d.acc = s_q.acc + s_q.mcand;
-        s_d.mcand  = s_q.mcand << 1;
-        s_d.mplier = s_q.mplier >> 1;
-        if (s_q.mplier == '0) s_d.state = RangeEnd;
-      end
-
-      RangeEnd: begin
-        s_d.state = RangeSetup;
+      Range: begin
         s_d.op    = s_q.op + 1'b1;
         if (op_big || span_end > AccBits'(mem_bytes_q)) begin
           s_d.error = 4'(systole_pkg::ErrAddressOutOfRange);

@@ -89,6 +89,12 @@ module systole_uart_bridge #(
       crc_byte = crc_byte[15] ? {crc_byte[14:0], 1'b0} ^ 16'h1021 : {crc_byte[14:0], 1'b0};
   endfunction
 
+  // One CRC unit for every byte: the received one in the request's states,
+  // the one being sent in the response's.
+  logic [15:0] crc_next;
+  assign crc_next = crc_byte(s_q.crc, s_q.state == RspStatus ? s_q.status :
+                                      s_q.state == RspData   ? s_q.word[7:0] : rx_data_i);
+
   logic is_write, is_memory, header_last, word_last, idle, take_tx;
   logic [7:0] status_of_header;
   assign is_write  = s_q.command == 8'(systole_pkg::UartCmdWriteMemory) || s_q.command == 8'(systole_pkg::UartCmdWriteRegisters);
@@ -136,7 +142,7 @@ module systole_uart_bridge #(
         s_d.crc   = 16'hFFFF;
       end
       Header: if (rx_valid_i) begin
-        s_d.crc   = crc_byte(s_q.crc, rx_data_i);
+        s_d.crc   = crc_next;
         s_d.count = s_q.count + 1'b1;
         unique case (s_q.count)
           3'd0: s_d.command = rx_data_i;
@@ -157,7 +163,7 @@ module systole_uart_bridge #(
         end
       end else if (idle) s_d.state = Hunt;
       Payload: if (rx_valid_i) begin
-        s_d.crc   = crc_byte(s_q.crc, rx_data_i);
+        s_d.crc   = crc_next;
         s_d.word  = {rx_data_i, s_q.word[31:8]};
         s_d.count = s_q.count + 1'b1;
         if (s_q.count == 3'd3) begin
@@ -244,7 +250,7 @@ module systole_uart_bridge #(
         tx_data_o  = s_q.status;
         buf_raddr  = '0;
         if (take_tx) begin
-          s_d.crc   = crc_byte(s_q.crc, s_q.status);
+          s_d.crc   = crc_next;
           s_d.count = '0;
           s_d.state = (!is_write && s_q.status == 8'(systole_pkg::UartStatusOk) && !s_q.drain) ? RspLoad : RspCrcLo;
         end
@@ -258,7 +264,7 @@ module systole_uart_bridge #(
         tx_data_o  = s_q.word[7:0];
         buf_raddr  = IndexBits'(s_q.index + 1'b1);
         if (take_tx) begin
-          s_d.crc   = crc_byte(s_q.crc, s_q.word[7:0]);
+          s_d.crc   = crc_next;
           s_d.word  = {8'h00, s_q.word[31:8]};
           s_d.count = s_q.count + 1'b1;
           if (s_q.count == 3'd3) begin

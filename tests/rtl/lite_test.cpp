@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The small boards' design (label rtl): the Verilated systole_lite_top, the
-// compact kernel behind the UART link, driven by the uart backend through a
-// software UART on its line, as accel_gemm drives a board. Random command
-// lists leave the same bits as the HLS kernel at the same array size;
-// malformed ones get the code and index hw/spec's validation gives and
-// write nothing; the register file refuses what the board cannot do.
+// The small boards' design: systole_lite_top, the compact kernel behind the
+// UART link, driven by the uart backend through a software UART on its
+// line, as accel_gemm drives a board. Built twice: on the Verilated RTL at
+// 2x1 (label rtl), and on the post-synthesis netlist of iCE40 cells at the
+// bitstream's 1x1 (label fpga, SYSTOLE_LITE_NETLIST). Random command lists
+// leave the same bits as the HLS kernel at the same array size; malformed
+// ones get the code and index hw/spec's validation gives and write nothing;
+// the register file refuses what the board cannot do.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,7 +16,17 @@
 #include <random>
 #include <vector>
 
+#if SYSTOLE_LITE_NETLIST
+#include "Vlite_netlist.h"
+using Model = Vlite_netlist;
+constexpr uint32_t kRows = 1, kCols = 1;  // the bitstream's (hw/fpga/ice40)
+constexpr uint32_t kSeeds = 4;            // the netlist simulates slowly
+#else
 #include "Vsystole_lite_top.h"
+using Model = Vsystole_lite_top;
+constexpr uint32_t kRows = 2, kCols = 1;  // the top's default
+constexpr uint32_t kSeeds = 12;
+#endif
 #include "common/engines.h"
 #include "common/random_workload.h"
 #include "soft_uart.h"
@@ -28,10 +40,10 @@ namespace {
 
 constexpr uint32_t kClksPerBit = 4;  // the test build's parameter
 constexpr uint32_t kBaud = 115200;
-constexpr uint64_t kMemBytes = 128 << 10;      // the top's default, as the UP5K's SPRAM
-constexpr spec::ArrayShape kShape{2, 1, 256};  // the top's default Rows, Cols, MaxM
+constexpr uint64_t kMemBytes = 128 << 10;              // the top's default, as the UP5K's SPRAM
+constexpr spec::ArrayShape kShape{kRows, kCols, 256};  // MaxM: the top's default
 
-using Board = testing::SoftUart<Vsystole_lite_top, kClksPerBit>;
+using Board = testing::SoftUart<Model, kClksPerBit>;
 
 // The simulated board as the uart backend's serial port. Timeouts are
 // simulated time: the line's bits at kBaud, kClksPerBit cycles each.
@@ -112,7 +124,7 @@ TEST(Lite, IdentifiesAsTheCompactKernel) {
 TEST(Lite, RandomListsMatchTheHlsKernelToTheBit) {
   const testing::Values values[] = {testing::Values::kTypical, testing::Values::kCancelling,
                                     testing::Values::kExtreme};
-  for (uint32_t seed = 1; seed <= 12; ++seed) {
+  for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
     const testing::Values value = values[seed % 3];
     std::printf("seed %u (%s values)\n", seed, testing::values_name(value));
     testing::WorkloadOptions options;
@@ -142,7 +154,7 @@ TEST(Lite, RandomListsMatchTheHlsKernelToTheBit) {
   }
 }
 
-// A valid two-descriptor list (A, B, bias and C in the first 4 KiB) for
+// A valid two-descriptor list (A, B, bias and C in the first 512 bytes) for
 // the malformed-list cases to break.
 struct ListCase {
   const char* name;
@@ -183,7 +195,7 @@ TEST(Lite, MalformedListsGetTheSpecsErrorAndWriteNothing) {
       {"bias past the end", [mem](auto&, auto& d) { d.bias_addr = mem - 4; }},
       {"out of range and misaligned", [mem](auto&, auto& d) { d.b_addr = mem, d.c_addr = 2; }},
   };
-  std::vector<uint8_t> memory(4096);
+  std::vector<uint8_t> memory(512);  // every operand of `good` lies here
   std::mt19937 rng(7);
   std::printf("seed 7\n");
   for (uint8_t& byte : memory) byte = uint8_t(rng());

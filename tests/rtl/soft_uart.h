@@ -68,6 +68,8 @@ class SoftUart {
     for (uint64_t c = 0; c < cycles; ++c) tick();
   }
   std::size_t pending_output() const { return received_.size(); }
+  // Bits still to go out on rx_i, or a byte coming in on tx_o.
+  bool line_busy() const { return !line_.empty() || in_byte_; }
   void discard_output() { received_.clear(); }
   bool assertion_failed() const { return context_->gotError(); }
   uint64_t cycles() const { return cycles_; }

@@ -50,6 +50,10 @@ struct ArrayShape {
 // (CMake reads them: cmake/ArraySizes.cmake), so each stays on one line.
 #define SYSTOLE_ARRAY_SIZES(X) X(4) X(8) X(16) X(32) X(64) X(128)
 #define SYSTOLE_HW_EMU_SIZES(X) X(4) X(8) X(16) X(32) X(128)
+// The small boards' shapes (the compact kernel, hw/rtl/systole_lite.sv:
+// 1 x 1 on an iCEBreaker, 2 x 1 in its RTL tests): sw_emu's HLS engine has
+// them too, so a board's results can be checked bit for bit.
+#define SYSTOLE_BOARD_SHAPES(X) X(1, 1) X(2, 1)
 
 // 128 x 128 (one TPU MXU) is the default; the small ones build the same
 // sources for fast tests and small boards.
