@@ -86,13 +86,15 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   options.engine = config.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
   options.xclbin = config.xclbin;
   options.perf = {config.board, config.clock_mhz, config.pcie_gen, config.pcie_lanes};
+  uint32_t index = 0;
+  SYSTOLE_RETURN_IF_ERROR(parse_device(config.device, &index, &options));
   // sw_emu and hw_emu make as many units as are selected (auto: one per
   // core); perf models as many as are selected on its board (auto: one).
   const bool elastic = config.backend == "sw_emu" || config.backend == "hw_emu" || config.backend == "perf";
   OpenedDevice opened;
   uint32_t available = 0;
   if (!elastic) {
-    auto device = Device::open(config.backend, config.device, options);
+    auto device = Device::open(config.backend, index, options);
     if (!device.ok()) return device.status();
     opened.device = *device;
     available = device->info().compute_units;
@@ -108,7 +110,7 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   if (elastic) {
     options.compute_units = *std::max_element(units->begin(), units->end()) + 1;
     options.threads_per_unit = std::max<uint32_t>(1, cores / uint32_t(units->size()));
-    auto device = Device::open(config.backend, config.device, options);
+    auto device = Device::open(config.backend, index, options);
     if (!device.ok()) return device.status();
     opened.device = *device;
   }
@@ -630,7 +632,7 @@ int tool_main(int argc, char** argv) {
     });
   };
   flag("--backend", &TrainConfig::backend, "backend");
-  flag("--device", &TrainConfig::device, "device: which board of the backend (xrt's device index)");
+  flag("--device", &TrainConfig::device, "device: which board: xrt's device index, or uart's serial port");
   flag("--devices", &TrainConfig::devices, "devices: the compute units: auto, a count, or [0,2]");
   flag("--array", &TrainConfig::array, "array: ROWSxCOLS (emulated devices)");
   flag("--engine", &TrainConfig::engine, "engine: fast or hls (sw_emu)");

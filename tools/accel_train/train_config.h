@@ -15,7 +15,7 @@ namespace systole {
 
 struct TrainConfig {
   std::string backend = "sw_emu";
-  uint32_t device = 0;           // which device (board) of the backend: xrt's index
+  std::string device = "0";      // which board: xrt's index, or uart's serial port
   std::string devices = "auto";  // "auto", a count "4", or indices "[0, 2]"
   std::string array = "128x128";
   std::string engine = "fast";
