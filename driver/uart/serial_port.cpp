@@ -12,35 +12,22 @@
 namespace systole::uart {
 namespace {
 
+// The standard rates termios names, and their constants.
+constexpr struct {
+  uint32_t baud;
+  speed_t speed;
+} kRates[] = {{9600, B9600},       {19200, B19200},     {38400, B38400},    {57600, B57600},
+              {115200, B115200},   {230400, B230400},   {460800, B460800},  {921600, B921600},
+              {1000000, B1000000}, {2000000, B2000000}, {3000000, B3000000}};
+
 Result<speed_t> speed_of(uint32_t baud) {
-  switch (baud) {
-    case 9600:
-      return speed_t(B9600);
-    case 19200:
-      return speed_t(B19200);
-    case 38400:
-      return speed_t(B38400);
-    case 57600:
-      return speed_t(B57600);
-    case 115200:
-      return speed_t(B115200);
-    case 230400:
-      return speed_t(B230400);
-    case 460800:
-      return speed_t(B460800);
-    case 921600:
-      return speed_t(B921600);
-    case 1000000:
-      return speed_t(B1000000);
-    case 2000000:
-      return speed_t(B2000000);
-    case 3000000:
-      return speed_t(B3000000);
+  std::string rates;
+  for (const auto& rate : kRates) {
+    if (rate.baud == baud) return rate.speed;
+    rates += (rates.empty() ? "" : ", ") + std::to_string(rate.baud);
   }
   return Status(StatusCode::kInvalidArgument,
-                "baud rate " + std::to_string(baud) +
-                    " is not a standard rate (9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600, "
-                    "1000000, 2000000, 3000000)");
+                "baud rate " + std::to_string(baud) + " is not a standard rate (" + rates + ")");
 }
 
 class PosixSerialPort : public SerialPort {

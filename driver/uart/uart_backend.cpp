@@ -2,9 +2,9 @@
 #include "uart_backend.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "../src/bank_allocator.h"
