@@ -265,6 +265,28 @@ TEST(Lite, RegistersRefuseWhatTheBoardCannotDo) {
   EXPECT_EQ(board.backend->read_register(0, reg::kMemBytesLo), kMemBytes);
 }
 
+// A port on which nothing ever answers (a board unconfigured, or off).
+class SilentPort : public uart::SerialPort {
+ public:
+  std::string name() const override { return "silent port"; }
+  Status write(const uint8_t*, std::size_t) override { return ok_status(); }
+  Status read(uint8_t*, std::size_t, std::chrono::milliseconds) override {
+    return Status(StatusCode::kTimeout, "nothing came");
+  }
+  void discard_input() override {}
+};
+
+TEST(UartBackend, ABoardThatDoesNotAnswerEndsInAnErrorNotAHang) {
+  auto backend = uart::make_uart_backend(std::make_unique<SilentPort>(), UartOptions{});
+  const Result<Device> device = detail::attach_device(backend, "uart", 0);
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.status().code(), StatusCode::kTimeout) << device.status().to_string();
+  EXPECT_NE(device.status().message().find("silent port"), std::string::npos) << device.status().to_string();
+  // The failure stays: later accesses are skipped and report it.
+  EXPECT_EQ(backend->read_register(0, spec::reg::kId), 0u);
+  EXPECT_FALSE(backend->link_status().ok());
+}
+
 TEST(UartBackend, WithoutABoardTheErrorNamesThePort) {
   DeviceOptions options;
   options.uart.port = "/dev/ttySystoleAbsent";
