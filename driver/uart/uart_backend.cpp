@@ -24,14 +24,11 @@ std::string hex(uint64_t value) {
 
 const char* command_name(Command command) {
   switch (command) {
-    case Command::kWriteMemory:
-      return "a memory write";
-    case Command::kReadMemory:
-      return "a memory read";
-    case Command::kWriteRegisters:
-      return "a register write";
-    case Command::kReadRegisters:
-      return "a register read";
+#define SYSTOLE_UART_COMMAND_WHAT(Name, value, what) \
+  case Command::k##Name:                             \
+    return what;
+    SYSTOLE_UART_COMMANDS(SYSTOLE_UART_COMMAND_WHAT)
+#undef SYSTOLE_UART_COMMAND_WHAT
   }
   return "a request";
 }

@@ -190,7 +190,7 @@ int main() {
   param("UartHeaderBytes", uart::kHeaderBytes);
   param("UartMaxWords", uart::kMaxWords);
   param("UartIdleBitTimes", uart::kIdleBitTimes);
-#define SYSTOLE_UART_COMMAND_PARAM(Name, value) param("UartCmd" #Name, value);
+#define SYSTOLE_UART_COMMAND_PARAM(Name, value, what) param("UartCmd" #Name, value);
   SYSTOLE_UART_COMMANDS(SYSTOLE_UART_COMMAND_PARAM)
 #undef SYSTOLE_UART_COMMAND_PARAM
 #define SYSTOLE_UART_STATUS_PARAM(Name, name, value) param("UartStatus" #Name, value);

@@ -28,17 +28,17 @@ inline constexpr uint32_t kHeaderBytes = 8;    // sync, command, address, words
 inline constexpr uint32_t kMaxWords = 256;     // per request (1 KiB)
 inline constexpr uint32_t kIdleBitTimes = 40;  // four bytes' time
 
-// One row per command: X(Name, value). Addresses of register commands are
-// register-map offsets; of memory commands, device-memory byte addresses.
-// Both are multiples of 4.
-#define SYSTOLE_UART_COMMANDS(X) \
-  X(WriteMemory, 1)              \
-  X(ReadMemory, 2)               \
-  X(WriteRegisters, 3)           \
-  X(ReadRegisters, 4)
+// One row per command: X(Name, value, what it is, for messages).
+// Addresses of register commands are register-map offsets; of memory
+// commands, device-memory byte addresses. Both are multiples of 4.
+#define SYSTOLE_UART_COMMANDS(X)           \
+  X(WriteMemory, 1, "a memory write")      \
+  X(ReadMemory, 2, "a memory read")        \
+  X(WriteRegisters, 3, "a register write") \
+  X(ReadRegisters, 4, "a register read")
 
 enum class Command : uint8_t {
-#define SYSTOLE_UART_COMMAND_ENUM(Name, value) k##Name = value,
+#define SYSTOLE_UART_COMMAND_ENUM(Name, value, what) k##Name = value,
   SYSTOLE_UART_COMMANDS(SYSTOLE_UART_COMMAND_ENUM)
 #undef SYSTOLE_UART_COMMAND_ENUM
 };
