@@ -40,6 +40,7 @@ module systole_lite #(
   input  systole_pkg::axil_req_t axil_req_i,
   output systole_pkg::axil_rsp_t axil_rsp_o,
   output logic                   interrupt_o,
+  output logic                   busy_o,      // a launch is running (ap_idle low)
   // Device memory: a request is taken when mem_ready_i; a read's word comes
   // back with mem_rvalid_i (one at a time: the kernel waits for it).
   output logic                   mem_valid_o,
@@ -223,6 +224,7 @@ module systole_lite #(
   end
 
   assign busy = s_q.state != Idle;
+  assign busy_o = busy;
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin

@@ -57,7 +57,7 @@ module systole_lite_top #(
     .Rows(Rows), .Cols(Cols), .MaxM(MaxM), .MemBytes(MemBytes), .CounterBits(CounterBits)
   ) u_kernel (
     .clk_i, .rst_ni,
-    .axil_req_i(axil_req), .axil_rsp_o(axil_rsp), .interrupt_o,
+    .axil_req_i(axil_req), .axil_rsp_o(axil_rsp), .interrupt_o, .busy_o,
     .mem_valid_o(k_valid), .mem_write_o(k_write), .mem_addr_o(k_addr), .mem_wdata_o(k_wdata),
     .mem_wstrb_o(k_wstrb), .mem_ready_i(1'b1), .mem_rvalid_i(k_rvalid), .mem_rdata_i(rdata_q)
   );
@@ -95,7 +95,4 @@ module systole_lite_top #(
   end
   assign k_rvalid = read_q && kernel_read_q;
   assign b_rvalid = read_q && !kernel_read_q;
-
-  // The kernel's idle bit, as CONTROL reports it.
-  assign busy_o = u_kernel.busy;
 endmodule

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The small boards' design: systole_lite_top, the compact kernel behind the
 // UART link, driven by the uart backend through a software UART on its
-// line, as accel_gemm drives a board. Built twice: on the Verilated RTL at
-// 2x1 (label rtl), and on the post-synthesis netlist of iCE40 cells at the
-// bitstream's 1x1 (label fpga, SYSTOLE_LITE_NETLIST). Random command lists
+// line, as accel_gemm drives a board. Built three times: on the Verilated
+// RTL at 2x1 (label rtl); on the post-synthesis netlist of iCE40 cells at
+// the bitstream's 1x1 (label fpga, SYSTOLE_LITE_NETLIST); and on the
+// bitstream's own netlist, the board's top with its clock divider and
+// power-on reset, ticked at the board's 12 MHz (label fpga,
+// SYSTOLE_LITE_BOARD). Random command lists
 // leave the same bits as the HLS kernel at the same array size; malformed
 // ones get the code and index hw/spec's validation gives and write nothing;
 // the register file refuses what the board cannot do.
@@ -17,16 +20,27 @@
 #include <random>
 #include <vector>
 
-#if SYSTOLE_LITE_NETLIST
+#if SYSTOLE_LITE_BOARD
+#include "Vboard_netlist.h"
+using Model = Vboard_netlist;
+constexpr uint32_t kRows = 1, kCols = 1;  // the bitstream's (hw/fpga/ice40)
+constexpr uint32_t kSeeds = 1;            // 105 clocks a bit: slow to simulate
+constexpr uint32_t kClksPerBit = 3 * 35;  // 12 MHz clocks: 35 core clocks of 3
+constexpr uint64_t kClksPerCycle = 3;     // 12 MHz clocks a core clock
+#elif SYSTOLE_LITE_NETLIST
 #include "Vlite_netlist.h"
 using Model = Vlite_netlist;
 constexpr uint32_t kRows = 1, kCols = 1;  // the bitstream's (hw/fpga/ice40)
 constexpr uint32_t kSeeds = 4;            // the netlist simulates slowly
+constexpr uint32_t kClksPerBit = 4;       // the test build's parameter
+constexpr uint64_t kClksPerCycle = 1;     // the model's clock is the core's
 #else
 #include "Vsystole_lite_top.h"
 using Model = Vsystole_lite_top;
 constexpr uint32_t kRows = 2, kCols = 1;  // the top's default
 constexpr uint32_t kSeeds = 12;
+constexpr uint32_t kClksPerBit = 4;    // the test build's parameter
+constexpr uint64_t kClksPerCycle = 1;  // the model's clock is the core's
 #endif
 #include "common/engines.h"
 #include "common/random_workload.h"
@@ -39,12 +53,20 @@ constexpr uint32_t kSeeds = 12;
 namespace systole {
 namespace {
 
-constexpr uint32_t kClksPerBit = 4;  // the test build's parameter
 constexpr uint32_t kBaud = 115200;
 constexpr uint64_t kMemBytes = 128 << 10;              // the top's default, as the UP5K's SPRAM
 constexpr spec::ArrayShape kShape{kRows, kCols, 256};  // MaxM: the top's default
 
 using Board = testing::SoftUart<Model, kClksPerBit>;
+
+// Whether the top shows a launch running: the board's red LED, else busy_o.
+bool launch_shown(const Model& top) {
+#if SYSTOLE_LITE_BOARD
+  return !top.led_red_no;
+#else
+  return top.busy_o;
+#endif
+}
 
 // The simulated board as the uart backend's serial port. Timeouts are
 // simulated time: the line's bits at kBaud, kClksPerBit cycles each.
@@ -75,6 +97,11 @@ struct SimulatedDevice {
     auto owned = std::make_unique<Board>();
     board = owned.get();
     holder = std::move(owned);
+#if SYSTOLE_LITE_BOARD
+    // The board's power-on reset: the green LED lights as it ends.
+    for (int clock = 0; clock < 1000 && board->model().led_green_no; ++clock) board->idle(1);
+    EXPECT_FALSE(board->model().led_green_no) << "the power-on reset never ended";
+#endif
     UartOptions options;
     options.baud = kBaud;
     options.memory_bytes = kMemBytes;
@@ -141,6 +168,8 @@ TEST(Lite, RandomListsMatchTheHlsKernelToTheBit) {
     const auto list = encode_command_lists(workload.rebased(0), kShape.max_descriptors()).at(0);
 
     SimulatedDevice board;
+    uint64_t shown = 0;  // clocks the launch is shown (busy_o, or the board's red LED)
+    board.board->watch([&](const Model& model) { shown += launch_shown(model); });
     const testing::Outcome lite = testing::run_on_device(board.device, workload.memory, list);
     const testing::Outcome hls = run_hls(workload.memory, list);
     ASSERT_TRUE(lite.status.ok()) << "seed " << seed << ": " << lite.status.to_string() << "\n"
@@ -151,6 +180,7 @@ TEST(Lite, RandomListsMatchTheHlsKernelToTheBit) {
     EXPECT_EQ(lite.counters.macs, hls.counters.macs);
     EXPECT_EQ(lite.counters.descriptors_done, workload.descriptors.size());
     EXPECT_GT(lite.counters.busy_cycles, lite.counters.macs / (kShape.rows * kShape.cols));
+    EXPECT_EQ(shown, kClksPerCycle * lite.counters.busy_cycles) << "seed " << seed;
     EXPECT_FALSE(board.board->assertion_failed()) << "seed " << seed;
     std::printf("  %llu MACs in %llu cycles, %llu simulated cycles in all\n",
                 (unsigned long long)lite.counters.macs, (unsigned long long)lite.counters.busy_cycles,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// A Verilated top with a UART line (clk_i, rst_ni, rx_i, tx_o) on a clock,
-// and a software UART on that line: bytes queued for rx_i go out one bit
-// per ClksPerBit cycles; bytes on tx_o are sampled in the middle of each
-// bit. The uart tests drive the bridge and the small-board design with it.
+// A Verilated top with a UART line (clk_i, rx_i, tx_o, and rst_ni unless
+// the top resets itself) on a clock, and a software UART on that line:
+// bytes queued for rx_i go out one bit per ClksPerBit cycles; bytes on tx_o
+// are sampled in the middle of each bit. The uart tests drive the bridge
+// and the small-board design with it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,7 +11,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "coverage.h"
@@ -21,16 +25,24 @@
 
 namespace systole::testing {
 
+// Whether a top has a reset input (a board's top makes its own).
+template <class Model, class = void>
+struct HasResetInput : std::false_type {};
+template <class Model>
+struct HasResetInput<Model, std::void_t<decltype(std::declval<Model&>().rst_ni)>> : std::true_type {};
+
 template <class Model, uint32_t ClksPerBit>
 class SoftUart {
  public:
   SoftUart() : model_(std::make_unique<Model>(context_.get())) {
     context_->fatalOnError(false);  // an assertion fails the test, not the process
     model_->rx_i = 1;
-    model_->rst_ni = 0;
-    tick();
-    tick();
-    model_->rst_ni = 1;
+    if constexpr (HasResetInput<Model>::value) {
+      model_->rst_ni = 0;
+      tick();
+      tick();
+      model_->rst_ni = 1;
+    }
   }
   ~SoftUart() { context_.make_current(); }
 
@@ -71,6 +83,9 @@ class SoftUart {
   // Bits still to go out on rx_i, or a byte coming in on tx_o.
   bool line_busy() const { return !line_.empty() || in_byte_; }
   void discard_output() { received_.clear(); }
+  // Called after every clock with the model: a test's view of the top's
+  // other outputs.
+  void watch(std::function<void(const Model&)> observer) { observer_ = std::move(observer); }
   bool assertion_failed() const { return context_->gotError(); }
   uint64_t cycles() const { return cycles_; }
   Model& model() { return *model_; }
@@ -93,6 +108,7 @@ class SoftUart {
     model_->eval();
     ++cycles_;
     sample(model_->tx_o);
+    if (observer_) observer_(*model_);
   }
 
   // A receiver on tx_o: a falling edge starts a byte, each bit is read
@@ -121,6 +137,7 @@ class SoftUart {
   sim::ModelContext context_;
   std::unique_ptr<Model> model_;
   sim::CoverageWriter coverage_{context_.get()};
+  std::function<void(const Model&)> observer_;
   std::deque<uint8_t> line_;
   uint32_t bit_clock_ = 0;
   std::deque<uint8_t> received_;

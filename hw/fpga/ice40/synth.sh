@@ -25,4 +25,11 @@ mkdir -p "$(dirname "$out")"
 yosys -q -l "$out.log" -p "read_verilog -sv -I$rtl ${sources[*]}; chparam $params $top;
     synth_ice40 -abc9 -dsp -spram -top $top; $write" >/dev/null ||
   { tail -5 "$out.log" >&2; rm -f "$out.tmp"; exit 1; }
+# yosys reads a reference it cannot resolve (a hierarchical name, a typo)
+# as a new net and leaves it undriven; that is an error here.
+if grep -E "is implicitly declared|has no driver" "$out.log" >&2; then
+  echo "synth.sh: undeclared or undriven nets (above, in $out.log)" >&2
+  rm -f "$out.tmp"
+  exit 1
+fi
 mv "$out.tmp" "$out"
