@@ -9,7 +9,7 @@ prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 
 cmake --install "$build" --prefix "$prefix/usr" >"$prefix/install.log"
-for file in include/systole/driver.h include/systole/trainer.h include/systole/spec.h \
+for file in include/systole/driver.h include/systole/trainer.h include/systole/fit.h include/systole/spec.h \
             lib/cmake/Systole/SystoleConfig.cmake bin/accel_train; do
   [[ -e $prefix/usr/$file ]] || { echo "FAIL: the install has no $file"; exit 1; }
 done
@@ -27,4 +27,6 @@ cmake --build "$prefix/examples" -j "$(nproc)" >"$prefix/build.log" \
 "$prefix/examples/gemm"
 "$prefix/examples/custom_training_loop" | tee "$prefix/loop.log"
 grep -q "replicas' parameters identical" "$prefix/loop.log"
+"$prefix/examples/fit" | tee "$prefix/fit.log"  # exits 1 unless it learns
+grep -q "\[BestAccuracy\] epoch 1: val_accuracy" "$prefix/fit.log"
 echo "PASS: examples built against the installed package and ran"

@@ -77,7 +77,7 @@ expect 0 "resumed from .* after epoch 1" --config "$work/best.yaml" "${small[@]}
 # the step, and the checkpoint of the last good epoch stays as it was.
 expect 0 "Epoch 1/1" "${small[@]}" --epochs 1 --checkpoint-dir "$work/nan"
 cp "$work/nan/checkpoint.safetensors" "$work/good.safetensors"
-expect 2 "epoch 2, batch [0-9]+ \(step [0-9]+\): the loss is (NaN|infinite); training stopped \(callbacks.terminate_on_nan\); the last checkpoint, .*nan/checkpoint.safetensors after epoch 1, is intact" \
+expect 2 "epoch 2, batch [0-9]+ \(step [0-9]+\): the loss is (NaN|infinite); training stopped \(TerminateOnNaN\); the last checkpoint, .*nan/checkpoint.safetensors after epoch 1, is intact" \
   "${small[@]}" --epochs 3 --checkpoint-dir "$work/nan" --resume --learning-rate 1e30
 if cmp -s "$work/nan/checkpoint.safetensors" "$work/good.safetensors"; then passes=$((passes + 1)); else
   echo "FAIL: a NaN run changed the last good checkpoint"; failures=$((failures + 1)); fi

@@ -535,4 +535,36 @@ std::string join(const std::vector<uint32_t>& values, const char* separator) {
   return text;
 }
 
+Result<TrainerConfig> trainer_settings(const TrainConfig& config, const ModelSpec& model,
+                                       uint64_t batches_per_epoch) {
+  TrainerConfig settings;
+  settings.model = model;
+  settings.launch_timeout = std::chrono::milliseconds(int64_t(config.launch_timeout_s * 1000));
+  OptimizerConfig& optimizer = settings.optimizer;
+  optimizer.name = config.optimizer;
+  optimizer.learning_rate = config.learning_rate;
+  optimizer.momentum = config.momentum;
+  optimizer.table_learning_rate = config.embedding_learning_rate;
+  optimizer.table_initial_accumulator = config.embedding_initial_accumulator;
+  LearningRateSchedule& schedule = optimizer.schedule;
+  auto kind = LearningRateSchedule::parse(config.schedule);
+  if (!kind.ok()) return Status(kind.status().code(), "train.schedule: " + kind.status().message());
+  schedule.kind = *kind;
+  schedule.decay_steps = config.decay_steps;
+  schedule.decay_rate = config.decay_rate;
+  schedule.warmup_steps = config.warmup_steps;
+  if (schedule.kind == LearningRateSchedule::Kind::kCosine && schedule.decay_steps == 0) {
+    const uint64_t per_epoch = config.steps_per_epoch
+                                   ? std::min<uint64_t>(config.steps_per_epoch, batches_per_epoch)
+                                   : batches_per_epoch;
+    const uint64_t steps = uint64_t(config.epochs) * per_epoch;
+    schedule.decay_steps =
+        std::max<uint64_t>(1, steps > schedule.warmup_steps ? steps - schedule.warmup_steps : 1);
+  }
+  settings.global_batch = config.global_batch;
+  settings.seed = config.seed;
+  settings.steps_per_execution = config.steps_per_execution;
+  return settings;
+}
+
 }  // namespace systole

@@ -10,6 +10,7 @@
 #include "systole/layer.h"
 #include "systole/record_pipeline.h"
 #include "systole/status.h"
+#include "systole/trainer.h"
 
 namespace systole {
 
@@ -125,6 +126,13 @@ Status validate_train_config(const TrainConfig& config);
 // separately), reader threads and prefetch, and where rank 0 writes logs
 // and traces.
 std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig& config);
+
+// The trainer's settings for `model`: the optimizer and its schedule (a
+// cosine decay of decay_steps 0 spans the run after its warmup:
+// `batches_per_epoch` of each epoch, or steps_per_epoch), the global
+// batch, the seed, steps_per_execution and the launch timeout.
+Result<TrainerConfig> trainer_settings(const TrainConfig& config, const ModelSpec& model,
+                                       uint64_t batches_per_epoch);
 
 // "256,128": numbers joined by `separator`.
 std::string join(const std::vector<uint32_t>& values, const char* separator);

@@ -1,24 +1,43 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "run_checkpoint.h"
+// A training run's checkpoints, and resuming from them.
+#include "systole/training_checkpoint.h"
 
 #include <cmath>
-#include <map>
+#include <set>
 #include <utility>
 
 namespace systole {
 namespace {
 
-// A systole-mlp/1 checkpoint of the same dense stack, its tensors renamed:
-// layers.<l> was the l-th Linear, module 2l of the Sequential.
-Status upgrade_legacy(Checkpoint& checkpoint, const std::string& path, const TrainConfig& config,
-                      const ModelSpec& spec) {
-  const std::map<std::string, std::string> expected = {
-      {"inputs", std::to_string(shape_elements(spec.input_shape))},
-      {"hidden", join(config.hidden, ",")},
-      {"outputs", std::to_string(spec.classes)}};
-  if (!config.layers.empty())
+Status finite_values(const Checkpoint& checkpoint, const std::string& path, const char* purpose) {
+  for (const Tensor& tensor : checkpoint.tensors)
+    for (float value : tensor.values)
+      if (!std::isfinite(value))
+        return Status(StatusCode::kInvalidArgument, path + ": tensor '" + tensor.name + "' holds " +
+                                                        std::to_string(value) + "; a checkpoint " + purpose +
+                                                        " must hold finite values");
+  return ok_status();
+}
+
+// A systole-mlp/1 checkpoint holds a dense stack given by its inputs,
+// hidden widths and outputs; it resumes a model that is that stack. Its
+// tensors are renamed: layers.<l> was the l-th Linear, module 2l of the
+// Sequential.
+Status upgrade_legacy(Checkpoint& checkpoint, const std::string& path, const ModelSpec& spec) {
+  // The widths that make `spec` a dense stack, if it is one.
+  std::vector<uint32_t> hidden;
+  for (std::size_t l = 0; l + 1 < spec.layers.size(); ++l)
+    for (const auto& [key, value] : spec.layers[l].fields)
+      if (key == "units" && value.size() <= 8 && value.find_first_not_of("0123456789") == std::string::npos)
+        hidden.push_back(uint32_t(std::stoul(value)));
+  const uint32_t inputs = uint32_t(shape_elements(spec.input_shape));
+  if (dense_stack(inputs, hidden, spec.classes).to_json() != spec.to_json())
     return Status(StatusCode::kInvalidArgument, path + ": a dense-only (" + kLegacyMlpFormat +
                                                     ") checkpoint; the config's model has layers");
+  std::string widths;
+  for (uint32_t width : hidden) widths += (widths.empty() ? "" : ",") + std::to_string(width);
+  const std::pair<const char*, std::string> expected[] = {
+      {"inputs", std::to_string(inputs)}, {"hidden", widths}, {"outputs", std::to_string(spec.classes)}};
   for (const auto& [key, value] : expected) {
     const auto it = checkpoint.metadata.find(key);
     const std::string found = it == checkpoint.metadata.end() ? "(missing)" : it->second;
@@ -38,11 +57,12 @@ Status upgrade_legacy(Checkpoint& checkpoint, const std::string& path, const Tra
 
 }  // namespace
 
-Checkpoint make_checkpoint(const Trainer& trainer, const TrainConfig& config, uint32_t epochs_done) {
+Checkpoint make_checkpoint(const Trainer& trainer, uint32_t epochs_done) {
+  const TrainerConfig& config = trainer.config();
   Checkpoint checkpoint = model_tensors(trainer.parameters(), &trainer.optimizer());
   checkpoint.metadata = {{"format", kCheckpointFormat},
                          {"model", trainer.model().spec().to_json()},
-                         {"optimizer", config.optimizer},
+                         {"optimizer", config.optimizer.name},
                          {"optimizer_steps", std::to_string(trainer.optimizer().steps())},
                          {"epochs_done", std::to_string(epochs_done)},
                          {"seed", std::to_string(config.seed)},
@@ -58,16 +78,17 @@ Checkpoint make_model_file(const Trainer& trainer) {
   return model;
 }
 
-Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const TrainConfig& config) {
+Result<uint32_t> resume_from(const std::string& path, Trainer& trainer) {
   auto checkpoint = read_safetensors(path);
   if (!checkpoint.ok()) return checkpoint.status();
   auto meta = [&](const std::string& key) {
     const auto it = checkpoint->metadata.find(key);
     return it == checkpoint->metadata.end() ? std::string("(missing)") : it->second;
   };
+  const TrainerConfig& config = trainer.config();
   const ModelSpec& spec = trainer.model().spec();
   if (meta("format") == kLegacyMlpFormat) {
-    SYSTOLE_RETURN_IF_ERROR(upgrade_legacy(*checkpoint, path, config, spec));
+    SYSTOLE_RETURN_IF_ERROR(upgrade_legacy(*checkpoint, path, spec));
   } else if (meta("format") != kCheckpointFormat) {
     return Status(StatusCode::kInvalidArgument,
                   path + ": format is " + meta("format") + ", expected " + kCheckpointFormat);
@@ -76,9 +97,10 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const Tr
                                                     " differs from the config's " + spec.to_json());
   }
   // The settings that decide what the run computes must be this run's: a
-  // checkpoint of another run is refused, not continued.
+  // checkpoint of another run is refused, not continued. (The replica
+  // count is not among them: N replicas compute the bits of one.)
   const std::pair<const char*, std::string> settings[] = {
-      {"optimizer", config.optimizer},
+      {"optimizer", config.optimizer.name},
       {"seed", std::to_string(config.seed)},
       {"global_batch", std::to_string(config.global_batch)}};
   for (const auto& [key, value] : settings)
@@ -100,14 +122,28 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer, const Tr
   ModelValues values;
   SYSTOLE_RETURN_IF_ERROR(
       read_model_tensors(*checkpoint, path, trainer.parameters(), trainer.optimizer().state(), values));
-  for (const Tensor& tensor : checkpoint->tensors)
-    for (float value : tensor.values)
-      if (!std::isfinite(value))
-        return Status(StatusCode::kInvalidArgument,
-                      path + ": tensor '" + tensor.name + "' holds " + std::to_string(value) +
-                          "; a checkpoint to resume from must hold finite values");
+  SYSTOLE_RETURN_IF_ERROR(finite_values(*checkpoint, path, "to resume from"));
   SYSTOLE_RETURN_IF_ERROR(trainer.restore(values, *steps));
   return uint32_t(*epochs_done);
+}
+
+Status load_weights(const std::string& path, Trainer& trainer) {
+  auto checkpoint = read_safetensors(path);
+  if (!checkpoint.ok()) return checkpoint.status();
+  const ParameterStore& store = trainer.parameters();
+  std::set<std::string> names;
+  for (const ParameterStore::Entry& entry : store.entries()) names.insert(entry.name);
+  for (const Tensor& tensor : checkpoint->tensors)
+    if (!names.count(tensor.name))
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": tensor " + tensor.name + " is not in the model's state_dict (strict loading)");
+  ModelValues values;
+  SYSTOLE_RETURN_IF_ERROR(read_model_tensors(*checkpoint, path, store, {}, values));
+  SYSTOLE_RETURN_IF_ERROR(finite_values(*checkpoint, path, "to load weights from"));
+  // The optimizer's state goes on from where it is (fresh for a new run).
+  for (const OptimizerSlot& slot : trainer.optimizer().state())
+    values.optimizer_state.emplace_back(slot.name, *slot.values);
+  return trainer.restore(values, trainer.optimizer().steps());
 }
 
 }  // namespace systole

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "run_device.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+namespace systole {
+
+Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape array, ProcessGroup* group) {
+  DeviceOptions options;
+  options.array_rows = array.rows;
+  options.array_cols = array.cols;
+  options.engine = config.engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
+  options.xclbin = config.xclbin;
+  options.perf = {config.board, config.clock_mhz, config.pcie_gen, config.pcie_lanes};
+  uint32_t index = 0;
+  SYSTOLE_RETURN_IF_ERROR(parse_device(config.device, &index, &options));
+  // sw_emu and hw_emu make as many units as are selected (auto: one per
+  // core); perf models as many as are selected on its board (auto: one).
+  const bool elastic = config.backend == "sw_emu" || config.backend == "hw_emu" || config.backend == "perf";
+  OpenedDevice opened;
+  uint32_t available = 0;
+  if (!elastic) {
+    auto device = Device::open(config.backend, index, options);
+    if (!device.ok()) return device.status();
+    opened.device = *device;
+    available = device->info().compute_units;
+  }
+  // The processes of a job on one host share its cores: sw_emu's auto
+  // count and its threads per unit take this process's share.
+  const uint32_t cores =
+      std::max(1u, std::thread::hardware_concurrency() / (group ? group->processes_on_this_host() : 1u));
+  if (elastic) available = config.backend == "perf" ? 1 : cores;
+  auto units = select_units(config.devices, elastic, available);
+  if (!units.ok()) return units.status();
+  opened.units = *units;
+  if (elastic) {
+    options.compute_units = *std::max_element(units->begin(), units->end()) + 1;
+    options.threads_per_unit = std::max<uint32_t>(1, cores / uint32_t(units->size()));
+    auto device = Device::open(config.backend, index, options);
+    if (!device.ok()) return device.status();
+    opened.device = *device;
+  }
+  return opened;
+}
+
+}  // namespace systole

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// accel_train's device: the backend and compute units a config selects.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "systole/driver.h"
+#include "systole/process_group.h"
+#include "systole/spec.h"
+#include "train_config.h"
+
+namespace systole {
+
+// A device and the compute units `devices` selects on it. The emulators
+// and perf create as many units as selected; a board has its own and is
+// asked for them.
+struct OpenedDevice {
+  Device device;
+  std::vector<uint32_t> units;
+};
+
+Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape array, ProcessGroup* group);
+
+}  // namespace systole

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "run_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "systole/callbacks.h"
+
+namespace systole {
+namespace {
+
+void print_projection(const Projection& p, uint64_t steps, uint64_t examples) {
+  std::printf("projection: %s (modelled, not measured)\n", p.board.c_str());
+  std::printf(
+      "  %.3f ms per step, %.0f samples/s; per step and unit %.3f ms in launches (array utilization "
+      "%.1f%%) and %.3f ms on the host link; bound by %s (%llu of %llu launches compute-bound); the "
+      "host's own work (loss, all-reduce, optimizer) is not included\n",
+      p.seconds / steps * 1e3, examples / p.seconds,
+      p.launch_seconds / steps / std::max(1u, p.compute_units) * 1e3, 100.0 * p.utilization(),
+      p.link_seconds / steps / std::max(1u, p.compute_units) * 1e3, p.bound(),
+      (unsigned long long)p.compute_bound, (unsigned long long)p.launches);
+}
+
+}  // namespace
+
+void print_run_summary(const TrainConfig& config, const Device& device, const std::vector<uint32_t>& units,
+                       const Trainer& trainer, const ProcessGroup* group, const std::string& data) {
+  std::printf("device: %s, %u replica(s) on units %s\n", device.info().name.c_str(), trainer.local_replicas(),
+              join(units, ",").c_str());
+  if (group)
+    std::printf("job: %u processes x %u replica(s) = %u replicas in sync (mpi)\n", group->size(),
+                trainer.local_replicas(), trainer.replicas());
+  const ModelSpec& spec = trainer.model().spec();
+  const std::string tables =
+      trainer.parameters().tables().empty()
+          ? ""
+          : " + " + std::to_string(trainer.parameters().tables().size()) +
+                " in embedding tables (adagrad lr=" + std::to_string(config.embedding_learning_rate) + ")";
+  std::printf(
+      "model: input %s, %u classes, %zu trainable parameters%s; %s lr=%g (%s); global batch %u (%u per "
+      "replica)\n%s",
+      shape_text(spec.input_shape).c_str(), spec.classes, trainer.parameters().trainable().size(),
+      tables.c_str(), config.optimizer.c_str(), double(config.learning_rate), config.schedule.c_str(),
+      config.global_batch, trainer.per_replica_batch(), trainer.model().summary().c_str());
+  std::printf("torch: %s\n", trainer.model().torch_code().c_str());
+  std::printf("data: %s\n", data.c_str());
+}
+
+ProjectionMeter::ProjectionMeter(Device device) : device_(std::move(device)), total_(device_.projection()) {
+  if (total_.ok()) total_ = total_->since(*total_);  // zero
+}
+
+std::shared_ptr<Callback> ProjectionMeter::callback() {
+  auto meter = std::make_shared<LambdaCallback>();
+  if (!total_.ok()) return meter;
+  meter->epoch_begin = [this](uint32_t, const Logs&) {
+    auto now = device_.projection();
+    if (!now.ok()) return now.status();
+    epoch_start_ = *now;
+    return ok_status();
+  };
+  // The epoch's training ends where its validation begins, or at its end.
+  auto close = [this](const Logs&) {
+    if (!epoch_start_) return ok_status();
+    auto now = device_.projection();
+    if (!now.ok()) return now.status();
+    *total_ += now->since(*epoch_start_);
+    epoch_start_.reset();
+    return ok_status();
+  };
+  meter->test_begin = close;
+  meter->epoch_end = [close](uint32_t, const Logs& logs) { return close(logs); };
+  return meter;
+}
+
+void ProjectionMeter::report(uint64_t steps, uint64_t examples) const {
+  if (total_.ok() && steps > 0) print_projection(*total_, steps, examples);
+}
+
+}  // namespace systole
