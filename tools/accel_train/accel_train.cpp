@@ -8,7 +8,6 @@
 
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -31,31 +30,6 @@
 namespace {
 
 using namespace systole;
-
-// Locks the checkpoint directory for this run (a second run on it would
-// interleave its checkpoints with ours), creating it unless resuming from
-// a directory that does not exist (which fails later, creating nothing).
-Result<std::optional<DirectoryLock>> lock_checkpoint_dir(const TrainConfig& config) {
-  std::optional<DirectoryLock> held;
-  std::error_code missing;
-  if (config.checkpoint_dir.empty() ||
-      (config.resume && !std::filesystem::exists(config.checkpoint_dir, missing)))
-    return held;
-  std::error_code error;
-  std::filesystem::create_directories(config.checkpoint_dir, error);
-  if (error)
-    return Status(StatusCode::kUnavailable, "checkpoint.dir: cannot create " + config.checkpoint_dir);
-  char host[256] = "?";
-  gethostname(host, sizeof host - 1);
-  auto lock = DirectoryLock::acquire(config.checkpoint_dir,
-                                     "accel_train pid " + std::to_string(getpid()) + " on host " + host);
-  if (!lock.ok()) return lock.status();
-  for (const std::string& name : lock->removed_temporaries())
-    std::printf("removed %s/%s, a partial write of a run that was killed\n", config.checkpoint_dir.c_str(),
-                name.c_str());
-  held.emplace(std::move(lock).value());
-  return held;
-}
 
 // The callbacks the config asks for, in the order they run: the progress
 // bar, then those that decide (on every rank: they see the job's totals),
