@@ -163,8 +163,9 @@ Status ModelCheckpoint::on_epoch_end(uint32_t epoch, const Logs& logs) {
                 *best_only_->best(), options_.dir.c_str());
   }
   TraceScope span("checkpoint", "host", Trace::kHostTrack);
-  SYSTOLE_RETURN_IF_ERROR(write_safetensors(path(), make_checkpoint(trainer(), epoch + 1)));
-  SYSTOLE_RETURN_IF_ERROR(write_safetensors(options_.dir + "/model.safetensors", make_model_file(trainer())));
+  SYSTOLE_RETURN_IF_ERROR(
+      write_safetensors(checkpoint_file(options_.dir), make_checkpoint(trainer(), epoch + 1)));
+  SYSTOLE_RETURN_IF_ERROR(write_safetensors(model_file(options_.dir), make_model_file(trainer())));
   saved_epochs_ = epoch + 1;
   return ok_status();
 }

@@ -148,7 +148,11 @@ Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& opti
                  {"accuracy", double(correct) / std::max<uint64_t>(seen, 1)},
                  {"learning_rate", trainer.optimizer().learning_rate()}};
     if (params.validation && (epoch + 1 - options.initial_epoch) % options.validation_freq == 0) {
-      auto validated = evaluate(trainer, *options.validation_data, callbacks);
+      Result<Logs> validated = Status(StatusCode::kInternal, "not validated");
+      {
+        TraceScope span("validation", "host", Trace::kHostTrack);
+        validated = evaluate(trainer, *options.validation_data, callbacks);
+      }
       if (!validated.ok()) return validated.status();
       for (const auto& [name, value] : *validated) logs["val_" + name] = value;
     }
@@ -175,13 +179,10 @@ Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& opti
 }
 
 Result<Logs> evaluate(Trainer& trainer, const Dataset& data, const Callbacks& callbacks) {
+  // Only the trainer: inside fit, its callbacks keep fit's params.
   for (const auto& callback : callbacks) callback->set_trainer(&trainer);
   SYSTOLE_RETURN_IF_ERROR(for_each(callbacks, [](Callback& c) { return c.on_test_begin({}); }));
-  Result<StepResult> result = Status(StatusCode::kInternal, "not evaluated");
-  {
-    TraceScope span("validation", "host", Trace::kHostTrack);
-    result = trainer.evaluate(data);
-  }
+  auto result = trainer.evaluate(data);
   if (!result.ok()) return result.status();
   if (result->examples == 0) return Status(StatusCode::kInvalidArgument, "evaluate: the data set is empty");
   const Logs logs = result_logs(*result);
@@ -195,10 +196,7 @@ Result<std::vector<float>> predict(Trainer& trainer, const float* inputs, uint32
   const std::size_t features = shape_elements(trainer.config().model.input_shape);
   CallbackParams params;
   params.steps = (uint64_t(count) + batch - 1) / batch;
-  for (const auto& callback : callbacks) {
-    callback->set_trainer(&trainer);
-    callback->set_params(params);
-  }
+  prepare(callbacks, trainer, params);
   SYSTOLE_RETURN_IF_ERROR(for_each(callbacks, [](Callback& c) { return c.on_predict_begin({}); }));
   std::vector<float> logits;
   for (uint64_t index = 0; index < params.steps; ++index) {

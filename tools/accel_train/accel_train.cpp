@@ -125,7 +125,7 @@ int train(const TrainConfig& config) {
 
   auto lock = lead ? lock_checkpoint_dir(config) : Result<std::optional<DirectoryLock>>(std::nullopt);
   if (!lock.ok()) return fail(lock.status());
-  const std::string checkpoint_path = config.checkpoint_dir + "/checkpoint.safetensors";
+  const std::string checkpoint_path = checkpoint_file(config.checkpoint_dir);
   uint32_t first_epoch = 0;
   if (config.resume) {
     auto done = resume_from(checkpoint_path, trainer);

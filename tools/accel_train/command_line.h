@@ -3,6 +3,7 @@
 // that override its fields.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "train_config.h"

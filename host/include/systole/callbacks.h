@@ -116,7 +116,6 @@ class ModelCheckpoint final : public Callback {
   // none), the last good one until this run writes its own.
   explicit ModelCheckpoint(ModelCheckpointOptions options, uint32_t epochs_done = 0);
   Status on_epoch_end(uint32_t epoch, const Logs& logs) override;
-  std::string path() const { return options_.dir + "/checkpoint.safetensors"; }
   // The epochs done at the last good checkpoint (0: none).
   uint32_t saved_epochs() const { return saved_epochs_; }
 

@@ -18,6 +18,10 @@ namespace systole {
 inline constexpr const char* kCheckpointFormat = "systole/2";
 inline constexpr const char* kLegacyMlpFormat = "systole-mlp/1";
 
+// Where a run with checkpoints in `dir` keeps them.
+inline std::string checkpoint_file(const std::string& dir) { return dir + "/checkpoint.safetensors"; }
+inline std::string model_file(const std::string& dir) { return dir + "/model.safetensors"; }
+
 // checkpoint.safetensors after `epochs_done` epochs.
 Checkpoint make_checkpoint(const Trainer& trainer, uint32_t epochs_done);
 
