@@ -85,7 +85,8 @@ int main() {
     replicas[r].matmul = std::move(matmul).value();
     replicas[r].model = std::move(model).value();
     replicas[r].optimizer =
-        std::make_unique<Optimizer>(adam, replicas[r].model->parameters().trainable().size());
+        std::make_unique<Optimizer>(adam, replicas[r].model->parameters().trainable().size(),
+                                    replicas[r].model->parameters().tables().size());
   }
   std::printf("%s", replicas[0].model->summary().c_str());
 
@@ -119,6 +120,9 @@ int main() {
       ParameterStore& store = replica.model->parameters();
       SYSTOLE_RETURN_IF_ERROR(strategy.all_reduce_sum(r, store.gradients()));
       replica.optimizer->apply(store.trainable(), store.gradients());
+      // Embedding tables learn from row-sparse gradients (already summed
+      // over the replicas in backward); without this they never change.
+      replica.optimizer->apply_sparse(store);
       return ok_status();
     };
   };
