@@ -27,6 +27,7 @@ install(TARGETS accel_train accel_gemm accel_data RUNTIME DESTINATION ${CMAKE_IN
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/hw/spec/systole ${PROJECT_SOURCE_DIR}/driver/include/systole
                   ${PROJECT_SOURCE_DIR}/host/include/systole
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+install(FILES ${PROJECT_BINARY_DIR}/include/systole/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/systole)
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/systole)
 
 set(systole_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/Systole)

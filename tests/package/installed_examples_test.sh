@@ -9,7 +9,7 @@ prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 
 cmake --install "$build" --prefix "$prefix/usr" >"$prefix/install.log"
-for file in include/systole/driver.h include/systole/trainer.h include/systole/fit.h include/systole/spec.h \
+for file in include/systole/driver.h include/systole/trainer.h include/systole/fit.h include/systole/version.h include/systole/spec.h \
             lib/cmake/Systole/SystoleConfig.cmake bin/accel_train; do
   [[ -e $prefix/usr/$file ]] || { echo "FAIL: the install has no $file"; exit 1; }
 done
@@ -18,6 +18,12 @@ if grep -rlF -e "$source" -e "$build" "$prefix/usr/lib/cmake"; then
   echo "FAIL: the installed CMake files above name the source or build tree"
   exit 1
 fi
+
+# One version: the CMake package's is the tool's.
+version=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$prefix/usr/lib/cmake/Systole/SystoleConfigVersion.cmake")
+tool_version=$("$prefix/usr/bin/accel_train" --version)
+[[ -n $version && $tool_version == "accel_train (Systole) $version" ]] ||
+  { echo "FAIL: accel_train --version says '$tool_version', the package is '$version'"; exit 1; }
 
 cmake -S "$source/examples" -B "$prefix/examples" -DCMAKE_PREFIX_PATH="$prefix/usr" \
       -DCMAKE_BUILD_TYPE=Release >"$prefix/configure.log"

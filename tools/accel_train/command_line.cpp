@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "systole/version.h"
+
 namespace systole {
 
 Result<CommandLine> parse_command_line(int argc, char** argv) {
@@ -25,6 +27,7 @@ Result<CommandLine> parse_command_line(int argc, char** argv) {
     ++argv;
     --argc;
   }
+  app.set_version_flag("--version", std::string("accel_train (Systole) ") + kVersion);
   std::string config_path;
   InferOptions& infer_options = line.infer;
   app.add_option("--config", config_path, "YAML configuration (see configs/)");
