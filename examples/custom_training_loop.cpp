@@ -84,9 +84,9 @@ int main() {
     if (!model.ok()) return fail(model.status());
     replicas[r].matmul = std::move(matmul).value();
     replicas[r].model = std::move(model).value();
-    replicas[r].optimizer =
-        std::make_unique<Optimizer>(adam, replicas[r].model->parameters().trainable().size(),
-                                    replicas[r].model->parameters().tables().size());
+    auto optimizer = make_optimizer(adam, replicas[r].model->parameters());
+    if (!optimizer.ok()) return fail(optimizer.status());
+    replicas[r].optimizer = std::move(optimizer).value();
   }
   std::printf("%s", replicas[0].model->summary().c_str());
 
@@ -119,10 +119,10 @@ int main() {
       SYSTOLE_RETURN_IF_ERROR(replica.model->backward(context, logits_gradient));
       ParameterStore& store = replica.model->parameters();
       SYSTOLE_RETURN_IF_ERROR(strategy.all_reduce_sum(r, store.gradients()));
-      replica.optimizer->apply(store.trainable(), store.gradients());
-      // Embedding tables learn from row-sparse gradients (already summed
-      // over the replicas in backward); without this they never change.
-      replica.optimizer->apply_sparse(store);
+      // The dense tensors from the summed gradients, and the embedding
+      // tables' rows from their row-sparse gradients (summed over the
+      // replicas in backward).
+      replica.optimizer->apply(store);
       return ok_status();
     };
   };

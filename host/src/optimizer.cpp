@@ -1,38 +1,91 @@
 // SPDX-License-Identifier: Apache-2.0
-// SGD with momentum, Adam and sparse Adagrad, as Keras defines them.
+// The optimizer base class (steps, schedule, slots, clipping, weight decay,
+// the tables' sparse Adagrad), the learning-rate schedules and the
+// optimizer registry.
 #include "systole/optimizer.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace systole {
+#include "builtin_optimizers.h"
+#include "registry.h"
 
-Optimizer::Optimizer(const OptimizerConfig& config, std::size_t parameters, std::size_t table_values)
-    : config_(config),
-      first_(parameters, 0.0f),
-      accumulator_(table_values, config.table_initial_accumulator) {
-  if (config.name == "adam") second_.assign(parameters, 0.0f);
+namespace systole {
+namespace {
+
+Registry<OptimizerFactory>& optimizers() {
+  static Registry<OptimizerFactory> registry("optimizer", builtin_optimizers());
+  return registry;
 }
 
-Status Optimizer::validate(const OptimizerConfig& config) {
-  if (config.name != "adam" && config.name != "sgd")
-    return Status(StatusCode::kInvalidArgument, "optimizer: expected adam or sgd, got '" + config.name + "'");
-  if (!(config.learning_rate > 0) || !std::isfinite(config.learning_rate))
-    return Status(StatusCode::kInvalidArgument, "learning_rate must be a positive number");
-  if (!(config.momentum >= 0 && config.momentum < 1))
-    return Status(StatusCode::kInvalidArgument, "momentum must be in [0, 1)");
-  if (!(config.table_learning_rate > 0) || !std::isfinite(config.table_learning_rate))
-    return Status(StatusCode::kInvalidArgument, "embedding_learning_rate must be a positive number");
+Status invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
+
+bool positive(float value) { return value > 0 && std::isfinite(value); }
+
+// The checks every optimizer shares; errors name the config's field.
+Status validate_common(const OptimizerConfig& config) {
+  if (!positive(config.learning_rate))
+    return invalid("learning_rate must be a positive number, got " + std::to_string(config.learning_rate));
+  if (!(config.clipnorm >= 0) || !std::isfinite(config.clipnorm))
+    return invalid("clipnorm must be a number >= 0 (0: off)");
+  if (!(config.global_clipnorm >= 0) || !std::isfinite(config.global_clipnorm))
+    return invalid("global_clipnorm must be a number >= 0 (0: off)");
+  if (config.clipnorm > 0 && config.global_clipnorm > 0)
+    return invalid("clipnorm and global_clipnorm: set at most one of them");
+  if (config.weight_decay && (!(*config.weight_decay >= 0) || !std::isfinite(*config.weight_decay)))
+    return invalid("weight_decay must be a number >= 0");
+  if (!positive(config.table_learning_rate))
+    return invalid("embedding_learning_rate must be a positive number");
   if (!(config.table_initial_accumulator >= 0) || !std::isfinite(config.table_initial_accumulator))
-    return Status(StatusCode::kInvalidArgument, "embedding_initial_accumulator must be a number >= 0");
+    return invalid("embedding_initial_accumulator must be a number >= 0");
+  if (!positive(config.epsilon)) return invalid("epsilon must be a positive number");
   const LearningRateSchedule& schedule = config.schedule;
   if (schedule.kind != LearningRateSchedule::Kind::kConstant && schedule.decay_steps == 0)
-    return Status(
-        StatusCode::kInvalidArgument,
-        std::string("schedule ") + LearningRateSchedule::name(schedule.kind) + ": decay_steps must be >= 1");
-  if (!(schedule.decay_rate > 0 && schedule.decay_rate <= 1))
-    return Status(StatusCode::kInvalidArgument, "decay_rate must be in (0, 1]");
+    return invalid(std::string("schedule ") + LearningRateSchedule::name(schedule.kind) +
+                   ": decay_steps must be >= 1");
+  if (!(schedule.decay_rate > 0 && schedule.decay_rate <= 1)) return invalid("decay_rate must be in (0, 1]");
   return ok_status();
+}
+
+// Sum of squares in double, in index order.
+double squares(const float* values, std::size_t size) {
+  double sum = 0;
+  for (std::size_t i = 0; i < size; ++i) sum += double(values[i]) * double(values[i]);
+  return sum;
+}
+
+// values *= limit / norm when norm > limit (Keras' clip_by_norm).
+void clip(float* values, std::size_t size, double norm, float limit) {
+  if (!(norm > double(limit))) return;
+  const float scale = float(double(limit) / norm);
+  for (std::size_t i = 0; i < size; ++i) values[i] *= scale;
+}
+
+}  // namespace
+
+Status register_optimizer(const std::string& name, OptimizerFactory factory) {
+  return optimizers().add(name, std::move(factory));
+}
+
+std::vector<std::string> optimizer_names() { return optimizers().names(); }
+
+Status validate_optimizer(const OptimizerConfig& config) {
+  auto optimizer = make_optimizer(config, ParameterStore());
+  return optimizer.ok() ? ok_status() : optimizer.status();
+}
+
+Result<std::unique_ptr<Optimizer>> make_optimizer(const OptimizerConfig& config,
+                                                  const ParameterStore& store) {
+  auto factory = optimizers().find(config.name);
+  if (!factory.ok()) return Status(StatusCode::kInvalidArgument, "optimizer: " + factory.status().message());
+  SYSTOLE_RETURN_IF_ERROR(validate_common(config));
+  auto optimizer = (*factory)(config);
+  if (!optimizer.ok())
+    return Status(optimizer.status().code(),
+                  "optimizer " + config.name + ": " + optimizer.status().message());
+  if (!*optimizer) return invalid("optimizer " + config.name + ": its factory made no optimizer");
+  (*optimizer)->build(store);
+  return optimizer;
 }
 
 double LearningRateSchedule::rate(double lr, uint64_t t) const {
@@ -56,8 +109,7 @@ double LearningRateSchedule::rate(double lr, uint64_t t) const {
 Result<LearningRateSchedule::Kind> LearningRateSchedule::parse(const std::string& name) {
   for (Kind kind : {Kind::kConstant, Kind::kCosine, Kind::kExponential, Kind::kStep})
     if (name == LearningRateSchedule::name(kind)) return kind;
-  return Status(StatusCode::kInvalidArgument,
-                "expected constant, cosine, exponential or step, got '" + name + "'");
+  return invalid("expected constant, cosine, exponential or step, got '" + name + "'");
 }
 
 const char* LearningRateSchedule::name(Kind kind) {
@@ -74,39 +126,49 @@ const char* LearningRateSchedule::name(Kind kind) {
   return "?";
 }
 
+void Optimizer::add_slot(const std::string& name, float initial) { slots_.push_back({name, initial, {}}); }
+
+void Optimizer::build(const ParameterStore& store) {
+  for (Slot& slot : slots_) slot.values.assign(store.trainable().size(), slot.initial);
+  accumulator_.assign(store.tables().size(), config_.table_initial_accumulator);
+  slot_pointers_.resize(slots_.size());
+}
+
 float Optimizer::learning_rate() const {
   return float(config_.schedule.rate(double(config_.learning_rate), steps_));
 }
 
-void Optimizer::apply(std::vector<float>& parameters, const std::vector<float>& gradients) {
+void Optimizer::apply(ParameterStore& store) {
   const float lr = learning_rate();
   ++steps_;
-  if (config_.name == "sgd") {
-    // Keras SGD: velocity = momentum * velocity - lr * g; w += velocity.
-    for (std::size_t i = 0; i < parameters.size(); ++i) {
-      first_[i] = config_.momentum * first_[i] - lr * gradients[i];
-      parameters[i] += first_[i];
-    }
-    return;
+  const std::vector<ParameterStore::Entry>& entries = store.entries();
+  if (config_.global_clipnorm > 0) {
+    double sum = 0;
+    for (std::size_t t = 0; t < entries.size(); ++t)
+      if (entries[t].region == Region::kTrainable) sum += squares(store.gradient(t), entries[t].size);
+    const double norm = std::sqrt(sum);
+    for (std::size_t t = 0; t < entries.size(); ++t)
+      if (entries[t].region == Region::kTrainable)
+        clip(store.gradient(t), entries[t].size, norm, config_.global_clipnorm);
   }
-  const float b1 = config_.beta1, b2 = config_.beta2;
-  const double t = double(steps_);
-  const float correction1 = float(1.0 - std::pow(double(b1), t));
-  const float correction2 = float(1.0 - std::pow(double(b2), t));
-  for (std::size_t i = 0; i < parameters.size(); ++i) {
-    const float g = gradients[i];
-    first_[i] = b1 * first_[i] + (1.0f - b1) * g;
-    second_[i] = b2 * second_[i] + (1.0f - b2) * g * g;
-    const float m_hat = first_[i] / correction1;
-    const float v_hat = second_[i] / correction2;
-    parameters[i] -= lr * m_hat / (std::sqrt(v_hat) + config_.epsilon);
+  const float decay = decoupled_weight_decay() ? weight_decay() : 0.0f;
+  for (std::size_t t = 0; t < entries.size(); ++t) {
+    const ParameterStore::Entry& entry = entries[t];
+    if (entry.region != Region::kTrainable) continue;
+    float* gradient = store.gradient(t);
+    if (config_.clipnorm > 0)
+      clip(gradient, entry.size, std::sqrt(squares(gradient, entry.size)), config_.clipnorm);
+    float* values = store.values(t);
+    if (decay > 0)
+      for (std::size_t i = 0; i < entry.size; ++i) values[i] -= lr * decay * values[i];
+    for (std::size_t k = 0; k < slots_.size(); ++k)
+      slot_pointers_[k] = slots_[k].values.data() + entry.offset;
+    update({entry, values, gradient, entry.size, slot_pointers_.data()}, lr);
   }
-}
-
-void Optimizer::apply_sparse(ParameterStore& store) {
-  const float lr = config_.table_learning_rate, epsilon = config_.epsilon;
-  for (std::size_t t = 0; t < store.entries().size(); ++t) {
-    const ParameterStore::Entry& entry = store.entries()[t];
+  // The tables' Adagrad, on the rows a step touched.
+  const float table_lr = config_.table_learning_rate, epsilon = config_.epsilon;
+  for (std::size_t t = 0; t < entries.size(); ++t) {
+    const ParameterStore::Entry& entry = entries[t];
     if (entry.region != Region::kTable) continue;
     const std::size_t width = std::size_t(entry.shape[1]);
     const RowSparse& gradient = store.sparse_gradient(t);
@@ -117,7 +179,7 @@ void Optimizer::apply_sparse(ParameterStore& store) {
       const float* g = gradient.values.data() + i * width;
       for (std::size_t j = 0; j < width; ++j) {
         accumulator[at + j] += g[j] * g[j];
-        table[at + j] -= lr * g[j] / (std::sqrt(accumulator[at + j]) + epsilon);
+        table[at + j] -= table_lr * g[j] / (std::sqrt(accumulator[at + j]) + epsilon);
       }
     }
   }
@@ -125,28 +187,30 @@ void Optimizer::apply_sparse(ParameterStore& store) {
 
 std::vector<OptimizerSlot> Optimizer::state() const {
   std::vector<OptimizerSlot> slots;
-  if (config_.name == "sgd")
-    slots.push_back({"velocity", Region::kTrainable, &first_});
-  else
-    slots.insert(slots.end(), {{"m", Region::kTrainable, &first_}, {"v", Region::kTrainable, &second_}});
+  for (const Slot& slot : slots_) slots.push_back({slot.name, Region::kTrainable, &slot.values});
   if (!accumulator_.empty()) slots.push_back({"accumulator", Region::kTable, &accumulator_});
   return slots;
 }
 
-Status Optimizer::restore(const std::string& name, const std::vector<float>& values, uint64_t steps) {
-  std::vector<float>* target = nullptr;
-  if (name == "velocity" && config_.name == "sgd") target = &first_;
-  if (name == "m" && config_.name == "adam") target = &first_;
-  if (name == "v" && config_.name == "adam") target = &second_;
-  if (name == "accumulator" && !accumulator_.empty()) target = &accumulator_;
-  if (!target)
-    return Status(StatusCode::kInvalidArgument,
-                  "optimizer state '" + name + "' does not belong to " + config_.name);
-  if (values.size() != target->size())
-    return Status(StatusCode::kInvalidArgument,
-                  "optimizer state '" + name + "' has " + std::to_string(values.size()) +
-                      " values, the model has " + std::to_string(target->size()));
-  *target = values;
+Status Optimizer::restore(const std::vector<std::pair<std::string, std::vector<float>>>& slots,
+                          uint64_t steps) {
+  std::vector<OptimizerSlot> own = state();
+  std::string names;
+  for (const OptimizerSlot& slot : own) names += (names.empty() ? "" : ", ") + slot.name;
+  if (slots.size() != own.size())
+    return invalid("optimizer state: " + std::to_string(slots.size()) + " slot(s) given, " + config_.name +
+                   " keeps " + std::to_string(own.size()) + " (" + names + ")");
+  for (std::size_t k = 0; k < own.size(); ++k) {
+    if (slots[k].first != own[k].name)
+      return invalid("optimizer state '" + slots[k].first + "' does not belong to " + config_.name +
+                     " (its slots: " + names + ")");
+    if (slots[k].second.size() != own[k].values->size())
+      return invalid("optimizer state '" + slots[k].first + "' has " +
+                     std::to_string(slots[k].second.size()) + " values, the model has " +
+                     std::to_string(own[k].values->size()));
+  }
+  for (std::size_t k = 0; k < slots_.size(); ++k) slots_[k].values = slots[k].second;
+  if (!accumulator_.empty()) accumulator_ = slots.back().second;
   steps_ = steps;
   return ok_status();
 }

@@ -12,7 +12,7 @@ namespace systole {
 Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vector<uint32_t>& units,
                                                  const TrainerConfig& config, ProcessGroup* group) {
   if (units.empty()) return Status(StatusCode::kInvalidArgument, "devices: no compute unit selected");
-  SYSTOLE_RETURN_IF_ERROR(Optimizer::validate(config.optimizer));
+  SYSTOLE_RETURN_IF_ERROR(validate_optimizer(config.optimizer));
   const uint32_t local = uint32_t(units.size());
   uint32_t replicas = local;
   if (group && group->size() > 1) {
@@ -39,9 +39,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
     if (!matmul.ok()) return matmul.status();
     auto model = Sequential::build(config.model, config.seed);
     if (!model.ok()) return model.status();
-    const ParameterStore& store = (*model)->parameters();
-    Optimizer optimizer(config.optimizer, store.trainable().size(), store.tables().size());
-    trainer->replicas_.push_back({std::move(matmul).value(), std::move(model).value(), std::move(optimizer)});
+    auto optimizer = make_optimizer(config.optimizer, (*model)->parameters());
+    if (!optimizer.ok()) return optimizer.status();
+    trainer->replicas_.push_back(
+        {std::move(matmul).value(), std::move(model).value(), std::move(optimizer).value()});
   }
   return trainer;
 }
@@ -51,7 +52,7 @@ LayerContext Trainer::context(uint32_t r, bool training) {
   context.matmul = replicas_[r].matmul.get();
   context.training = training;
   context.seed = config_.seed;
-  context.step = replicas_[r].optimizer.steps();
+  context.step = replicas_[r].optimizer->steps();
   context.replica = strategy_.first_replica() + r;
   context.replicas = replicas();
   if (training)
@@ -103,8 +104,7 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
       SYSTOLE_RETURN_IF_ERROR(strategy_.all_reduce_sum(r, store.gradients()));
     }
     TraceScope span("optimizer", "host", track);
-    replica.optimizer.apply(store.trainable(), store.gradients());
-    replica.optimizer.apply_sparse(store);
+    replica.optimizer->apply(store);
     return ok_status();
   });
   if (!status.ok()) return status;
@@ -210,8 +210,8 @@ Status Trainer::restore(const ModelValues& values, uint64_t optimizer_steps) {
                 std::to_string(store.buffers().size()) + " + " + std::to_string(store.tables().size()));
     for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable})
       store.region(region) = values.region(region);
-    for (const auto& [name, state] : values.optimizer_state)
-      SYSTOLE_RETURN_IF_ERROR(replica.optimizer.restore(name, state, optimizer_steps));
+    if (!values.optimizer_state.empty())
+      SYSTOLE_RETURN_IF_ERROR(replica.optimizer->restore(values.optimizer_state, optimizer_steps));
   }
   return ok_status();
 }

@@ -140,9 +140,7 @@ Status load_weights(const std::string& path, Trainer& trainer) {
   ModelValues values;
   SYSTOLE_RETURN_IF_ERROR(read_model_tensors(*checkpoint, path, store, {}, values));
   SYSTOLE_RETURN_IF_ERROR(finite_values(*checkpoint, path, "to load weights from"));
-  // The optimizer's state goes on from where it is (fresh for a new run).
-  for (const OptimizerSlot& slot : trainer.optimizer().state())
-    values.optimizer_state.emplace_back(slot.name, *slot.values);
+  // No optimizer state: it goes on from where it is (fresh for a new run).
   return trainer.restore(values, trainer.optimizer().steps());
 }
 

@@ -330,17 +330,20 @@ TEST(Training, OneStepEqualsAPlainReferenceToTheBit) {
     ASSERT_EQ(numerics::f32_bits(gradients[i]), numerics::f32_bits(expected[i]))
         << "seed " << seed << ", gradient " << i;
 
-  // And the Adam update, written plainly (fp32, Keras' float betas).
-  std::vector<float> updated = flat;
-  Optimizer adam(OptimizerConfig{}, flat.size());
-  adam.apply(updated, gradients);
-  for (std::size_t i = 0; i < flat.size(); ++i) {
-    const float g = gradients[i];
+  // And the Adam update, written plainly (fp32, Keras' float betas), over
+  // the store's trainable values in its order.
+  ParameterStore& store = model->parameters();
+  const std::vector<float> before = store.trainable();
+  const std::vector<float> stored_gradients = store.gradients();
+  auto adam = make_optimizer(OptimizerConfig{}, store).value();
+  adam->apply(store);
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const float g = stored_gradients[i];
     const float b1 = 0.9f, b2 = 0.999f;
     const float m = (1.0f - b1) * g, v = (1.0f - b2) * g * g;
     const float m_hat = m / float(1.0 - double(b1)), v_hat = v / float(1.0 - double(b2));
-    const float plain = flat[i] - 0.001f * m_hat / (std::sqrt(v_hat) + 1e-7f);
-    ASSERT_EQ(numerics::f32_bits(updated[i]), numerics::f32_bits(plain)) << "parameter " << i;
+    const float plain = before[i] - 0.001f * m_hat / (std::sqrt(v_hat) + 1e-7f);
+    ASSERT_EQ(numerics::f32_bits(store.trainable()[i]), numerics::f32_bits(plain)) << "parameter " << i;
   }
 }
 
@@ -634,15 +637,16 @@ TEST(Training, CosineDecayFollowsKeras) {
   config.momentum = 0;
   config.schedule.kind = LearningRateSchedule::Kind::kCosine;
   config.schedule.decay_steps = 8;
-  Optimizer sgd(config, 1);
-  std::vector<float> parameter{0.0f};
-  const std::vector<float> gradient{1.0f};
+  ParameterStore store;
+  store.declare("w", {1}, Region::kTrainable);
+  auto sgd = make_optimizer(config, store).value();
   for (uint64_t step = 0; step < 10; ++step) {
     const double expected = step >= 8 ? 0.0 : 1e-3 * 0.5 * (1 + std::cos(M_PI * double(step) / 8));
-    EXPECT_FLOAT_EQ(sgd.learning_rate(), float(expected)) << "step " << step;
-    parameter[0] = 0.0f;
-    sgd.apply(parameter, gradient);
-    EXPECT_FLOAT_EQ(-parameter[0], float(expected)) << "step " << step;
+    EXPECT_FLOAT_EQ(sgd->learning_rate(), float(expected)) << "step " << step;
+    store.values(0)[0] = 0.0f;
+    store.gradient(0)[0] = 1.0f;
+    sgd->apply(store);
+    EXPECT_FLOAT_EQ(-store.values(0)[0], float(expected)) << "step " << step;
   }
 }
 
@@ -677,10 +681,10 @@ TEST(Training, LearningRateSchedulesFollowTheirFormulas) {
             "expected constant, cosine, exponential or step, got 'linear'");
   OptimizerConfig config;
   config.schedule.kind = Kind::kStep;
-  EXPECT_EQ(Optimizer::validate(config).message(), "schedule step: decay_steps must be >= 1");
+  EXPECT_EQ(validate_optimizer(config).message(), "schedule step: decay_steps must be >= 1");
   config.schedule.decay_steps = 2;
   config.schedule.decay_rate = 1.5;
-  EXPECT_EQ(Optimizer::validate(config).message(), "decay_rate must be in (0, 1]");
+  EXPECT_EQ(validate_optimizer(config).message(), "decay_rate must be in (0, 1]");
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ if "$tool" --help | grep -q -- --board; then
     "${small[@]}" --backend perf --devices 9 --global-batch 36
   expect 2 "perf.clock_mhz: cannot read 'fast'|--clock-mhz" "${small[@]}" --backend perf --clock-mhz fast
 fi
-expect 2 "train.optimizer: expected adam or sgd" "${small[@]}" --optimizer rmsprop
+expect 2 "train.optimizer: expected one of sgd, adam, adamw, adagrad, lars, got 'rmsprop'" "${small[@]}" --optimizer rmsprop
 expect 2 "train.learning_rate: must be a positive number" "${small[@]}" --learning-rate -1
 expect 2 "train.schedule: expected constant, cosine, exponential or step, got 'linear'" "${small[@]}" --schedule linear
 expect 2 "train.decay_steps: the step schedule needs decay_steps >= 1" "${small[@]}" --schedule step

@@ -351,8 +351,12 @@ Status validate_train_config(const TrainConfig& c) {
   if (c.global_batch == 0) return invalid("train.global_batch: must be >= 1");
   if (c.steps_per_execution == 0) return invalid("train.steps_per_execution: must be >= 1");
   if (!(c.mpi_timeout_s > 0)) return invalid("mpi.timeout_s: must be > 0 seconds");
-  if (c.optimizer != "adam" && c.optimizer != "sgd")
-    return invalid("train.optimizer: expected adam or sgd, got '" + c.optimizer + "'");
+  if (const std::vector<std::string> known = optimizer_names();
+      std::find(known.begin(), known.end(), c.optimizer) == known.end()) {
+    std::string names;
+    for (const std::string& name : known) names += (names.empty() ? "" : ", ") + name;
+    return invalid("train.optimizer: expected one of " + names + ", got '" + c.optimizer + "'");
+  }
   if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))
     return invalid("train.learning_rate: must be a positive number");
   if (!(c.embedding_learning_rate > 0) || !std::isfinite(c.embedding_learning_rate))

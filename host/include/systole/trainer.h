@@ -76,19 +76,21 @@ class Trainer {
   // same bits).
   const Sequential& model() const { return *replicas_[0].model; }
   const ParameterStore& parameters() const { return replicas_[0].model->parameters(); }
-  const Optimizer& optimizer() const { return replicas_[0].optimizer; }
+  const Optimizer& optimizer() const { return *replicas_[0].optimizer; }
   // Whether every replica of the job holds the same parameter bits.
   Result<bool> replicas_identical() const;
 
   // Replaces every replica's parameters (every region, as laid out in
-  // parameters()) and optimizer state (resume).
+  // parameters()) and optimizer state (resume); without optimizer state in
+  // `values`, the optimizer goes on from where it is (loading weights,
+  // EarlyStopping's best weights).
   Status restore(const ModelValues& values, uint64_t optimizer_steps);
 
  private:
   struct ReplicaState {
     std::unique_ptr<DeviceMatmul> matmul;
     std::unique_ptr<Sequential> model;
-    Optimizer optimizer;
+    std::unique_ptr<Optimizer> optimizer;
   };
 
   // A step on the global batch, or (local) on this process's share.
