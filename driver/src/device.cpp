@@ -145,41 +145,42 @@ namespace {
 
 // The backends compiled into this build, in the order backends() lists them.
 struct BackendEntry {
-  const char* name;
+  BackendCapabilities capabilities;
   Result<std::shared_ptr<detail::DeviceBackend>> (*open)(uint32_t index, const DeviceOptions& options);
 };
 
-constexpr BackendEntry kBackends[] = {
-    {"sw_emu", detail::open_sw_emu},
+const BackendEntry kBackends[] = {
+    //  name       on demand  host cores  board  hardware
+    {{"sw_emu", true, true, false, false}, detail::open_sw_emu},
 #if SYSTOLE_HAVE_HW_EMU
-    {"hw_emu", detail::open_hw_emu},
+    {{"hw_emu", true, true, false, false}, detail::open_hw_emu},
 #endif
 #if SYSTOLE_HAVE_XRT
-    {"xrt", detail::open_xrt},
+    {{"xrt", false, false, false, true}, detail::open_xrt},
 #endif
 #if SYSTOLE_HAVE_PERF
-    {"perf", detail::open_perf},
+    {{"perf", true, false, true, false}, detail::open_perf},
 #endif
-    {"uart", detail::open_uart},
+    {{"uart", false, false, false, true}, detail::open_uart},
 };
 
 }  // namespace
 
-std::vector<std::string> Device::backends() {
-  std::vector<std::string> names;
-  for (const BackendEntry& entry : kBackends) names.push_back(entry.name);
-  return names;
+std::vector<BackendCapabilities> Device::backends() {
+  std::vector<BackendCapabilities> backends;
+  for (const BackendEntry& entry : kBackends) backends.push_back(entry.capabilities);
+  return backends;
 }
 
 Result<Device> Device::open(const std::string& backend_name, uint32_t index, const DeviceOptions& options) {
   for (const BackendEntry& entry : kBackends) {
-    if (backend_name != entry.name) continue;
+    if (backend_name != entry.capabilities.name) continue;
     Result<std::shared_ptr<detail::DeviceBackend>> backend = entry.open(index, options);
     if (!backend.ok()) return backend.status();
     return detail::attach_device(std::move(backend).value(), backend_name, index);
   }
   std::string built;
-  for (const std::string& name : backends()) built += (built.empty() ? "" : ", ") + name;
+  for (const BackendEntry& entry : kBackends) built += (built.empty() ? "" : ", ") + entry.capabilities.name;
   return Status(StatusCode::kNotFound,
                 "unknown backend '" + backend_name + "' (this build has: " + built + ")");
 }

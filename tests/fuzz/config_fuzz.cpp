@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // accel_train's YAML configuration: any text ends in a configuration or in
 // an error naming the file; a configuration that loads is then validated,
-// and when valid, its job settings and input schema are derived.
+// and when valid, its job settings and input schema are derived, and its
+// --print-config text reads back to the same text.
+#include "config_schema.h"
 #include "fuzz_input.h"
 #include "train_config.h"
 
@@ -18,5 +20,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (!validate_train_config(config).ok()) return 0;
   if (job_settings(config).empty()) fuzz::fail("a valid configuration without job settings");
   if (config.data_format == "tfrecord") (void)example_schema(config);
+  const std::string printed = config_yaml(config);
+  TrainConfig reread;
+  const Status again = load_train_config(fuzz::write_file("printed.yaml", printed), reread);
+  if (!again.ok()) fuzz::fail("--print-config wrote a file that does not load: " + again.to_string());
+  if (config_yaml(reread) != printed) fuzz::fail("--print-config does not round-trip:\n" + printed);
   return 0;
 }

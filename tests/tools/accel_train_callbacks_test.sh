@@ -64,7 +64,7 @@ printf 'callbacks:\n  early_stopping: {monitor: val_loss}\n' >"$work/early_noval
 expect 2 "callbacks.early_stopping.monitor: val_loss is not available \(the run has no validation set\)" \
   --config "$work/early_noval.yaml" "${small[@]}" --validation-examples 0 --epochs 2
 printf 'callbacks:\n  early_stopping: {monitor: val_los}\n' >"$work/early_typo.yaml"
-expect 2 "callbacks.early_stopping.monitor: expected loss, accuracy, val_loss or val_accuracy, got 'val_los'" \
+expect 2 "callbacks.early_stopping.monitor: expected one of loss, accuracy, val_loss, val_accuracy, got 'val_los'" \
   --config "$work/early_typo.yaml" "${small[@]}"
 
 # ModelCheckpoint(save_best_only): the accuracy reaches 1 in epoch 1 and

@@ -24,7 +24,7 @@ one=$("$tool" "${small[@]}" --epochs 1 --steps-per-execution 1 | grep -E "val_|t
 four=$("$tool" "${small[@]}" --epochs 1 --steps-per-execution 4 | grep -E "val_|test_" | sed 's/ - [0-9]*s [0-9]*ms\/step//')
 if [[ -n $one && $one == "$four" ]]; then passes=$((passes + 1)); else
   echo "FAIL: steps_per_execution changed the results:"; echo "$one"; echo "$four"; failures=$((failures + 1)); fi
-expect 2 "train.steps_per_execution: must be >= 1" "${small[@]}" --steps-per-execution 0
+expect 2 "train.steps_per_execution: must be in \[1, 65536\], got 0" "${small[@]}" --steps-per-execution 0
 
 # Bad input.
 printf 'train:\n  epochz: 3\n' >"$work/typo.yaml"
@@ -51,8 +51,8 @@ if "$tool" --help | grep -q -- --board; then
   expect 2 "perf.clock_mhz: cannot read 'fast'|--clock-mhz" "${small[@]}" --backend perf --clock-mhz fast
 fi
 expect 2 "train.optimizer: expected one of sgd, adam, adamw, adagrad, lars, got 'rmsprop'" "${small[@]}" --optimizer rmsprop
-expect 2 "train.learning_rate: must be a positive number" "${small[@]}" --learning-rate -1
-expect 2 "train.schedule: expected constant, cosine, exponential or step, got 'linear'" "${small[@]}" --schedule linear
+expect 2 "train.learning_rate: must be a positive number, got -1" "${small[@]}" --learning-rate -1
+expect 2 "train.schedule: expected one of constant, cosine, exponential, step, got 'linear'" "${small[@]}" --schedule linear
 expect 2 "train.decay_steps: the step schedule needs decay_steps >= 1" "${small[@]}" --schedule step
 expect 0 "adam lr=0.003 \(cosine\)" "${small[@]}" --epochs 1 --schedule cosine
 expect 2 "data.validation_examples: 640 leaves no training examples" "${small[@]}" --validation-examples 640
@@ -174,12 +174,45 @@ bad shape '  layers: [{type: dense, units: 10}]' "model.layers\[0\] \(dense\): d
 bad logits '  layers: [{type: flatten}, {type: dense, units: 7}]' "model.layers\[1\]: the model ends in \[7\], expected \[10\] logits"
 bad input '  input_shape: [700]\n  layers: [{type: dense, units: 10}]' "model.input_shape: \[700\] holds 700 values, the data's examples 784"
 expect 2 "label [3-9] of example [0-9]+ is not below 3 \(model.classes\)" "${small[@]}" --classes 3
-expect 2 "--hidden: 'x' is not a layer width" --hidden 32,x
-expect 2 "--hidden: '2junk' is not a layer width" --hidden 1,2junk
+expect 2 "--hidden \(model.hidden\): cannot read 'x' as a whole number" --hidden 32,x
+expect 2 "--hidden \(model.hidden\): cannot read '2junk' as a whole number" --hidden 1,2junk
 expect 2 "$work: not a regular file" --config "$work"
 mkdir -p "$work/endless" && ln -s /dev/zero "$work/endless/train-images-idx3-ubyte"
 expect 2 "endless/train-images-idx3-ubyte: not a regular file" "${small[@]}" --data-dir "$work/endless"
 expect 2 "array: expected ROWSxCOLS" "${small[@]}" --array 16
+
+# The config schema: --print-config prints every key, the file's and the
+# flags' values, as a file that reads back to the same config; numbers are
+# checked against their ranges, naming the key and quoting the value.
+configs=$(dirname "$0")/../../configs
+for config in "$configs"/*.yaml; do
+  "$tool" --config "$config" --print-config >"$work/printed.yaml" 2>&1 &&
+    "$tool" --config "$work/printed.yaml" --print-config >"$work/reprinted.yaml" 2>&1
+  if [[ $? -eq 0 ]] && cmp -s "$work/printed.yaml" "$work/reprinted.yaml" &&
+     grep -q "^  global_batch: " "$work/printed.yaml"; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL: $(basename "$config") does not round-trip through --print-config:"
+    diff "$work/printed.yaml" "$work/reprinted.yaml" | head; failures=$((failures + 1))
+  fi
+done
+expect 0 "^  optimizer: lars$" --config "$configs/cnn.yaml" --optimizer lars --print-config
+expect 0 "^  weight_decay: 0.0005$" --weight-decay 5e-4 --print-config
+expect 0 "^  weight_decay: ~$" --print-config
+expect 0 "^  hidden: \[64, 32\]$" --hidden 64,32 --print-config
+expect 2 "train.weight_decay: must be a number >= 0, got -1" --weight-decay -1 --print-config
+expect 2 "train.learning_rate: must be a finite number, got nan" --learning-rate nan --print-config
+expect 2 "--epochs \(train.epochs\): cannot read '1e3' as a whole number" --epochs 1e3
+expect 2 "--epochs \(train.epochs\): '4294967296' is larger than 4294967295" --epochs 4294967296
+expect 2 "train.clipnorm and train.global_clipnorm: set at most one of them" --clipnorm 1 --global-clipnorm 1
+printf 'train:\n  beta2: 1.5\n' >"$work/beta.yaml"
+expect 2 "beta.yaml|train.beta2: must be in \[0, 1\), got 1.5" --config "$work/beta.yaml"
+printf 'callbacks:\n  early_stopping:\n    patience: -2\n' >"$work/patience.yaml"
+expect 2 "patience.yaml: callbacks.early_stopping.patience: cannot read '-2' as a whole number" \
+  --config "$work/patience.yaml"
+# Each optimizer of the registry trains from the command line.
+expect 0 "lars lr=2 \(constant\)" "${small[@]}" --epochs 1 --optimizer lars --learning-rate 2
+expect 0 "adamw lr=0.003 \(constant\)" "${small[@]}" --epochs 1 --optimizer adamw --clipnorm 1
 
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -101,7 +101,7 @@ binary=$tool
 tool_under_mpi() { "${mpi[@]}" -np 2 "$binary" "$@"; }
 tool=tool_under_mpi
 expect 2 "global_batch 30 does not divide evenly over 4 replicas" "${small[@]}" --global-batch 30 --devices 2
-expect 2 "mpi.timeout_s: must be > 0" "${small[@]}" --mpi-timeout 0
+expect 2 "mpi.timeout_s: must be in \(0, 604800\], got 0" "${small[@]}" --mpi-timeout 0
 uneven=$("${mpi[@]}" -np 1 "$binary" "${small[@]}" --global-batch 48 --devices 1 : \
          -np 1 "$binary" "${small[@]}" --global-batch 48 --devices 2 2>&1)
 if [[ $? -ne 0 ]] && grep -q "process 1 runs 2 replica(s), process 0 runs 1" <<<"$uneven"; then

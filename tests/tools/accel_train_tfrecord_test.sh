@@ -110,7 +110,7 @@ fi
 sed 's/input_dim: \[512, 512\]/input_dim: [512, 100]/' "$work/cf.yaml" >"$work/small-table.yaml"
 expect 2 "embedding: example [0-9]+, column 1: id [0-9]+ is not an integer in \[0, 100\)" --config "$work/small-table.yaml"
 printf 'ranking: {k: 0}\n' >"$work/k0.yaml"
-expect 2 "ranking.k and ranking.users must be >= 1" --config "$work/k0.yaml"
+expect 2 "ranking.k: must be in \[1, 1000\], got 0" --config "$work/k0.yaml"
 
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "command_line.h"
+#include "config_schema.h"
 #include "guarded_main.h"
 #include "infer.h"
 #include "ranking_report.h"
@@ -229,6 +230,18 @@ int tool_main(int argc, char** argv) {
     return 2;
   }
   if (line->exit_code) return *line->exit_code;
+  if (line->print_reference) {
+    std::fputs(config_reference().c_str(), stdout);
+    return 0;
+  }
+  if (line->print_config) {
+    if (Status status = validate_train_config(line->config); !status.ok()) {
+      std::fprintf(stderr, "accel_train: %s\n", status.to_string().c_str());
+      return 2;
+    }
+    std::fputs(config_yaml(line->config).c_str(), stdout);
+    return 0;
+  }
   if (line->mode != Mode::kTrain) return infer(line->mode, line->config, line->infer);
   return train(line->config);
 }

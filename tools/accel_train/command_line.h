@@ -25,6 +25,9 @@ struct CommandLine {
   // Set when the command line asked for --help (or was malformed): exit
   // with this code after CLI11 has printed what it prints.
   std::optional<int> exit_code;
+  // --print-config: print `config` as YAML and exit; --config-reference:
+  // print the reference of every key and exit.
+  bool print_config = false, print_reference = false;
 };
 
 // Reads argv; an error names the flag or the config file's field.

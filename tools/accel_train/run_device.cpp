@@ -16,9 +16,12 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   options.perf = {config.board, config.clock_mhz, config.pcie_gen, config.pcie_lanes};
   uint32_t index = 0;
   SYSTOLE_RETURN_IF_ERROR(parse_device(config.device, &index, &options));
-  // sw_emu and hw_emu make as many units as are selected (auto: one per
-  // core); perf models as many as are selected on its board (auto: one).
-  const bool elastic = config.backend == "sw_emu" || config.backend == "hw_emu" || config.backend == "perf";
+  // The emulators make as many units as are selected (auto: one per core);
+  // the card model models as many as are selected on its board (auto: one).
+  BackendCapabilities backend;
+  for (const BackendCapabilities& built : Device::backends())
+    if (built.name == config.backend) backend = built;
+  const bool elastic = backend.units_on_demand;
   OpenedDevice opened;
   uint32_t available = 0;
   if (!elastic) {
@@ -31,7 +34,7 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   // count and its threads per unit take this process's share.
   const uint32_t cores =
       std::max(1u, std::thread::hardware_concurrency() / (group ? group->processes_on_this_host() : 1u));
-  if (elastic) available = config.backend == "perf" ? 1 : cores;
+  if (elastic) available = backend.uses_host_cores ? cores : 1;
   auto units = select_units(config.devices, elastic, available);
   if (!units.ok()) return units.status();
   opened.units = *units;

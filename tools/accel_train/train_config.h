@@ -2,7 +2,9 @@
 // accel_train's configuration: a YAML file, then command-line overrides.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,9 +57,25 @@ struct TrainConfig {
   std::string negative_feature;
   uint32_t epochs = 15;
   uint32_t steps_per_epoch = 0;  // 0: every full batch of the training set
-  uint32_t global_batch = 128;
-  std::string optimizer = "adam";
-  float learning_rate = 1e-3f;
+  // The training settings the library has too take the library's defaults.
+  uint32_t global_batch = TrainerConfig().global_batch;
+  // The optimizer (systole/optimizer.h): its name in the registry and its
+  // settings.
+  std::string optimizer = OptimizerConfig().name;
+  float learning_rate = OptimizerConfig().learning_rate;
+  float momentum = OptimizerConfig().momentum;
+  bool nesterov = OptimizerConfig().nesterov;
+  float beta1 = OptimizerConfig().beta1;
+  float beta2 = OptimizerConfig().beta2;
+  float epsilon = OptimizerConfig().epsilon;
+  float initial_accumulator = OptimizerConfig().initial_accumulator;
+  float trust_coefficient = OptimizerConfig().trust_coefficient;
+  std::optional<float> weight_decay = OptimizerConfig().weight_decay;
+  float clipnorm = OptimizerConfig().clipnorm;
+  float global_clipnorm = OptimizerConfig().global_clipnorm;
+  // Adagrad on embedding tables' touched rows.
+  float embedding_learning_rate = OptimizerConfig().table_learning_rate;
+  float embedding_initial_accumulator = OptimizerConfig().table_initial_accumulator;
   // The learning-rate schedule over optimizer steps (host/optimizer.h):
   // constant, cosine (to 0 over decay_steps; 0: the rest of the run after
   // the warmup), exponential or step (decay_rate every decay_steps),
@@ -69,11 +87,8 @@ struct TrainConfig {
   // Progress lines when stdout is not a terminal: one every log_every
   // steps (0: the epoch's line only), as Keras' verbose=2 logs.
   uint32_t log_every = 0;
-  float momentum = 0.9f;
-  float embedding_learning_rate = 0.05f;  // Adagrad on embedding tables' touched rows
-  float embedding_initial_accumulator = 0.1f;
-  uint64_t seed = 1;
-  uint32_t steps_per_execution = 1;  // evaluation batches per command list
+  uint64_t seed = TrainerConfig().seed;
+  uint32_t steps_per_execution = TrainerConfig().steps_per_execution;  // evaluation batches per command list
   // ranking: after training, a two-tower model (its inputs [user id, item
   // id], its last layer a dot) is ranked on the test set's interactions:
   // AUC over the test pairs and recall@k over its positives, against the
@@ -106,25 +121,26 @@ struct TrainConfig {
   uint32_t tensorboard_update_freq = 0;
   // trace: a Chrome/Perfetto trace of every step, written at the end.
   std::string trace_file;
-  double launch_timeout_s = 600;  // longest launch before the run fails
+  // The longest launch before the run fails.
+  double launch_timeout_s = std::chrono::duration<double>(TrainerConfig().launch_timeout).count();
   // Under mpirun: the longest wait for another process before the job
   // ends with an error naming the silent rank(s).
   double mpi_timeout_s = 120;
 };
 
-// Fills `config` from a YAML file. Unknown keys and values of the wrong type
-// are errors that name the file and the field ("train.epochs").
+// Fills `config` from a YAML file (the keys of config_schema.h). Unknown
+// keys and values of the wrong type are errors that name the file and the
+// field ("train.epochs").
 Status load_train_config(const std::string& path, TrainConfig& config);
 
-// Checks values that no type can (ranges, names); errors name the field.
+// Checks each field's range and the rules between fields; errors name the
+// field and quote the value.
 Status validate_train_config(const TrainConfig& config);
 
-// The settings every process of an mpirun job must share, as (name in the
-// config file, value as text): what the job computes and when it stops.
-// Left out are the settings a process may choose for itself: its board
-// (device), compute units (devices; the replica counts are compared
-// separately), reader threads and prefetch, and where rank 0 writes logs
-// and traces.
+// The settings every process of an mpirun job must share, as (key, value
+// as text): the schema's job-wide fields. The others a process may choose
+// for itself (its board, compute units, reader threads, where rank 0
+// writes logs and traces); the replica counts are compared separately.
 std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig& config);
 
 // The trainer's settings for `model`: the optimizer and its schedule (a

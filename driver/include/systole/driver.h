@@ -194,13 +194,30 @@ class Run {
   std::shared_ptr<detail::RunState> state_;
 };
 
+// What a backend can do, so that tools need not know backends by name.
+struct BackendCapabilities {
+  std::string name;  // what Device::open takes
+  // Makes as many compute units as DeviceOptions::compute_units asks for
+  // (the emulators and the card model); otherwise the device has the
+  // units it has.
+  bool units_on_demand = false;
+  // Runs the kernels on this machine's cores (a compute unit per thread
+  // group), so a sensible number of units depends on the cores.
+  bool uses_host_cores = false;
+  // Models a board's timing (DeviceOptions::perf names the board) and
+  // answers Device::projection().
+  bool models_board = false;
+  // Drives real hardware: its timings are the hardware's.
+  bool hardware = false;
+};
+
 class Device {
  public:
   // Opens device `index` of a backend: "sw_emu", "hw_emu", "xrt", "perf"
   // or "uart" (options.uart.port names the board).
   static Result<Device> open(const std::string& backend, uint32_t index, const DeviceOptions& options = {});
-  // The backends compiled into this build.
-  static std::vector<std::string> backends();
+  // The backends compiled into this build, with what each can do.
+  static std::vector<BackendCapabilities> backends();
 
   Device() = default;
   explicit operator bool() const { return backend_ != nullptr; }

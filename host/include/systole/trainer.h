@@ -28,7 +28,7 @@ namespace systole {
 struct TrainerConfig {
   ModelSpec model;
   OptimizerConfig optimizer;
-  uint32_t global_batch = 256;
+  uint32_t global_batch = 128;
   uint64_t seed = 1;
   // Keras' steps_per_execution, as the hardware can honour it: evaluation
   // runs this many batches per launch (rows are independent, so the
