@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "systole/loss.h"
 #include "systole/matmul.h"
 #include "systole/model.h"
 #include "systole/optimizer.h"
@@ -30,7 +31,7 @@ constexpr uint32_t kFeatures = 20, kClasses = 3;
 
 struct Data {
   std::vector<float> inputs;
-  std::vector<uint8_t> labels;
+  std::vector<float> labels;  // class indices
 };
 
 // Clusters around three fixed centres, one per class.
@@ -41,8 +42,8 @@ Data clusters(uint32_t count, uint64_t seed) {
   for (float& x : centres) x = normal(centre_rng);
   Data data;
   for (uint32_t i = 0; i < count; ++i) {
-    const uint8_t label = uint8_t(rng() % kClasses);
-    data.labels.push_back(label);
+    const uint32_t label = uint32_t(rng() % kClasses);
+    data.labels.push_back(float(label));
     for (uint32_t f = 0; f < kFeatures; ++f)
       data.inputs.push_back(centres[label * kFeatures + f] + normal(rng));
   }
@@ -90,12 +91,20 @@ int main() {
   }
   std::printf("%s", replicas[0].model->summary().c_str());
 
+  // Keras' compile(loss=..., metrics=["accuracy"]): the registered classes.
+  Result<std::unique_ptr<Loss>> made_loss = make_loss({"sparse_categorical_crossentropy", {}});
+  Result<std::unique_ptr<Metric>> made_metric = make_metric({"accuracy", {}});
+  if (!made_loss.ok()) return fail(made_loss.status());
+  if (!made_metric.ok()) return fail(made_metric.status());
+  const std::unique_ptr<Loss> loss = std::move(made_loss).value();
+  const std::unique_ptr<Metric> accuracy_metric = std::move(made_metric).value();
+
   Strategy strategy(kReplicas);
   const uint32_t per_replica = kGlobalBatch / strategy.num_replicas_in_sync();
   std::vector<double> losses(kReplicas);
 
   // One synchronous step: each replica takes its slice of the global batch.
-  auto step_fn = [&](const float* inputs, const uint8_t* labels) {
+  auto step_fn = [&](const float* inputs, const float* labels) {
     return [&, inputs, labels](uint32_t r) -> Status {
       Replica& replica = replicas[r];
       LayerContext context;
@@ -113,9 +122,10 @@ int main() {
       SYSTOLE_RETURN_IF_ERROR(replica.model->forward(context, inputs + first * kFeatures, per_replica));
       std::vector<float> logits_gradient;
       // Divided by the global batch: the summed gradients are the mean's.
-      const StepResult result = softmax_cross_entropy(replica.model->logits(), labels + first,
-                                                      float(kGlobalBatch), &logits_gradient);
-      losses[r] = result.loss_sum / per_replica;
+      Result<double> loss_sum =
+          loss->compute(replica.model->logits(), labels + first, 1, float(kGlobalBatch), &logits_gradient);
+      if (!loss_sum.ok()) return loss_sum.status();
+      losses[r] = *loss_sum / per_replica;
       SYSTOLE_RETURN_IF_ERROR(replica.model->backward(context, logits_gradient));
       ParameterStore& store = replica.model->parameters();
       SYSTOLE_RETURN_IF_ERROR(strategy.all_reduce_sum(r, store.gradients()));
@@ -146,17 +156,16 @@ int main() {
   Replica& replica = replicas[0];
   LayerContext inference;
   inference.matmul = replica.matmul.get();
-  StepResult total;
+  std::vector<double> sums(accuracy_metric->sums(), 0.0);  // the metric's, added over batches
   for (std::size_t at = 0; at < test.labels.size(); at += kGlobalBatch) {
     const uint32_t batch = uint32_t(std::min<std::size_t>(kGlobalBatch, test.labels.size() - at));
     const Status status = replica.model->forward(inference, test.inputs.data() + at * kFeatures, batch);
     if (!status.ok()) return fail(status);
-    const StepResult part =
-        softmax_cross_entropy(replica.model->logits(), test.labels.data() + at, 1.0f, nullptr);
-    total.correct += part.correct;
-    total.examples += part.examples;
+    const Status counted =
+        accuracy_metric->update(replica.model->logits(), test.labels.data() + at, 1, sums.data());
+    if (!counted.ok()) return fail(counted);
   }
-  const double accuracy = double(total.correct) / total.examples;
+  const double accuracy = accuracy_metric->result(sums.data());
   const bool in_sync =
       replicas[0].model->parameters().trainable() == replicas[1].model->parameters().trainable();
   std::printf("test accuracy %.4f; replicas' parameters %s\n", accuracy, in_sync ? "identical" : "DIFFER");

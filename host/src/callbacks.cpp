@@ -101,7 +101,10 @@ Status TerminateOnNaN::on_train_batch_end(uint64_t batch, const Logs& logs) {
 Improvement::Improvement(std::string monitor, double min_delta)
     : monitor_(std::move(monitor)),
       min_delta_(min_delta),
-      maximise_(monitor_.find("accuracy") != std::string::npos) {}
+      // Keras' mode "auto": losses, errors and perplexities fall as the
+      // model improves; accuracies, AUC and the like rise.
+      maximise_(monitor_.find("loss") == std::string::npos && monitor_.find("error") == std::string::npos &&
+                monitor_.find("perplexity") == std::string::npos) {}
 
 Result<bool> Improvement::update(const Logs& logs, const std::string& owner) {
   const std::optional<double> value = log_value(logs, monitor_);

@@ -89,9 +89,11 @@ Dataset Dataset::slice(uint32_t first, uint32_t count) const {
   out.features = features;
   out.shape = shape;
   out.classes = classes;
+  out.label_width = label_width;
   out.images.assign(images.begin() + std::size_t(first) * features,
                     images.begin() + std::size_t(first + count) * features);
-  out.labels.assign(labels.begin() + first, labels.begin() + first + count);
+  out.labels.assign(labels.begin() + std::size_t(first) * label_width,
+                    labels.begin() + std::size_t(first + count) * label_width);
   return out;
 }
 
@@ -116,12 +118,13 @@ Result<Dataset> read_idx(const std::string& images_path, const std::string& labe
   data.images.resize(std::size_t(data.examples) * data.features);
   const uint8_t* pixels = image_bytes->data() + 16;
   for (std::size_t i = 0; i < data.images.size(); ++i) data.images[i] = pixels[i] / 255.0f;
-  data.labels.assign(label_bytes->begin() + 8, label_bytes->end());
-  const uint32_t largest = *std::max_element(data.labels.begin(), data.labels.end());
+  const std::vector<uint8_t> label_values(label_bytes->begin() + 8, label_bytes->end());
+  data.labels.assign(label_values.begin(), label_values.end());
+  const uint32_t largest = *std::max_element(label_values.begin(), label_values.end());
   data.classes = classes ? classes : std::max(2u, largest + 1);
   for (uint32_t i = 0; i < data.examples; ++i)
-    if (data.labels[i] >= data.classes)
-      return Status(StatusCode::kInvalidArgument, labels_path + ": label " + std::to_string(data.labels[i]) +
+    if (label_values[i] >= data.classes)
+      return Status(StatusCode::kInvalidArgument, labels_path + ": label " + std::to_string(label_values[i]) +
                                                       " of example " + std::to_string(i) + " is not below " +
                                                       std::to_string(data.classes) + " (model.classes)");
   return data;
@@ -173,12 +176,15 @@ void BatchStream::produce() {
     Batch batch;
     batch.size = batch_size_;
     batch.images.resize(std::size_t(batch_size_) * data_.features);
-    batch.labels.resize(batch_size_);
+    const uint32_t width = data_.label_width;
+    batch.label_width = width;
+    batch.labels.resize(std::size_t(batch_size_) * width);
     for (uint32_t i = 0; i < batch_size_; ++i) {
       const uint32_t example = order_[std::size_t(b) * batch_size_ + i];
       std::copy_n(data_.images.begin() + std::size_t(example) * data_.features, data_.features,
                   batch.images.begin() + std::size_t(i) * data_.features);
-      batch.labels[i] = data_.labels[example];
+      std::copy_n(data_.labels.begin() + std::size_t(example) * width, width,
+                  batch.labels.begin() + std::size_t(i) * width);
     }
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return stop_ || ready_.size() < prefetch_; });

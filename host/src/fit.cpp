@@ -31,9 +31,10 @@ void prepare(const Callbacks& callbacks, Trainer& trainer, const CallbackParams&
   }
 }
 
-Logs result_logs(const StepResult& result, const std::string& prefix = "") {
-  const double examples = std::max<uint64_t>(result.examples, 1);
-  return {{prefix + "loss", result.loss_sum / examples}, {prefix + "accuracy", result.correct / examples}};
+Logs result_logs(const Trainer& trainer, const StepResult& result) {
+  Logs logs;
+  for (const auto& [name, value] : trainer.results(result)) logs[name] = value;
+  return logs;
 }
 
 }  // namespace
@@ -99,8 +100,8 @@ Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& opti
     SYSTOLE_RETURN_IF_ERROR(train.start_epoch(epoch));
     const auto start = Clock::now();
     const uint64_t launches_before = trainer.launches();
-    double loss = 0;
-    uint64_t correct = 0, seen = 0, batch_index = 0;
+    StepResult total;  // the epoch's so far
+    uint64_t batch_index = 0;
     Batch batch;
     while (batch_index < steps) {
       const auto asked = Clock::now();
@@ -120,10 +121,8 @@ Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& opti
         trace->span("step", "host", Trace::kHostTrack, got, Clock::now(),
                     {{"step", double(trainer.optimizer().steps())}, {"examples", double(batch.size)}});
       if (!result.ok()) return result.status();
-      loss += result->loss_sum;
-      correct += result->correct;
-      seen += result->examples;
-      const Logs batch_logs = {{"loss", loss / seen}, {"accuracy", double(correct) / seen}};
+      total += *result;
+      const Logs batch_logs = result_logs(trainer, total);
       SYSTOLE_RETURN_IF_ERROR(
           for_each(callbacks, [&](Callback& c) { return c.on_train_batch_end(batch_index, batch_logs); }));
       ++batch_index;
@@ -141,12 +140,11 @@ Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& opti
     }
     history.seconds += seconds_between(start, Clock::now());
     history.launches_per_step = double(trainer.launches() - launches_before) / steps;
-    history.examples += seen;
+    history.examples += total.examples;
     history.steps += steps;
 
-    Logs logs = {{"loss", loss / std::max<uint64_t>(seen, 1)},
-                 {"accuracy", double(correct) / std::max<uint64_t>(seen, 1)},
-                 {"learning_rate", trainer.optimizer().learning_rate()}};
+    Logs logs = result_logs(trainer, total);
+    logs["learning_rate"] = trainer.optimizer().learning_rate();
     if (params.validation && (epoch + 1 - options.initial_epoch) % options.validation_freq == 0) {
       Result<Logs> validated = Status(StatusCode::kInternal, "not validated");
       {
@@ -185,7 +183,7 @@ Result<Logs> evaluate(Trainer& trainer, const Dataset& data, const Callbacks& ca
   auto result = trainer.evaluate(data);
   if (!result.ok()) return result.status();
   if (result->examples == 0) return Status(StatusCode::kInvalidArgument, "evaluate: the data set is empty");
-  const Logs logs = result_logs(*result);
+  const Logs logs = result_logs(trainer, *result);
   SYSTOLE_RETURN_IF_ERROR(for_each(callbacks, [&](Callback& c) { return c.on_test_end(logs); }));
   return logs;
 }

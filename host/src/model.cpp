@@ -51,30 +51,12 @@ ModelSpec dense_stack(uint32_t inputs, const std::vector<uint32_t>& hidden, uint
   return spec;
 }
 
-StepResult softmax_cross_entropy(const Activations& logits, const uint8_t* labels, float divisor,
-                                 std::vector<float>* gradient) {
-  StepResult result;
-  const uint32_t classes = logits.shape[0];
-  if (gradient) gradient->assign(logits.values.size(), 0.0f);
-  for (uint32_t i = 0; i < logits.batch; ++i) {
-    const float* z = logits.values.data() + std::size_t(i) * classes;
-    const uint32_t best = uint32_t(std::max_element(z, z + classes) - z);
-    const float top = z[best];
-    double total = 0;
-    for (uint32_t c = 0; c < classes; ++c) total += std::exp(double(z[c]) - top);
-    const double log_sum = top + std::log(total);
-    result.loss_sum += log_sum - z[labels[i]];
-    result.correct += best == labels[i];
-    if (gradient) {
-      float* d = gradient->data() + std::size_t(i) * classes;
-      for (uint32_t c = 0; c < classes; ++c) {
-        const double probability = std::exp(double(z[c]) - log_sum);
-        d[c] = float((probability - (c == labels[i] ? 1.0 : 0.0)) / divisor);
-      }
-    }
-  }
-  result.examples = logits.batch;
-  return result;
+StepResult& StepResult::operator+=(const StepResult& other) {
+  loss_sum += other.loss_sum;
+  examples += other.examples;
+  if (metric_sums.size() < other.metric_sums.size()) metric_sums.resize(other.metric_sums.size(), 0.0);
+  for (std::size_t i = 0; i < other.metric_sums.size(); ++i) metric_sums[i] += other.metric_sums[i];
+  return *this;
 }
 
 Result<std::unique_ptr<Sequential>> Sequential::build(const ModelSpec& spec, uint64_t seed) {
@@ -86,7 +68,7 @@ Result<std::unique_ptr<Sequential>> Sequential::build(const ModelSpec& spec, uin
   if (spec.input_shape.size() == 2)
     return invalid("model.input_shape: expected [features] or [height, width, channels], got " +
                    shape_text(spec.input_shape));
-  if (spec.classes < 2) return invalid("model.classes: expected at least 2 classes");
+  if (spec.classes < 1) return invalid("model.classes: expected the width of the output, at least 1");
   if (spec.layers.empty()) return invalid("model.layers: the model has no layers");
 
   std::unique_ptr<Sequential> model(new Sequential());
@@ -98,7 +80,11 @@ Result<std::unique_ptr<Sequential>> Sequential::build(const ModelSpec& spec, uin
     auto layer = make_layer(spec.layers[i]);
     if (!layer.ok()) return Status(layer.status().code(), where + "." + layer.status().message());
     site.index = i;
-    auto next = (*layer)->build(shape, site, model->store_);
+    if ((*layer)->min_inputs() > 1)
+      return invalid(where + " (" + spec.layers[i].type + "): takes " +
+                     std::to_string((*layer)->min_inputs()) +
+                     " or more inputs; a Sequential model gives each layer one");
+    auto next = (*layer)->build({shape}, site, model->store_);
     if (!next.ok())
       return Status(next.status().code(),
                     where + " (" + spec.layers[i].type + "): " + next.status().message());
@@ -127,7 +113,7 @@ Status Sequential::forward(LayerContext& context, const float* inputs, uint32_t 
   input.shape = spec_.input_shape;
   input.values.assign(inputs, inputs + std::size_t(batch) * shape_elements(spec_.input_shape));
   for (std::size_t i = 0; i < std::min(layers, layers_.size()); ++i)
-    SYSTOLE_RETURN_IF_ERROR(layers_[i]->forward(context, store_, activations_[i], activations_[i + 1]));
+    SYSTOLE_RETURN_IF_ERROR(layers_[i]->forward(context, store_, {&activations_[i]}, activations_[i + 1]));
   return ok_status();
 }
 
@@ -136,8 +122,8 @@ Status Sequential::backward(LayerContext& context, const std::vector<float>& log
   gradient_.shape = activations_.back().shape;
   gradient_.values = logits_gradient;
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    SYSTOLE_RETURN_IF_ERROR(layers_[i]->backward(context, store_, activations_[i], activations_[i + 1],
-                                                 gradient_, i > 0 ? &next_gradient_ : nullptr));
+    SYSTOLE_RETURN_IF_ERROR(layers_[i]->backward(context, store_, {&activations_[i]}, activations_[i + 1],
+                                                 gradient_, {i > 0 ? &next_gradient_ : nullptr}));
     std::swap(gradient_, next_gradient_);
   }
   return ok_status();

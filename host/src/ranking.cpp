@@ -11,7 +11,7 @@
 
 namespace systole {
 
-double roc_auc(const std::vector<float>& scores, const std::vector<uint8_t>& labels) {
+double roc_auc(const std::vector<float>& scores, const std::vector<float>& labels) {
   std::vector<std::size_t> order(scores.size());
   std::iota(order.begin(), order.end(), std::size_t(0));
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] < scores[b]; });
@@ -22,7 +22,7 @@ double roc_auc(const std::vector<float>& scores, const std::vector<uint8_t>& lab
     while (last + 1 < order.size() && scores[order[last + 1]] == scores[order[first]]) ++last;
     const double mean_rank = 0.5 * double(first + last) + 1.0;
     for (std::size_t i = first; i <= last; ++i)
-      if (labels[order[i]]) {
+      if (labels[order[i]] > 0.5f) {
         rank_sum += mean_rank;
         ++positives;
       }

@@ -259,7 +259,7 @@ struct RecordPipeline::Epoch {
     };
     auto add = [&](Row&& row) {
       batch.images.insert(batch.images.end(), row.begin(), row.begin() + values);
-      batch.labels.push_back(uint8_t(row[values]));
+      batch.labels.push_back(row[values]);
       if (++batch.size < options.batch_size) return true;
       ++emitted;
       if (!deliver(std::move(batch))) return false;

@@ -34,6 +34,25 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
                                                     " does not divide evenly over " +
                                                     std::to_string(replicas) + " replicas");
   std::unique_ptr<Trainer> trainer(new Trainer(config, local, group));
+  auto loss = make_loss(config.loss);
+  if (!loss.ok()) return Status(loss.status().code(), "loss." + loss.status().message());
+  trainer->loss_ = std::move(loss).value();
+  for (std::size_t i = 0; i < config.metrics.size(); ++i) {
+    auto metric = make_metric(config.metrics[i]);
+    if (!metric.ok())
+      return Status(metric.status().code(),
+                    "metrics[" + std::to_string(i) + "]." + metric.status().message());
+    trainer->metric_sums_ += (*metric)->sums();
+    trainer->metrics_.push_back(std::move(metric).value());
+  }
+  const Shape output{config.model.classes};
+  if (config.label_width == 0) return Status(StatusCode::kInvalidArgument, "label_width must be >= 1");
+  if (Status fits = trainer->loss_->check(output, config.label_width); !fits.ok())
+    return Status(fits.code(), "loss " + config.loss.type + ": " + fits.message());
+  for (std::size_t i = 0; i < trainer->metrics_.size(); ++i)
+    if (Status fits = trainer->metrics_[i]->check(output, config.label_width); !fits.ok())
+      return Status(fits.code(),
+                    "metrics[" + std::to_string(i) + "] " + config.metrics[i].type + ": " + fits.message());
   for (uint32_t unit : units) {
     auto matmul = DeviceMatmul::create(device, unit, config.launch_timeout);
     if (!matmul.ok()) return matmul.status();
@@ -72,13 +91,15 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
   const uint32_t examples = (local ? local_replicas() : replicas()) * per_replica;
   // Global replica index of the batch's first example.
   const uint32_t first_replica = local ? strategy_.first_replica() : 0;
+  const uint32_t width = config_.label_width;
   if (batch.size != examples || batch.images.size() != std::size_t(batch.size) * features ||
-      batch.labels.size() != batch.size)
+      batch.labels.size() != std::size_t(batch.size) * width)
     return Status(StatusCode::kInvalidArgument,
                   "batch of " + std::to_string(batch.size) + " examples of " +
-                      std::to_string(batch.size ? batch.images.size() / batch.size : 0) +
-                      " values; the step takes " + std::to_string(examples) + " of " +
-                      std::to_string(features));
+                      std::to_string(batch.size ? batch.images.size() / batch.size : 0) + " values and " +
+                      std::to_string(batch.size ? batch.labels.size() / batch.size : 0) +
+                      " label(s); the step takes " + std::to_string(examples) + " of " +
+                      std::to_string(features) + " and " + std::to_string(width));
   std::vector<StepResult> results(local_replicas());
   const Status status = strategy_.run([&](uint32_t r) -> Status {
     ReplicaState& replica = replicas_[r];
@@ -91,8 +112,10 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
       TraceScope span("forward", "host", track);
       SYSTOLE_RETURN_IF_ERROR(
           replica.model->forward(pass, batch.images.data() + first * features, per_replica));
-      results[r] = softmax_cross_entropy(replica.model->logits(), batch.labels.data() + first,
-                                         float(config_.global_batch), &logits_gradient);
+      auto scored = score(replica.model->logits(), batch.labels.data() + first * width,
+                          float(config_.global_batch), &logits_gradient);
+      if (!scored.ok()) return scored.status();
+      results[r] = std::move(scored).value();
     }
     {
       TraceScope span("backward", "host", track);
@@ -111,25 +134,57 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
   return combine(results);
 }
 
+Result<StepResult> Trainer::score(const Activations& output, const float* labels, float divisor,
+                                  std::vector<float>* gradient) const {
+  StepResult result;
+  auto loss = loss_->compute(output, labels, config_.label_width, divisor, gradient);
+  if (!loss.ok()) return loss.status();
+  result.loss_sum = *loss;
+  result.examples = output.batch;
+  result.metric_sums.assign(metric_sums_, 0.0);
+  double* sums = result.metric_sums.data();
+  for (const auto& metric : metrics_) {
+    SYSTOLE_RETURN_IF_ERROR(metric->update(output, labels, config_.label_width, sums));
+    sums += metric->sums();
+  }
+  return result;
+}
+
+std::vector<std::pair<std::string, double>> Trainer::results(const StepResult& result) const {
+  std::vector<std::pair<std::string, double>> values;
+  values.emplace_back("loss", result.loss_sum / std::max<double>(result.examples, 1));
+  const double* sums = result.metric_sums.data();
+  for (const auto& metric : metrics_) {
+    values.emplace_back(metric->name(), result.metric_sums.empty() ? 0.0 : metric->result(sums));
+    if (!result.metric_sums.empty()) sums += metric->sums();
+  }
+  return values;
+}
+
 Result<StepResult> Trainer::combine(const std::vector<StepResult>& local) const {
   std::vector<std::vector<double>> per_replica;
-  for (const StepResult& result : local)
-    per_replica.push_back({result.loss_sum, double(result.correct), double(result.examples)});
+  for (const StepResult& result : local) {
+    std::vector<double> values{result.loss_sum, double(result.examples)};
+    values.resize(2 + metric_sums_, 0.0);
+    std::copy(result.metric_sums.begin(), result.metric_sums.end(), values.begin() + 2);
+    per_replica.push_back(std::move(values));
+  }
   auto sums = strategy_.reduce(ReduceOp::kSum, per_replica);  // one exchange per step
   if (!sums.ok()) return sums.status();
   StepResult total;
   total.loss_sum = (*sums)[0];
-  total.correct = uint32_t((*sums)[1]);
-  total.examples = uint32_t((*sums)[2]);
+  total.examples = uint32_t((*sums)[1]);
+  total.metric_sums.assign(sums->begin() + 2, sums->end());
   return total;
 }
 
 Result<StepResult> Trainer::evaluate(const Dataset& data) {
   const std::size_t features = shape_elements(config_.model.input_shape);
-  if (data.features != features)
-    return Status(StatusCode::kInvalidArgument, "data of " + std::to_string(data.features) +
-                                                    " values per example; the model takes " +
-                                                    std::to_string(features));
+  if (data.features != features || data.label_width != config_.label_width)
+    return Status(StatusCode::kInvalidArgument,
+                  "data of " + std::to_string(data.features) + " values and " +
+                      std::to_string(data.label_width) + " label(s) per example; the model takes " +
+                      std::to_string(features) + " and " + std::to_string(config_.label_width));
   const uint32_t n = replicas();
   std::vector<StepResult> results(local_replicas());
   const uint32_t batch = per_replica_batch() * config_.steps_per_execution;
@@ -143,10 +198,10 @@ Result<StepResult> Trainer::evaluate(const Dataset& data) {
       const uint32_t count = std::min(batch, last - at);
       Sequential& model = *replicas_[r].model;
       SYSTOLE_RETURN_IF_ERROR(model.forward(pass, data.images.data() + std::size_t(at) * features, count));
-      const StepResult part = softmax_cross_entropy(model.logits(), data.labels.data() + at, 1.0f, nullptr);
-      results[r].loss_sum += part.loss_sum;
-      results[r].correct += part.correct;
-      results[r].examples += part.examples;
+      auto part =
+          score(model.logits(), data.labels.data() + std::size_t(at) * config_.label_width, 1.0f, nullptr);
+      if (!part.ok()) return part.status();
+      results[r] += *part;
     }
     return ok_status();
   });

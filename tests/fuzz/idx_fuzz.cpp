@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (dataset->images.size() != uint64_t(dataset->examples) * dataset->features ||
       dataset->labels.size() != dataset->examples)
     fuzz::fail("a dataset whose sizes disagree");
-  for (uint8_t label : dataset->labels)
-    if (label >= dataset->classes) fuzz::fail("a label out of range");
+  for (float label : dataset->labels)
+    if (!(label >= 0 && label < float(dataset->classes))) fuzz::fail("a label out of range");
   return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "common/matmul_executors.h"
 #include "systole/dot_score.h"
+#include "systole/loss.h"
 #include "systole/model.h"
 #include "systole/numerics.h"
 
@@ -72,7 +73,7 @@ std::vector<Case> cases() {
 
 struct Batch {
   std::vector<float> inputs;
-  std::vector<uint8_t> labels;
+  std::vector<float> labels;
   uint32_t size = 0;
 };
 
@@ -83,7 +84,7 @@ Batch random_batch(const ModelSpec& spec, uint32_t size, uint32_t seed) {
   batch.size = size;
   batch.inputs.resize(size * shape_elements(spec.input_shape));
   for (float& x : batch.inputs) x = uniform(rng);
-  for (uint32_t i = 0; i < size; ++i) batch.labels.push_back(uint8_t(rng() % spec.classes));
+  for (uint32_t i = 0; i < size; ++i) batch.labels.push_back(float(rng() % spec.classes));
   return batch;
 }
 
@@ -97,12 +98,15 @@ double loss(Sequential& model, MatmulExecutor& matmul, const Batch& batch, bool 
   context.step = 3;
   EXPECT_TRUE(model.forward(context, batch.inputs.data(), batch.size).ok());
   std::vector<float> logits_gradient;
-  const StepResult result = softmax_cross_entropy(model.logits(), batch.labels.data(), float(batch.size),
-                                                  gradients ? &logits_gradient : nullptr);
+  const double loss_sum = make_loss({"sparse_categorical_crossentropy", {}})
+                              .value()
+                              ->compute(model.logits(), batch.labels.data(), 1, float(batch.size),
+                                        gradients ? &logits_gradient : nullptr)
+                              .value();
   if (gradients) {
     EXPECT_TRUE(model.backward(context, logits_gradient).ok());
   }
-  return result.loss_sum / batch.size;
+  return loss_sum / batch.size;
 }
 
 // Central differences of the loss in each of `values` (parameters of
@@ -304,7 +308,7 @@ TEST(Layers, BadConfigsNameTheLayerAndTheField) {
   expect_error({image, 10, {layer("flatten"), layer("convolution")}},
                "model.layers[1].type: unknown layer type 'convolution'");
   expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "10"}, {"activaton", "relu"}})}},
-               "model.layers[1].activaton: unknown field for a dense layer");
+               "model.layers[1].activaton: unknown field for dense");
   expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "10"}, {"activation", "tanh"}})}},
                "model.layers[1].activation: expected relu or linear, got 'tanh'");
   expect_error({image, 10, {layer("flatten"), layer("dense", {{"units", "12"}})}},

@@ -603,7 +603,7 @@ TEST_F(Pipelines, LoadsADatasetInFileOrder) {
   ASSERT_TRUE(data.ok()) << data.status().message();
   EXPECT_EQ(data->examples, 7u);
   EXPECT_EQ(data->images, (std::vector<float>{0, 1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(data->labels, (std::vector<uint8_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(data->labels, (std::vector<float>{0, 1, 2, 3, 4, 5, 6}));
 }
 
 }  // namespace

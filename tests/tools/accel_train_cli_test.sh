@@ -210,6 +210,19 @@ expect 2 "beta.yaml|train.beta2: must be in \[0, 1\), got 1.5" --config "$work/b
 printf 'callbacks:\n  early_stopping:\n    patience: -2\n' >"$work/patience.yaml"
 expect 2 "patience.yaml: callbacks.early_stopping.patience: cannot read '-2' as a whole number" \
   --config "$work/patience.yaml"
+# Losses and metrics by name: each metric is logged for training,
+# validation and test, and a callback may watch any of them.
+printf 'train:\n  metrics: [accuracy, {type: top_k_accuracy, k: 3}, perplexity]\ncallbacks:\n  early_stopping: {monitor: val_top_3_accuracy, patience: 2}\n' >"$work/metrics.yaml"
+expect 0 "test_loss: [0-9.]+ - test_accuracy: [0-9.]+ - test_perplexity: [0-9.]+ - test_top_3_accuracy: [0-9.]+" \
+  "${small[@]}" --config "$work/metrics.yaml" --epochs 1
+printf 'train:\n  metrics: [{type: top_k_accuracy, q: 3}]\n' >"$work/metric_field.yaml"
+expect 2 "train.metrics\[0\].q: unknown field for top_k_accuracy" --config "$work/metric_field.yaml" --print-config
+printf 'train:\n  loss: hinge\n' >"$work/loss.yaml"
+expect 2 "train.loss: type: unknown loss 'hinge' \(expected one of sparse_categorical_crossentropy" \
+  --config "$work/loss.yaml" --print-config
+printf 'callbacks:\n  early_stopping: {monitor: val_auc}\n' >"$work/monitor.yaml"
+expect 2 "callbacks.early_stopping.monitor: expected one of loss, accuracy, val_loss, val_accuracy, got 'val_auc'" \
+  --config "$work/monitor.yaml" --print-config
 # Each optimizer of the registry trains from the command line.
 expect 0 "lars lr=2 \(constant\)" "${small[@]}" --epochs 1 --optimizer lars --learning-rate 2
 expect 0 "adamw lr=0.003 \(constant\)" "${small[@]}" --epochs 1 --optimizer adamw --clipnorm 1

@@ -205,7 +205,7 @@ int train(const TrainConfig& config) {
   if (data.test.examples > 0) {
     auto tested = evaluate(trainer, data.test);
     if (!tested.ok()) return fail(tested.status());
-    std::printf("test_loss: %.4f - test_accuracy: %.4f\n", tested->at("loss"), tested->at("accuracy"));
+    print_test_logs(*tested);
     if (config.ranking && lead)
       if (Status ranked = report_ranking(trainer, config, data.test); !ranked.ok()) return fail(ranked);
   }

@@ -8,6 +8,7 @@
 #include "config_schema.h"
 #include "config_value.h"
 #include "systole/driver.h"
+#include "systole/loss.h"
 #include "systole/optimizer.h"
 
 namespace systole {
@@ -113,7 +114,14 @@ std::vector<std::string> schedule_names() {
   return names;
 }
 
-const std::vector<std::string> kMonitors = {"loss", "accuracy", "val_loss", "val_accuracy"};
+// A value of the logs a callback watches: the loss, a metric's name, or
+// either on the validation set (val_). Which names exist depends on the
+// metrics, so validate_train_config checks it.
+ConfigField monitor(const char* key, std::string TrainConfig::*member, const char* help) {
+  ConfigField f = field(key, member, help);
+  f.values = "loss or a metric's name, either with val_ for the validation set's";
+  return f;
+}
 
 // A section's switch: on when the section is in the file.
 ConfigField section(const char* key, bool TrainConfig::*member, const char* help) {
@@ -159,61 +167,112 @@ ConfigField devices_field() {
   return f;
 }
 
-// model.layers: a list of mappings, each with a type; the layer's fields
-// are read by the layer (its values kept as written).
-ConfigField layers_field() {
-  ConfigField f;
-  f.key = "model.layers";
-  f.type = "list of layers";
-  f.help = "the model, Keras style: [{type: conv2d, filters: 32, kernel_size: 3}, ...]";
-  f.read = [](const YAML::Node& node, TrainConfig& config) -> Status {
-    if (!node.IsSequence()) return invalid("expected a list of layers");
-    std::vector<LayerConfig> layers;
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      const std::string where = "[" + std::to_string(i) + "]";
-      const YAML::Node entry = node[i];
-      if (!entry.IsMap() || !entry["type"] || !entry["type"].IsScalar())
-        return invalid(where + ": expected a mapping with a type ({type: dense, units: 10})");
-      LayerConfig layer;
-      layer.type = entry["type"].Scalar();
-      for (const auto& item : entry) {
-        const std::string key = item.first.as<std::string>();
-        if (key == "type") continue;
-        const YAML::Node value = item.second;
-        std::string text;
-        if (value.IsScalar()) {
-          text = value.Scalar();
-        } else if (value.IsSequence()) {
-          text = "[";
-          for (std::size_t j = 0; j < value.size(); ++j) {
-            if (!value[j].IsScalar())
-              return invalid(where + "." + key + ": expected a value or a list of values");
-            text += (j ? ", " : "") + value[j].Scalar();
-          }
-          text += "]";
-        } else {
-          return invalid(where + "." + key + ": expected a value or a list of values");
-        }
-        layer.fields.emplace_back(key, text);
+// A layer, loss or metric as the file writes it: {type: dense, units: 10}
+// (a loss or metric may be its type alone), its fields' values kept as
+// written ("3", "[3, 3]") for the class to read.
+Status read_typed(const YAML::Node& entry, bool name_alone, LayerConfig& typed) {
+  if (name_alone && entry.IsScalar()) {
+    typed = {entry.Scalar(), {}};
+    return ok_status();
+  }
+  if (!entry.IsMap() || !entry["type"] || !entry["type"].IsScalar())
+    return invalid(": expected a mapping with a type ({type: dense, units: 10})");
+  typed = {entry["type"].Scalar(), {}};
+  for (const auto& item : entry) {
+    const std::string key = item.first.as<std::string>();
+    if (key == "type") continue;
+    const YAML::Node value = item.second;
+    std::string text;
+    if (value.IsScalar()) {
+      text = value.Scalar();
+    } else if (value.IsSequence()) {
+      text = "[";
+      for (std::size_t j = 0; j < value.size(); ++j) {
+        if (!value[j].IsScalar()) return invalid("." + key + ": expected a value or a list of values");
+        text += (j ? ", " : "") + value[j].Scalar();
       }
-      layers.push_back(std::move(layer));
+      text += "]";
+    } else {
+      return invalid("." + key + ": expected a value or a list of values");
     }
-    config.layers = std::move(layers);
+    typed.fields.emplace_back(key, text);
+  }
+  return ok_status();
+}
+
+YAML::Node write_typed(const LayerConfig& typed, bool name_alone) {
+  if (name_alone && typed.fields.empty()) return YAML::Node(typed.type);
+  YAML::Node node;
+  node["type"] = typed.type;
+  for (const auto& [key, text] : typed.fields)
+    node[key] = !text.empty() && text.front() == '[' ? YAML::Load(text) : YAML::Node(text);
+  node.SetStyle(YAML::EmitterStyle::Flow);
+  return node;
+}
+
+// A list of typed entries (model.layers, train.metrics); errors name the
+// entry ("[2].units: ...").
+ConfigField typed_list(const char* key, std::vector<LayerConfig> TrainConfig::*member, bool name_alone,
+                       const char* type, const char* help) {
+  ConfigField f;
+  f.key = key;
+  f.type = type;
+  f.help = help;
+  f.read = [member, name_alone](const YAML::Node& node, TrainConfig& config) -> Status {
+    if (!node.IsSequence()) return invalid(std::string("expected a list, got '") + written(node) + "'");
+    std::vector<LayerConfig> list(node.size());
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const Status status = read_typed(node[i], name_alone, list[i]);
+      if (!status.ok()) return invalid("[" + std::to_string(i) + "]" + status.message());
+    }
+    config.*member = std::move(list);
     return ok_status();
   };
-  f.write = [](const TrainConfig& config) {
+  f.write = [member, name_alone](const TrainConfig& config) {
     YAML::Node list(YAML::NodeType::Sequence);
-    for (const LayerConfig& layer : config.layers) {
-      YAML::Node node;
-      node["type"] = layer.type;
-      for (const auto& [key, text] : layer.fields)
-        node[key] = !text.empty() && text.front() == '[' ? YAML::Load(text) : YAML::Node(text);
-      node.SetStyle(YAML::EmitterStyle::Flow);
-      list.push_back(node);
-    }
+    for (const LayerConfig& typed : config.*member) list.push_back(write_typed(typed, name_alone));
+    if ((config.*member).empty() || name_alone) list.SetStyle(YAML::EmitterStyle::Flow);
     return list;
   };
+  return f;
+}
+
+// model.layers: the model, Keras style.
+ConfigField layers_field() {
+  ConfigField f = typed_list("model.layers", &TrainConfig::layers, false, "list of layers",
+                             "the model, Keras style: [{type: conv2d, filters: 32, kernel_size: 3}, ...]");
   f.present = [](const TrainConfig& config) { return !config.layers.empty(); };
+  return f;
+}
+
+// train.loss: a registered loss, its type alone or with its fields.
+ConfigField loss_field() {
+  ConfigField f;
+  f.key = "train.loss";
+  f.type = "a loss: its type, or {type, fields}";
+  f.help = "the loss (Keras' compile(loss=...))";
+  f.values = joined(loss_types());
+  f.read = [](const YAML::Node& node, TrainConfig& config) -> Status {
+    const Status status = read_typed(node, true, config.loss);
+    return status.ok() || status.message().front() != ':' ? status : invalid(status.message().substr(2));
+  };
+  f.write = [](const TrainConfig& config) { return write_typed(config.loss, true); };
+  f.check = [](const TrainConfig& config) { return make_loss(config.loss).status(); };
+  return f;
+}
+
+ConfigField metrics_field() {
+  ConfigField f =
+      typed_list("train.metrics", &TrainConfig::metrics, true, "list of metrics: types, or {type, fields}",
+                 "the metrics (Keras' compile(metrics=[...]))");
+  f.values = "each one of " + joined(metric_types());
+  f.check = [](const TrainConfig& config) -> Status {
+    for (std::size_t i = 0; i < config.metrics.size(); ++i) {
+      const Status status = make_metric(config.metrics[i]).status();
+      if (!status.ok()) return Status(status.code(), "[" + std::to_string(i) + "]." + status.message());
+    }
+    return ok_status();
+  };
   return f;
 }
 
@@ -402,6 +461,8 @@ std::vector<ConfigField> make_fields() {
                   .with_flag("--global-batch"));
   f.push_back(choice("train.optimizer", &C::optimizer, optimizer_names, "the optimizer of the dense tensors")
                   .with_flag("--optimizer"));
+  f.push_back(loss_field());
+  f.push_back(metrics_field());
   f.push_back(number("train.learning_rate", &C::learning_rate, positive(), "the base learning rate")
                   .with_flag("--learning-rate"));
   f.push_back(choice("train.schedule", &C::schedule, schedule_names, "the learning-rate schedule over steps")
@@ -461,11 +522,9 @@ std::vector<ConfigField> make_fields() {
       field("checkpoint.resume", &C::resume, "resume from checkpoint.dir").with_flag("--resume").as_switch());
   f.push_back(field("checkpoint.save_best_only", &C::save_best_only,
                     "write the checkpoint only after an epoch that improves checkpoint.monitor"));
-  f.push_back(
-      choice("checkpoint.monitor", &C::checkpoint_monitor, fixed(kMonitors), "save_best_only's value"));
+  f.push_back(monitor("checkpoint.monitor", &C::checkpoint_monitor, "save_best_only's value"));
   f.push_back(section("callbacks.early_stopping", &C::early_stopping, "Keras' EarlyStopping, when present"));
-  f.push_back(choice("callbacks.early_stopping.monitor", &C::early_stopping_monitor, fixed(kMonitors),
-                     "the value watched")
+  f.push_back(monitor("callbacks.early_stopping.monitor", &C::early_stopping_monitor, "the value watched")
                   .only_when(early_stopping_on));
   f.push_back(number("callbacks.early_stopping.patience", &C::early_stopping_patience, at_least(0),
                      "epochs without improvement before stopping")

@@ -6,6 +6,7 @@
 #include "npy_matrix.h"
 #include "run_data.h"
 #include "run_device.h"
+#include "run_report.h"
 #include "systole/fit.h"
 #include "systole/mpi_process_group.h"
 #include "systole/output_file.h"
@@ -81,7 +82,7 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
                                                            shape_text(spec->input_shape)));
     auto tested = evaluate(**trainer, *test);
     if (!tested.ok()) return fail(tested.status());
-    std::printf("test_loss: %.4f - test_accuracy: %.4f\n", tested->at("loss"), tested->at("accuracy"));
+    print_test_logs(*tested);
     return 0;
   }
   uint32_t count = 0;

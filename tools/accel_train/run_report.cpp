@@ -46,6 +46,13 @@ void print_run_summary(const TrainConfig& config, const Device& device, const st
   std::printf("data: %s\n", data.c_str());
 }
 
+void print_test_logs(const Logs& logs) {
+  std::printf("test_loss: %.4f", logs.at("loss"));
+  for (const auto& [name, value] : logs)
+    if (name != "loss") std::printf(" - test_%s: %.4f", name.c_str(), value);
+  std::printf("\n");
+}
+
 ProjectionMeter::ProjectionMeter(Device device) : device_(std::move(device)), total_(device_.projection()) {
   if (total_.ok()) total_ = total_->since(*total_);  // zero
 }

@@ -21,6 +21,10 @@ namespace systole {
 void print_run_summary(const TrainConfig& config, const Device& device, const std::vector<uint32_t>& units,
                        const Trainer& trainer, const ProcessGroup* group, const std::string& data);
 
+// "test_loss: 0.3021 - test_accuracy: 0.8912": an evaluation's logs, the
+// loss first.
+void print_test_logs(const Logs& logs);
+
 // perf: adds up the board's projection over the training steps of each
 // epoch (its validation pass left out), and prints it.
 class ProjectionMeter {

@@ -40,6 +40,21 @@ Status validate_train_config(const TrainConfig& c) {
     return invalid("train.decay_steps: the " + c.schedule + " schedule needs decay_steps >= 1");
   if (c.clipnorm > 0 && c.global_clipnorm > 0)
     return invalid("train.clipnorm and train.global_clipnorm: set at most one of them");
+  // A monitored value must be one the logs will hold.
+  std::vector<std::string> logged = {"loss"};
+  for (const MetricConfig& metric : c.metrics)
+    if (auto made = make_metric(metric); made.ok()) logged.push_back((*made)->name());
+  const std::size_t train_values = logged.size();
+  for (std::size_t i = 0; i < train_values; ++i) logged.push_back("val_" + logged[i]);
+  auto check_monitor = [&](const char* key, const std::string& monitor) {
+    if (std::find(logged.begin(), logged.end(), monitor) != logged.end()) return ok_status();
+    std::string names;
+    for (const std::string& name : logged) names += (names.empty() ? "" : ", ") + name;
+    return invalid(std::string(key) + ": expected one of " + names + ", got '" + monitor + "'");
+  };
+  if (c.early_stopping)
+    SYSTOLE_RETURN_IF_ERROR(check_monitor("callbacks.early_stopping.monitor", c.early_stopping_monitor));
+  if (c.save_best_only) SYSTOLE_RETURN_IF_ERROR(check_monitor("checkpoint.monitor", c.checkpoint_monitor));
   if (c.save_best_only && c.checkpoint_dir.empty())
     return invalid("checkpoint.save_best_only: needs checkpoint.dir");
   if (c.resume && c.checkpoint_dir.empty()) return invalid("checkpoint.resume: needs checkpoint.dir");
@@ -156,6 +171,8 @@ Result<TrainerConfig> trainer_settings(const TrainConfig& config, const ModelSpe
     schedule.decay_steps =
         std::max<uint64_t>(1, steps > schedule.warmup_steps ? steps - schedule.warmup_steps : 1);
   }
+  settings.loss = config.loss;
+  settings.metrics = config.metrics;
   settings.global_batch = config.global_batch;
   settings.seed = config.seed;
   settings.steps_per_execution = config.steps_per_execution;

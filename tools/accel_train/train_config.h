@@ -61,6 +61,9 @@ struct TrainConfig {
   uint32_t global_batch = TrainerConfig().global_batch;
   // The optimizer (systole/optimizer.h): its name in the registry and its
   // settings.
+  // Keras' compile(loss=..., metrics=[...]): registered classes by type.
+  LossConfig loss = TrainerConfig().loss;
+  std::vector<MetricConfig> metrics = TrainerConfig().metrics;
   std::string optimizer = OptimizerConfig().name;
   float learning_rate = OptimizerConfig().learning_rate;
   float momentum = OptimizerConfig().momentum;

@@ -15,15 +15,18 @@
 
 namespace systole {
 
-// Images as rows of `features` floats in [0, 1] (height x width x 1,
-// row-major), and their class labels.
+// Examples as rows of `features` floats (images: height x width x 1,
+// row-major, in [0, 1]), and their labels: `label_width` fp32 values per
+// example (a class index, exact up to 2^24; a class per position of a
+// sequence; a regression's targets).
 struct Dataset {
   uint32_t examples = 0;
   uint32_t features = 0;
   std::vector<uint32_t> shape;  // one example: {height, width, 1}
   uint32_t classes = 0;
-  std::vector<float> images;    // examples x features, row-major
-  std::vector<uint8_t> labels;  // examples
+  std::vector<float> images;  // examples x features, row-major
+  std::vector<float> labels;  // examples x label_width
+  uint32_t label_width = 1;
 
   // Examples [first, first + count) as a new dataset.
   Dataset slice(uint32_t first, uint32_t count) const;
@@ -43,11 +46,13 @@ Result<Dataset> read_idx(const std::string& images_path, const std::string& labe
 // t10k-*-idx?-ubyte, each with or without .gz), as Fashion-MNIST ships.
 Result<Dataset> load_fashion_mnist(const std::string& directory, bool train, uint32_t classes = 0);
 
-// One batch: `size` examples' features (row-major) and labels.
+// One batch: `size` examples' features (row-major) and labels
+// (label_width per example).
 struct Batch {
   std::vector<float> images;
-  std::vector<uint8_t> labels;
+  std::vector<float> labels;
   uint32_t size = 0;
+  uint32_t label_width = 1;
 };
 
 // The batches of one epoch: examples shuffled with (seed, epoch), cut into

@@ -122,7 +122,7 @@ struct History {
 Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& options,
                     const Callbacks& callbacks = {});
 
-// Loss and accuracy over `data` ("loss", "accuracy"), with the callbacks'
+// The loss and the metrics over `data` ("loss", "accuracy", ...), with the callbacks'
 // test hooks.
 Result<Logs> evaluate(Trainer& trainer, const Dataset& data, const Callbacks& callbacks = {});
 

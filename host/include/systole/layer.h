@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -29,6 +30,35 @@ struct Activations {
   uint32_t batch = 0;
   Shape shape;
   std::vector<float> values;  // batch x shape_elements(shape)
+};
+
+// The input shapes of a layer, in the order its config names its inputs.
+using Shapes = std::vector<Shape>;
+
+// The input tensors of a pass, in the order of build()'s shapes (one for
+// most layers; a graph model gives a layer several).
+class Inputs {
+ public:
+  Inputs(std::initializer_list<const Activations*> tensors) : tensors_(tensors) {}
+  explicit Inputs(std::vector<const Activations*> tensors) : tensors_(std::move(tensors)) {}
+  std::size_t size() const { return tensors_.size(); }
+  const Activations& operator[](std::size_t i) const { return *tensors_[i]; }
+
+ private:
+  std::vector<const Activations*> tensors_;
+};
+
+// Where backward() puts dL/d(input i); null for an input that needs none
+// (the model's own input).
+class InputGradients {
+ public:
+  InputGradients(std::initializer_list<Activations*> tensors) : tensors_(tensors) {}
+  explicit InputGradients(std::vector<Activations*> tensors) : tensors_(std::move(tensors)) {}
+  std::size_t size() const { return tensors_.size(); }
+  Activations* operator[](std::size_t i) const { return tensors_[i]; }
+
+ private:
+  std::vector<Activations*> tensors_;
 };
 
 // What a pass needs besides its tensors.
@@ -86,26 +116,33 @@ struct LayerSite {
   uint32_t torch_index = 0;  // first module of the equivalent torch.nn.Sequential
 };
 
+// A layer, as Keras has it: it declares its tensors when it learns its
+// input shapes, then computes forward and backward passes. A program adds
+// its own with register_layer.
 class Layer {
  public:
   virtual ~Layer() = default;
 
-  // Checks the input shape, declares the layer's tensors in `store` (named
-  // "<torch_index>.weight" etc.) and returns the output shape.
-  virtual Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) = 0;
+  // How many inputs the layer takes (the model checks before build()).
+  virtual uint32_t min_inputs() const { return 1; }
+  virtual uint32_t max_inputs() const { return 1; }
+
+  // Checks the input shapes, declares the layer's tensors in `store`
+  // (named "<torch_index>.weight" etc.) and returns the output shape.
+  virtual Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore& store) = 0;
   // Initial values of the declared tensors, drawn from `rng` in Keras' order.
   virtual void initialize(ParameterStore& store, std::mt19937_64& rng) const {
     (void)store;
     (void)rng;
   }
-  virtual Status forward(LayerContext& context, ParameterStore& store, const Activations& input,
+  virtual Status forward(LayerContext& context, ParameterStore& store, const Inputs& inputs,
                          Activations& output) = 0;
   // From dL/d(output): sets the gradients of the layer's trainable tensors
-  // and, when `input_gradient` is not null, dL/d(input). `input` and
+  // and dL/d(input i) for each non-null input_gradients[i]. `inputs` and
   // `output` are those of the last training forward pass.
-  virtual Status backward(LayerContext& context, ParameterStore& store, const Activations& input,
+  virtual Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs,
                           const Activations& output, const Activations& output_gradient,
-                          Activations* input_gradient) = 0;
+                          const InputGradients& input_gradients) = 0;
 
   // How many modules of the equivalent torch.nn.Sequential this layer is
   // (a Dense with a fused ReLU is Linear + ReLU: 2).
@@ -120,8 +157,15 @@ void pass_through(const Activations& input, Activations& output);
 // Gives `gradient` the batch and shape of `input`, all zeros.
 void zeros_like(const Activations& input, Activations& gradient);
 
-// The layer types, by the `type` a config names. Adding a layer type is one
-// file with its class and a make_ function, plus its line in registry.cpp.
+// Makes a layer from its config's fields, read through `args` (a field no
+// reader asks for is an error).
+using LayerFactory = std::function<Result<std::unique_ptr<Layer>>(LayerArgs& args)>;
+
+// Adds a layer type a config can name (Keras' registration): the built-in
+// types are there from the start (layer_types()); a name is taken once.
+Status register_layer(const std::string& type, LayerFactory factory);
+
+// The layer a config names, its fields checked.
 Result<std::unique_ptr<Layer>> make_layer(const LayerConfig& config);
 std::vector<std::string> layer_types();
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A Sequential model: a list of layers (as a Keras user writes
-// tf.keras.Sequential), its parameter store, and softmax cross-entropy on
-// top of the last layer's logits.
+// tf.keras.Sequential) and its parameter store. The loss on its output is
+// the trainer's (systole/loss.h).
 #pragma once
 
 #include <algorithm>
@@ -16,8 +16,8 @@
 namespace systole {
 
 struct ModelSpec {
-  Shape input_shape;  // one example
-  uint32_t classes = 0;
+  Shape input_shape;     // one example
+  uint32_t classes = 0;  // the width of the last layer's output
   std::vector<LayerConfig> layers;
 
   // The spec as JSON (checkpoint metadata) and back.
@@ -29,16 +29,15 @@ struct ModelSpec {
 // `model.hidden` shorthand (784-256-128-10 is hidden [256, 128]).
 ModelSpec dense_stack(uint32_t inputs, const std::vector<uint32_t>& hidden, uint32_t classes);
 
+// What a step or an evaluation adds up: the examples' losses and the
+// metrics' sums (Metric::update), which add over batches and replicas.
 struct StepResult {
-  double loss_sum = 0;   // sum of the examples' cross-entropy losses
-  uint32_t correct = 0;  // examples whose arg-max logit is the label
+  double loss_sum = 0;  // the sum of the examples' losses
   uint32_t examples = 0;
-};
+  std::vector<double> metric_sums;  // each metric's sums in turn
 
-// Loss and accuracy of `logits` (batch x classes); with `gradient`, also
-// d(loss sum / divisor)/d(logits).
-StepResult softmax_cross_entropy(const Activations& logits, const uint8_t* labels, float divisor,
-                                 std::vector<float>* gradient);
+  StepResult& operator+=(const StepResult& other);
+};
 
 class Sequential {
  public:

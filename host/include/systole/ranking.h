@@ -13,7 +13,7 @@ namespace systole {
 // The area under the ROC curve of `scores` against 0/1 `labels`: the chance
 // that a random positive outscores a random negative, ties counting half
 // (the Mann-Whitney statistic). NaN when either class is absent.
-double roc_auc(const std::vector<float>& scores, const std::vector<uint8_t>& labels);
+double roc_auc(const std::vector<float>& scores, const std::vector<float>& labels);
 
 // (user, item) pairs, as ids (hash buckets).
 struct Interactions {

@@ -18,6 +18,7 @@
 
 #include "systole/checkpoint.h"
 #include "systole/dataset.h"
+#include "systole/loss.h"
 #include "systole/matmul.h"
 #include "systole/model.h"
 #include "systole/optimizer.h"
@@ -28,6 +29,11 @@ namespace systole {
 struct TrainerConfig {
   ModelSpec model;
   OptimizerConfig optimizer;
+  // Keras' compile(loss=..., metrics=[...]): registered losses and metrics
+  // by type, and the labels each example has.
+  LossConfig loss = {"sparse_categorical_crossentropy", {}};
+  std::vector<MetricConfig> metrics = {{"accuracy", {}}};
+  uint32_t label_width = 1;
   uint32_t global_batch = 128;
   uint64_t seed = 1;
   // Keras' steps_per_execution, as the hardware can honour it: evaluation
@@ -63,9 +69,13 @@ class Trainer {
   // sharded input pipeline): `local` holds this process's
   // local_replicas() * per_replica_batch() examples, in replica order.
   Result<StepResult> step_local(const Batch& local);
-  // Loss and accuracy over a data set (each replica of the job evaluates a
-  // shard; every process gets the totals).
+  // The loss and metrics' sums over a data set (each replica of the job
+  // evaluates a shard; every process gets the totals).
   Result<StepResult> evaluate(const Dataset& data);
+
+  // A result's values by name: "loss" (the mean over its examples) and
+  // each metric's, in the order of config().metrics.
+  std::vector<std::pair<std::string, double>> results(const StepResult& result) const;
 
   // Per-example logits of `count` inputs, in evaluation mode, on replica 0;
   // or, given `layers`, the output of the model's first `layers` layers
@@ -105,8 +115,16 @@ class Trainer {
   Trainer(const TrainerConfig& config, uint32_t replicas, ProcessGroup* group)
       : config_(config), strategy_(replicas, group) {}
 
+  // The loss and metrics of a replica's output on `count` examples from
+  // `labels` (gradient: the loss's, over the global batch).
+  Result<StepResult> score(const Activations& output, const float* labels, float divisor,
+                           std::vector<float>* gradient) const;
+
   TrainerConfig config_;
   Strategy strategy_;
+  std::unique_ptr<Loss> loss_;
+  std::vector<std::unique_ptr<Metric>> metrics_;
+  std::size_t metric_sums_ = 0;
   std::vector<ReplicaState> replicas_;
 };
 

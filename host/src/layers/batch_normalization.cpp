@@ -24,7 +24,8 @@ class BatchNormalization final : public Layer {
   BatchNormalization(float momentum, float epsilon, bool sync)
       : momentum_(momentum), epsilon_(epsilon), sync_(sync) {}
 
-  Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
+  Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore& store) override {
+    const Shape& input = inputs[0];
     if (input.size() != 1 && input.size() != 3)
       return Status(
           StatusCode::kInvalidArgument,
@@ -46,8 +47,9 @@ class BatchNormalization final : public Layer {
     std::fill_n(store.values(moving_var_), channels_, 1.0f);
   }
 
-  Status forward(LayerContext& context, ParameterStore& store, const Activations& input,
+  Status forward(LayerContext& context, ParameterStore& store, const Inputs& inputs,
                  Activations& output) override {
+    const Activations& input = inputs[0];
     pass_through(input, output);
     const std::size_t rows = std::size_t(input.batch) * spatial_;
     const float* gamma = store.values(gamma_);
@@ -75,8 +77,10 @@ class BatchNormalization final : public Layer {
     return ok_status();
   }
 
-  Status backward(LayerContext& context, ParameterStore& store, const Activations& input, const Activations&,
-                  const Activations& output_gradient, Activations* input_gradient) override {
+  Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs, const Activations&,
+                  const Activations& output_gradient, const InputGradients& input_gradients) override {
+    const Activations& input = inputs[0];
+    Activations* input_gradient = input_gradients[0];
     const std::size_t rows = std::size_t(input.batch) * spatial_;
     const std::vector<float>& dy = output_gradient.values;
     std::vector<double> sum_dy(channels_, 0.0), sum_dy_x_hat(channels_, 0.0);

@@ -35,7 +35,8 @@ class Conv2D final : public Layer {
         relu_(relu),
         use_bias_(use_bias) {}
 
-  Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
+  Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore& store) override {
+    const Shape& input = inputs[0];
     if (input.size() != 3)
       return Status(StatusCode::kInvalidArgument,
                     "conv2d expects height x width x channels, got " + shape_text(input));
@@ -79,8 +80,9 @@ class Conv2D final : public Layer {
                    });
   }
 
-  Status forward(LayerContext& context, ParameterStore& store, const Activations& input,
+  Status forward(LayerContext& context, ParameterStore& store, const Inputs& inputs,
                  Activations& output) override {
+    const Activations& input = inputs[0];
     const uint32_t batch = input.batch;
     output.batch = batch;
     output.shape = {oh_, ow_, filters_};
@@ -105,9 +107,11 @@ class Conv2D final : public Layer {
     return ok_status();
   }
 
-  Status backward(LayerContext& context, ParameterStore& store, const Activations& input,
+  Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs,
                   const Activations& output, const Activations& output_gradient,
-                  Activations* input_gradient) override {
+                  const InputGradients& input_gradients) override {
+    const Activations& input = inputs[0];
+    Activations* input_gradient = input_gradients[0];
     const uint32_t batch = input.batch;
     const float* delta = output_gradient.values.data();
     if (relu_) {

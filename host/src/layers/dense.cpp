@@ -15,7 +15,8 @@ class Dense final : public Layer {
  public:
   Dense(uint32_t units, bool relu, bool use_bias) : units_(units), relu_(relu), use_bias_(use_bias) {}
 
-  Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
+  Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore& store) override {
+    const Shape& input = inputs[0];
     if (input.size() != 1 && input.size() != 2)
       return Status(StatusCode::kInvalidArgument,
                     "dense expects a flat input or rows of one, got " + shape_text(input) +
@@ -38,8 +39,9 @@ class Dense final : public Layer {
     });
   }
 
-  Status forward(LayerContext& context, ParameterStore& store, const Activations& input,
+  Status forward(LayerContext& context, ParameterStore& store, const Inputs& inputs,
                  Activations& output) override {
+    const Activations& input = inputs[0];
     output.batch = input.batch;
     output.shape = input.shape;
     output.shape.back() = units_;
@@ -57,9 +59,11 @@ class Dense final : public Layer {
     return context.matmul->run(call);
   }
 
-  Status backward(LayerContext& context, ParameterStore& store, const Activations& input,
+  Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs,
                   const Activations& output, const Activations& output_gradient,
-                  Activations* input_gradient) override {
+                  const InputGradients& input_gradients) override {
+    const Activations& input = inputs[0];
+    Activations* input_gradient = input_gradients[0];
     const uint32_t batch = input.batch * rows_;  // the product's M
     const float* delta = output_gradient.values.data();
     if (relu_) {

@@ -40,7 +40,8 @@ class Dot final : public Layer {
  public:
   explicit Dot(const DotOptions& options) : options_(options) {}
 
-  Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
+  Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore& store) override {
+    const Shape& input = inputs[0];
     if (input.size() != 2 || input[0] != 2)
       return Status(StatusCode::kInvalidArgument,
                     "dot expects [2, d] (two towers' vectors), got " + shape_text(input));
@@ -54,8 +55,8 @@ class Dot final : public Layer {
     return Shape{2};
   }
 
-  Status forward(LayerContext&, ParameterStore& store, const Activations& input,
-                 Activations& output) override {
+  Status forward(LayerContext&, ParameterStore& store, const Inputs& inputs, Activations& output) override {
+    const Activations& input = inputs[0];
     output.batch = input.batch;
     output.shape = {2};
     output.values.resize(std::size_t(input.batch) * 2);
@@ -70,8 +71,10 @@ class Dot final : public Layer {
     return ok_status();
   }
 
-  Status backward(LayerContext&, ParameterStore& store, const Activations& input, const Activations&,
-                  const Activations& output_gradient, Activations* input_gradient) override {
+  Status backward(LayerContext&, ParameterStore& store, const Inputs& inputs, const Activations&,
+                  const Activations& output_gradient, const InputGradients& input_gradients) override {
+    const Activations& input = inputs[0];
+    Activations* input_gradient = input_gradients[0];
     if (options_.use_bias) {  // db = the sum of ds
       float bias_gradient = 0.0f;
       for (uint32_t b = 0; b < input.batch; ++b)

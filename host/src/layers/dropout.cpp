@@ -12,13 +12,14 @@ class Dropout final : public Layer {
  public:
   explicit Dropout(float rate) : rate_(rate) {}
 
-  Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore&) override {
+  Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore&) override {
+    const Shape& input = inputs[0];
     layer_ = site.index;
     return input;
   }
 
-  Status forward(LayerContext& context, ParameterStore&, const Activations& input,
-                 Activations& output) override {
+  Status forward(LayerContext& context, ParameterStore&, const Inputs& inputs, Activations& output) override {
+    const Activations& input = inputs[0];
     pass_through(input, output);
     if (!context.training || rate_ == 0.0f) {
       mask_.clear();
@@ -38,8 +39,10 @@ class Dropout final : public Layer {
     return ok_status();
   }
 
-  Status backward(LayerContext&, ParameterStore&, const Activations& input, const Activations&,
-                  const Activations& output_gradient, Activations* input_gradient) override {
+  Status backward(LayerContext&, ParameterStore&, const Inputs& inputs, const Activations&,
+                  const Activations& output_gradient, const InputGradients& input_gradients) override {
+    const Activations& input = inputs[0];
+    Activations* input_gradient = input_gradients[0];
     if (!input_gradient) return ok_status();
     pass_through(output_gradient, *input_gradient);
     input_gradient->shape = input.shape;

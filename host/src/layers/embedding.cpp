@@ -26,7 +26,8 @@ class Embedding final : public Layer {
   Embedding(std::vector<uint32_t> input_dims, uint32_t output_dim)
       : input_dims_(std::move(input_dims)), width_(output_dim) {}
 
-  Result<Shape> build(const Shape& input, const LayerSite& site, ParameterStore& store) override {
+  Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore& store) override {
+    const Shape& input = inputs[0];
     if (input.size() != 1)
       return Status(StatusCode::kInvalidArgument,
                     "embedding expects a flat input of ids, got " + shape_text(input));
@@ -55,8 +56,8 @@ class Embedding final : public Layer {
     for (std::size_t i = 0; i < std::size_t(rows_) * width_; ++i) table[i] = uniform(rng);
   }
 
-  Status forward(LayerContext&, ParameterStore& store, const Activations& input,
-                 Activations& output) override {
+  Status forward(LayerContext&, ParameterStore& store, const Inputs& inputs, Activations& output) override {
+    const Activations& input = inputs[0];
     output.batch = input.batch;
     output.shape = {columns_, width_};
     output.values.resize(std::size_t(input.batch) * columns_ * width_);
@@ -78,8 +79,10 @@ class Embedding final : public Layer {
     return ok_status();
   }
 
-  Status backward(LayerContext& context, ParameterStore& store, const Activations& input, const Activations&,
-                  const Activations& output_gradient, Activations* input_gradient) override {
+  Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs, const Activations&,
+                  const Activations& output_gradient, const InputGradients& input_gradients) override {
+    const Activations& input = inputs[0];
+    Activations* input_gradient = input_gradients[0];
     if (input_gradient) zeros_like(input, *input_gradient);  // ids have no gradient
     // This replica's rows: the output gradients of each row's uses, summed
     // in example order.

@@ -11,12 +11,14 @@ namespace {
 
 class Flatten final : public Layer {
  public:
-  Result<Shape> build(const Shape& input, const LayerSite&, ParameterStore&) override {
+  Result<Shape> build(const Shapes& inputs, const LayerSite&, ParameterStore&) override {
+    const Shape& input = inputs[0];
     input_ = input;
     return Shape{uint32_t(shape_elements(input))};
   }
 
-  Status forward(LayerContext&, ParameterStore&, const Activations& input, Activations& output) override {
+  Status forward(LayerContext&, ParameterStore&, const Inputs& inputs, Activations& output) override {
+    const Activations& input = inputs[0];
     if (input.shape.size() != 3) {
       pass_through(input, output);
       output.shape = {uint32_t(shape_elements(input.shape))};
@@ -29,8 +31,10 @@ class Flatten final : public Layer {
     return ok_status();
   }
 
-  Status backward(LayerContext&, ParameterStore&, const Activations& input, const Activations&,
-                  const Activations& output_gradient, Activations* input_gradient) override {
+  Status backward(LayerContext&, ParameterStore&, const Inputs& inputs, const Activations&,
+                  const Activations& output_gradient, const InputGradients& input_gradients) override {
+    const Activations& input = inputs[0];
+    Activations* input_gradient = input_gradients[0];
     if (!input_gradient) return ok_status();
     zeros_like(input, *input_gradient);
     if (input.shape.size() != 3)

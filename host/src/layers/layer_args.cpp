@@ -113,6 +113,7 @@ Result<float> LayerArgs::number(const std::string& key, float fallback, float lo
   const bool below_high = high_inclusive ? value <= high : value < high;
   if (text->empty() || *end != '\0' || !std::isfinite(value) || value < low || !below_high) {
     std::ostringstream range;
+    range.precision(9);  // 16777216, not 1.67772e+07
     range << "expected a number in [" << low << ", " << high << (high_inclusive ? "]" : ")");
     return invalid(key, range.str() + ", got '" + *text + "'");
   }
@@ -141,7 +142,7 @@ Result<bool> LayerArgs::boolean(const std::string& key, bool fallback) {
 
 Status LayerArgs::unknown_fields() const {
   for (std::size_t i = 0; i < config_.fields.size(); ++i)
-    if (!used_[i]) return invalid(config_.fields[i].first, "unknown field for a " + config_.type + " layer");
+    if (!used_[i]) return invalid(config_.fields[i].first, "unknown field for " + config_.type);
   return ok_status();
 }
 

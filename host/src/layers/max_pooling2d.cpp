@@ -11,7 +11,8 @@ class MaxPooling2D final : public Layer {
   MaxPooling2D(std::pair<uint32_t, uint32_t> pool, std::pair<uint32_t, uint32_t> strides)
       : ph_(pool.first), pw_(pool.second), sh_(strides.first), sw_(strides.second) {}
 
-  Result<Shape> build(const Shape& input, const LayerSite&, ParameterStore&) override {
+  Result<Shape> build(const Shapes& inputs, const LayerSite&, ParameterStore&) override {
+    const Shape& input = inputs[0];
     if (input.size() != 3)
       return Status(StatusCode::kInvalidArgument,
                     "max_pooling2d expects height x width x channels, got " + shape_text(input));
@@ -25,8 +26,8 @@ class MaxPooling2D final : public Layer {
     return Shape{oh_, ow_, c_};
   }
 
-  Status forward(LayerContext& context, ParameterStore&, const Activations& input,
-                 Activations& output) override {
+  Status forward(LayerContext& context, ParameterStore&, const Inputs& inputs, Activations& output) override {
+    const Activations& input = inputs[0];
     output.batch = input.batch;
     output.shape = {oh_, ow_, c_};
     output.values.resize(std::size_t(input.batch) * oh_ * ow_ * c_);
@@ -54,8 +55,10 @@ class MaxPooling2D final : public Layer {
     return ok_status();
   }
 
-  Status backward(LayerContext&, ParameterStore&, const Activations& input, const Activations&,
-                  const Activations& output_gradient, Activations* input_gradient) override {
+  Status backward(LayerContext&, ParameterStore&, const Inputs& inputs, const Activations&,
+                  const Activations& output_gradient, const InputGradients& input_gradients) override {
+    const Activations& input = inputs[0];
+    Activations* input_gradient = input_gradients[0];
     if (!input_gradient) return ok_status();
     zeros_like(input, *input_gradient);
     for (std::size_t i = 0; i < source_.size(); ++i)

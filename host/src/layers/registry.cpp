@@ -1,48 +1,45 @@
 // SPDX-License-Identifier: Apache-2.0
-// The layer types a config can name: the one table to extend.
+// The layer types a config can name: the built-in ones, and those a program
+// registers.
+#include "../registry.h"
 #include "layer_kit.h"
 
 namespace systole {
 namespace {
 
-struct LayerType {
-  const char* name;
-  Result<std::unique_ptr<Layer>> (*make)(LayerArgs& args);
-};
-
-constexpr LayerType kLayerTypes[] = {
-    {"dense", make_dense},
-    {"conv2d", make_conv2d},
-    {"max_pooling2d", make_max_pooling2d},
-    {"flatten", make_flatten},
-    {"batch_normalization", make_batch_normalization},
-    {"dropout", make_dropout},
-    {"relu", make_relu},
-    {"embedding", make_embedding},
-    {"dot", make_dot},
-};
+Registry<LayerFactory>& layer_registry() {
+  static Registry<LayerFactory> registry("layer type", {
+                                                           {"dense", make_dense},
+                                                           {"conv2d", make_conv2d},
+                                                           {"max_pooling2d", make_max_pooling2d},
+                                                           {"flatten", make_flatten},
+                                                           {"batch_normalization", make_batch_normalization},
+                                                           {"dropout", make_dropout},
+                                                           {"relu", make_relu},
+                                                           {"embedding", make_embedding},
+                                                           {"dot", make_dot},
+                                                       });
+  return registry;
+}
 
 }  // namespace
 
-std::vector<std::string> layer_types() {
-  std::vector<std::string> names;
-  for (const LayerType& type : kLayerTypes) names.push_back(type.name);
-  return names;
+Status register_layer(const std::string& type, LayerFactory factory) {
+  return layer_registry().add(type, std::move(factory));
 }
 
+std::vector<std::string> layer_types() { return layer_registry().names(); }
+
 Result<std::unique_ptr<Layer>> make_layer(const LayerConfig& config) {
-  for (const LayerType& type : kLayerTypes) {
-    if (config.type != type.name) continue;
-    LayerArgs args(config);
-    auto layer = type.make(args);
-    if (!layer.ok()) return layer.status();
-    SYSTOLE_RETURN_IF_ERROR(args.unknown_fields());
-    return layer;
-  }
-  std::string known;
-  for (const LayerType& type : kLayerTypes) known += (known.empty() ? "" : ", ") + std::string(type.name);
-  return Status(StatusCode::kInvalidArgument,
-                "type: unknown layer type '" + config.type + "' (expected one of " + known + ")");
+  auto factory = layer_registry().find(config.type);
+  if (!factory.ok()) return Status(factory.status().code(), "type: " + factory.status().message());
+  LayerArgs args(config);
+  auto layer = (*factory)(args);
+  if (!layer.ok()) return layer.status();
+  if (!*layer)
+    return Status(StatusCode::kInvalidArgument, "type: the factory of '" + config.type + "' made no layer");
+  SYSTOLE_RETURN_IF_ERROR(args.unknown_fields());
+  return layer;
 }
 
 }  // namespace systole
