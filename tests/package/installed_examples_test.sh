@@ -10,6 +10,7 @@ trap 'rm -rf "$prefix"' EXIT
 
 cmake --install "$build" --prefix "$prefix/usr" >"$prefix/install.log"
 for file in include/systole/driver.h include/systole/trainer.h include/systole/fit.h include/systole/version.h include/systole/spec.h \
+            include/systole/loss.h include/systole/optimizer.h include/systole/layer.h \
             lib/cmake/Systole/SystoleConfig.cmake bin/accel_train; do
   [[ -e $prefix/usr/$file ]] || { echo "FAIL: the install has no $file"; exit 1; }
 done
@@ -34,5 +35,6 @@ cmake --build "$prefix/examples" -j "$(nproc)" >"$prefix/build.log" \
 "$prefix/examples/custom_training_loop" | tee "$prefix/loop.log"
 grep -q "replicas' parameters identical" "$prefix/loop.log"
 "$prefix/examples/fit" | tee "$prefix/fit.log"  # exits 1 unless it learns
-grep -q "\[BestAccuracy\] epoch 1: val_accuracy" "$prefix/fit.log"
+grep -q "\[BestAccuracy\] epoch 1: val_accuracy .* (confidence 0\.[0-9]*)" "$prefix/fit.log"
+grep -q "torch: torch.nn.Sequential(Scale(20), torch.nn.Linear(20, 64)" "$prefix/fit.log"
 echo "PASS: examples built against the installed package and ran"
