@@ -18,6 +18,7 @@
 
 #include "guarded_main.h"
 #include "npy_matrix.h"
+#include "systole/boards.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/numerics.h"
@@ -401,7 +402,10 @@ int tool_main(int argc, char** argv) {
   app.add_flag("--relu", options.relu, "apply ReLU");
   app.add_flag("--bf16-out", options.output_bf16, "bf16 output (else fp32)");
   app.add_option("--backend", options.backend, "sw_emu, hw_emu, xrt, perf or uart (as this build has them)");
-  app.add_option("--board", options.perf.board, "perf: the board modelled (u55c, u280, u50, hypothetical)");
+  std::string boards;
+  for (const spec::Board& board : spec::kBoards)
+    boards += (boards.empty() ? "" : ", ") + std::string(board.name);
+  app.add_option("--board", options.perf.board, "perf: the board modelled (" + boards + ")");
   app.add_option("--clock-mhz", options.perf.clock_mhz, "perf: kernel clock (default: the board's)");
   app.add_option("--pcie-gen", options.perf.pcie_gen, "perf: PCIe generation (default: the board's)");
   app.add_option("--pcie-lanes", options.perf.pcie_lanes, "perf: PCIe lanes (default: the board's)");

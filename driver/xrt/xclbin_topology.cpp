@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "systole/boards.h"
 #include "systole/spec.h"
 
 namespace systole::detail {
@@ -117,6 +118,22 @@ Result<XclbinTopology> read_xclbin_topology(const std::string& path) {
         if (banks.empty())
           return bad(unit.name + " argument '" + expected.name + "' is connected to no memory");
         std::sort(banks.begin(), banks.end());
+        // The host stages this port's operand in one bank of the unit's
+        // four; the bitstream must connect the port to it.
+        const uint32_t index = uint32_t(topology.units.size());
+        const uint32_t port = uint32_t(unit.banks.size());
+        const uint32_t host_bank = spec::operand_bank(index, spec::port_operand(port), topology.hbm_banks);
+        if (!std::binary_search(banks.begin(), banks.end(), host_bank)) {
+          std::string reached;
+          for (uint32_t bank : banks) reached += (reached.empty() ? "" : ", ") + std::to_string(bank);
+          return bad(unit.name + " argument '" + expected.name + "' reaches HBM[" + reached +
+                     "], but the host stages it in HBM[" + std::to_string(host_bank) + "] (" +
+                     std::to_string(spec::kBanksPerComputeUnit) + " banks per compute unit, unit " +
+                     std::to_string(index) + " in HBM[" + std::to_string(index * spec::kBanksPerComputeUnit) +
+                     ".." + std::to_string(index * spec::kBanksPerComputeUnit + 3) +
+                     "]; hw/spec/systole/boards.h): link the bitstream with BANKS_PER_CU=" +
+                     std::to_string(spec::kBanksPerComputeUnit));
+        }
         unit.banks.push_back(std::move(banks));
       }
       topology.units.push_back(std::move(unit));

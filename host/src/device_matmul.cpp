@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 
+#include "systole/boards.h"
 #include "systole/matmul.h"
 #include "systole/numerics.h"
 #include "systole/trace.h"
@@ -14,8 +15,9 @@ namespace systole {
 namespace {
 
 // Unit u keeps its buffers in banks 4u .. 4u+3 (the banks Makefile.fpga
-// connects to its ports): A, B, C and the command list each in their own.
-constexpr uint32_t kBanksPerUnit = 4;
+// connects to its ports): A, B, C and the command list each in their own
+// (spec::operand_bank).
+using spec::Operand;
 
 // rows x cols of op(X) as bf16, row-major, from X (rows x cols, or cols x
 // rows when transposed). A transpose goes through `scratch` in fp32 so
@@ -51,7 +53,7 @@ Result<std::unique_ptr<DeviceMatmul>> DeviceMatmul::create(Device device, uint32
   matmul->device_ = device;
   matmul->unit_ = unit;
   matmul->timeout_ = launch_timeout;
-  matmul->commands_.bank = (unit * kBanksPerUnit + 3) % device.info().hbm_banks;
+  matmul->commands_.bank = spec::operand_bank(unit, Operand::kCommands, device.info().hbm_banks);
   return matmul;
 }
 
@@ -78,10 +80,9 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   const DeviceInfo& info = device_.info();
   const uint32_t banks = info.hbm_banks;
   while (a_.size() < calls.size()) {
-    const uint32_t base = unit_ * kBanksPerUnit;
-    a_.push_back({Buffer(), base % banks});
-    b_.push_back({Buffer(), (base + 1) % banks});
-    c_.push_back({Buffer(), (base + 2) % banks});
+    a_.push_back({Buffer(), spec::operand_bank(unit_, Operand::kA, banks)});
+    b_.push_back({Buffer(), spec::operand_bank(unit_, Operand::kB, banks)});
+    c_.push_back({Buffer(), spec::operand_bank(unit_, Operand::kC, banks)});
   }
   Trace* trace = Trace::installed();
   const uint32_t track = Trace::unit_track(unit_);

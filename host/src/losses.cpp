@@ -109,11 +109,9 @@ class SparseCategoricalCrossentropy final : public Loss {
   std::optional<uint32_t> ignore_class_;
 };
 
-// Keras' BinaryCrossentropy(from_logits=True) on each output value against
-// a 0/1 (or in-between) label, in the stable form
-// max(z, 0) - z y + log(1 + exp(-|z|)); an example's loss is the mean over
-// its values.
-class BinaryCrossentropy final : public Loss {
+// A loss of each output value against its label (a label per output
+// value); an example's loss is the mean over its values.
+class ElementwiseLoss : public Loss {
  public:
   Status check(const Shape& output, uint32_t label_width) const override {
     if (shape_elements(output) != label_width)
@@ -127,53 +125,48 @@ class BinaryCrossentropy final : public Loss {
                          std::vector<float>* gradient) const override {
     SYSTOLE_RETURN_IF_ERROR(check(output.shape, label_width));
     if (gradient) gradient->assign(output.values.size(), 0.0f);
+    const double scale = double(divisor) * label_width;
     double sum = 0;
     for (uint32_t e = 0; e < output.batch; ++e) {
       double example = 0;
       for (uint32_t i = 0; i < label_width; ++i) {
         const std::size_t at = std::size_t(e) * label_width + i;
         const double z = output.values[at], y = labels[at];
-        if (!(y >= 0 && y <= 1))
+        if (!takes(y))
           return invalid("example " + std::to_string(e) + ": label " + label_text(labels[at]) +
-                         " is not in [0, 1]");
-        example += std::max(z, 0.0) - z * y + std::log1p(std::exp(-std::fabs(z)));
-        if (gradient)
-          (*gradient)[at] = float((1.0 / (1.0 + std::exp(-z)) - y) / (double(divisor) * label_width));
+                         " is not in " + label_range());
+        example += value(z, y);
+        if (gradient) (*gradient)[at] = float(derivative(z, y) / scale);
       }
       sum += example / label_width;
     }
     return sum;
   }
+
+ protected:
+  virtual double value(double z, double y) const = 0;
+  virtual double derivative(double z, double y) const = 0;  // d value / dz
+  virtual bool takes(double y) const { return std::isfinite(y); }
+  virtual std::string label_range() const { return "the finite numbers"; }
 };
 
-// Keras' MeanSquaredError: an example's loss is the mean of (output - label)^2.
-class MeanSquaredError final : public Loss {
- public:
-  Status check(const Shape& output, uint32_t label_width) const override {
-    if (shape_elements(output) != label_width)
-      return invalid("an output of " + shape_text(output) + " takes " +
-                     std::to_string(shape_elements(output)) + " label(s) per example, got " +
-                     std::to_string(label_width));
-    return ok_status();
+// Keras' BinaryCrossentropy(from_logits=True) against a 0/1 (or
+// in-between) label, in the stable form max(z, 0) - z y + log(1 + exp(-|z|)).
+class BinaryCrossentropy final : public ElementwiseLoss {
+ protected:
+  double value(double z, double y) const override {
+    return std::max(z, 0.0) - z * y + std::log1p(std::exp(-std::fabs(z)));
   }
+  double derivative(double z, double y) const override { return 1.0 / (1.0 + std::exp(-z)) - y; }
+  bool takes(double y) const override { return y >= 0 && y <= 1; }
+  std::string label_range() const override { return "[0, 1]"; }
+};
 
-  Result<double> compute(const Activations& output, const float* labels, uint32_t label_width, float divisor,
-                         std::vector<float>* gradient) const override {
-    SYSTOLE_RETURN_IF_ERROR(check(output.shape, label_width));
-    if (gradient) gradient->assign(output.values.size(), 0.0f);
-    double sum = 0;
-    for (uint32_t e = 0; e < output.batch; ++e) {
-      double example = 0;
-      for (uint32_t i = 0; i < label_width; ++i) {
-        const std::size_t at = std::size_t(e) * label_width + i;
-        const double difference = double(output.values[at]) - double(labels[at]);
-        example += difference * difference;
-        if (gradient) (*gradient)[at] = float(2.0 * difference / (double(divisor) * label_width));
-      }
-      sum += example / label_width;
-    }
-    return sum;
-  }
+// Keras' MeanSquaredError: (output - label)^2.
+class MeanSquaredError final : public ElementwiseLoss {
+ protected:
+  double value(double z, double y) const override { return (z - y) * (z - y); }
+  double derivative(double z, double y) const override { return 2.0 * (z - y); }
 };
 
 // Keras' SparseTopKCategoricalAccuracy (k 1 is "accuracy"): a row counts

@@ -7,11 +7,13 @@
 #     modules for iCE40;
 #  2. a resource report per module (LUT, FF, DSP, BRAM) from synth_xilinx;
 #  3. a fit table: per-PE and per-column cost extrapolated to N x N arrays
-#     against the Alveo U55C and U280;
+#     against each board of hw/spec/systole/boards.h, whose largest arrays
+#     must be what fits;
 #  4. the Vitis wrapper (systole_rtl) lints clean around the kernel, with
 #     its assertions, and
 #     every port of the generated kernel.xml is one of its ports;
-#  5. the generated link configuration for 1..8 compute units.
+#  5. the generated link configuration for 1..8 compute units, and a
+#     number of banks per unit other than the host's refused.
 # Usage: hw/fpga/check.sh GEN_FPGA_CONFIG OUT_DIR
 set -euo pipefail
 gen=$1 out=$2
@@ -108,16 +110,17 @@ done
 # A parameter of the generated package (written there in hex).
 function pkg_param() { echo $((16#$(sed -n "s/^ *localparam int unsigned $1 = 'h\([0-9a-f]*\);.*/\1/p" "$rtl/systole_pkg.sv"))); }
 max_m=$(pkg_param MaxM) k_per_row=$(pkg_param MaxKPerRow)
-# Device totals (AMD data sheets DS978, U55C, and DS963, U280: both carry
-# 1,303,680 LUTs, 2,607,360 flip-flops, 9,024 DSP slices and 960
-# UltraRAMs). Kernels get what the shell leaves: the budget below is 70 %
-# of the device.
+# Device totals and the largest array each board is said to fit come from
+# hw/spec's board table (gen_fpga_config boards-fit). Kernels get what the
+# shell leaves: the budget below is 70 % of the device. The check fails when
+# the table's largest array is not what fits.
+"$gen" boards-fit >"$out/boards.txt"
 awk -v maxm="$max_m" -v kpr="$k_per_row" -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))" \
     -v cf="$((add_ff + out_ff))" -v cd="$((add_dsp + out_dsp))" -v fl="$fixed_lut" -v ff="$fixed_ff" \
-    -v fd="$fixed_dsp" '
-# The cost of an N x N kernel (into lut, flop, dsp), and whether it fits.
+    -v fd="$fixed_dsp" -v boards="$out/boards.txt" '
+# The cost of an N x N kernel (into lut, flop, dsp), and whether it fits board b.
 function cost(n) { lut = n * n * pl + n * cl + fl; flop = n * n * pf + n * cf + ff; dsp = n * n * pd + n * cd + fd; buffers(n) }
-function fits() { return lut <= lut_total * budget && flop <= ff_total * budget && dsp <= dsp_total * budget && uram <= uram_total * budget }
+function fits(b) { return lut <= luts[b] * budget && flop <= ffs[b] * budget && dsp <= dsps[b] * budget && uram <= urams[b] * budget }
 function ceil(x) { return x == int(x) ? x : int(x) + 1 }
 # The buffers of an N x N kernel: kibibytes and UltraRAM blocks (into kib, uram).
 function buffers(n,   act_bits, acc_bits) {
@@ -126,25 +129,40 @@ function buffers(n,   act_bits, acc_bits) {
   uram = ceil(kpr * n * 16 / 72) * ceil(maxm / 4096) + ceil(n * 32 / 72) * ceil(2 * maxm / 4096)
 }
 BEGIN {
-  lut_total = 1303680; ff_total = 2607360; dsp_total = 9024; uram_total = 960; budget = 0.70
-  print "# Fit of an N x N array on Alveo U55C and U280 (same fabric: XCU55C, XCU280)"
+  budget = 0.70
+  while ((getline line < boards) > 0) {
+    split(line, f, " "); b = ++count
+    name[b] = f[1]; luts[b] = f[2]; ffs[b] = f[3]; dsps[b] = f[4]; urams[b] = f[5]; table[b] = f[6]
+  }
+  print "# Fit of an N x N array on the boards of hw/spec/systole/boards.h"
   print ""
   printf "Per PE (the 4x4 array / 16): %d LUT, %d FF, %d DSP48E2. Per column: %d LUT, %d FF. Fixed: %d LUT, %d FF.\n", pl, pf, pd, cl, cf, fl, ff
-  printf "Budget: %d%% of the device (%d LUT, %d FF, %d DSP, %d UltraRAM); the Vitis shell takes the rest.\n", budget * 100, lut_total * budget, ff_total * budget, dsp_total * budget, uram_total * budget
+  printf "Budget: %d%% of each device; the Vitis shell takes the rest.\n", budget * 100
   printf "Buffers: activations %d x %d x N bf16, accumulators 2 x %d x N fp32, in UltraRAM (4096 x 72 bits).\n\n", maxm, kpr, maxm
-  print "| array | LUT | FF | DSP | buffers | UltraRAM | LUT use | fits U55C / U280 |"
-  print "|---|---|---|---|---|---|---|---|"
-  largest = 0
-  for (n = 1; n <= 128; n++) { cost(n); if (fits()) largest = n }
+  header = "| array | LUT | FF | DSP | buffers | UltraRAM |"; rule = "|---|---|---|---|---|---|"
+  for (b = 1; b <= count; b++) { header = header " fits " name[b] " |"; rule = rule "---|" }
+  print header; print rule
   split("4 8 16 24 32 40 48 64 128", sizes, " ")
   for (i = 1; i <= 9; i++) {
     n = sizes[i]
     cost(n)
-    printf "| %dx%d | %d | %d | %d | %d KiB | %d | %.0f%% | %s |\n", n, n, lut, flop, dsp, kib, uram, 100 * lut / lut_total, fits() ? "yes" : "no"
+    row = sprintf("| %dx%d | %d | %d | %d | %d KiB | %d |", n, n, lut, flop, dsp, kib, uram)
+    for (b = 1; b <= count; b++) row = row sprintf(" %s (%.0f%% LUT) |", fits(b) ? "yes" : "no", 100 * lut / luts[b])
+    print row
   }
-  cost(128)
-  printf "\nLargest square array within the budget: **%dx%d**. 128x128 needs %.1fx the device'"'"'s LUTs.\n", largest, largest, lut / lut_total
-}' >"$out/fit.md"
+  print ""
+  bad = 0
+  for (b = 1; b <= count; b++) {
+    largest = 0
+    for (n = 1; n <= 128; n++) { cost(n); if (fits(b)) largest = n }
+    cost(128)
+    printf "%s: largest square array within the budget **%dx%d**; 128x128 needs %.1fx its LUTs.\n", name[b], largest, largest, lut / luts[b]
+    # The table holds the largest supported size: a power of two no larger than what fits.
+    supported = 1; while (supported * 2 <= largest) supported *= 2
+    if (supported != table[b]) { printf "MISMATCH %s: %dx%d fits, hw/spec/systole/boards.h says %dx%d\n", name[b], supported, supported, table[b], table[b] > "/dev/stderr"; bad = 1 }
+  }
+  exit bad
+}' >"$out/fit.md" || fail "the largest arrays of hw/spec/systole/boards.h are not what fits (above)"
 
 # 4. The Vitis wrapper and the generated kernel.xml agree.
 verilator --lint-only -Wall --assert -I"$rtl" -GRows=4 -GCols=4 --top-module systole_rtl "${sources[@]}" \
@@ -157,9 +175,12 @@ for port in $(sed -n 's/.*<port name="\([a-z_]*\)".*/\1/p' "$out/kernel.xml"); d
     fail "kernel.xml port $port is not a port of hw/rtl/systole_rtl.sv"
 done
 
-# 5. Link configurations: 1..8 compute units of 4 banks fit 32 HBM banks, 9 do not.
-for units in 1 2 4 8; do "$gen" link systole_rtl "$units" 4 >"$out/link_$units.cfg"; done
-if "$gen" link systole_rtl 9 4 >/dev/null 2>&1; then fail "9 compute units x 4 banks accepted"; fi
+# 5. Link configurations: 1..8 compute units of the host's 4 banks each fit
+# 32 HBM banks, 9 do not, and another number of banks per unit is refused.
+banks=$("$gen" boards-mk | sed -n 's/^SPEC_BANKS_PER_CU := //p')
+for units in 1 2 4 8; do "$gen" link systole_rtl "$units" "$banks" >"$out/link_$units.cfg"; done
+if "$gen" link systole_rtl 9 "$banks" >/dev/null 2>&1; then fail "9 compute units x $banks banks accepted"; fi
+if "$gen" link systole_rtl 1 $((banks / 2)) >/dev/null 2>&1; then fail "$((banks / 2)) banks per unit accepted"; fi
 
 cat "$out/resources.md"; echo; cat "$out/fit.md"
 echo

@@ -257,37 +257,11 @@ struct Card::Model {
   }
 };
 
-const std::vector<Board>& boards() {
-  // HBM: 32 pseudo-channels on each Alveo HBM card, the card's total
-  // bandwidth shared evenly (U55C and U280: 460 GB/s; U50: 316 GB/s). Idle
-  // HBM latency is assumed to be 110 ns (published microbenchmarks of the
-  // Alveo HBM subsystem report about 100-130 ns). The largest array is
-  // bitstreams/README.md's fit (32x32 at 61 % of the LUTs, within the 70 %
-  // the shell leaves). "hypothetical" is a part large enough for 128x128
-  // with a U55C's memory and host link; "hw_emu" is the co-simulation's
-  // memory (24 cycles, every port on its own), against which the model is
-  // calibrated.
-  static const std::vector<Board> kBoards = {
-      {"u55c", "Alveo U55C (16 GiB HBM2, PCIe Gen3 x16)", 32, 460.0 / 32, 110, 0, 32, 3, 16, 300, 32},
-      {"u280", "Alveo U280 (8 GiB HBM2, PCIe Gen3 x16)", 32, 460.0 / 32, 110, 0, 32, 3, 16, 300, 32},
-      {"u50", "Alveo U50 (8 GiB HBM2, PCIe Gen3 x16)", 32, 316.0 / 32, 110, 0, 32, 3, 16, 300, 16},
-      {"hypothetical", "a part that fits 128x128, with a U55C's HBM and PCIe", 32, 460.0 / 32, 110, 0, 32, 3,
-       16, 300, 128},
-      {"hw_emu", "the co-simulation's memory: 24 cycles, one beat per cycle per port", 0, 0, 0, 24, 32, 3, 16,
-       300, 128},
-  };
-  return kBoards;
-}
-
-const Board* find_board(const std::string& name) {
-  for (const Board& board : boards())
-    if (name == board.name) return &board;
-  return nullptr;
-}
+const Board* find_board(const std::string& name) { return spec::find_board(name); }
 
 std::string board_names() {
   std::string names;
-  for (const Board& board : boards()) names += (names.empty() ? "" : ", ") + std::string(board.name);
+  for (const Board& board : spec::kBoards) names += (names.empty() ? "" : ", ") + std::string(board.name);
   return names;
 }
 
@@ -305,10 +279,10 @@ std::string check_config(const CardConfig& config) {
   // a unit's spec::kMemoryPorts masters share its four HBM ports through
   // the interconnect Vitis inserts (the HBM model books each
   // pseudo-channel's bandwidth, so they contend there).
-  constexpr uint32_t kHbmPortsPerUnit = 4;
-  if (config.compute_units == 0 || config.compute_units * kHbmPortsPerUnit > board.axi_ports)
-    return std::string(board.name) + " has " + std::to_string(board.axi_ports) +
-           " memory ports, enough for " + std::to_string(board.axi_ports / kHbmPortsPerUnit) +
+  constexpr uint32_t kHbmPortsPerUnit = spec::kBanksPerComputeUnit;
+  if (config.compute_units == 0 || config.compute_units * kHbmPortsPerUnit > board.hbm_banks)
+    return std::string(board.name) + " has " + std::to_string(board.hbm_banks) +
+           " memory ports, enough for " + std::to_string(board.hbm_banks / kHbmPortsPerUnit) +
            " compute units of 4 ports each; " + std::to_string(config.compute_units) + " were asked for";
   if (config.bank_bytes == 0) return "bank_bytes must be > 0";
   return "";

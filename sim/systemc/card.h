@@ -20,26 +20,14 @@
 #include <vector>
 
 #include "kernel_timing.h"
+#include "systole/boards.h"
 #include "systole/spec.h"
 
 namespace systole::card {
 
-// Boards the model knows. Numbers are the vendors' data sheets unless the
-// column says otherwise; see boards() in card.cpp.
-struct Board {
-  const char* name;
-  const char* description;
-  uint32_t hbm_channels;    // pseudo-channels; 0: hw_emu's memory (per port, no channel limit)
-  double channel_gb_per_s;  // per pseudo-channel
-  double latency_ns;        // an idle read, AR to the first beat (assumed, see card.cpp)
-  uint32_t latency_cycles;  // hw_emu only: in kernel cycles
-  uint32_t axi_ports;       // HBM ports the kernels reach (4 per compute unit)
-  uint32_t pcie_gen, pcie_lanes;
-  double clock_mhz;        // the kernel clock the bitstream targets
-  uint32_t largest_array;  // the largest supported array that fits (fit report)
-};
+// Boards the model knows: hw/spec's table (systole/boards.h).
+using Board = spec::Board;
 
-const std::vector<Board>& boards();
 // The board named `name`, or null.
 const Board* find_board(const std::string& name);
 // "u55c, u280, ...", for messages.

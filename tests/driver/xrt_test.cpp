@@ -36,7 +36,7 @@ class Xclbin : public testing::TempDirTest {
 
 TEST_F(Xclbin, GivesComputeUnitsRegistersAndBanks) {
   XclbinDescription description = systole_xclbin(3);
-  description.banks[2][1] = {17, 9};  // unit 3's port a0: two banks, out of order
+  description.banks[2][1] = {17, 8};  // unit 3's port a0: two banks, out of order, the host's among them
   const std::string path = write(description);
   auto topology = read_xclbin_topology(path);
   ASSERT_TRUE(topology.ok()) << topology.status().to_string();
@@ -54,7 +54,7 @@ TEST_F(Xclbin, GivesComputeUnitsRegistersAndBanks) {
     ASSERT_EQ(unit.banks.size(), spec::kMemoryPorts) << "a bank list per port";
     for (std::size_t port = 0; port < spec::kMemoryPorts; ++port) {
       const std::vector<uint32_t> expected =
-          u == 2 && port == 1 ? std::vector<uint32_t>{9, 17}
+          u == 2 && port == 1 ? std::vector<uint32_t>{8, 17}
                               : std::vector<uint32_t>{4 * u, 4 * u + 1, 4 * u + 2, 4 * u + 3};
       EXPECT_EQ(unit.banks[port], expected) << unit.name << " port " << port;
     }
@@ -105,6 +105,17 @@ TEST_F(Xclbin, MismatchesWithHwSpecAreErrorsThatNameThem) {
   EXPECT_NE(error_of(unconnected).find("systole_rtl_2 argument 'b0' is connected to no memory"),
             std::string::npos)
       << error_of(unconnected);
+
+  // Linked with BANKS_PER_CU=2: unit 2's ports reach HBM[2..3], not the
+  // banks the host stages its operands in.
+  XclbinDescription two_banks = systole_xclbin(2);
+  for (std::vector<uint32_t>& port : two_banks.banks[1]) port = {2, 3};
+  EXPECT_NE(error_of(two_banks).find(
+                "systole_rtl_2 argument 'cmd' reaches HBM[2, 3], but the host stages it in HBM[7] (4 banks "
+                "per compute unit, unit 1 in HBM[4..7]; hw/spec/systole/boards.h): link the bitstream with "
+                "BANKS_PER_CU=4"),
+            std::string::npos)
+      << error_of(two_banks);
 
   XclbinDescription ddr = systole_xclbin(1);
   ddr.memory_kind = "DDR";

@@ -43,7 +43,7 @@ expect 2 "sw_emu device 16 does not exist" "${small[@]}" --device 16
 if "$tool" --help | grep -q -- --board; then
   expect 0 "^  [0-9.]+ ms per step, [0-9]+ samples/s; .* bound by " "${small[@]}" --epochs 1 --backend perf \
     --board u55c --devices 2 --clock-mhz 250
-  expect 2 "perf: unknown board 'u99' \(known: u55c" "${small[@]}" --backend perf --board u99
+  expect 2 "perf.board: expected one of u55c, u280, u50, hypothetical, hw_emu, got 'u99'" "${small[@]}" --backend perf --board u99
   expect 2 "perf: pcie_lanes must be 1, 2, 4, 8 or 16, got 0|perf: pcie_lanes must be 1, 2, 4, 8 or 16, got 5" \
     "${small[@]}" --backend perf --pcie-lanes 5
   expect 2 "perf: u55c has 32 memory ports, enough for 8 compute units of 4 ports each; 9 were asked for" \

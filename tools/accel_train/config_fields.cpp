@@ -7,6 +7,7 @@
 
 #include "config_schema.h"
 #include "config_value.h"
+#include "systole/boards.h"
 #include "systole/driver.h"
 #include "systole/loss.h"
 #include "systole/optimizer.h"
@@ -103,6 +104,12 @@ std::function<std::vector<std::string>()> fixed(std::vector<std::string> names) 
 std::vector<std::string> backend_names() {
   std::vector<std::string> names;
   for (const BackendCapabilities& backend : Device::backends()) names.push_back(backend.name);
+  return names;
+}
+
+std::vector<std::string> board_names() {
+  std::vector<std::string> names;
+  for (const spec::Board& board : spec::kBoards) names.push_back(board.name);
   return names;
 }
 
@@ -409,7 +416,7 @@ std::vector<ConfigField> make_fields() {
   f.push_back(field("array", &C::array, "ROWSxCOLS of an emulated device's array").with_flag("--array"));
   f.push_back(choice("engine", &C::engine, fixed({"fast", "hls"}), "sw_emu's engine").with_flag("--engine"));
   f.push_back(field("xclbin", &C::xclbin, "xrt: the bitstream").with_flag("--xclbin").per_process());
-  f.push_back(field("perf.board", &C::board, "perf: the board modelled").with_flag("--board"));
+  f.push_back(choice("perf.board", &C::board, board_names, "perf: the board modelled").with_flag("--board"));
   f.push_back(
       number("perf.clock_mhz", &C::clock_mhz, closed(0, 1000), "perf: the kernel clock (0: the board's)")
           .with_flag("--clock-mhz"));
