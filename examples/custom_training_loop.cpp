@@ -52,7 +52,7 @@ Data clusters(uint32_t count, uint64_t seed) {
 
 struct Replica {
   std::unique_ptr<MatmulExecutor> matmul;
-  std::unique_ptr<Sequential> model;
+  std::unique_ptr<Model> model;
   std::unique_ptr<Optimizer> optimizer;
 };
 
@@ -81,7 +81,7 @@ int main() {
   for (uint32_t r = 0; r < kReplicas; ++r) {
     auto matmul = DeviceMatmul::create(*device, r, std::chrono::seconds(60));
     if (!matmul.ok()) return fail(matmul.status());
-    auto model = Sequential::build(spec, kSeed);
+    auto model = Model::build(spec, kSeed);
     if (!model.ok()) return fail(model.status());
     replicas[r].matmul = std::move(matmul).value();
     replicas[r].model = std::move(model).value();

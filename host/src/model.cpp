@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Sequential model: building layers from their configs, the passes, the
-// loss, and the model's description.
+// The model: a graph of layers built from their configs (a list being the
+// chain special case), its passes, and its description.
 #include "systole/model.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace systole {
@@ -59,7 +61,30 @@ StepResult& StepResult::operator+=(const StepResult& other) {
   return *this;
 }
 
-Result<std::unique_ptr<Sequential>> Sequential::build(const ModelSpec& spec, uint64_t seed) {
+namespace {
+
+// "[a, b]", "a" -> {"a", "b"}, {"a"}: a layer's `inputs` as the config
+// writes them.
+std::vector<std::string> name_list(const std::string& text) {
+  std::string inner = text;
+  if (inner.size() >= 2 && inner.front() == '[' && inner.back() == ']')
+    inner = inner.substr(1, inner.size() - 2);
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (start <= inner.size()) {
+    const std::size_t comma = std::min(inner.find(',', start), inner.size());
+    std::string name = inner.substr(start, comma - start);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    if (!name.empty()) names.push_back(name);
+    start = comma + 1;
+  }
+  return names;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec, uint64_t seed) {
   auto invalid = [](const std::string& message) { return Status(StatusCode::kInvalidArgument, message); };
   if (spec.input_shape.empty() || spec.input_shape.size() > 3 ||
       std::count(spec.input_shape.begin(), spec.input_shape.end(), 0u) ||
@@ -71,89 +96,244 @@ Result<std::unique_ptr<Sequential>> Sequential::build(const ModelSpec& spec, uin
   if (spec.classes < 1) return invalid("model.classes: expected the width of the output, at least 1");
   if (spec.layers.empty()) return invalid("model.layers: the model has no layers");
 
-  std::unique_ptr<Sequential> model(new Sequential());
+  std::unique_ptr<Model> model(new Model());
   model->spec_ = spec;
-  Shape shape = spec.input_shape;
-  LayerSite site;
-  for (uint32_t i = 0; i < spec.layers.size(); ++i) {
-    const std::string where = "model.layers[" + std::to_string(i) + "]";
-    auto layer = make_layer(spec.layers[i]);
-    if (!layer.ok()) return Status(layer.status().code(), where + "." + layer.status().message());
-    site.index = i;
-    if ((*layer)->min_inputs() > 1)
-      return invalid(where + " (" + spec.layers[i].type + "): takes " +
-                     std::to_string((*layer)->min_inputs()) +
-                     " or more inputs; a Sequential model gives each layer one");
-    auto next = (*layer)->build({shape}, site, model->store_);
-    if (!next.ok())
-      return Status(next.status().code(),
-                    where + " (" + spec.layers[i].type + "): " + next.status().message());
-    if (shape_elements(*next) == 0 || shape_elements(*next) > (1u << 30))
-      return invalid(where + " (" + spec.layers[i].type + "): output shape " + shape_text(*next) +
-                     " is empty or too large");
-    shape = *next;
-    model->shapes_.push_back(shape);
-    site.torch_index += (*layer)->torch_modules();
-    model->layers_.push_back(std::move(layer).value());
+  const std::size_t count = spec.layers.size();
+  auto where = [](std::size_t i) { return "model.layers[" + std::to_string(i) + "]"; };
+
+  // The layers, their names and the names of their inputs.
+  std::vector<std::vector<std::string>> input_names(count);
+  std::vector<LayerConfig> configs(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    configs[i].type = spec.layers[i].type;
+    for (const auto& [key, value] : spec.layers[i].fields) {
+      if (key == "name") {
+        model->nodes_.resize(count);
+        model->nodes_[i].name = value;
+      } else if (key == "inputs") {
+        model->graph_ = true;
+        input_names[i] = name_list(value);
+        if (input_names[i].empty()) return invalid(where(i) + ".inputs: expected one or more layer names");
+      } else {
+        configs[i].fields.emplace_back(key, value);
+      }
+    }
   }
-  if (shape != Shape{spec.classes})
-    return invalid("model.layers[" + std::to_string(spec.layers.size() - 1) + "]: the model ends in " +
-                   shape_text(shape) + ", expected " + shape_text({spec.classes}) +
-                   " logits (a dense layer with units: " + std::to_string(spec.classes) +
-                   " and no activation)");
+  model->nodes_.resize(count);
+  std::map<std::string, uint32_t> tensor_of = {{"input", 0}};
+  if (model->graph_) {
+    // Unnamed layers take Keras' names: the type, then type_1, type_2, ...
+    std::map<std::string, uint32_t> used;
+    for (std::size_t i = 0; i < count; ++i)
+      if (!model->nodes_[i].name.empty()) used[model->nodes_[i].name] = 1;
+    for (std::size_t i = 0; i < count; ++i) {
+      std::string& name = model->nodes_[i].name;
+      if (!name.empty()) continue;
+      const std::string& type = configs[i].type;
+      name = type;
+      for (uint32_t n = 1; used.count(name); ++n) name = type + "_" + std::to_string(n);
+      used[name] = 1;
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    Node& node = model->nodes_[i];
+    node.type = configs[i].type;
+    if (node.name.empty()) continue;
+    if (!tensor_of.emplace(node.name, uint32_t(i + 1)).second)
+      return invalid(where(i) + ".name: '" + node.name + "' is taken" +
+                     (node.name == "input" ? " (the model's input)" : " by an earlier layer"));
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    Node& node = model->nodes_[i];
+    if (input_names[i].empty()) {
+      node.inputs = {uint32_t(i)};  // the previous layer's output, or the model's input
+      continue;
+    }
+    for (const std::string& name : input_names[i]) {
+      const auto found = tensor_of.find(name);
+      if (found == tensor_of.end()) {
+        std::string known;
+        for (const auto& [known_name, tensor] : tensor_of) known += (known.empty() ? "" : ", ") + known_name;
+        return invalid(where(i) + ".inputs: no layer is called '" + name + "' (there are: " + known + ")");
+      }
+      node.inputs.push_back(found->second);
+    }
+  }
+
+  // A topological order, the config's where it is one: repeatedly the first
+  // layer (in config order) whose inputs are all computed.
+  std::vector<bool> done(count + 1, false), placed(count, false);
+  done[0] = true;
+  for (std::size_t round = 0; round < count; ++round) {
+    std::size_t next = count;
+    for (std::size_t i = 0; i < count && next == count; ++i) {
+      if (placed[i]) continue;
+      bool ready = true;
+      for (uint32_t tensor : model->nodes_[i].inputs) ready = ready && done[tensor];
+      if (ready) next = i;
+    }
+    if (next == count) {
+      std::string cycle;
+      for (std::size_t i = 0; i < count; ++i)
+        if (!placed[i]) cycle += (cycle.empty() ? "" : ", ") + model->nodes_[i].name;
+      return invalid("model.layers: the inputs of " + cycle + " form a cycle or depend on one");
+    }
+    placed[next] = done[next + 1] = true;
+    model->order_.push_back(uint32_t(next));
+  }
+  // Every output feeds a layer, but the model's own.
+  std::vector<uint32_t> uses(count + 1, 0);
+  for (const Node& node : model->nodes_)
+    for (uint32_t tensor : node.inputs) ++uses[tensor];
+  if (uses[0] == 0) return invalid("model.layers: no layer takes the model's input");
+  for (std::size_t i = 0; i + 1 < count; ++i)
+    if (uses[i + 1] == 0)
+      return invalid(where(i) + " (" + model->nodes_[i].name +
+                     "): no layer takes its output, and only the last "
+                     "layer's is the model's");
+
+  // Build in the order they run; parameters are named as in PyTorch.
+  std::vector<Shape> shapes(count + 1);
+  shapes[0] = spec.input_shape;
+  // A list runs in config order, so its layers' modules are numbered as
+  // torch.nn.Sequential numbers them (a graph names them instead).
+  uint32_t torch_index = 0;
+  for (uint32_t i : model->order_) {
+    Node& node = model->nodes_[i];
+    auto layer = make_layer(configs[i]);
+    if (!layer.ok()) return Status(layer.status().code(), where(i) + "." + layer.status().message());
+    const std::string label = where(i) + " (" + (model->graph_ ? node.name : node.type) + ")";
+    const uint32_t arity = uint32_t(node.inputs.size());
+    if (arity < (*layer)->min_inputs() || arity > (*layer)->max_inputs()) {
+      const uint32_t low = (*layer)->min_inputs(), high = (*layer)->max_inputs();
+      const std::string takes = low == high          ? std::to_string(low)
+                                : high == UINT32_MAX ? std::to_string(low) + " or more"
+                                                     : std::to_string(low) + " to " + std::to_string(high);
+      return invalid(
+          label + ".inputs: takes " + takes + " input(s), got " + std::to_string(arity) +
+          (model->graph_ ? "" : " (a list gives each layer one; name its inputs with inputs: [...])"));
+    }
+    Shapes inputs;
+    for (uint32_t tensor : node.inputs) inputs.push_back(shapes[tensor]);
+    LayerSite site;
+    site.index = uint32_t(i);
+    site.torch_index = torch_index;
+    if (model->graph_) site.name = node.name;
+    node.first_entry = model->store_.entries().size();
+    auto shape = (*layer)->build(inputs, site, model->store_);
+    if (!shape.ok()) return Status(shape.status().code(), label + ": " + shape.status().message());
+    if (shape_elements(*shape) == 0 || shape_elements(*shape) > (1u << 30))
+      return invalid(label + ": output shape " + shape_text(*shape) + " is empty or too large");
+    node.entries = model->store_.entries().size() - node.first_entry;
+    torch_index += (*layer)->torch_modules();
+    node.shape = shapes[i + 1] = *shape;
+    node.layer = std::move(layer).value();
+    node.scratch.resize(node.inputs.size());
+  }
+  const Shape& output = shapes[count];
+  if (output != Shape{spec.classes})
+    return invalid(where(count - 1) + ": the model ends in " + shape_text(output) + ", expected " +
+                   shape_text({spec.classes}) + " logits (a dense layer with units: " +
+                   std::to_string(spec.classes) + " and no activation)");
   std::mt19937_64 rng(seed);
-  for (const auto& layer : model->layers_) layer->initialize(model->store_, rng);
-  model->activations_.resize(model->layers_.size() + 1);
+  for (uint32_t i : model->order_) model->nodes_[i].layer->initialize(model->store_, rng);
+  model->tensors_.resize(count + 1);
+  model->gradients_.resize(count + 1);
   return model;
 }
 
-Status Sequential::forward(LayerContext& context, const float* inputs, uint32_t batch, std::size_t layers) {
-  Activations& input = activations_[0];
+Status Model::forward(LayerContext& context, const float* inputs, uint32_t batch, std::size_t layers) {
+  Activations& input = tensors_[0];
   input.batch = batch;
   input.shape = spec_.input_shape;
   input.values.assign(inputs, inputs + std::size_t(batch) * shape_elements(spec_.input_shape));
-  for (std::size_t i = 0; i < std::min(layers, layers_.size()); ++i)
-    SYSTOLE_RETURN_IF_ERROR(layers_[i]->forward(context, store_, {&activations_[i]}, activations_[i + 1]));
-  return ok_status();
-}
-
-Status Sequential::backward(LayerContext& context, const std::vector<float>& logits_gradient) {
-  gradient_.batch = activations_.back().batch;
-  gradient_.shape = activations_.back().shape;
-  gradient_.values = logits_gradient;
-  for (std::size_t i = layers_.size(); i-- > 0;) {
-    SYSTOLE_RETURN_IF_ERROR(layers_[i]->backward(context, store_, {&activations_[i]}, activations_[i + 1],
-                                                 gradient_, {i > 0 ? &next_gradient_ : nullptr}));
-    std::swap(gradient_, next_gradient_);
+  for (uint32_t i : order_) {
+    if (i >= layers) continue;
+    Node& node = nodes_[i];
+    std::vector<const Activations*> tensors;
+    for (uint32_t tensor : node.inputs) {
+      if (tensor > layers)
+        return Status(StatusCode::kInvalidArgument, "the first " + std::to_string(layers) +
+                                                        " layers take the output of layer " +
+                                                        std::to_string(tensor - 1));
+      tensors.push_back(&tensors_[tensor]);
+    }
+    SYSTOLE_RETURN_IF_ERROR(
+        node.layer->forward(context, store_, Inputs(std::move(tensors)), tensors_[i + 1]));
   }
   return ok_status();
 }
 
-std::string Sequential::summary() const {
-  std::string text;
-  uint32_t torch_index = 0;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    uint64_t count = 0;
-    const std::string prefix = std::to_string(torch_index) + ".";
-    for (const ParameterStore::Entry& entry : store_.entries()) {
-      const uint32_t modules = layers_[i]->torch_modules();
-      const std::size_t dot = entry.name.find('.');
-      const uint32_t owner = uint32_t(std::stoul(entry.name.substr(0, dot)));
-      if (entry.optimized() && owner >= torch_index && owner < torch_index + modules) count += entry.size;
+Status Model::backward(LayerContext& context, const std::vector<float>& logits_gradient) {
+  reached_.assign(tensors_.size(), false);
+  Activations& top = gradients_.back();
+  top.batch = tensors_.back().batch;
+  top.shape = tensors_.back().shape;
+  top.values = logits_gradient;
+  reached_.back() = true;
+  for (auto at = order_.rbegin(); at != order_.rend(); ++at) {
+    Node& node = nodes_[*at];
+    // The first gradient into a tensor is written in place; any later one
+    // goes to scratch and is added after, in this fixed order.
+    std::vector<Activations*> targets(node.inputs.size(), nullptr);
+    std::vector<bool> added(node.inputs.size(), false);
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const uint32_t tensor = node.inputs[k];
+      if (tensor == 0) continue;  // the model's input needs none
+      if (reached_[tensor]) {
+        targets[k] = &node.scratch[k];
+        added[k] = true;
+      } else {
+        targets[k] = &gradients_[tensor];
+        reached_[tensor] = true;
+      }
     }
-    char line[160];
-    std::snprintf(line, sizeof line, "  %2zu %-20s %-16s %10llu params\n", i, spec_.layers[i].type.c_str(),
-                  shape_text(shapes_[i]).c_str(), (unsigned long long)count);
+    std::vector<const Activations*> inputs;
+    for (uint32_t tensor : node.inputs) inputs.push_back(&tensors_[tensor]);
+    SYSTOLE_RETURN_IF_ERROR(node.layer->backward(context, store_, Inputs(std::move(inputs)),
+                                                 tensors_[*at + 1], gradients_[*at + 1],
+                                                 InputGradients(targets)));
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      if (!added[k]) continue;
+      std::vector<float>& sum = gradients_[node.inputs[k]].values;
+      const std::vector<float>& more = node.scratch[k].values;
+      for (std::size_t v = 0; v < sum.size(); ++v) sum[v] += more[v];
+    }
+  }
+  return ok_status();
+}
+
+std::string Model::summary() const {
+  std::string text;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& node = nodes_[i];
+    uint64_t count = 0;
+    for (std::size_t e = node.first_entry; e < node.first_entry + node.entries; ++e)
+      if (store_.entries()[e].optimized()) count += store_.entries()[e].size;
+    std::string inputs;
+    if (graph_)
+      for (uint32_t tensor : node.inputs)
+        inputs +=
+            (inputs.empty() ? " <- " : ", ") + (tensor == 0 ? std::string("input") : nodes_[tensor - 1].name);
+    char line[200];
+    std::snprintf(line, sizeof line, "  %2zu %-20s %-16s %10llu params%s\n", i,
+                  (graph_ ? node.name + " (" + node.type + ")" : node.type).c_str(),
+                  shape_text(node.shape).c_str(), (unsigned long long)count, inputs.c_str());
     text += line;
-    torch_index += layers_[i]->torch_modules();
   }
   return text;
 }
 
-std::string Sequential::torch_code() const {
-  std::string code = "torch.nn.Sequential(";
-  for (std::size_t i = 0; i < layers_.size(); ++i) code += (i ? ", " : "") + layers_[i]->torch_code();
-  return code + ")";
+std::string Model::torch_code() const {
+  if (!graph_) {
+    std::string code = "torch.nn.Sequential(";
+    for (std::size_t i = 0; i < nodes_.size(); ++i) code += (i ? ", " : "") + nodes_[i].layer->torch_code();
+    return code + ")";
+  }
+  std::string code;
+  for (const Node& node : nodes_)
+    code += (code.empty() ? "" : "; ") + node.name + ": " + node.layer->torch_code();
+  return code;
 }
 
 }  // namespace systole

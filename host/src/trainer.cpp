@@ -56,7 +56,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
   for (uint32_t unit : units) {
     auto matmul = DeviceMatmul::create(device, unit, config.launch_timeout);
     if (!matmul.ok()) return matmul.status();
-    auto model = Sequential::build(config.model, config.seed);
+    auto model = Model::build(config.model, config.seed);
     if (!model.ok()) return model.status();
     auto optimizer = make_optimizer(config.optimizer, (*model)->parameters());
     if (!optimizer.ok()) return optimizer.status();
@@ -196,7 +196,7 @@ Result<StepResult> Trainer::evaluate(const Dataset& data) {
     const uint32_t last = uint32_t(uint64_t(data.examples) * (global + 1) / n);
     for (uint32_t at = first; at < last; at += batch) {
       const uint32_t count = std::min(batch, last - at);
-      Sequential& model = *replicas_[r].model;
+      Model& model = *replicas_[r].model;
       SYSTOLE_RETURN_IF_ERROR(model.forward(pass, data.images.data() + std::size_t(at) * features, count));
       auto part =
           score(model.logits(), data.labels.data() + std::size_t(at) * config_.label_width, 1.0f, nullptr);
@@ -214,7 +214,7 @@ Result<std::vector<float>> Trainer::predict(const float* inputs, uint32_t count,
   const uint32_t batch = per_replica_batch() * config_.steps_per_execution;
   std::vector<float> logits;
   LayerContext pass = context(0, false);
-  Sequential& model = *replicas_[0].model;
+  Model& model = *replicas_[0].model;
   for (uint32_t at = 0; at < count; at += batch) {
     SYSTOLE_RETURN_IF_ERROR(
         model.forward(pass, inputs + std::size_t(at) * features, std::min(batch, count - at), layers));

@@ -22,7 +22,7 @@ Status finite_values(const Checkpoint& checkpoint, const std::string& path, cons
 // A systole-mlp/1 checkpoint holds a dense stack given by its inputs,
 // hidden widths and outputs; it resumes a model that is that stack. Its
 // tensors are renamed: layers.<l> was the l-th Linear, module 2l of the
-// Sequential.
+// torch.nn.Sequential.
 Status upgrade_legacy(Checkpoint& checkpoint, const std::string& path, const ModelSpec& spec) {
   // The widths that make `spec` a dense stack, if it is one.
   std::vector<uint32_t> hidden;

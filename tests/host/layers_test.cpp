@@ -68,6 +68,21 @@ std::vector<Case> cases() {
         3,
         {layer("dense", {{"units", "8"}, {"activation", "relu"}}), layer("dropout", {{"rate", "0.4"}}),
          layer("dense", {{"units", "3"}})}}},
+      // Graphs: a residual block, whose first output feeds two layers (its
+      // gradient is the sum of both), and a three-way add that takes one
+      // tensor twice and the model's input once.
+      {"residual_graph",
+       {{6},
+        3,
+        {layer("dense", {{"name", "d1"}, {"units", "5"}, {"activation", "relu"}}),
+         layer("dense", {{"name", "d2"}, {"units", "5"}, {"inputs", "d1"}}),
+         layer("add", {{"name", "join"}, {"inputs", "[d2, d1]"}}), layer("relu", {{"inputs", "join"}}),
+         layer("dense", {{"units", "3"}, {"inputs", "relu"}})}}},
+      {"repeated_inputs_graph",
+       {{6},
+        3,
+        {layer("dense", {{"name", "d1"}, {"units", "6"}, {"inputs", "input"}}),
+         layer("add", {{"inputs", "[d1, input, d1]"}}), layer("dense", {{"units", "3"}})}}},
   };
 }
 
@@ -90,7 +105,7 @@ Batch random_batch(const ModelSpec& spec, uint32_t size, uint32_t seed) {
 
 // Mean loss of a training-mode forward pass; with `gradients`, the
 // backward pass fills the store's gradients.
-double loss(Sequential& model, MatmulExecutor& matmul, const Batch& batch, bool gradients) {
+double loss(Model& model, MatmulExecutor& matmul, const Batch& batch, bool gradients) {
   LayerContext context;
   context.matmul = &matmul;
   context.training = true;
@@ -112,8 +127,8 @@ double loss(Sequential& model, MatmulExecutor& matmul, const Batch& batch, bool 
 // Central differences of the loss in each of `values` (parameters of
 // `model`) against analytic(i).
 template <class Analytic>
-void check_finite_differences(Sequential& model, const Batch& batch, std::vector<float>& values,
-                              Analytic analytic, const std::string& what) {
+void check_finite_differences(Model& model, const Batch& batch, std::vector<float>& values, Analytic analytic,
+                              const std::string& what) {
   testing::ExactMatmul exact;
   for (std::size_t i = 0; i < values.size(); ++i) {
     const float saved = values[i], h = 1e-3f;
@@ -130,7 +145,7 @@ void check_finite_differences(Sequential& model, const Batch& batch, std::vector
 TEST(Layers, GradientsMatchFiniteDifferences) {
   for (const Case& c : cases()) {
     const uint32_t seed = 21;
-    auto model = Sequential::build(c.spec, seed).value();
+    auto model = Model::build(c.spec, seed).value();
     testing::ExactMatmul exact;
     const Batch batch = random_batch(c.spec, 5, seed);
     loss(*model, exact, batch, true);
@@ -156,7 +171,7 @@ TEST(Layers, EmbeddingGradientsMatchFiniteDifferences) {
                     layer("dense", {{"units", "4"}, {"activation", "relu"}}),
                     layer("dense", {{"units", "3"}}), layer("dot", {{"row_bias", row_bias}})}};
     const uint32_t seed = 17;
-    auto model = Sequential::build(spec, seed).value();
+    auto model = Model::build(spec, seed).value();
     // Rows of U(-1, 1) instead of Keras' U(-0.05, 0.05): pre-activations
     // near 0 would put ReLU kinks inside the differences' step.
     for (float& value : model->parameters().tables()) value *= 20.0f;
@@ -195,7 +210,7 @@ TEST(Layers, DotRowBiasesAreTheVectorsLastValues) {
       {2},
       2,
       {layer("embedding", {{"input_dim", "4"}, {"output_dim", "1"}}), layer("dot", {{"row_bias", "true"}})}};
-  EXPECT_EQ(Sequential::build(one_value, 1).status().message(),
+  EXPECT_EQ(Model::build(one_value, 1).status().message(),
             "model.layers[1] (dot): row_bias: the towers' vectors need at least 2 values (factors, then the "
             "bias), got [2, 1]");
   auto score = dot_score(one_value.layers[1], 5);
@@ -206,7 +221,7 @@ TEST(Layers, DotRowBiasesAreTheVectorsLastValues) {
 
 TEST(Layers, EmbeddingIdsOutsideTheTableAreNamed) {
   ModelSpec spec{{2}, 2, {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}}), layer("dot")}};
-  auto model = Sequential::build(spec, 1).value();
+  auto model = Model::build(spec, 1).value();
   testing::ExactMatmul exact;
   LayerContext context;
   context.matmul = &exact;
@@ -217,10 +232,10 @@ TEST(Layers, EmbeddingIdsOutsideTheTableAreNamed) {
   EXPECT_FALSE(model->forward(context, fraction, 1).ok());
   ModelSpec mismatch{{3}, 2, {layer("embedding", {{"input_dim", "[5, 4]"}, {"output_dim", "3"}})}};
   EXPECT_EQ(
-      Sequential::build(mismatch, 1).status().message(),
+      Model::build(mismatch, 1).status().message(),
       "model.layers[0] (embedding): input_dim: 2 sizes for 3 id columns (give one size, or one per column)");
   ModelSpec dot_on_flat{{4}, 2, {layer("dot")}};
-  EXPECT_EQ(Sequential::build(dot_on_flat, 1).status().message(),
+  EXPECT_EQ(Model::build(dot_on_flat, 1).status().message(),
             "model.layers[0] (dot): dot expects [2, d] (two towers' vectors), got [4]");
 }
 
@@ -243,8 +258,8 @@ TEST(Layers, DevicePassesEqualTheReferenceToTheBit) {
   for (const Case& c : cases()) {
     const uint32_t seed = 33;
     const Batch batch = random_batch(c.spec, 37, seed);
-    auto on_device = Sequential::build(c.spec, seed).value();
-    auto on_reference = Sequential::build(c.spec, seed).value();
+    auto on_device = Model::build(c.spec, seed).value();
+    auto on_reference = Model::build(c.spec, seed).value();
     auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
     testing::ReferenceMatmul reference(device.info());
     loss(*on_device, *matmul, batch, true);
@@ -270,8 +285,8 @@ TEST(Layers, ChunkedConvolutionEqualsOneProduct) {
                         layer("flatten"), layer("dense", {{"units", "3"}})}};
   Device device = open_sw_emu(16);
   const Batch batch = random_batch(spec, 200, 5);
-  auto on_device = Sequential::build(spec, 5).value();
-  auto on_reference = Sequential::build(spec, 5).value();
+  auto on_device = Model::build(spec, 5).value();
+  auto on_reference = Model::build(spec, 5).value();
   auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
   testing::ReferenceMatmul reference(device.info());
   loss(*on_device, *matmul, batch, true);
@@ -283,7 +298,7 @@ TEST(Layers, ChunkedConvolutionEqualsOneProduct) {
 }
 
 void expect_error(const ModelSpec& spec, const std::string& message) {
-  auto model = Sequential::build(spec, 1);
+  auto model = Model::build(spec, 1);
   ASSERT_FALSE(model.ok()) << message;
   EXPECT_NE(model.status().message().find(message), std::string::npos) << model.status().message();
 }
@@ -339,7 +354,7 @@ TEST(Layers, TorchCodeAndStateDictNames) {
                                          {"padding", "same"},
                                          {"activation", "relu"}}),
                         layer("batch_normalization"), layer("flatten"), layer("dense", {{"units", "10"}})}};
-  auto model = Sequential::build(spec, 1).value();
+  auto model = Model::build(spec, 1).value();
   EXPECT_EQ(
       model->torch_code(),
       "torch.nn.Sequential(torch.nn.ZeroPad2d((0, 1, 0, 1)), torch.nn.Conv2d(1, 4, 3, stride=2), "
@@ -351,6 +366,82 @@ TEST(Layers, TorchCodeAndStateDictNames) {
             (std::vector<std::string>{"1.weight", "1.bias", "3.weight", "3.bias", "3.running_mean",
                                       "3.running_var", "3.num_batches_tracked", "5.weight", "5.bias"}));
   EXPECT_EQ(model->parameters().find("1.weight")->shape, (std::vector<uint64_t>{4, 1, 3, 3}));
+}
+
+// A chain written as a graph (every layer naming its input) is the same
+// model as the list: the same initial values drawn in the same order, the
+// same logits and gradients to the bit; only the tensors' names differ.
+TEST(Graphs, AChainWrittenAsAGraphIsTheList) {
+  const ModelSpec list = cases()[0].spec;
+  ModelSpec graph = list;
+  std::string previous = "input";
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const std::string name = "layer" + std::to_string(i);
+    graph.layers[i].fields.push_back({"name", name});
+    graph.layers[i].fields.push_back({"inputs", previous});
+    previous = name;
+  }
+  auto a = Model::build(list, 4).value();
+  auto b = Model::build(graph, 4).value();
+  EXPECT_FALSE(a->graph());
+  EXPECT_TRUE(b->graph());
+  EXPECT_EQ(a->parameters().trainable(), b->parameters().trainable());
+  EXPECT_EQ(a->parameters().entries()[0].name, "0.weight");
+  EXPECT_EQ(b->parameters().entries()[0].name, "layer0.weight");
+  const Batch batch = random_batch(list, 7, 4);
+  testing::ExactMatmul exact;
+  EXPECT_EQ(loss(*a, exact, batch, true), loss(*b, exact, batch, true));
+  EXPECT_EQ(a->parameters().gradients(), b->parameters().gradients());
+  EXPECT_NE(b->summary().find("layer1 (dense)"), std::string::npos) << b->summary();
+}
+
+// Layers may be written in any order that names its inputs; they run in a
+// topological order.
+TEST(Graphs, LayersRunInATopologicalOrder) {
+  ModelSpec spec{{6},
+                 3,
+                 {layer("dense", {{"units", "3"}, {"inputs", "join"}}),
+                  layer("add", {{"name", "join"}, {"inputs", "[a, b]"}}),
+                  layer("dense", {{"name", "b"}, {"units", "4"}, {"inputs", "input"}}),
+                  layer("dense", {{"name", "a"}, {"units", "4"}, {"inputs", "input"}})}};
+  // The last layer of the config is the output; here that is "a", which
+  // feeds "join": the model must end in the layer nobody uses.
+  EXPECT_EQ(Model::build(spec, 1).status().message(),
+            "model.layers[0] (dense): no layer takes its output, and only the last layer's is the model's");
+  std::rotate(spec.layers.begin(), spec.layers.begin() + 1, spec.layers.end());
+  auto model = Model::build(spec, 1);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const Batch batch = random_batch(spec, 3, 1);
+  testing::ExactMatmul exact;
+  EXPECT_TRUE(std::isfinite(loss(**model, exact, batch, true)));
+}
+
+TEST(Graphs, MalformedGraphsAreErrorsNamingTheLayerAndField) {
+  auto error = [](std::vector<LayerConfig> layers) {
+    return Model::build(ModelSpec{{4}, 2, std::move(layers)}, 1).status().message();
+  };
+  EXPECT_EQ(error({layer("dense", {{"name", "a"}, {"units", "2"}, {"inputs", "b"}}),
+                   layer("dense", {{"name", "b"}, {"units", "2"}, {"inputs", "a"}})}),
+            "model.layers: the inputs of a, b form a cycle or depend on one");
+  EXPECT_EQ(error({layer("dense", {{"units", "2"}, {"inputs", "[input, densse]"}})}),
+            "model.layers[0].inputs: no layer is called 'densse' (there are: dense, input)");
+  EXPECT_EQ(error({layer("dense", {{"name", "x"}, {"units", "2"}}),
+                   layer("dense", {{"name", "x"}, {"units", "2"}, {"inputs", "x"}})}),
+            "model.layers[1].name: 'x' is taken by an earlier layer");
+  EXPECT_EQ(error({layer("dense", {{"name", "input"}, {"units", "2"}, {"inputs", "input"}})}),
+            "model.layers[0].name: 'input' is taken (the model's input)");
+  EXPECT_EQ(error({layer("dense", {{"name", "a"}, {"units", "3"}, {"inputs", "input"}}),
+                   layer("add", {{"inputs", "[a, input]"}}), layer("dense", {{"units", "2"}})}),
+            "model.layers[1] (add): inputs: add takes inputs of one shape, got [3] and [4] (input 1)");
+  EXPECT_EQ(error({layer("dense", {{"units", "4"}, {"inputs", "input"}}), layer("add", {{"inputs", "dense"}}),
+                   layer("dense", {{"units", "2"}})}),
+            "model.layers[1] (add).inputs: takes 2 or more input(s), got 1");
+  EXPECT_EQ(
+      error({layer("dense", {{"units", "4"}}), layer("add"), layer("dense", {{"units", "2"}})}),
+      "model.layers[1] (add).inputs: takes 2 or more input(s), got 1 (a list gives each layer one; name its "
+      "inputs with inputs: [...])");
+  EXPECT_EQ(error({layer("dense", {{"name", "a"}, {"units", "2"}, {"inputs", "[]"}})}),
+            "model.layers[0].inputs: expected one or more layer names");
 }
 
 }  // namespace

@@ -317,15 +317,17 @@ TEST(Registries, LossesMetricsAndLayersComeFromOutside) {
   spec.input_shape = {4};
   spec.classes = 4;
   spec.layers = {{"negated_test", {}}};
-  auto model = Sequential::build(spec, 1);
+  auto model = Model::build(spec, 1);
   ASSERT_TRUE(model.ok()) << model.status().message();
   EXPECT_EQ((*model)->torch_code(), "torch.nn.Sequential(Negated())");
   spec.layers = {{"negated_test", {{"scale", "2"}}}};
-  EXPECT_EQ(Sequential::build(spec, 1).status().message(),
+  EXPECT_EQ(Model::build(spec, 1).status().message(),
             "model.layers[0].scale: unknown field for negated_test");
   spec.layers = {{"pair_test", {}}};
-  EXPECT_EQ(Sequential::build(spec, 1).status().message(),
-            "model.layers[0] (pair_test): takes 2 or more inputs; a Sequential model gives each layer one");
+  EXPECT_EQ(
+      Model::build(spec, 1).status().message(),
+      "model.layers[0] (pair_test).inputs: takes 2 input(s), got 1 (a list gives each layer one; name its "
+      "inputs with inputs: [...])");
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ std::vector<float> flatten_dense(const ParameterStore& store, const MlpShape& sh
 
 // One forward and backward pass of `model` on the device: the gradient of
 // (sum of the losses) / divisor lands in the store.
-StepResult device_step(Sequential& model, Device device, const Dataset& data, float divisor) {
+StepResult device_step(Model& model, Device device, const Dataset& data, float divisor) {
   auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
   LayerContext context;
   context.matmul = matmul.get();
@@ -180,7 +180,7 @@ TEST(Training, GradientsMatchFiniteDifferencesAndTheDevice) {
   const uint32_t seed = 5;
   const MlpShape shape = small_shape();
   const Dataset data = synthetic(32, seed);
-  auto model = Sequential::build(shape.spec(), seed).value();
+  auto model = Model::build(shape.spec(), seed).value();
   const std::vector<float> flat32 = flatten_dense(model->parameters(), shape);
   const std::vector<double> flat(flat32.begin(), flat32.end());
   std::vector<double> analytic;
@@ -322,7 +322,7 @@ TEST(Training, OneStepEqualsAPlainReferenceToTheBit) {
   const uint32_t seed = 9;
   const MlpShape shape = small_shape();
   const Dataset data = synthetic(40, seed);  // K = 40: three K tiles, the last partial
-  auto model = Sequential::build(shape.spec(), seed).value();
+  auto model = Model::build(shape.spec(), seed).value();
   const std::vector<float> flat = flatten_dense(model->parameters(), shape);
   const std::vector<float> expected = reference_gradients(shape, flat, data, 64.0f);
 
@@ -354,10 +354,11 @@ TEST(Training, OneStepEqualsAPlainReferenceToTheBit) {
 // (c) Replicas against one device.
 
 std::vector<float> train_steps(const std::vector<uint32_t>& units, uint32_t global_batch, const Dataset& data,
-                               uint32_t steps, EmuEngine engine = EmuEngine::kFast) {
+                               uint32_t steps, EmuEngine engine = EmuEngine::kFast,
+                               const ModelSpec& spec = small_shape().spec()) {
   Device device = open_device(uint32_t(units.size()), engine);
   TrainerConfig config;
-  config.model = small_shape().spec();
+  config.model = spec;
   config.global_batch = global_batch;
   config.seed = 3;
   auto trainer = Trainer::create(device, units, config).value();
@@ -382,6 +383,21 @@ TEST(Training, ReplicasOfOneTileEachEqualOneDeviceToTheBit) {
   const std::vector<float> one64 = train_steps({0}, 64, data, 3);
   const std::vector<float> four = train_steps({0, 1, 2, 3}, 64, data, 3);
   ASSERT_EQ(std::memcmp(one64.data(), four.data(), one64.size() * 4), 0) << "4 replicas";
+}
+
+// A graph whose hidden output feeds two layers (its gradient a sum of two)
+// trains on replicas of one tile each to the bits of one device.
+TEST(Training, AGraphModelsReplicasEqualOneDeviceToTheBit) {
+  ModelSpec residual = small_shape().spec();
+  residual.layers = {{"dense", {{"name", "d1"}, {"units", "12"}, {"activation", "relu"}}},
+                     {"dense", {{"name", "d2"}, {"units", "12"}, {"inputs", "d1"}}},
+                     {"add", {{"inputs", "[d2, d1]"}}},
+                     {"dense", {{"units", "3"}, {"inputs", "add"}}}};
+  const Dataset data = synthetic(3 * 32, 14);
+  const std::vector<float> one = train_steps({0}, 32, data, 3, EmuEngine::kFast, residual);
+  const std::vector<float> two = train_steps({0, 1}, 32, data, 3, EmuEngine::kFast, residual);
+  ASSERT_EQ(one.size(), 12u * 20 + 12 + 12 * 12 + 12 + 3 * 12 + 3);
+  ASSERT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0) << "2 replicas";
 }
 
 TEST(Training, ReplicasOfPartTilesMatchOneDeviceToRounding) {
@@ -566,7 +582,7 @@ TEST(Training, TwoTowerReplicasEqualOneDeviceToTheBit) {
   Dataset only_user_0 = planted_pairs(32, 5);
   for (uint32_t e = 0; e < 32; ++e) only_user_0.images[2 * e] = 0;
   auto trained = train_two_tower({0, 1}, only_user_0, 16, 1);
-  auto fresh = Sequential::build(two_tower_spec(), 6).value();
+  auto fresh = Model::build(two_tower_spec(), 6).value();
   const float* table = trained->parameters().tables().data();
   const float* initial = fresh->parameters().tables().data();
   EXPECT_NE(std::memcmp(table, initial, 8 * 4), 0) << "user 0's row was trained";

@@ -210,6 +210,38 @@ expect 2 "beta.yaml|train.beta2: must be in \[0, 1\), got 1.5" --config "$work/b
 printf 'callbacks:\n  early_stopping:\n    patience: -2\n' >"$work/patience.yaml"
 expect 2 "patience.yaml: callbacks.early_stopping.patience: cannot read '-2' as a whole number" \
   --config "$work/patience.yaml"
+# A graph model (Keras' functional API): a residual block, trained, resumed
+# to the bytes of an unbroken run, and malformed graphs named.
+cat >"$work/residual.yaml" <<'YAML'
+model:
+  layers:
+    - {type: flatten}
+    - {type: dense, name: d1, units: 24, activation: relu}
+    - {type: dense, name: d2, units: 24, inputs: d1}
+    - {type: add, name: block, inputs: [d2, d1]}
+    - {type: relu, inputs: block}
+    - {type: dense, units: 10}
+YAML
+graph=(--data-dir "$work/data" --validation-examples 64 --global-batch 32 --array 16x16 --devices 2
+       --learning-rate 0.003)  # $small without --hidden, which would replace the layers
+expect 0 "block \(add\) +\[24\] +0 params <- d2, d1" "${graph[@]}" --config "$work/residual.yaml" --epochs 2 \
+  --checkpoint-dir "$work/graph_straight"
+expect 0 "Epoch 1/1" "${graph[@]}" --config "$work/residual.yaml" --epochs 1 --checkpoint-dir "$work/graph_resumed"
+expect 0 "resumed from .* after epoch 1" "${graph[@]}" --config "$work/residual.yaml" --epochs 2 \
+  --checkpoint-dir "$work/graph_resumed" --resume
+if cmp -s "$work/graph_straight/checkpoint.safetensors" "$work/graph_resumed/checkpoint.safetensors" &&
+   grep -q "d1.weight" "$work/graph_straight/checkpoint.safetensors"; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: the graph model's resumed checkpoint differs from the unbroken run's (or lacks d1.weight)"
+  failures=$((failures + 1))
+fi
+printf 'model:\n  layers:\n    - {type: flatten}\n    - {type: dense, name: a, units: 4, inputs: b}\n    - {type: dense, name: b, units: 10, inputs: a}\n' >"$work/cycle.yaml"
+expect 2 "model.layers: the inputs of a, b form a cycle or depend on one" "${graph[@]}" --config "$work/cycle.yaml"
+printf 'model:\n  layers:\n    - {type: flatten}\n    - {type: dense, units: 10, inputs: [flaten]}\n' >"$work/dangling.yaml"
+expect 2 "model.layers\[1\].inputs: no layer is called 'flaten' \(there are: dense, flatten, input\)" \
+  "${graph[@]}" --config "$work/dangling.yaml"
+
 # Losses and metrics by name: each metric is logged for training,
 # validation and test, and a callback may watch any of them.
 printf 'train:\n  metrics: [accuracy, {type: top_k_accuracy, k: 3}, perplexity]\ncallbacks:\n  early_stopping: {monitor: val_top_3_accuracy, patience: 2}\n' >"$work/metrics.yaml"

@@ -114,6 +114,14 @@ class LayerArgs {
 struct LayerSite {
   uint32_t index = 0;        // in the config's list
   uint32_t torch_index = 0;  // first module of the equivalent torch.nn.Sequential
+  std::string name;          // in a graph model: the layer's name
+
+  // The state_dict prefix of the layer's module `offset` (of its
+  // torch_modules()): "3" in a list, the layer's name in a graph (whose
+  // reference module calls its parameters by the layer's name).
+  std::string module(uint32_t offset = 0) const {
+    return name.empty() ? std::to_string(torch_index + offset) : name;
+  }
 };
 
 // A layer, as Keras has it: it declares its tensors when it learns its
@@ -128,7 +136,7 @@ class Layer {
   virtual uint32_t max_inputs() const { return 1; }
 
   // Checks the input shapes, declares the layer's tensors in `store`
-  // (named "<torch_index>.weight" etc.) and returns the output shape.
+  // (named site.module() + ".weight" etc.) and returns the output shape.
   virtual Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore& store) = 0;
   // Initial values of the declared tensors, drawn from `rng` in Keras' order.
   virtual void initialize(ParameterStore& store, std::mt19937_64& rng) const {

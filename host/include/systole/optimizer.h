@@ -100,6 +100,8 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   const OptimizerConfig& config() const { return config_; }
+  // The weight decay in effect (the config's, or the optimizer's default).
+  float weight_decay() const { return config_.weight_decay.value_or(default_weight_decay()); }
   // Sizes the slots for `store`'s tensors (make_optimizer calls it).
   void build(const ParameterStore& store);
 
@@ -140,10 +142,6 @@ class Optimizer {
   virtual bool decoupled_weight_decay() const { return true; }
   // The weight decay when the config leaves it unset.
   virtual float default_weight_decay() const { return 0.0f; }
-
- public:
-  // The weight decay in effect.
-  float weight_decay() const { return config_.weight_decay.value_or(default_weight_decay()); }
 
  private:
   struct Slot {

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Synchronous data-parallel training of a Sequential model on a device's
-// compute units,
-// with TensorFlow's distribution semantics: the model is replicated and kept
+// Synchronous data-parallel training of a model on a device's compute
+// units, with TensorFlow's distribution semantics: the model is replicated and kept
 // identical; a global batch is split evenly over the replicas; each
 // replica's loss is its examples' loss sum over the GLOBAL batch size; the
 // gradients are summed by all-reduce, so N replicas take the same step as
@@ -84,7 +83,7 @@ class Trainer {
 
   // Replica 0's model and fp32 master parameters (all replicas hold the
   // same bits).
-  const Sequential& model() const { return *replicas_[0].model; }
+  const Model& model() const { return *replicas_[0].model; }
   const ParameterStore& parameters() const { return replicas_[0].model->parameters(); }
   const Optimizer& optimizer() const { return *replicas_[0].optimizer; }
   // Whether every replica of the job holds the same parameter bits.
@@ -99,7 +98,7 @@ class Trainer {
  private:
   struct ReplicaState {
     std::unique_ptr<DeviceMatmul> matmul;
-    std::unique_ptr<Sequential> model;
+    std::unique_ptr<Model> model;
     std::unique_ptr<Optimizer> optimizer;
   };
 

@@ -33,7 +33,7 @@ class BatchNormalization final : public Layer {
     channels_ = input.back();
     spatial_ = uint32_t(shape_elements(input) / channels_);
     image_ = input.size() == 3;
-    const std::string prefix = std::to_string(site.torch_index);
+    const std::string prefix = site.module();
     gamma_ = store.declare(prefix + ".weight", {channels_}, Region::kTrainable);
     beta_ = store.declare(prefix + ".bias", {channels_}, Region::kTrainable);
     moving_mean_ = store.declare(prefix + ".running_mean", {channels_}, Region::kBuffer);

@@ -64,7 +64,7 @@ class Conv2D final : public Layer {
     // torch's padding='same' takes stride 1 and even padding only;
     // otherwise a ZeroPad2d module goes first.
     pad_module_ = same_ && (sh_ != 1 || sw_ != 1 || top_ != bottom_ || left_ != right_);
-    const std::string prefix = std::to_string(site.torch_index + (pad_module_ ? 1 : 0));
+    const std::string prefix = site.module(pad_module_ ? 1 : 0);
     weight_ = store.declare(prefix + ".weight", {filters_, c_, kh_, kw_}, Region::kTrainable);
     if (use_bias_) bias_ = store.declare(prefix + ".bias", {filters_}, Region::kTrainable);
     return Shape{oh_, ow_, filters_};

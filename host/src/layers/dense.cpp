@@ -25,7 +25,7 @@ class Dense final : public Layer {
     rows_ = input.size() == 2 ? input[0] : 1;
     Shape output = input;
     output.back() = units_;
-    const std::string prefix = std::to_string(site.torch_index);
+    const std::string prefix = site.module();
     weight_ = store.declare(prefix + ".weight", {units_, inputs_}, Region::kTrainable);
     if (use_bias_) bias_ = store.declare(prefix + ".bias", {units_}, Region::kTrainable);
     return output;

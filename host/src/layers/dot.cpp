@@ -50,8 +50,7 @@ class Dot final : public Layer {
                     "row_bias: the towers' vectors need at least 2 values (factors, then the bias), got " +
                         shape_text(input));
     score_ = DotScore{input[1], options_.row_bias};
-    if (options_.use_bias)
-      bias_ = store.declare(std::to_string(site.torch_index) + ".bias", {}, Region::kTrainable);
+    if (options_.use_bias) bias_ = store.declare(site.module() + ".bias", {}, Region::kTrainable);
     return Shape{2};
   }
 

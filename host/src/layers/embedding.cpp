@@ -45,7 +45,7 @@ class Embedding final : public Layer {
       if (uint64_t(rows_) * width_ > (uint64_t(1) << 31))
         return Status(StatusCode::kInvalidArgument, "input_dim x output_dim: more than 2^31 table values");
     }
-    table_ = store.declare(std::to_string(site.torch_index) + ".weight", {rows_, width_}, Region::kTable);
+    table_ = store.declare(site.module() + ".weight", {rows_, width_}, Region::kTable);
     return Shape{columns_, width_};
   }
 

@@ -47,5 +47,6 @@ Result<std::unique_ptr<Layer>> make_dropout(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_relu(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_embedding(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_dot(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_add(LayerArgs& args);
 
 }  // namespace systole

@@ -18,6 +18,7 @@ Registry<LayerFactory>& layer_registry() {
                                                            {"relu", make_relu},
                                                            {"embedding", make_embedding},
                                                            {"dot", make_dot},
+                                                           {"add", make_add},
                                                        });
   return registry;
 }
