@@ -78,6 +78,18 @@ std::vector<Case> cases() {
          layer("dense", {{"name", "d2"}, {"units", "5"}, {"inputs", "d1"}}),
          layer("add", {{"name", "join"}, {"inputs", "[d2, d1]"}}), layer("relu", {{"inputs", "join"}}),
          layer("dense", {{"units", "3"}, {"inputs", "relu"}})}}},
+      // A Transformer's host-side layers on [positions, width] rows: token
+      // vectors plus learned positions, layer normalisation, both GELUs, a
+      // softmax and the mean over positions.
+      {"sequence_layers",
+       {{12},
+        3,
+        {layer("reshape", {{"target_shape", "[4, 3]"}}), layer("dense", {{"name", "tokens"}, {"units", "5"}}),
+         layer("position_embedding", {{"name", "positions"}, {"sequence_length", "6"}}),
+         layer("add", {{"inputs", "[tokens, positions]"}}),
+         layer("layer_normalization", {{"epsilon", "1e-5"}}), layer("gelu"), layer("dense", {{"units", "5"}}),
+         layer("gelu", {{"approximate", "true"}}), layer("softmax"), layer("global_average_pooling1d"),
+         layer("dense", {{"units", "3"}})}}},
       {"repeated_inputs_graph",
        {{6},
         3,
@@ -442,6 +454,26 @@ TEST(Graphs, MalformedGraphsAreErrorsNamingTheLayerAndField) {
       "inputs with inputs: [...])");
   EXPECT_EQ(error({layer("dense", {{"name", "a"}, {"units", "2"}, {"inputs", "[]"}})}),
             "model.layers[0].inputs: expected one or more layer names");
+}
+
+TEST(Layers, SequenceLayerErrorsNameTheField) {
+  auto error = [](std::vector<LayerConfig> layers) {
+    return Model::build(ModelSpec{{12}, 3, std::move(layers)}, 1).status().message();
+  };
+  EXPECT_EQ(error({layer("reshape", {{"target_shape", "[5, 3]"}}), layer("dense", {{"units", "3"}})}),
+            "model.layers[0] (reshape): target_shape: [5, 3] holds 15 values, the input [12] 12");
+  EXPECT_EQ(
+      error({layer("reshape", {{"target_shape", "[4, 3]"}}),
+             layer("position_embedding", {{"sequence_length", "3"}}), layer("global_average_pooling1d")}),
+      "model.layers[1] (position_embedding): sequence_length: the input has 4 positions, the table 3");
+  EXPECT_EQ(error({layer("reshape", {{"target_shape", "[4, 3]"}}), layer("position_embedding"),
+                   layer("global_average_pooling1d")}),
+            "model.layers[1].sequence_length: required (the positions the table holds)");
+  EXPECT_EQ(error({layer("global_average_pooling1d"), layer("dense", {{"units", "3"}})}),
+            "model.layers[0] (global_average_pooling1d): global_average_pooling1d takes [positions, width] "
+            "inputs, got [12]");
+  EXPECT_EQ(error({layer("layer_normalization", {{"epsilon", "0"}}), layer("dense", {{"units", "3"}})}),
+            "model.layers[0].epsilon: must be a positive number");
 }
 
 }  // namespace

@@ -166,8 +166,8 @@ bad() {  # bad NAME YAML-LAYERS MESSAGE
 }
 bad kernel '  layers: [{type: conv2d, filters: 4, kernel_size: [3, 0]}, {type: flatten}, {type: dense, units: 10}]' \
   "model.layers\[0\].kernel_size: expected a positive integer or a pair"
-bad unknown '  layers: [{type: flatten}, {type: dense, units: 10}, {type: softmax}]' \
-  "model.layers\[2\].type: unknown layer type 'softmax'"
+bad unknown '  layers: [{type: flatten}, {type: dense, units: 10}, {type: gru}]' \
+  "model.layers\[2\].type: unknown layer type 'gru'"
 bad notype '  layers: [{units: 10}]' "notype.yaml: model.layers\[0\]: expected a mapping with a type"
 bad both '  hidden: [32]\n  layers: [{type: flatten}]' "both.yaml: model: give either hidden"
 bad shape '  layers: [{type: dense, units: 10}]' "model.layers\[0\] \(dense\): dense expects a flat input or rows of one, got \[28, 28, 1\]"

@@ -48,5 +48,11 @@ Result<std::unique_ptr<Layer>> make_relu(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_embedding(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_dot(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_add(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_reshape(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_layer_normalization(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_gelu(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_softmax(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_position_embedding(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_global_average_pooling1d(LayerArgs& args);
 
 }  // namespace systole

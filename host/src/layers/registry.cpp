@@ -8,18 +8,25 @@ namespace systole {
 namespace {
 
 Registry<LayerFactory>& layer_registry() {
-  static Registry<LayerFactory> registry("layer type", {
-                                                           {"dense", make_dense},
-                                                           {"conv2d", make_conv2d},
-                                                           {"max_pooling2d", make_max_pooling2d},
-                                                           {"flatten", make_flatten},
-                                                           {"batch_normalization", make_batch_normalization},
-                                                           {"dropout", make_dropout},
-                                                           {"relu", make_relu},
-                                                           {"embedding", make_embedding},
-                                                           {"dot", make_dot},
-                                                           {"add", make_add},
-                                                       });
+  static Registry<LayerFactory> registry("layer type",
+                                         {
+                                             {"dense", make_dense},
+                                             {"conv2d", make_conv2d},
+                                             {"max_pooling2d", make_max_pooling2d},
+                                             {"flatten", make_flatten},
+                                             {"batch_normalization", make_batch_normalization},
+                                             {"dropout", make_dropout},
+                                             {"relu", make_relu},
+                                             {"embedding", make_embedding},
+                                             {"dot", make_dot},
+                                             {"add", make_add},
+                                             {"reshape", make_reshape},
+                                             {"layer_normalization", make_layer_normalization},
+                                             {"gelu", make_gelu},
+                                             {"softmax", make_softmax},
+                                             {"position_embedding", make_position_embedding},
+                                             {"global_average_pooling1d", make_global_average_pooling1d},
+                                         });
   return registry;
 }
 
