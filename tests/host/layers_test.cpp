@@ -90,6 +90,23 @@ std::vector<Case> cases() {
          layer("layer_normalization", {{"epsilon", "1e-5"}}), layer("gelu"), layer("dense", {{"units", "5"}}),
          layer("gelu", {{"approximate", "true"}}), layer("softmax"), layer("global_average_pooling1d"),
          layer("dense", {{"units", "3"}})}}},
+      // A Transformer block: self-attention (2 heads, key_dim from the
+      // width) with a residual join and layer normalisation; then causal
+      // attention with explicit key_dim and value_dim, no biases and
+      // dropout on the attention probabilities.
+      {"attention_block",
+       {{12},
+        3,
+        {layer("reshape", {{"target_shape", "[4, 3]"}}), layer("dense", {{"name", "tokens"}, {"units", "4"}}),
+         layer("multi_head_attention", {{"name", "attention"}, {"num_heads", "2"}}),
+         layer("add", {{"inputs", "[tokens, attention]"}}), layer("layer_normalization"),
+         layer("multi_head_attention", {{"num_heads", "3"},
+                                        {"key_dim", "2"},
+                                        {"value_dim", "3"},
+                                        {"use_bias", "false"},
+                                        {"causal", "true"},
+                                        {"dropout", "0.3"}}),
+         layer("global_average_pooling1d"), layer("dense", {{"units", "3"}})}}},
       {"repeated_inputs_graph",
        {{6},
         3,
@@ -474,6 +491,56 @@ TEST(Layers, SequenceLayerErrorsNameTheField) {
             "inputs, got [12]");
   EXPECT_EQ(error({layer("layer_normalization", {{"epsilon", "0"}}), layer("dense", {{"units", "3"}})}),
             "model.layers[0].epsilon: must be a positive number");
+}
+
+// With the causal mask, a position's output depends on no later position:
+// changing the last position's input leaves the others' outputs' bits.
+TEST(Layers, CausalAttentionLooksOnlyBack) {
+  auto layer = make_layer({"multi_head_attention", {{"num_heads", "2"}, {"causal", "true"}}}).value();
+  ParameterStore store;
+  ASSERT_TRUE(layer->build({{5, 6}}, LayerSite(), store).ok());
+  std::mt19937_64 rng(3);
+  layer->initialize(store, rng);
+  testing::ExactMatmul exact;
+  LayerContext context;
+  context.matmul = &exact;
+  Activations input{2, {5, 6}, std::vector<float>(60)};
+  std::mt19937 values(8);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (float& x : input.values) x = uniform(values);
+  Activations before, after;
+  ASSERT_TRUE(layer->forward(context, store, {&input}, before).ok());
+  for (uint32_t b = 0; b < 2; ++b)
+    for (uint32_t i = 0; i < 6; ++i) input.values[(b * 5 + 4) * 6 + i] += 0.5f;
+  ASSERT_TRUE(layer->forward(context, store, {&input}, after).ok());
+  for (uint32_t b = 0; b < 2; ++b)
+    for (uint32_t p = 0; p < 5; ++p) {
+      bool same = true;
+      for (uint32_t i = 0; i < 6; ++i)
+        same = same && before.values[(b * 5 + p) * 6 + i] == after.values[(b * 5 + p) * 6 + i];
+      EXPECT_EQ(same, p < 4) << "example " << b << ", position " << p;
+    }
+  EXPECT_EQ(store.entries()[0].name, "0.query.weight");
+  EXPECT_EQ(store.entries()[6].name, "0.output.weight");
+}
+
+TEST(Layers, AttentionErrorsNameTheField) {
+  auto error = [](std::vector<std::pair<std::string, std::string>> fields) {
+    ModelSpec spec{{12},
+                   3,
+                   {layer("reshape", {{"target_shape", "[2, 6]"}}), layer("multi_head_attention", fields),
+                    layer("global_average_pooling1d"), layer("dense", {{"units", "3"}})}};
+    return Model::build(spec, 1).status().message();
+  };
+  EXPECT_EQ(error({{"num_heads", "4"}}),
+            "model.layers[1] (multi_head_attention): num_heads: the width 6 does not divide by 4 heads (give "
+            "key_dim to choose the heads' width)");
+  EXPECT_EQ(error({{"num_heads", "4"}, {"key_dim", "5"}}), "")
+      << "an explicit key_dim need not divide the width";
+  EXPECT_EQ(
+      error({{"num_heads", "2"}, {"key_dim", "0"}}).rfind("model.layers[1].key_dim: expected a positive", 0),
+      0u);
+  EXPECT_EQ(error({{"key_dim", "2"}}), "model.layers[1].num_heads: required");
 }
 
 }  // namespace

@@ -400,6 +400,27 @@ TEST(Training, AGraphModelsReplicasEqualOneDeviceToTheBit) {
   ASSERT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0) << "2 replicas";
 }
 
+// A small Transformer encoder block (its products all on the array) trains
+// on replicas of one tile each to the bits of one device: a replica's 4
+// examples of 4 positions are 16 rows, one K tile of the weight gradients'
+// products (a replica of more rows chains several tiles, which one device
+// groups differently: equal only to rounding, as for any model).
+TEST(Training, ATransformerBlocksReplicasEqualOneDeviceToTheBit) {
+  ModelSpec block = small_shape().spec();
+  block.layers = {{"reshape", {{"target_shape", "[4, 5]"}}},
+                  {"dense", {{"name", "tokens"}, {"units", "8"}}},
+                  {"multi_head_attention", {{"name", "attention"}, {"num_heads", "2"}}},
+                  {"add", {{"inputs", "[tokens, attention]"}}},
+                  {"layer_normalization", {}},
+                  {"dense", {{"units", "16"}, {"activation", "relu"}}},
+                  {"global_average_pooling1d", {}},
+                  {"dense", {{"units", "3"}}}};
+  const Dataset data = synthetic(3 * 8, 15);
+  const std::vector<float> one = train_steps({0}, 8, data, 3, EmuEngine::kFast, block);
+  const std::vector<float> two = train_steps({0, 1}, 8, data, 3, EmuEngine::kFast, block);
+  ASSERT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0) << "2 replicas";
+}
+
 TEST(Training, ReplicasOfPartTilesMatchOneDeviceToRounding) {
   // Four replicas of 8 examples: the device sums 16 examples per tile in
   // its column chain, the replicas 8 each; the groupings differ, so only

@@ -54,5 +54,6 @@ Result<std::unique_ptr<Layer>> make_gelu(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_softmax(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_position_embedding(LayerArgs& args);
 Result<std::unique_ptr<Layer>> make_global_average_pooling1d(LayerArgs& args);
+Result<std::unique_ptr<Layer>> make_multi_head_attention(LayerArgs& args);
 
 }  // namespace systole

@@ -26,6 +26,7 @@ Registry<LayerFactory>& layer_registry() {
                                              {"softmax", make_softmax},
                                              {"position_embedding", make_position_embedding},
                                              {"global_average_pooling1d", make_global_average_pooling1d},
+                                             {"multi_head_attention", make_multi_head_attention},
                                          });
   return registry;
 }

@@ -2,7 +2,9 @@
 // The host-side layers of sequence models, with Keras' names and
 // arguments, each over the last axis of its input: Reshape,
 // LayerNormalization, GELU, Softmax, a learned PositionEmbedding and
-// GlobalAveragePooling1D. Sums run in double, in index order.
+// GlobalAveragePooling1D. Sums over a row run in double, in index order;
+// a parameter's gradient, a sum over the batch, runs on the array, as the
+// other layers' do.
 #include <cmath>
 #include <cstdio>
 
@@ -92,35 +94,43 @@ class LayerNormalization final : public Layer {
     }
     return ok_status();
   }
-  Status backward(LayerContext&, ParameterStore& store, const Inputs& inputs, const Activations&,
+  // dgamma = 1^T (dy * x-hat) and dbeta = 1^T dy run on the array, the rows
+  // as K, so that replicas' shares add up as the other layers' do.
+  Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs, const Activations&,
                   const Activations& output_gradient, const InputGradients& input_gradients) override {
     const std::size_t rows = output_gradient.values.size() / width_;
     const float* gamma = store.values(gamma_);
-    float* d_gamma = store.gradient(gamma_);
-    float* d_beta = store.gradient(beta_);
-    std::vector<double> gamma_sum(width_, 0.0), beta_sum(width_, 0.0);
+    scaled_.resize(output_gradient.values.size());
+    for (std::size_t i = 0; i < scaled_.size(); ++i) scaled_[i] = output_gradient.values[i] * normalized_[i];
+    ones_.assign(rows, 1.0f);
+    std::vector<MatmulCall> calls(2);
+    for (MatmulCall& sums : calls) {
+      sums.m = 1;
+      sums.k = uint32_t(rows);
+      sums.n = width_;
+      sums.a = ones_.data();
+    }
+    calls[0].b = scaled_.data();
+    calls[0].c = store.gradient(gamma_);
+    calls[1].b = output_gradient.values.data();
+    calls[1].c = store.gradient(beta_);
+    SYSTOLE_RETURN_IF_ERROR(context.matmul->run(calls));
     Activations* dx = input_gradients[0];
-    if (dx) zeros_like(inputs[0], *dx);
+    if (!dx) return ok_status();
+    zeros_like(inputs[0], *dx);
     for (std::size_t r = 0; r < rows; ++r) {
       const float* dy = output_gradient.values.data() + r * width_;
       const float* hat = normalized_.data() + r * width_;
       double sum = 0, dot = 0;  // of dy * gamma, and of that times x-hat
       for (uint32_t i = 0; i < width_; ++i) {
-        gamma_sum[i] += double(dy[i]) * hat[i];
-        beta_sum[i] += dy[i];
         const double g = double(dy[i]) * gamma[i];
         sum += g;
         dot += g * hat[i];
       }
-      if (!dx) continue;
       for (uint32_t i = 0; i < width_; ++i) {
         const double g = double(dy[i]) * gamma[i];
         dx->values[r * width_ + i] = float(inverse_std_[r] * (g - sum / width_ - hat[i] * dot / width_));
       }
-    }
-    for (uint32_t i = 0; i < width_; ++i) {
-      d_gamma[i] = float(gamma_sum[i]);
-      d_beta[i] = float(beta_sum[i]);
     }
     return ok_status();
   }
@@ -132,7 +142,7 @@ class LayerNormalization final : public Layer {
   float epsilon_;
   uint32_t width_ = 0;
   std::size_t gamma_ = 0, beta_ = 0;
-  std::vector<float> normalized_;
+  std::vector<float> normalized_, scaled_, ones_;
   std::vector<double> inverse_std_;
 };
 
@@ -249,16 +259,22 @@ class PositionEmbedding final : public Layer {
       std::copy_n(table, example, output.values.data() + b * example);
     return ok_status();
   }
-  Status backward(LayerContext&, ParameterStore& store, const Inputs& inputs, const Activations&,
+  // The table's gradient is the sum over the batch, 1^T dy, on the array
+  // (the examples as K); positions past the input's have none.
+  Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs, const Activations&,
                   const Activations& output_gradient, const InputGradients& input_gradients) override {
     float* gradient = store.gradient(table_);
     const std::size_t example = std::size_t(positions_) * width_;
     std::fill_n(gradient, std::size_t(length_) * width_, 0.0f);
-    for (std::size_t i = 0; i < example; ++i) {
-      double sum = 0;
-      for (uint32_t b = 0; b < output_gradient.batch; ++b) sum += output_gradient.values[b * example + i];
-      gradient[i] = float(sum);
-    }
+    ones_.assign(output_gradient.batch, 1.0f);
+    MatmulCall sums;
+    sums.m = 1;
+    sums.k = output_gradient.batch;
+    sums.n = uint32_t(example);
+    sums.a = ones_.data();
+    sums.b = output_gradient.values.data();
+    sums.c = gradient;
+    SYSTOLE_RETURN_IF_ERROR(context.matmul->run(sums));
     if (input_gradients[0]) zeros_like(inputs[0], *input_gradients[0]);  // the values are not used
     return ok_status();
   }
@@ -269,6 +285,7 @@ class PositionEmbedding final : public Layer {
  private:
   uint32_t length_, positions_ = 0, width_ = 0;
   std::size_t table_ = 0;
+  std::vector<float> ones_;
 };
 
 // Keras' GlobalAveragePooling1D: [positions, width] to the mean over the
