@@ -46,6 +46,33 @@ Result<uint32_t> class_of(float label, uint32_t classes, uint32_t example, uint3
                  " is not a class in [0, " + std::to_string(classes) + ")");
 }
 
+// Calls visit(example, logits of the row, label's class) for every row of
+// a sparse categorical output whose label is not `ignore_class`, in
+// example then position order.
+template <class Visit>
+Status for_each_labelled_row(const Activations& output, const float* labels, uint32_t label_width,
+                             std::optional<uint32_t> ignore_class, Visit visit) {
+  auto shape = categorical_rows(output.shape, label_width);
+  if (!shape.ok()) return shape.status();
+  for (uint32_t e = 0; e < output.batch; ++e)
+    for (uint32_t r = 0; r < shape->rows; ++r) {
+      const float label = labels[std::size_t(e) * label_width + r];
+      if (ignore_class && label == float(*ignore_class)) continue;
+      auto target = class_of(label, shape->classes, e, r);
+      if (!target.ok()) return target.status();
+      visit(e, output.values.data() + (std::size_t(e) * shape->rows + r) * shape->classes, *target);
+    }
+  return ok_status();
+}
+
+// log(sum(exp(z))) over `classes` logits, the largest subtracted first.
+double log_sum_exp(const float* z, uint32_t classes) {
+  const float top = *std::max_element(z, z + classes);
+  double total = 0;
+  for (uint32_t c = 0; c < classes; ++c) total += std::exp(double(z[c]) - top);
+  return top + std::log(total);
+}
+
 // Keras' SparseCategoricalCrossentropy(from_logits=True): softmax over each
 // row's logits with the largest subtracted, -log p(label). With
 // `ignore_class` (padding tokens), rows of that label count neither in the
@@ -70,7 +97,6 @@ class SparseCategoricalCrossentropy final : public Loss {
     const uint32_t classes = shape->classes;
     if (gradient) gradient->assign(output.values.size(), 0.0f);
     double sum = 0;
-    std::vector<double> probability(classes);
     for (uint32_t e = 0; e < output.batch; ++e) {
       uint32_t counted = 0;
       for (uint32_t r = 0; r < shape->rows; ++r) {
@@ -87,10 +113,7 @@ class SparseCategoricalCrossentropy final : public Loss {
         if (!target.ok()) return target.status();
         const std::size_t row = std::size_t(e) * shape->rows + r;
         const float* z = output.values.data() + row * classes;
-        const float top = *std::max_element(z, z + classes);
-        double total = 0;
-        for (uint32_t c = 0; c < classes; ++c) total += std::exp(double(z[c]) - top);
-        const double log_sum = top + std::log(total);
+        const double log_sum = log_sum_exp(z, classes);
         example += log_sum - z[*target];
         if (!gradient) continue;
         float* d = gradient->data() + row * classes;
@@ -189,22 +212,15 @@ class TopKAccuracy final : public Metric {
   std::size_t sums() const override { return 2; }  // hits, rows counted
   Status update(const Activations& output, const float* labels, uint32_t label_width,
                 double* totals) const override {
-    auto shape = categorical_rows(output.shape, label_width);
-    if (!shape.ok()) return shape.status();
-    for (uint32_t e = 0; e < output.batch; ++e)
-      for (uint32_t r = 0; r < shape->rows; ++r) {
-        const float label = labels[std::size_t(e) * label_width + r];
-        if (ignore_class_ && label == float(*ignore_class_)) continue;
-        auto target = class_of(label, shape->classes, e, r);
-        if (!target.ok()) return target.status();
-        const float* z = output.values.data() + (std::size_t(e) * shape->rows + r) * shape->classes;
-        uint32_t above = 0;  // classes ranked before the label's
-        for (uint32_t c = 0; c < shape->classes; ++c)
-          above += z[c] > z[*target] || (z[c] == z[*target] && c < *target);
-        totals[0] += above < k_;
-        totals[1] += 1;
-      }
-    return ok_status();
+    const uint32_t classes = output.shape.back();
+    return for_each_labelled_row(output, labels, label_width, ignore_class_,
+                                 [&](uint32_t, const float* z, uint32_t target) {
+                                   uint32_t above = 0;  // classes ranked before the label's
+                                   for (uint32_t c = 0; c < classes; ++c)
+                                     above += z[c] > z[target] || (z[c] == z[target] && c < target);
+                                   totals[0] += above < k_;
+                                   totals[1] += 1;
+                                 });
   }
   double result(const double* totals) const override { return totals[1] > 0 ? totals[0] / totals[1] : 0.0; }
 
@@ -226,22 +242,12 @@ class Perplexity final : public Metric {
   std::size_t sums() const override { return 2; }  // cross-entropy, rows counted
   Status update(const Activations& output, const float* labels, uint32_t label_width,
                 double* totals) const override {
-    auto shape = categorical_rows(output.shape, label_width);
-    if (!shape.ok()) return shape.status();
-    for (uint32_t e = 0; e < output.batch; ++e)
-      for (uint32_t r = 0; r < shape->rows; ++r) {
-        const float label = labels[std::size_t(e) * label_width + r];
-        if (ignore_class_ && label == float(*ignore_class_)) continue;
-        auto target = class_of(label, shape->classes, e, r);
-        if (!target.ok()) return target.status();
-        const float* z = output.values.data() + (std::size_t(e) * shape->rows + r) * shape->classes;
-        const float top = *std::max_element(z, z + shape->classes);
-        double total = 0;
-        for (uint32_t c = 0; c < shape->classes; ++c) total += std::exp(double(z[c]) - top);
-        totals[0] += top + std::log(total) - z[*target];
-        totals[1] += 1;
-      }
-    return ok_status();
+    const uint32_t classes = output.shape.back();
+    return for_each_labelled_row(output, labels, label_width, ignore_class_,
+                                 [&](uint32_t, const float* z, uint32_t target) {
+                                   totals[0] += log_sum_exp(z, classes) - z[target];
+                                   totals[1] += 1;
+                                 });
   }
   double result(const double* totals) const override {
     return totals[1] > 0 ? std::exp(totals[0] / totals[1]) : 0.0;
