@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""The PyTorch reference of a Systole graph model (a model whose layers name
+their inputs, Keras' functional API), built from the model description that
+accel_train stores in every checkpoint and model.safetensors. Its
+state_dict() has the names and shapes of Systole's tensors, so a
+model.safetensors loads into it with load_state_dict(strict=True):
+
+  <layer>.weight / .bias                    dense (torch.nn.Linear),
+                                            layer_normalization (LayerNorm),
+                                            position_embedding (Embedding)
+  <layer>.query/.key/.value/.output.weight  multi_head_attention (Linear each)
+
+PyTorch computes in fp32 where the array rounds operands to bf16, so its
+logits agree with Systole's to bf16 precision, not to the bit.
+"""
+import json
+import math
+
+import torch
+
+FLAT_INPUT = "reference_model: only flat model inputs are built (the graph layers take [features] or rows)"
+
+
+def layer_names(layers):
+    """Each layer's name as Systole gives it: its `name`, or Keras' type,
+    type_1, type_2, ... skipping names already taken."""
+    used = {layer["name"] for layer in layers if "name" in layer}
+    names = []
+    for layer in layers:
+        name = layer.get("name")
+        if name is None:
+            name, n = layer["type"], 1
+            while name in used:
+                name, n = f"{layer['type']}_{n}", n + 1
+            used.add(name)
+        names.append(name)
+    return names
+
+
+def inputs_of(text):
+    """`inputs` as the description stores it: "[a, b]" or "a"."""
+    return [part.strip() for part in text.strip("[]").split(",") if part.strip()]
+
+
+class MultiHeadAttention(torch.nn.Module):
+    """Self-attention as Systole's multi_head_attention computes it: the
+    query scaled by 1 / sqrt(key_dim) before Q K^T, softmax over the keys,
+    later positions left out under the causal mask."""
+
+    def __init__(self, width, heads, key_dim, value_dim, bias, causal):
+        super().__init__()
+        self.heads, self.key_dim, self.value_dim, self.causal = heads, key_dim, value_dim, causal
+        self.query = torch.nn.Linear(width, heads * key_dim, bias=bias)
+        self.key = torch.nn.Linear(width, heads * key_dim, bias=bias)
+        self.value = torch.nn.Linear(width, heads * value_dim, bias=bias)
+        self.output = torch.nn.Linear(heads * value_dim, width, bias=bias)
+
+    def forward(self, x):
+        n, t, _ = x.shape
+        split = lambda y, d: y.reshape(n, t, self.heads, d).transpose(1, 2)  # n, heads, t, d
+        q = split(self.query(x), self.key_dim) / math.sqrt(self.key_dim)
+        k, v = split(self.key(x), self.key_dim), split(self.value(x), self.value_dim)
+        scores = q @ k.transpose(-1, -2)
+        if self.causal:
+            later = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+            scores = scores.masked_fill(later, float("-inf"))
+        heads = torch.softmax(scores, dim=-1) @ v
+        return self.output(heads.transpose(1, 2).reshape(n, t, self.heads * self.value_dim))
+
+
+class GraphModel(torch.nn.Module):
+    """Each layer with parameters is a submodule under its layer's name; the
+    bookkeeping lives in underscore names, which layers do not take."""
+
+    def __init__(self, spec):
+        super().__init__()
+        layers = spec["layers"]
+        self._names = layer_names(layers)
+        if len(spec["input_shape"]) != 1:
+            raise ValueError(FLAT_INPUT)
+        shapes = {"input": list(spec["input_shape"])}
+        self._inputs, self._kinds, self._options = [], [], []
+        modules = {}
+        for i, (layer, name) in enumerate(zip(layers, self._names)):
+            sources = inputs_of(layer["inputs"]) if "inputs" in layer else [self._names[i - 1] if i else "input"]
+            shape = shapes[sources[0]]
+            kind, option = layer["type"], None
+            if kind == "dense":
+                modules[name] = torch.nn.Linear(shape[-1], int(layer["units"]), bias=layer.get("use_bias", "true") == "true")
+                option = layer.get("activation") == "relu"
+                shape = shape[:-1] + [int(layer["units"])]
+            elif kind == "reshape":
+                shape = [int(d) for d in inputs_of(layer["target_shape"])]
+                option = shape
+            elif kind == "layer_normalization":
+                modules[name] = torch.nn.LayerNorm(shape[-1], eps=float(layer.get("epsilon", "0.001")))
+            elif kind == "position_embedding":
+                modules[name] = torch.nn.Embedding(int(layer["sequence_length"]), shape[-1])
+            elif kind == "multi_head_attention":
+                heads = int(layer["num_heads"])
+                key_dim = int(layer.get("key_dim", shape[-1] // heads))
+                modules[name] = MultiHeadAttention(shape[-1], heads, key_dim, int(layer.get("value_dim", key_dim)),
+                                                   layer.get("use_bias", "true") == "true",
+                                                   layer.get("causal", "false") == "true")
+            elif kind == "gelu":
+                option = "tanh" if layer.get("approximate", "false") == "true" else "none"
+            elif kind == "global_average_pooling1d":
+                shape = shape[1:]
+            elif kind not in ("add", "relu", "softmax", "dropout"):
+                raise ValueError(f"reference_model: no reference for layer type '{kind}' ({name})")
+            shapes[name] = shape
+            self._inputs.append(sources)
+            self._kinds.append(kind)
+            self._options.append(option)
+        for name, module in modules.items():
+            self.add_module(name, module)
+
+    def forward(self, x):
+        values = {"input": x.reshape(len(x), -1)}
+        for name, kind, option, sources in zip(self._names, self._kinds, self._options, self._inputs):
+            y = values[sources[0]]
+            if kind == "dense":
+                y = getattr(self, name)(y)
+                y = torch.relu(y) if option else y
+            elif kind == "reshape":
+                y = y.reshape(len(y), *option)
+            elif kind in ("layer_normalization", "multi_head_attention"):
+                y = getattr(self, name)(y)
+            elif kind == "position_embedding":
+                y = getattr(self, name).weight[: y.shape[1]].expand_as(y)
+            elif kind == "add":
+                for source in sources[1:]:
+                    y = y + values[source]
+            elif kind == "gelu":
+                y = torch.nn.functional.gelu(y, approximate=option)
+            elif kind == "softmax":
+                y = torch.softmax(y, dim=-1)
+            elif kind == "relu":
+                y = torch.relu(y)
+            elif kind == "global_average_pooling1d":
+                y = y.mean(dim=1)
+            values[name] = y
+        return values[self._names[-1]]
+
+
+def from_description(text):
+    """The reference of the model description stored in a checkpoint's
+    metadata ("model")."""
+    return GraphModel(json.loads(text))
