@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace systole {
 
@@ -104,11 +105,11 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec, uint64_t seed
   // The layers, their names and the names of their inputs.
   std::vector<std::vector<std::string>> input_names(count);
   std::vector<LayerConfig> configs(count);
+  model->nodes_.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     configs[i].type = spec.layers[i].type;
     for (const auto& [key, value] : spec.layers[i].fields) {
       if (key == "name") {
-        model->nodes_.resize(count);
         model->nodes_[i].name = value;
       } else if (key == "inputs") {
         model->graph_ = true;
@@ -119,20 +120,19 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec, uint64_t seed
       }
     }
   }
-  model->nodes_.resize(count);
   std::map<std::string, uint32_t> tensor_of = {{"input", 0}};
   if (model->graph_) {
     // Unnamed layers take Keras' names: the type, then type_1, type_2, ...
-    std::map<std::string, uint32_t> used;
+    std::set<std::string> used;
     for (std::size_t i = 0; i < count; ++i)
-      if (!model->nodes_[i].name.empty()) used[model->nodes_[i].name] = 1;
+      if (!model->nodes_[i].name.empty()) used.insert(model->nodes_[i].name);
     for (std::size_t i = 0; i < count; ++i) {
       std::string& name = model->nodes_[i].name;
       if (!name.empty()) continue;
       const std::string& type = configs[i].type;
       name = type;
       for (uint32_t n = 1; used.count(name); ++n) name = type + "_" + std::to_string(n);
-      used[name] = 1;
+      used.insert(name);
     }
   }
   for (std::size_t i = 0; i < count; ++i) {
