@@ -35,8 +35,12 @@ expect 2 "type.yaml: train.epochs: cannot read 'ten'" --config "$work/type.yaml"
 expect 2 "broken.yaml" --config "$work/broken.yaml"
 expect 2 "missing.yaml: cannot open" --config "$work/missing.yaml"
 expect 2 "global_batch 32 does not divide evenly over 3 replicas" "${small[@]}" --devices 3
-expect 2 "devices: expected auto, a count or a list" "${small[@]}" --devices two
+expect 2 "devices: expected auto, a count \(1 to 1024\) or a list" "${small[@]}" --devices two
 expect 2 "devices: a unit is listed twice" "${small[@]}" --devices "[0,0]"
+expect 2 "devices: expected auto, a count \(1 to 1024\) or a list of unit indices \(got '-1'\)" "${small[@]}" --devices -1
+expect 2 "devices: expected auto, a count \(1 to 1024\) or a list of unit indices \(got '4294967297'\)" \
+  "${small[@]}" --devices 4294967297
+expect 2 "devices: '-1' is not a unit index \(0 to 1023\) \(got '\[0,-1\]'\)" "${small[@]}" --devices "[0,-1]"
 expect 0 "device: sw_emu\[3\] 16x16" "${small[@]}" --epochs 1 --device 3
 expect 2 "sw_emu device 16 does not exist" "${small[@]}" --device 16
 # perf: the board's projection of the training steps, and its parameters.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "config_schema.h"
+#include "config_value.h"
 
 namespace systole {
 
@@ -73,6 +74,9 @@ Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elas
   auto invalid = [&](const std::string& why) {
     return Status(StatusCode::kInvalidArgument, "devices: " + why + " (got '" + devices + "')");
   };
+  // Counts and indices are digits only, checked before any loop uses them:
+  // "-1" or "4294967297" is an error, never a wrapped value.
+  constexpr uint64_t kMostUnits = 1024;
   std::vector<uint32_t> units;
   if (devices == "auto") {
     for (uint32_t u = 0; u < available; ++u) units.push_back(u);
@@ -81,28 +85,23 @@ Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elas
     std::stringstream text(devices.substr(1, devices.size() - 2));
     std::string item;
     while (std::getline(text, item, ',')) {
-      try {
-        std::size_t used = 0;
-        const unsigned long unit = std::stoul(item, &used);
-        if (item.find_first_not_of(" ", used) != std::string::npos) throw std::invalid_argument(item);
-        units.push_back(uint32_t(unit));
-      } catch (const std::exception&) {
-        return invalid("'" + item + "' is not a unit index");
-      }
+      item.erase(0, item.find_first_not_of(' '));
+      item.erase(item.find_last_not_of(' ') + 1);
+      auto unit = config::parse_whole(item, kMostUnits - 1);
+      if (!unit.ok())
+        return invalid("'" + item + "' is not a unit index (0 to " + std::to_string(kMostUnits - 1) + ")");
+      units.push_back(uint32_t(*unit));
     }
     std::vector<uint32_t> sorted = units;
     std::sort(sorted.begin(), sorted.end());
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
       return invalid("a unit is listed twice");
   } else {
-    try {
-      std::size_t used = 0;
-      const unsigned long count = std::stoul(devices, &used);
-      if (used != devices.size() || count == 0) throw std::invalid_argument(devices);
-      for (uint32_t u = 0; u < count; ++u) units.push_back(u);
-    } catch (const std::exception&) {
-      return invalid("expected auto, a count or a list of unit indices");
-    }
+    auto count = config::parse_whole(devices, kMostUnits);
+    if (!count.ok() || *count == 0)
+      return invalid("expected auto, a count (1 to " + std::to_string(kMostUnits) +
+                     ") or a list of unit indices");
+    for (uint32_t u = 0; u < *count; ++u) units.push_back(u);
   }
   if (units.empty()) return invalid("no unit selected");
   const uint32_t highest = *std::max_element(units.begin(), units.end());
