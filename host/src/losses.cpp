@@ -434,20 +434,6 @@ Registry<MetricFactory>& metrics() {
   return registry;
 }
 
-// Makes what a config names through a registry's factory, with LayerArgs'
-// checks of its fields.
-template <class T, class Factory>
-Result<std::unique_ptr<T>> make(const Registry<Factory>& registry, const LayerConfig& config) {
-  auto factory = registry.find(config.type);
-  if (!factory.ok()) return Status(factory.status().code(), "type: " + factory.status().message());
-  LayerArgs args(config);
-  auto made = (*factory)(args);
-  if (!made.ok()) return made.status();
-  if (!*made) return invalid("type: the factory of '" + config.type + "' made nothing");
-  SYSTOLE_RETURN_IF_ERROR(args.unknown_fields());
-  return made;
-}
-
 }  // namespace
 
 Status register_loss(const std::string& type, LossFactory factory) {
@@ -459,9 +445,11 @@ Status register_metric(const std::string& type, MetricFactory factory) {
 std::vector<std::string> loss_types() { return losses().names(); }
 std::vector<std::string> metric_types() { return metrics().names(); }
 
-Result<std::unique_ptr<Loss>> make_loss(const LossConfig& config) { return make<Loss>(losses(), config); }
+Result<std::unique_ptr<Loss>> make_loss(const LossConfig& config) {
+  return make_from_config<Loss>(losses(), config);
+}
 Result<std::unique_ptr<Metric>> make_metric(const MetricConfig& config) {
-  return make<Metric>(metrics(), config);
+  return make_from_config<Metric>(metrics(), config);
 }
 
 }  // namespace systole

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "systole/layer.h"
 #include "systole/status.h"
 
 namespace systole {
@@ -60,5 +61,21 @@ class Registry {
   mutable std::mutex mutex_;
   std::vector<std::pair<std::string, Factory>> entries_;
 };
+
+// Makes what `config` names with a registry of factories that read their
+// fields through LayerArgs (layers, losses, metrics); a field no factory
+// read is an error.
+template <class T, class Factory>
+Result<std::unique_ptr<T>> make_from_config(const Registry<Factory>& registry, const LayerConfig& config) {
+  auto factory = registry.find(config.type);
+  if (!factory.ok()) return Status(factory.status().code(), "type: " + factory.status().message());
+  LayerArgs args(config);
+  auto made = (*factory)(args);
+  if (!made.ok()) return made.status();
+  if (!*made)
+    return Status(StatusCode::kInvalidArgument, "type: the factory of '" + config.type + "' made nothing");
+  SYSTOLE_RETURN_IF_ERROR(args.unknown_fields());
+  return made;
+}
 
 }  // namespace systole

@@ -40,15 +40,7 @@ Status register_layer(const std::string& type, LayerFactory factory) {
 std::vector<std::string> layer_types() { return layer_registry().names(); }
 
 Result<std::unique_ptr<Layer>> make_layer(const LayerConfig& config) {
-  auto factory = layer_registry().find(config.type);
-  if (!factory.ok()) return Status(factory.status().code(), "type: " + factory.status().message());
-  LayerArgs args(config);
-  auto layer = (*factory)(args);
-  if (!layer.ok()) return layer.status();
-  if (!*layer)
-    return Status(StatusCode::kInvalidArgument, "type: the factory of '" + config.type + "' made no layer");
-  SYSTOLE_RETURN_IF_ERROR(args.unknown_fields());
-  return layer;
+  return make_from_config<Layer>(layer_registry(), config);
 }
 
 }  // namespace systole
