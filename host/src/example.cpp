@@ -7,6 +7,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -78,7 +80,57 @@ const char* feature_type_name(FeatureType type) {
   return "?";
 }
 
+Result<TextSplit> parse_text_split(const std::string& name) {
+  if (name == "words") return TextSplit::kWords;
+  if (name == "characters") return TextSplit::kCharacters;
+  return Status(StatusCode::kInvalidArgument, "unknown split '" + name + "' (expected words or characters)");
+}
+
+const char* text_split_name(TextSplit split) {
+  switch (split) {
+    case TextSplit::kWords:
+      return "words";
+    case TextSplit::kCharacters:
+      return "characters";
+    case TextSplit::kNone:
+      break;
+  }
+  return "none";
+}
+
+std::vector<std::string> split_text(std::string_view text, TextSplit split) {
+  std::vector<std::string> tokens;
+  if (split == TextSplit::kCharacters) {
+    for (std::size_t i = 0; i < text.size();) {
+      const unsigned char lead = static_cast<unsigned char>(text[i]);
+      std::size_t bytes = lead < 0x80         ? 1
+                          : lead >> 5 == 0x6  ? 2
+                          : lead >> 4 == 0xe  ? 3
+                          : lead >> 3 == 0x1e ? 4
+                                              : 1;
+      for (std::size_t k = 1; k < bytes; ++k)  // a short or broken sequence: its lead byte alone
+        if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) bytes = 1;
+      tokens.emplace_back(text.substr(i, bytes));
+      i += bytes;
+    }
+    return tokens;
+  }
+  std::string token;
+  for (char c : text) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (byte >= 0x80 || std::isalnum(byte)) {
+      token += byte < 0x80 ? char(std::tolower(byte)) : c;
+    } else if (!token.empty()) {
+      tokens.push_back(std::move(token));
+      token.clear();
+    }
+  }
+  if (!token.empty()) tokens.push_back(std::move(token));
+  return tokens;
+}
+
 uint64_t FeatureSpec::elements() const {
+  if (text()) return length;
   uint64_t count = 1;
   for (uint64_t d : shape) count *= d;
   return count;
@@ -95,7 +147,28 @@ Result<ExampleSchema> ExampleSchema::create(std::vector<FeatureSpec> features) {
     for (uint64_t d : spec.shape)
       if (d == 0 || d > (1u << 24)) return bad_feature(spec, "shape dimensions must be in [1, 2^24]");
     if (spec.elements() > (1u << 24)) return bad_feature(spec, "more than 2^24 values per example");
-    if (spec.type == FeatureType::kBytes) {
+    std::unordered_map<std::string, uint32_t> vocabulary;
+    if (spec.text() || spec.length || !spec.vocabulary.empty()) {
+      if (spec.type != FeatureType::kBytes)
+        return bad_feature(spec, "split, length and vocabulary apply to strings");
+      if (!spec.text()) return bad_feature(spec, "length and vocabulary need a split (words or characters)");
+      if (spec.length == 0)
+        return bad_feature(spec, "length: required for a text feature (the ids per example)");
+      if (spec.length > (1u << 24)) return bad_feature(spec, "length: more than 2^24 ids per example");
+      if (!spec.shape.empty()) return bad_feature(spec, "a text feature has length, not shape");
+      if (spec.vocabulary.empty() == (spec.hash_buckets == 0))
+        return bad_feature(spec, "a text feature takes hash_buckets or a vocabulary (one of the two)");
+      if (spec.hash_buckets == 1)
+        return bad_feature(spec, "hash_buckets: a text feature needs 2 or more (0 is padding)");
+      if (double(spec.vocabulary.size()) + 2 > kExactInFloat)
+        return bad_feature(spec, "vocabulary: more than 2^24 - 2 tokens");
+      for (std::size_t t = 0; t < spec.vocabulary.size(); ++t)
+        if (!vocabulary.emplace(spec.vocabulary[t], uint32_t(t + 2)).second)
+          return bad_feature(spec, "vocabulary: '" + spec.vocabulary[t] + "' is there twice");
+      if (spec.has_default && spec.default_bytes.size() != 1)
+        return bad_feature(spec, "default: a text feature's default is one string");
+    }
+    if (spec.type == FeatureType::kBytes && spec.vocabulary.empty()) {
       if (spec.hash_buckets == 0)
         return bad_feature(spec, "a string feature feeds a model through hash_buckets; set it");
       if (double(spec.hash_buckets) > kExactInFloat)
@@ -103,7 +176,7 @@ Result<ExampleSchema> ExampleSchema::create(std::vector<FeatureSpec> features) {
     } else if (spec.hash_buckets != 0) {
       return bad_feature(spec, "hash_buckets applies to string features only");
     }
-    if (spec.has_default) {
+    if (spec.has_default && !spec.text()) {
       const std::size_t count =
           spec.type == FeatureType::kBytes ? spec.default_bytes.size() : spec.default_numbers.size();
       if (count != 1 && count != spec.elements())
@@ -112,6 +185,7 @@ Result<ExampleSchema> ExampleSchema::create(std::vector<FeatureSpec> features) {
     }
     schema.offsets_.push_back(schema.row_size_);
     schema.row_size_ += spec.elements();
+    schema.vocabularies_.push_back(std::move(vocabulary));
   }
   schema.features_ = std::move(features);
   return schema;
@@ -136,6 +210,10 @@ Status ExampleSchema::parse(std::string_view record, float* row) const {
     const bool present = found != map.end() && found->second.kind_case() != tf::Feature::KIND_NOT_SET;
     if (!present) {
       if (!spec.has_default) return bad_feature(spec, "missing, and it has no default value");
+      if (spec.text()) {
+        text_ids(i, spec.default_bytes[0], out);
+        continue;
+      }
       const std::size_t defaults =
           spec.type == FeatureType::kBytes ? spec.default_bytes.size() : spec.default_numbers.size();
       for (uint64_t j = 0; j < n; ++j) {
@@ -170,6 +248,13 @@ Status ExampleSchema::parse(std::string_view record, float* row) const {
       }
       case FeatureType::kBytes: {
         const auto& values = feature.bytes_list().value();
+        if (spec.text()) {
+          if (values.size() != 1)
+            return bad_feature(spec, "a text feature holds one string, got " + std::to_string(values.size()));
+          text_ids(i, values[0], out);
+          got = n;
+          break;
+        }
         got = uint64_t(values.size());
         if (got == n)
           for (uint64_t j = 0; j < n; ++j)
@@ -182,6 +267,21 @@ Status ExampleSchema::parse(std::string_view record, float* row) const {
                                    " value(s), got " + std::to_string(got));
   }
   return ok_status();
+}
+
+void ExampleSchema::text_ids(std::size_t i, std::string_view text, float* out) const {
+  const FeatureSpec& spec = features_[i];
+  const std::vector<std::string> tokens = split_text(text, spec.split);
+  const std::size_t kept = std::min<std::size_t>(tokens.size(), spec.length);
+  for (std::size_t t = 0; t < kept; ++t) {
+    if (spec.vocabulary.empty()) {
+      out[t] = float(1 + hash_bucket(tokens[t], spec.hash_buckets - 1));  // < 2^24: exact
+    } else {
+      const auto found = vocabularies_[i].find(tokens[t]);
+      out[t] = found == vocabularies_[i].end() ? 1.0f : float(found->second);
+    }
+  }
+  std::fill(out + kept, out + spec.length, 0.0f);
 }
 
 struct ExampleBuilder::Impl {

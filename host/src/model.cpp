@@ -258,10 +258,27 @@ Status Model::forward(LayerContext& context, const float* inputs, uint32_t batch
                                                         std::to_string(tensor - 1));
       tensors.push_back(&tensors_[tensor]);
     }
-    SYSTOLE_RETURN_IF_ERROR(
-        node.layer->forward(context, store_, Inputs(std::move(tensors)), tensors_[i + 1]));
+    Activations& output = tensors_[i + 1];
+    output.mask.clear();
+    SYSTOLE_RETURN_IF_ERROR(node.layer->forward(context, store_, Inputs(tensors), output));
+    if (output.mask.empty() && node.layer->passes_mask()) carry_mask(tensors, output);
   }
   return ok_status();
+}
+
+// Keras' mask propagation: an output that keeps its inputs' positions
+// (rank 2 or more, the same first dimension) gets the positions every
+// masked input holds a token at; inputs without a mask count as all tokens.
+void Model::carry_mask(const std::vector<const Activations*>& inputs, Activations& output) {
+  if (output.shape.size() < 2) return;
+  for (const Activations* input : inputs) {
+    if (input->mask.empty() || input->shape.empty() || input->shape[0] != output.shape[0]) continue;
+    if (output.mask.empty()) {
+      output.mask = input->mask;
+    } else {
+      for (std::size_t p = 0; p < output.mask.size(); ++p) output.mask[p] &= input->mask[p];
+    }
+  }
 }
 
 Status Model::backward(LayerContext& context, const std::vector<float>& logits_gradient) {

@@ -504,7 +504,7 @@ TEST(Layers, CausalAttentionLooksOnlyBack) {
   testing::ExactMatmul exact;
   LayerContext context;
   context.matmul = &exact;
-  Activations input{2, {5, 6}, std::vector<float>(60)};
+  Activations input{2, {5, 6}, std::vector<float>(60), {}};
   std::mt19937 values(8);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (float& x : input.values) x = uniform(values);
@@ -522,6 +522,64 @@ TEST(Layers, CausalAttentionLooksOnlyBack) {
     }
   EXPECT_EQ(store.entries()[0].name, "0.query.weight");
   EXPECT_EQ(store.entries()[6].name, "0.output.weight");
+}
+
+// A padded text classifier: ids with 0 as padding (mask_zero), learned
+// positions, masked self-attention and the masked mean. Its dense
+// gradients against finite differences, and the padding's irrelevance:
+// whatever row 0 of the table holds, the logits keep their bits (the
+// fourth example is all padding: zeros, no NaN).
+ModelSpec masked_text_model() {
+  return {{6},
+          3,
+          {layer("embedding",
+                 {{"name", "tokens"}, {"input_dim", "5"}, {"output_dim", "4"}, {"mask_zero", "true"}}),
+           layer("position_embedding", {{"name", "positions"}, {"sequence_length", "6"}}),
+           layer("add", {{"name", "embedded"}, {"inputs", "[tokens, positions]"}}),
+           layer("multi_head_attention", {{"name", "attention"}, {"num_heads", "2"}}),
+           layer("add", {{"inputs", "[embedded, attention]"}}), layer("layer_normalization"),
+           layer("global_average_pooling1d"), layer("dense", {{"units", "3"}})}};
+}
+
+Batch padded_batch() {
+  Batch batch;
+  batch.size = 4;
+  batch.inputs = {3, 1, 4, 0, 0, 0,  //
+                  2, 2, 0, 0, 0, 0,  //
+                  1, 2, 3, 4, 1, 2,  //
+                  0, 0, 0, 0, 0, 0};
+  batch.labels = {2, 0, 1, 1};
+  return batch;
+}
+
+TEST(Layers, MaskedSequenceGradientsMatchFiniteDifferences) {
+  const uint32_t seed = 29;
+  auto model = Model::build(masked_text_model(), seed).value();
+  testing::ExactMatmul exact;
+  const Batch batch = padded_batch();
+  loss(*model, exact, batch, true);
+  const std::vector<float> analytic = model->parameters().gradients();
+  check_finite_differences(
+      *model, batch, model->parameters().trainable(), [&](std::size_t i) { return analytic[i]; },
+      "masked text model, seed " + std::to_string(seed) + ", parameter");
+}
+
+TEST(Layers, PaddingDoesNotReachTheLogits) {
+  auto model = Model::build(masked_text_model(), 5).value();
+  testing::ExactMatmul exact;
+  LayerContext context;
+  context.matmul = &exact;
+  const Batch batch = padded_batch();
+  ASSERT_TRUE(model->forward(context, batch.inputs.data(), batch.size).ok());
+  const std::vector<float> before = model->logits().values;
+  float* padding_row = model->parameters().tables().data();  // the table's row 0
+  for (uint32_t i = 0; i < 4; ++i) padding_row[i] += 3.0f * float(i + 1);
+  ASSERT_TRUE(model->forward(context, batch.inputs.data(), batch.size).ok());
+  const std::vector<float>& after = model->logits().values;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(before[i], after[i]) << "logit " << i;
+    EXPECT_TRUE(std::isfinite(after[i])) << "logit " << i;
+  }
 }
 
 TEST(Layers, AttentionErrorsNameTheField) {

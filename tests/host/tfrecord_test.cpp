@@ -313,6 +313,83 @@ TEST(HashBuckets, FarmHashFingerprint64) {
   EXPECT_EQ(hash_bucket("2.x", 3), 2u);
 }
 
+TEST(TextFeatures, SplitsWordsAndCharacters) {
+  using Tokens = std::vector<std::string>;
+  EXPECT_EQ(split_text("GNU C++ compiler (v4.2)", TextSplit::kWords),
+            (Tokens{"gnu", "c", "compiler", "v4", "2"}));
+  EXPECT_EQ(split_text("  --Caf\xc3\xa9-au-LAIT!! ", TextSplit::kWords),
+            (Tokens{"caf\xc3\xa9", "au", "lait"}));
+  EXPECT_EQ(split_text("", TextSplit::kWords), Tokens{});
+  EXPECT_EQ(split_text(" .,;", TextSplit::kWords), Tokens{});
+  EXPECT_EQ(split_text("a \xc3\xa9\xe2\x82\xac\xf0\x9f\x99\x82!", TextSplit::kCharacters),
+            (Tokens{"a", " ", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x99\x82", "!"}));
+  // A broken sequence: its lead byte alone, then the rest as they come.
+  EXPECT_EQ(split_text("\xc3z\xe2\x82", TextSplit::kCharacters), (Tokens{"\xc3", "z", "\xe2", "\x82"}));
+}
+
+TEST(TextFeatures, HashedAndVocabularyIdsPaddedToTheLength) {
+  FeatureSpec hashed = spec("text", FeatureType::kBytes, {});
+  hashed.split = TextSplit::kWords;
+  hashed.length = 4;
+  hashed.hash_buckets = 1000;
+  FeatureSpec looked_up = spec("same", FeatureType::kBytes, {});
+  looked_up.split = TextSplit::kWords;
+  looked_up.length = 6;
+  looked_up.vocabulary = {"the", "compiler", "gnu"};
+  looked_up.has_default = true;
+  looked_up.default_bytes = {"GNU"};
+  auto schema = ExampleSchema::create({hashed, looked_up});
+  ASSERT_TRUE(schema.ok()) << schema.status().message();
+  ASSERT_EQ(schema->row_size(), 10u);
+  std::vector<float> row(10, -1.0f);
+  auto bucket = [](const char* token) { return float(1 + fingerprint64(token) % 999); };
+  ExampleBuilder b;
+  b.add_bytes("text", {"The GNU compiler, for C and C++"});  // 7 tokens: truncated to 4
+  b.add_bytes("same", {"the GNU C compiler"});
+  ASSERT_TRUE(schema->parse(b.serialize(), row.data()).ok());
+  EXPECT_EQ(row, (std::vector<float>{bucket("the"), bucket("gnu"), bucket("compiler"), bucket("for"),  //
+                                     2, 4, 1, 3, 0, 0}));
+  b.clear();
+  b.add_bytes("text", {"gnu"});  // padded; `same` from its default
+  ASSERT_TRUE(schema->parse(b.serialize(), row.data()).ok());
+  EXPECT_EQ(row, (std::vector<float>{bucket("gnu"), 0, 0, 0, 4, 0, 0, 0, 0, 0}));
+  b.clear();
+  b.add_bytes("text", {"one", "two"});
+  EXPECT_EQ(schema->parse(b.serialize(), row.data()).message(),
+            "feature 'text': a text feature holds one string, got 2");
+}
+
+TEST(TextFeatures, BadSpecsNameTheFeature) {
+  auto error = [](auto change) {
+    FeatureSpec text = spec("title", FeatureType::kBytes, {});
+    text.split = TextSplit::kWords;
+    text.length = 8;
+    text.hash_buckets = 100;
+    change(text);
+    return ExampleSchema::create({text}).status().message();
+  };
+  EXPECT_EQ(error([](FeatureSpec&) {}), "");
+  EXPECT_EQ(error([](FeatureSpec& f) { f.length = 0; }),
+            "feature 'title': length: required for a text feature (the ids per example)");
+  EXPECT_EQ(error([](FeatureSpec& f) { f.shape = {8}; }),
+            "feature 'title': a text feature has length, not shape");
+  EXPECT_EQ(error([](FeatureSpec& f) { f.vocabulary = {"a"}; }),
+            "feature 'title': a text feature takes hash_buckets or a vocabulary (one of the two)");
+  EXPECT_EQ(error([](FeatureSpec& f) { f.hash_buckets = 0; }),
+            "feature 'title': a text feature takes hash_buckets or a vocabulary (one of the two)");
+  EXPECT_EQ(error([](FeatureSpec& f) { f.hash_buckets = 1; }),
+            "feature 'title': hash_buckets: a text feature needs 2 or more (0 is padding)");
+  EXPECT_EQ(error([](FeatureSpec& f) {
+              f.hash_buckets = 0;
+              f.vocabulary = {"a", "b", "a"};
+            }),
+            "feature 'title': vocabulary: 'a' is there twice");
+  EXPECT_EQ(error([](FeatureSpec& f) { f.split = TextSplit::kNone; }),
+            "feature 'title': length and vocabulary need a split (words or characters)");
+  EXPECT_EQ(error([](FeatureSpec& f) { f.type = FeatureType::kInt64; }),
+            "feature 'title': split, length and vocabulary apply to strings");
+}
+
 // Files of examples {"v": [index], "label": index % 10}, `per_file[i]`
 // records in file i; every record's index is unique.
 class Pipelines : public TFRecords {

@@ -3,6 +3,7 @@
 // type, range, help, flag and whether the processes of a job must agree.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <optional>
 
 #include "config_schema.h"
@@ -307,13 +308,31 @@ ConfigField hidden_field() {
   return f;
 }
 
-// data.features: name -> {dtype, shape, default, hash_buckets}, TensorFlow's
-// FixedLenFeature in YAML.
+// A vocabulary file: one token per line (TextVectorization's format).
+Status read_vocabulary(const std::string& path, std::vector<std::string>& tokens) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return invalid("cannot read the vocabulary file '" + path + "'");
+  std::string line;
+  for (uint64_t number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty())
+      return invalid(path + ":" + std::to_string(number) + ": an empty line (one token per line)");
+    tokens.push_back(line);
+  }
+  if (in.bad()) return invalid("cannot read the vocabulary file '" + path + "'");
+  if (tokens.empty()) return invalid("the vocabulary file '" + path + "' holds no token");
+  return ok_status();
+}
+
+// data.features: name -> {dtype, shape, default, hash_buckets} (TensorFlow's
+// FixedLenFeature in YAML), and for text {split, length, vocabulary}.
 ConfigField features_field() {
   ConfigField f;
   f.key = "data.features";
-  f.type = "mapping of feature name to {dtype, shape, default, hash_buckets}";
-  f.help = "tfrecord: the records' schema (tf.io.FixedLenFeature)";
+  f.type = "mapping of feature name to {dtype, shape, default, hash_buckets, split, length, vocabulary}";
+  f.help =
+      "tfrecord: the records' schema (tf.io.FixedLenFeature); a string with split (words or characters) is "
+      "text: length token ids per example, from hash_buckets or a vocabulary file (docs/training.md)";
   f.read = [](const YAML::Node& node, TrainConfig& config) -> Status {
     if (!node.IsMap()) return invalid("expected a mapping of name to {dtype, shape, default, hash_buckets}");
     std::vector<FeatureSpec> features;
@@ -326,9 +345,11 @@ ConfigField features_field() {
         return invalid(where + ": expected a mapping {dtype, shape, default, hash_buckets}");
       for (const auto& item : fields) {
         const std::string key = item.first.as<std::string>();
-        if (key != "dtype" && key != "shape" && key != "default" && key != "hash_buckets")
+        if (key != "dtype" && key != "shape" && key != "default" && key != "hash_buckets" && key != "split" &&
+            key != "length" && key != "vocabulary")
           return invalid(where + "." + key +
-                         ": unknown key (expected one of default, dtype, hash_buckets, shape)");
+                         ": unknown key (expected one of default, dtype, hash_buckets, length, shape, split, "
+                         "vocabulary)");
       }
       std::string dtype = "float32";
       if (fields["dtype"]) {
@@ -348,6 +369,25 @@ ConfigField features_field() {
         auto buckets = Value<uint32_t>::read(fields["hash_buckets"]);
         if (!buckets.ok()) return invalid(where + ".hash_buckets: " + buckets.status().message());
         spec.hash_buckets = *buckets;
+      }
+      if (fields["split"]) {
+        auto text = Value<std::string>::read(fields["split"]);
+        if (!text.ok()) return invalid(where + ".split: " + text.status().message());
+        auto split = parse_text_split(*text);
+        if (!split.ok()) return invalid(where + ".split: " + split.status().message());
+        spec.split = *split;
+      }
+      if (fields["length"]) {
+        auto length = Value<uint32_t>::read(fields["length"]);
+        if (!length.ok()) return invalid(where + ".length: " + length.status().message());
+        spec.length = *length;
+      }
+      if (fields["vocabulary"]) {
+        auto path = Value<std::string>::read(fields["vocabulary"]);
+        if (!path.ok()) return invalid(where + ".vocabulary: " + path.status().message());
+        spec.vocabulary_file = *path;
+        Status read = read_vocabulary(*path, spec.vocabulary);
+        if (!read.ok()) return invalid(where + ".vocabulary: " + read.message());
       }
       if (const YAML::Node value = fields["default"]) {
         spec.has_default = true;
@@ -382,8 +422,13 @@ ConfigField features_field() {
       node["dtype"] = feature_type_name(spec.type);
       YAML::Node shape(YAML::NodeType::Sequence);
       for (uint64_t d : spec.shape) shape.push_back(d);
-      node["shape"] = shape;
+      if (!spec.text()) node["shape"] = shape;
       if (spec.hash_buckets) node["hash_buckets"] = spec.hash_buckets;
+      if (spec.text()) {
+        node["split"] = text_split_name(spec.split);
+        node["length"] = spec.length;
+        if (!spec.vocabulary_file.empty()) node["vocabulary"] = spec.vocabulary_file;
+      }
       if (spec.has_default) {
         YAML::Node values(YAML::NodeType::Sequence);
         for (const std::string& bytes : spec.default_bytes) values.push_back(bytes);

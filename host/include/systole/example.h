@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "systole/status.h"
@@ -23,6 +24,18 @@ enum class FeatureType { kFloat, kInt64, kBytes };
 Result<FeatureType> parse_feature_type(const std::string& name);
 const char* feature_type_name(FeatureType type);
 
+// How a text feature is cut into tokens.
+//   words:      lower-cased (ASCII letters), split at ASCII whitespace and
+//               punctuation: a token is a longest run of ASCII letters and
+//               digits and of bytes >= 0x80 (UTF-8 letters stay whole), so
+//               "GNU C++ compiler (v4.2)" is gnu, c, compiler, v4, 2.
+//   characters: each UTF-8 character a token, case and spaces kept (a
+//               malformed byte is a token of its own).
+enum class TextSplit { kNone, kWords, kCharacters };
+Result<TextSplit> parse_text_split(const std::string& name);  // "words", "characters"
+const char* text_split_name(TextSplit split);
+std::vector<std::string> split_text(std::string_view text, TextSplit split);
+
 struct FeatureSpec {
   std::string name;
   FeatureType type = FeatureType::kFloat;
@@ -34,8 +47,20 @@ struct FeatureSpec {
   bool has_default = false;
   // Bytes features: each string becomes Fingerprint64(string) % hash_buckets.
   uint64_t hash_buckets = 0;
+  // Text features (Keras' TextVectorization with output_sequence_length):
+  // a bytes feature with a split holds one string per record, which
+  // becomes `length` token ids, truncated or padded with 0, the padding id
+  // (an embedding with mask_zero masks it). A token's id is
+  // 1 + Fingerprint64(token) % (hash_buckets - 1), as Keras' Hashing layer
+  // with a mask value; or, with a vocabulary, 2 + its line in the file and
+  // 1 for a token not in it (TextVectorization's [UNK]).
+  TextSplit split = TextSplit::kNone;
+  uint32_t length = 0;
+  std::vector<std::string> vocabulary;
+  std::string vocabulary_file;  // where the vocabulary was read from (for configs and messages)
 
-  uint64_t elements() const;
+  uint64_t elements() const;  // values per example: length for text
+  bool text() const { return split != TextSplit::kNone; }
 };
 
 // FarmHash Fingerprint64 (libfarmhash), and the bucket
@@ -66,7 +91,11 @@ class ExampleSchema {
   Status parse(std::string_view record, float* row) const;
 
  private:
+  // Writes the ids of `text` (feature i's) into out[0, length).
+  void text_ids(std::size_t i, std::string_view text, float* out) const;
+
   std::vector<FeatureSpec> features_;
+  std::vector<std::unordered_map<std::string, uint32_t>> vocabularies_;  // per feature: token -> id
   std::vector<std::size_t> offsets_;
   std::size_t row_size_ = 0;
 };

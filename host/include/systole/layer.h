@@ -30,6 +30,13 @@ struct Activations {
   uint32_t batch = 0;
   Shape shape;
   std::vector<float> values;  // batch x shape_elements(shape)
+  // Keras' padding mask over a sequence: per example and position (the
+  // first dimension of `shape`), 1 where the position holds a token and 0
+  // where it is padding; empty when every position counts. An embedding
+  // with mask_zero makes one from the ids that are 0; the model carries it
+  // forward through the layers that keep the positions, and attention and
+  // pooling leave the padding out.
+  std::vector<uint8_t> mask;
 };
 
 // The input shapes of a layer, in the order its config names its inputs.
@@ -151,6 +158,11 @@ class Layer {
   virtual Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs,
                           const Activations& output, const Activations& output_gradient,
                           const InputGradients& input_gradients) = 0;
+
+  // Whether the model may carry the inputs' padding mask to the output
+  // when the layer sets none itself and the output keeps the positions
+  // (Keras' supports_masking): false for layers that rearrange positions.
+  virtual bool passes_mask() const { return true; }
 
   // How many modules of the equivalent torch.nn.Sequential this layer is
   // (a Dense with a fused ReLU is Linear + ReLU: 2).

@@ -100,6 +100,7 @@ class Model {
     std::vector<Activations> scratch;          // input gradients added in after the first
   };
   Model() = default;
+  static void carry_mask(const std::vector<const Activations*>& inputs, Activations& output);
   ModelSpec spec_;
   bool graph_ = false;
   std::vector<Node> nodes_;

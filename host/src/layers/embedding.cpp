@@ -13,6 +13,10 @@
 // table row (which rows any replica touched), then those rows' values only,
 // so a step moves rows + touched rows x output_dim values instead of the
 // whole table, and every replica ends with the same bits.
+//
+// With `mask_zero` (Keras' argument) id 0 is padding: the output carries a
+// padding mask (Activations::mask) that is 0 where the id is 0, for
+// attention and pooling downstream. Row 0 is still a row of the table.
 #include <algorithm>
 #include <sstream>
 
@@ -23,8 +27,8 @@ namespace {
 
 class Embedding final : public Layer {
  public:
-  Embedding(std::vector<uint32_t> input_dims, uint32_t output_dim)
-      : input_dims_(std::move(input_dims)), width_(output_dim) {}
+  Embedding(std::vector<uint32_t> input_dims, uint32_t output_dim, bool mask_zero)
+      : input_dims_(std::move(input_dims)), width_(output_dim), mask_zero_(mask_zero) {}
 
   Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore& store) override {
     const Shape& input = inputs[0];
@@ -75,6 +79,10 @@ class Embedding final : public Layer {
       }
       rows_of_[i] = offsets_[c] + uint32_t(id);
       std::copy_n(table + std::size_t(rows_of_[i]) * width_, width_, output.values.data() + i * width_);
+    }
+    if (mask_zero_) {
+      output.mask.resize(rows_of_.size());
+      for (std::size_t i = 0; i < rows_of_.size(); ++i) output.mask[i] = input.values[i] != 0.0f;
     }
     return ok_status();
   }
@@ -129,6 +137,7 @@ class Embedding final : public Layer {
  private:
   std::vector<uint32_t> input_dims_;
   uint32_t width_, columns_ = 0, rows_ = 0;
+  bool mask_zero_;
   std::vector<uint32_t> offsets_;  // per column, into the table
   std::size_t table_ = 0;
   std::vector<uint32_t> rows_of_;                    // the last forward's table row per id
@@ -146,7 +155,9 @@ Result<std::unique_ptr<Layer>> make_embedding(LayerArgs& args) {
   if (!input_dims.ok()) return input_dims.status();
   auto output_dim = args.positive("output_dim", 1);
   if (!output_dim.ok()) return output_dim.status();
-  return std::unique_ptr<Layer>(new Embedding(*input_dims, *output_dim));
+  auto mask_zero = args.boolean("mask_zero", false);
+  if (!mask_zero.ok()) return mask_zero.status();
+  return std::unique_ptr<Layer>(new Embedding(*input_dims, *output_dim, *mask_zero));
 }
 
 }  // namespace systole

@@ -6,7 +6,10 @@
 // heads' Q K^T and P V as one command list of a product per example and
 // head, and the output projection. The softmax runs on the host in fp32
 // with each row's largest subtracted; a causal mask leaves out the later
-// positions (exactly 0 where Keras adds -1e9); dropout (inverted) applies
+// positions (exactly 0 where Keras adds -1e9), and the input's padding
+// mask (Activations::mask, from an embedding with mask_zero) the padded
+// keys, as PyTorch's key_padding_mask: every query, padded or not, attends
+// to the tokens only (a row with no key left is all 0); dropout (inverted) applies
 // to the attention probabilities with a mask from (seed, step, replica,
 // layer).
 //
@@ -121,7 +124,7 @@ class MultiHeadAttention final : public Layer {
       calls.push_back(s);
     }
     SYSTOLE_RETURN_IF_ERROR(context.matmul->run(calls));
-    softmax_rows();
+    softmax_rows(x.mask);
     draw_dropout(context);
     // O = P V per example and head, then the heads side by side.
     const std::vector<float>& weights = dropped_.empty() ? probabilities_ : dropped_;
@@ -323,18 +326,30 @@ class MultiHeadAttention final : public Layer {
         }
   }
 
-  // Softmax of each score row, its largest subtracted; with the causal
-  // mask, row i over positions 0..i only (the rest exactly 0).
-  void softmax_rows() {
+  // Softmax of each score row over the keys it may see, its largest
+  // subtracted: with the causal mask row i sees positions 0..i, with a
+  // padding mask only the tokens; the rest are exactly 0.
+  void softmax_rows(const std::vector<uint8_t>& padding) {
     probabilities_.assign(scores_.size(), 0.0f);
     for (std::size_t row = 0; row < scores_.size() / positions_; ++row) {
       const uint32_t seen = options_.causal ? uint32_t(row % positions_) + 1 : positions_;
+      const uint8_t* keys =
+          padding.empty() ? nullptr : padding.data() + (row / positions_ / heads_) * std::size_t(positions_);
       const float* s = scores_.data() + row * positions_;
       float* p = probabilities_.data() + row * positions_;
-      const float top = *std::max_element(s, s + seen);
+      bool any = false;
+      float top = 0;
+      for (uint32_t j = 0; j < seen; ++j)
+        if (!keys || keys[j]) {
+          top = any ? std::max(top, s[j]) : s[j];
+          any = true;
+        }
+      if (!any) continue;  // no key to attend to
       double total = 0;
-      for (uint32_t j = 0; j < seen; ++j) total += std::exp(double(s[j]) - top);
-      for (uint32_t j = 0; j < seen; ++j) p[j] = float(std::exp(double(s[j]) - top) / total);
+      for (uint32_t j = 0; j < seen; ++j)
+        if (!keys || keys[j]) total += std::exp(double(s[j]) - top);
+      for (uint32_t j = 0; j < seen; ++j)
+        if (!keys || keys[j]) p[j] = float(std::exp(double(s[j]) - top) / total);
     }
   }
 
