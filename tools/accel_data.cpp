@@ -6,6 +6,7 @@
 //   accel_data fashion-mnist --out DIR [--shards N]
 //   accel_data from-csv --csv F --out PREFIX [--shards N] [--int64 C,..] [--float C,..]
 //   accel_data debian-packages --out DIR [--status FILE]... [--no-apt-cache]
+//   accel_data debian-descriptions --out DIR [--packages FILE]... [--classes N]
 //   accel_data show FILE... [--records N]
 //   accel_data events FILE...          (TensorBoard event files: the scalars)
 //
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "debian_descriptions.h"
 #include "debian_packages.h"
 #include "guarded_main.h"
 #include "sharded_writer.h"
@@ -265,6 +267,26 @@ int tool_main(int argc, char** argv) {
       ->capture_default_str();
   packages->add_option("--seed", debian.seed, "the split's and the negatives' seed")->capture_default_str();
 
+  DebianDescriptionsOptions descriptions;
+  auto* describe =
+      app.add_subcommand("debian-descriptions",
+                         "package descriptions (text) and their sections (label), split by source package: "
+                         "DIR/{train,validation,test}-*.tfrecord, DIR/sections.txt, DIR/dataset.json");
+  describe->add_option("--out", descriptions.out, "output directory")->required();
+  describe->add_option("--packages", descriptions.files,
+                       "deb822 package lists to read instead of `apt-cache dumpavail`");
+  describe->add_option("--classes", descriptions.classes, "the largest sections kept, `other` included")
+      ->check(CLI::Range(2u, 256u))
+      ->capture_default_str();
+  describe->add_option("--validation-fraction", descriptions.validation_fraction, "share of source packages")
+      ->capture_default_str();
+  describe->add_option("--test-fraction", descriptions.test_fraction, "share of source packages")
+      ->capture_default_str();
+  describe->add_option("--shards", descriptions.shards, "training files")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
+  describe->add_option("--seed", descriptions.seed, "the split's seed")->capture_default_str();
+
   auto* show_command =
       app.add_subcommand("show", "check every record's CRC; print a summary and the first records");
   show_command->add_option("files", files, "TFRecord files")->required();
@@ -313,6 +335,8 @@ int tool_main(int argc, char** argv) {
   } else if (packages->parsed()) {
     debian.apt_cache = !no_apt_cache;
     status = write_debian_packages(debian);
+  } else if (describe->parsed()) {
+    status = write_debian_descriptions(descriptions);
   } else if (from_csv->parsed()) {
     status = csv_to_tfrecord(csv, out, shards, int64_columns, float_columns);
   } else if (events_command->parsed()) {

@@ -26,62 +26,27 @@ using Edge = std::pair<std::string, std::string>;  // (package, dependency)
 // The package name of one relationship alternative: "libc6:any (>= 2.34)
 // [amd64] <!nocheck>" is "libc6".
 std::string relation_name(const std::string& text) {
-  const std::size_t first = text.find_first_not_of(" \t");
+  const std::size_t first = text.find_first_not_of(" \t\n");
   if (first == std::string::npos) return {};
   std::size_t last = first;
-  while (last < text.size() && !std::strchr(" \t(:[<", text[last])) ++last;
+  while (last < text.size() && !std::strchr(" \t\n(:[<", text[last])) ++last;
   return text.substr(first, last - first);
 }
 
-// Reads deb822 stanzas from `in` (named `source` in errors), adding the
-// edges of packages not seen before.
-Status read_stanzas(std::istream& in, const std::string& source, std::set<std::string>& packages,
-                    std::set<Edge>& edges) {
-  std::string line, package, field, value;
-  std::map<std::string, std::string> fields;
-  uint64_t number = 0;
-  auto finish = [&]() {
-    const auto name = fields.find("package");
-    if (name != fields.end() && packages.insert(name->second).second)
-      for (const char* relation : {"depends", "pre-depends", "recommends"}) {
-        const auto found = fields.find(relation);
-        if (found == fields.end()) continue;
-        std::stringstream groups(found->second);
-        std::string group;
-        while (std::getline(groups, group, ',')) {
-          const std::string dependency = relation_name(group.substr(0, group.find('|')));
-          if (!dependency.empty() && dependency != name->second) edges.insert({name->second, dependency});
-        }
-      }
-    fields.clear();
-    field.clear();
-  };
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty()) {
-      finish();
-      continue;
+// Adds the edges of a package not seen before.
+void add_edges(const Stanza& fields, std::set<std::string>& packages, std::set<Edge>& edges) {
+  const auto name = fields.find("package");
+  if (name == fields.end() || !packages.insert(name->second).second) return;
+  for (const char* relation : {"depends", "pre-depends", "recommends"}) {
+    const auto found = fields.find(relation);
+    if (found == fields.end()) continue;
+    std::stringstream groups(found->second);
+    std::string group;
+    while (std::getline(groups, group, ',')) {
+      const std::string dependency = relation_name(group.substr(0, group.find('|')));
+      if (!dependency.empty() && dependency != name->second) edges.insert({name->second, dependency});
     }
-    if (line[0] == ' ' || line[0] == '\t') {  // a continuation
-      if (field.empty())
-        return Status(StatusCode::kInvalidArgument,
-                      source + ": line " + std::to_string(number) + ": a continuation line outside a field");
-      fields[field] += " " + line;
-      continue;
-    }
-    const std::size_t colon = line.find(':');
-    if (colon == std::string::npos || colon == 0)
-      return Status(StatusCode::kInvalidArgument, source + ": line " + std::to_string(number) +
-                                                      ": expected 'Field: value', got '" +
-                                                      line.substr(0, 60) + "'");
-    field = line.substr(0, colon);
-    std::transform(field.begin(), field.end(), field.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    const std::size_t start = line.find_first_not_of(" \t", colon + 1);
-    fields[field] = start == std::string::npos ? "" : line.substr(start);
   }
-  finish();
-  return ok_status();
 }
 
 std::string example(const std::string& package, const std::string& dependency, int64_t label) {
@@ -102,27 +67,74 @@ Status write_shards(const std::string& prefix, const std::vector<std::string>& r
 
 }  // namespace
 
+Status read_deb822(std::istream& in, const std::string& source,
+                   const std::function<void(const Stanza&)>& each) {
+  std::string line, field;
+  Stanza fields;
+  uint64_t number = 0;
+  auto finish = [&]() {
+    if (!fields.empty()) each(fields);
+    fields.clear();
+    field.clear();
+  };
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) {
+      finish();
+      continue;
+    }
+    if (line[0] == ' ' || line[0] == '\t') {  // a continuation
+      if (field.empty())
+        return Status(StatusCode::kInvalidArgument,
+                      source + ": line " + std::to_string(number) + ": a continuation line outside a field");
+      fields[field] += "\n" + line;
+      continue;
+    }
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos || colon == 0)
+      return Status(StatusCode::kInvalidArgument, source + ": line " + std::to_string(number) +
+                                                      ": expected 'Field: value', got '" +
+                                                      line.substr(0, 60) + "'");
+    field = line.substr(0, colon);
+    std::transform(field.begin(), field.end(), field.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    const std::size_t start = line.find_first_not_of(" \t", colon + 1);
+    fields[field] = start == std::string::npos ? "" : line.substr(start);
+  }
+  finish();
+  return ok_status();
+}
+
+Status read_deb822_file(const std::string& file, const std::function<void(const Stanza&)>& each) {
+  std::ifstream in(file);
+  struct stat info;
+  if (!in || ::stat(file.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
+    return Status(StatusCode::kNotFound, file + ": cannot open (or not a regular file)");
+  return read_deb822(in, file, each);
+}
+
+Result<std::string> apt_cache_dumpavail() {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen("apt-cache dumpavail 2>/dev/null", "r"), ::pclose);
+  if (!pipe) return Status(StatusCode::kUnavailable, "apt-cache dumpavail: cannot run");
+  std::string text;
+  char buffer[1 << 16];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) text.append(buffer, n);
+  return text;
+}
+
 Status write_debian_packages(const DebianPackagesOptions& options) {
   if (!(options.test_fraction > 0 && options.test_fraction < 1))
     return Status(StatusCode::kInvalidArgument, "--test-fraction: must be in (0, 1)");
   std::set<std::string> packages;
   std::set<Edge> edges;
-  for (const std::string& file : options.files) {
-    std::ifstream in(file);
-    struct stat info;
-    if (!in || ::stat(file.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
-      return Status(StatusCode::kNotFound, file + ": cannot open (or not a regular file)");
-    SYSTOLE_RETURN_IF_ERROR(read_stanzas(in, file, packages, edges));
-  }
+  const auto each = [&](const Stanza& stanza) { add_edges(stanza, packages, edges); };
+  for (const std::string& file : options.files) SYSTOLE_RETURN_IF_ERROR(read_deb822_file(file, each));
   std::string sources = std::to_string(options.files.size()) + " file(s)";
   if (options.apt_cache && std::system("command -v apt-cache >/dev/null 2>&1") == 0) {
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen("apt-cache dumpavail 2>/dev/null", "r"), ::pclose);
-    if (!pipe) return Status(StatusCode::kUnavailable, "apt-cache dumpavail: cannot run");
-    std::string text;
-    char buffer[1 << 16];
-    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) text.append(buffer, n);
-    std::istringstream in(text);
-    SYSTOLE_RETURN_IF_ERROR(read_stanzas(in, "apt-cache dumpavail", packages, edges));
+    auto text = apt_cache_dumpavail();
+    if (!text.ok()) return text.status();
+    std::istringstream in(*text);
+    SYSTOLE_RETURN_IF_ERROR(read_deb822(in, "apt-cache dumpavail", each));
     sources += " and apt-cache dumpavail";
   }
   if (edges.empty())

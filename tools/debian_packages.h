@@ -7,12 +7,27 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <istream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "systole/status.h"
 
 namespace systole {
+
+// One deb822 stanza (a paragraph of a package list): field names
+// lower-cased -> value, continuation lines joined with '\n'.
+using Stanza = std::map<std::string, std::string>;
+// Calls `each` for every stanza of `in` (named `source` in errors, which
+// give the line).
+Status read_deb822(std::istream& in, const std::string& source,
+                   const std::function<void(const Stanza&)>& each);
+Status read_deb822_file(const std::string& file, const std::function<void(const Stanza&)>& each);
+// What `apt-cache dumpavail` prints: every package the archive's lists
+// hold (empty before `apt-get update`).
+Result<std::string> apt_cache_dumpavail();
 
 struct DebianPackagesOptions {
   std::string out;  // directory

@@ -321,6 +321,13 @@ Status Model::backward(LayerContext& context, const std::vector<float>& logits_g
 }
 
 std::string Model::summary() const {
+  std::vector<std::string> labels;
+  std::size_t label_width = 20, shape_width = 16;
+  for (const Node& node : nodes_) {
+    labels.push_back(graph_ ? node.name + " (" + node.type + ")" : node.type);
+    label_width = std::max(label_width, labels.back().size());
+    shape_width = std::max(shape_width, shape_text(node.shape).size());
+  }
   std::string text;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
@@ -332,11 +339,11 @@ std::string Model::summary() const {
       for (uint32_t tensor : node.inputs)
         inputs +=
             (inputs.empty() ? " <- " : ", ") + (tensor == 0 ? std::string("input") : nodes_[tensor - 1].name);
-    char line[200];
-    std::snprintf(line, sizeof line, "  %2zu %-20s %-16s %10llu params%s\n", i,
-                  (graph_ ? node.name + " (" + node.type + ")" : node.type).c_str(),
-                  shape_text(node.shape).c_str(), (unsigned long long)count, inputs.c_str());
-    text += line;
+    std::vector<char> line(label_width + shape_width + 40);
+    std::snprintf(line.data(), line.size(), "  %2zu %-*s %-*s %10llu params", i, int(label_width),
+                  labels[i].c_str(), int(shape_width), shape_text(node.shape).c_str(),
+                  (unsigned long long)count);
+    text += line.data() + inputs + "\n";
   }
   return text;
 }

@@ -112,5 +112,74 @@ expect 2 "embedding: example [0-9]+, column 1: id [0-9]+ is not an integer in \[
 printf 'ranking: {k: 0}\n' >"$work/k0.yaml"
 expect 2 "ranking.k: must be in \[1, 1000\], got 0" --config "$work/k0.yaml"
 
+# Text classification: 960 packages of 480 source packages in 4 sections,
+# each description a few of its section's words among shared ones and a
+# version, through accel_data debian-descriptions (a second package with
+# pkg1's description is left out) and a small Transformer encoder over
+# hashed words with a padding mask.
+words_libs=(library shared runtime bindings codec) words_games=(game puzzle arcade levels player)
+words_python=(python module pytest django asyncio) words_doc=(documentation manual html reference guide)
+shared=(the for and of tool data gnu)
+sections=(libs games python doc)
+for p in $(seq 0 959); do
+  section=${sections[$((p % 4))]}
+  eval "own=(\"\${words_$section[@]}\")"
+  text="${own[$((p * 7 % 5))]} ${shared[$((p % 7))]} ${own[$((p * 3 % 5))]}"
+  [[ $((p % 3)) -eq 0 ]] && text="$text ${shared[$((p * 5 % 7))]} (${own[$((p % 5))]}"
+  printf 'Package: pkg%s\nSource: src%s (1.0-1)\nSection: contrib/%s\nDescription: %s, v%s\n  The long description.\n\n' \
+    "$p" "$((p / 2))" "$section" "$text" "$p"
+done >"$work/packages"
+printf 'Package: twin\nSection: games\n%s\n\n' "$(grep -m1 'v1$' "$work/packages")" >>"$work/packages"
+tool=$accel_data
+expect 0 "kept 960 distinct descriptions in 4 sections, as 4 classes \(1 sections merged into other\)" \
+  debian-descriptions --packages "$work/packages" --out "$work/text" --classes 4 --shards 2
+if [[ "$(tr '\n' ' ' <"$work/text/sections.txt")" == "doc games libs other " ]]; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: sections.txt holds $(tr '\n' ' ' <"$work/text/sections.txt")"; failures=$((failures + 1))
+fi
+printf 'Package: x\nVersion: 1\n\n' >"$work/nodescription"
+expect 2 "lists no package with a section and a description" \
+  debian-descriptions --packages "$work/nodescription" --out "$work/none"
+expect 2 "--classes 9: the package lists hold 4 sections; give at most 5" \
+  debian-descriptions --packages "$work/packages" --out "$work/none" --classes 9
+[[ -e $work/none ]] && { echo "FAIL: a failed conversion created its directory"; failures=$((failures + 1)); }
+tool=$train_tool
+cat >"$work/text.yaml" <<YAML
+array: 16x16
+devices: 2
+model:
+  classes: 4
+  layers:
+    - {type: embedding, name: tokens, input_dim: 1024, output_dim: 16, mask_zero: true}
+    - {type: position_embedding, name: positions, sequence_length: 8}
+    - {type: add, name: embedded, inputs: [tokens, positions]}
+    - {type: multi_head_attention, name: attention, num_heads: 2}
+    - {type: add, name: residual1, inputs: [embedded, attention]}
+    - {type: layer_normalization, name: norm1, epsilon: 1.0e-5}
+    - {type: dense, name: ffn1, units: 32, activation: relu}
+    - {type: dense, name: ffn2, units: 16}
+    - {type: add, name: residual2, inputs: [norm1, ffn2]}
+    - {type: layer_normalization, name: norm2, epsilon: 1.0e-5}
+    - {type: global_average_pooling1d, name: pooled}
+    - {type: dense, name: classifier, units: 4}
+data:
+  format: tfrecord
+  train: $work/text/train-*.tfrecord
+  test: $work/text/test-*.tfrecord
+  features:
+    text: {dtype: string, split: words, length: 8, hash_buckets: 1024}
+    label: {dtype: int64}
+  inputs: [text]
+  shuffle_buffer: 500
+train: {epochs: 12, global_batch: 32, learning_rate: 0.01, embedding_learning_rate: 0.1}
+YAML
+expect 0 "test_accuracy: (0\.9|1\.0)" --config "$work/text.yaml"
+sed 's/split: words, length: 8, /split: words, /' "$work/text.yaml" >"$work/nolength.yaml"
+expect 2 "feature 'text': length: required for a text feature" --config "$work/nolength.yaml"
+sed 's/sequence_length: 8/sequence_length: 6/' "$work/text.yaml" >"$work/short.yaml"
+expect 2 "model.layers\[1\] \(positions\): sequence_length: the input has 8 positions, the table 6" \
+  --config "$work/short.yaml"
+
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -340,7 +340,7 @@ class GlobalAveragePooling1D final : public Layer {
     return ok_status();
   }
   uint32_t torch_modules() const override { return 0; }
-  std::string torch_code() const override { return "torch.mean(dim=1)"; }
+  std::string torch_code() const override { return "mean over the tokens (dim=1)"; }
 
  private:
   uint32_t positions_ = 0, width_ = 0;
