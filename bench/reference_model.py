@@ -8,8 +8,15 @@ model.safetensors loads into it with load_state_dict(strict=True):
 
   <layer>.weight / .bias                    dense (torch.nn.Linear),
                                             layer_normalization (LayerNorm),
-                                            position_embedding (Embedding)
+                                            position_embedding, embedding
+                                            (torch.nn.Embedding)
   <layer>.query/.key/.value/.output.weight  multi_head_attention (Linear each)
+
+Padding masks follow Systole's (and Keras') rules: an embedding with
+mask_zero masks the positions whose id is 0; a layer's output keeps the
+mask of its inputs (all of them, for add) when it keeps their positions;
+attention leaves masked keys out (an example with none gets zeros) and the
+average pooling averages over the tokens.
 
 PyTorch computes in fp32 where the array rounds operands to bf16, so its
 logits agree with Systole's to bf16 precision, not to the bit.
@@ -56,16 +63,20 @@ class MultiHeadAttention(torch.nn.Module):
         self.value = torch.nn.Linear(width, heads * value_dim, bias=bias)
         self.output = torch.nn.Linear(heads * value_dim, width, bias=bias)
 
-    def forward(self, x):
+    def forward(self, x, mask=None):
         n, t, _ = x.shape
         split = lambda y, d: y.reshape(n, t, self.heads, d).transpose(1, 2)  # n, heads, t, d
         q = split(self.query(x), self.key_dim) / math.sqrt(self.key_dim)
         k, v = split(self.key(x), self.key_dim), split(self.value(x), self.value_dim)
         scores = q @ k.transpose(-1, -2)
+        seen = torch.ones(n, 1, t, t, dtype=torch.bool)  # (example, head, query, key)
         if self.causal:
-            later = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
-            scores = scores.masked_fill(later, float("-inf"))
-        heads = torch.softmax(scores, dim=-1) @ v
+            seen = seen & ~torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        if mask is not None:
+            seen = seen & mask[:, None, None, :]
+        any_key = seen.any(dim=-1, keepdim=True)  # a row with no key gets zeros, not NaN
+        scores = scores.masked_fill(~seen, float("-inf")).masked_fill(~any_key, 0.0)
+        heads = (torch.softmax(scores, dim=-1) * any_key) @ v
         return self.output(heads.transpose(1, 2).reshape(n, t, self.heads * self.value_dim))
 
 
@@ -81,6 +92,7 @@ class GraphModel(torch.nn.Module):
             raise ValueError(FLAT_INPUT)
         shapes = {"input": list(spec["input_shape"])}
         self._inputs, self._kinds, self._options = [], [], []
+        self._tables = set()  # embedding layers: Systole trains their rows with Adagrad
         modules = {}
         for i, (layer, name) in enumerate(zip(layers, self._names)):
             sources = inputs_of(layer["inputs"]) if "inputs" in layer else [self._names[i - 1] if i else "input"]
@@ -97,6 +109,13 @@ class GraphModel(torch.nn.Module):
                 modules[name] = torch.nn.LayerNorm(shape[-1], eps=float(layer.get("epsilon", "0.001")))
             elif kind == "position_embedding":
                 modules[name] = torch.nn.Embedding(int(layer["sequence_length"]), shape[-1])
+            elif kind == "embedding":
+                if "," in layer["input_dim"]:
+                    raise ValueError(f"reference_model: one table per column is not built ({name})")
+                modules[name] = torch.nn.Embedding(int(layer["input_dim"]), int(layer["output_dim"]))
+                option = layer.get("mask_zero", "false") == "true"
+                shape = shape + [int(layer["output_dim"])]
+                self._tables.add(name)
             elif kind == "multi_head_attention":
                 heads = int(layer["num_heads"])
                 key_dim = int(layer.get("key_dim", shape[-1] // heads))
@@ -118,15 +137,23 @@ class GraphModel(torch.nn.Module):
 
     def forward(self, x):
         values = {"input": x.reshape(len(x), -1)}
+        masks = {"input": None}  # per tensor: (example, position) True at tokens, or None
         for name, kind, option, sources in zip(self._names, self._kinds, self._options, self._inputs):
             y = values[sources[0]]
+            mask = None
             if kind == "dense":
                 y = getattr(self, name)(y)
                 y = torch.relu(y) if option else y
             elif kind == "reshape":
                 y = y.reshape(len(y), *option)
-            elif kind in ("layer_normalization", "multi_head_attention"):
+            elif kind == "layer_normalization":
                 y = getattr(self, name)(y)
+            elif kind == "multi_head_attention":
+                y = getattr(self, name)(y, masks[sources[0]])
+            elif kind == "embedding":
+                ids = y.long()
+                y = getattr(self, name)(ids)
+                mask = ids != 0 if option else None
             elif kind == "position_embedding":
                 y = getattr(self, name).weight[: y.shape[1]].expand_as(y)
             elif kind == "add":
@@ -139,8 +166,18 @@ class GraphModel(torch.nn.Module):
             elif kind == "relu":
                 y = torch.relu(y)
             elif kind == "global_average_pooling1d":
-                y = y.mean(dim=1)
-            values[name] = y
+                given = masks[sources[0]]
+                if given is None:
+                    y = y.mean(dim=1)
+                else:
+                    weights = given.to(y.dtype)[:, :, None]
+                    y = (y * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+            if mask is None and kind != "reshape" and y.dim() >= 3:
+                for source in sources:  # the mask of the inputs that keep these positions
+                    given = masks[source]
+                    if given is not None and values[source].shape[1] == y.shape[1]:
+                        mask = given if mask is None else mask & given
+            values[name], masks[name] = y, mask
         return values[self._names[-1]]
 
 

@@ -175,6 +175,22 @@ data:
 train: {epochs: 12, global_batch: 32, learning_rate: 0.01, embedding_learning_rate: 0.1}
 YAML
 expect 0 "test_accuracy: (0\.9|1\.0)" --config "$work/text.yaml"
+# --record: the initial weights and every batch as trained, for another
+# framework to retrace the run; a path that cannot be a directory is an
+# error before any step.
+expect 0 "record: $work/rec \(initial weights, 768 training examples in 24 batches, the evaluation sets\)" \
+  --config "$work/text.yaml" --epochs 1 --record "$work/rec"
+for file in initial.safetensors train_inputs.npy train_labels.npy test_inputs.npy test_labels.npy; do
+  [[ -s $work/rec/$file ]] || { echo "FAIL: --record wrote no $file"; failures=$((failures + 1)); }
+done
+if head -c 128 "$work/rec/train_inputs.npy" | grep -qa "'shape': (768, 8)" &&
+   head -c 128 "$work/rec/test_labels.npy" | grep -qa "'shape': (90,)"; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: the recorded arrays' shapes: $(head -c 128 "$work/rec/train_inputs.npy" | tr -d '\0')"
+  failures=$((failures + 1))
+fi
+expect 2 "record: $work/text.yaml: not a directory" --config "$work/text.yaml" --epochs 1 --record "$work/text.yaml"
 sed 's/split: words, length: 8, /split: words, /' "$work/text.yaml" >"$work/nolength.yaml"
 expect 2 "feature 'text': length: required for a text feature" --config "$work/nolength.yaml"
 sed 's/sequence_length: 8/sequence_length: 6/' "$work/text.yaml" >"$work/short.yaml"

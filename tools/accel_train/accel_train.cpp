@@ -19,6 +19,7 @@
 #include "run_data.h"
 #include "run_device.h"
 #include "run_job.h"
+#include "run_record.h"
 #include "run_report.h"
 #include "systole/callbacks.h"
 #include "systole/fit.h"
@@ -174,6 +175,14 @@ int train(const TrainConfig& config) {
     source = std::make_unique<PipelineSource>(*data.pipeline);
   else
     source = std::make_unique<ArraySource>(data.train_set, config.global_batch, config.seed);
+  std::unique_ptr<RecordingSource> recording;
+  if (!config.record_dir.empty()) {
+    if (group)
+      return fail(Status(StatusCode::kInvalidArgument, "record: one process only (not under mpirun)"));
+    if (Status started = start_record(config.record_dir, trainer); !started.ok()) return fail(started);
+    recording = std::make_unique<RecordingSource>(*source);
+    recording->set_shape(data.shape_of.shape);
+  }
   FitOptions options;
   options.epochs = config.epochs;
   options.initial_epoch = first_epoch;
@@ -181,7 +190,7 @@ int train(const TrainConfig& config) {
   options.validation_data = &data.validation;
   options.interrupt = [&group] { return agreed_stop_signal(group.get()); };
   options.lead = lead;
-  auto history = fit(trainer, *source, options, *callbacks);
+  auto history = fit(trainer, recording ? *recording : *source, options, *callbacks);
   // A run that ends early says which checkpoint is still the good one.
   std::string note;
   if (checkpoints) {
@@ -216,6 +225,14 @@ int train(const TrainConfig& config) {
         (unsigned long long)history->examples, history->seconds, double(history->examples) / history->seconds,
         history->launches_per_step, 100.0 * history->input_wait_seconds / history->seconds);
   projection.report(history->steps, history->examples);
+  if (recording) {
+    const Status recorded =
+        finish_record(config.record_dir, recording->recorded(), data.validation, data.test);
+    if (!recorded.ok()) return fail(Status(recorded.code(), "record: " + recorded.message()));
+    std::printf("record: %s (initial weights, %u training examples in %llu batches, the evaluation sets)\n",
+                config.record_dir.c_str(), recording->recorded().examples,
+                (unsigned long long)history->steps);
+  }
   if (checkpoints) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
   write_trace();
   return 0;

@@ -603,6 +603,10 @@ std::vector<ConfigField> make_fields() {
   f.push_back(field("trace", &C::trace_file, "a Chrome/Perfetto trace of every step (empty: none)")
                   .with_flag("--trace")
                   .per_process());
+  f.push_back(field("record", &C::record_dir,
+                    "a directory for the initial weights, every training batch and the evaluation sets as "
+                    "the model sees them, for another framework to retrace the run (empty: none)")
+                  .with_flag("--record"));
   f.push_back(
       section("ranking", &C::ranking, "rank a two-tower model's test set after training, when present"));
   f.push_back(number("ranking.k", &C::ranking_k, closed(1, 1000), "recall@k").only_when(ranking_on));

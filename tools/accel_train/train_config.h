@@ -124,6 +124,7 @@ struct TrainConfig {
   uint32_t tensorboard_update_freq = 0;
   // trace: a Chrome/Perfetto trace of every step, written at the end.
   std::string trace_file;
+  std::string record_dir;  // --record: the initial weights and the batches, for another framework
   // The longest launch before the run fails.
   double launch_timeout_s = std::chrono::duration<double>(TrainerConfig().launch_timeout).count();
   // Under mpirun: the longest wait for another process before the job
