@@ -14,16 +14,23 @@ fixed-order fp32 sums against PyTorch's fp32 on this CPU). `accel_train
                      tables: accumulator (from 0.1) += g^2,
                      w -= lr * g / (sqrt(accumulator) + 1e-7); a row a step
                      does not touch has g = 0 and keeps its value
-  loss:              the mean cross-entropy over the global batch
+  loss:              Systole's sparse_categorical_crossentropy: the mean
+                     over the global batch of each example's loss; with a
+                     label per position (a language model) an example's
+                     loss is the mean over its positions whose label is
+                     not --ignore-class
 
-Prints one line per epoch (the training loss and accuracy over the epoch,
-the validation set's after it), then `test_accuracy A`, `test_loss L`
+Prints one line per epoch (the training loss over the epoch, the
+validation set's loss, accuracy and bits per labelled position after it),
+then `test_loss L`, `test_accuracy A`, `validation_bits_per_position B`
 and `samples_per_s R` (training steps only, on this CPU's threads).
 
 Usage: train_reference.py DIR --steps-per-epoch N --global-batch B
-           --learning-rate LR [--embedding-learning-rate LR] [--threads N]
+           --learning-rate LR [--embedding-learning-rate LR] [--ignore-class C]
+           [--threads N]
 """
 import argparse
+import math
 import os
 import sys
 import time
@@ -36,17 +43,36 @@ import reference_model  # noqa: E402
 from check_torch_load import load_safetensors  # noqa: E402
 
 
-def evaluate(model, inputs, labels, batch=1024):
-    """Mean loss and accuracy over a set, in inference mode."""
-    total_loss, correct = 0.0, 0
+def sparse_cross_entropy(logits, labels, ignore_class):
+    """Systole's sparse_categorical_crossentropy: per example, the mean over
+    its labelled positions (all but ignore_class's), summed over examples;
+    the sum of the labelled positions' losses; and their count."""
+    if labels.dim() == 1:
+        losses = torch.nn.functional.cross_entropy(logits, labels, reduction="none")
+        return losses.sum(), losses.sum(), len(labels)
+    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
+    counted = labels != ignore_class if ignore_class is not None else torch.ones_like(labels, dtype=torch.bool)
+    losses = losses * counted
+    per_example = losses.sum(1) / counted.sum(1).clamp(min=1)
+    return per_example.sum(), losses.sum(), int(counted.sum())
+
+
+def evaluate(model, inputs, labels, ignore_class, batch=512):
+    """Mean loss (Systole's), accuracy over the labelled positions, and
+    bits per labelled position, over a set in inference mode."""
+    total_loss, position_loss, positions, correct = 0.0, 0.0, 0, 0
     with torch.no_grad():
         for start in range(0, len(inputs), batch):
             x = torch.from_numpy(inputs[start:start + batch])
             y = torch.from_numpy(labels[start:start + batch]).long()
             logits = model(x)
-            total_loss += torch.nn.functional.cross_entropy(logits, y, reduction="sum").item()
-            correct += (logits.argmax(1) == y).sum().item()
-    return total_loss / len(inputs), correct / len(inputs)
+            loss, summed, counted = sparse_cross_entropy(logits, y, ignore_class)
+            total_loss, position_loss, positions = total_loss + loss.item(), position_loss + summed.item(), positions + counted
+            hits = logits.argmax(-1) == y
+            if y.dim() == 2 and ignore_class is not None:
+                hits = hits & (y != ignore_class)
+            correct += hits.sum().item()
+    return total_loss / len(inputs), correct / positions, position_loss / positions / math.log(2)
 
 
 def main():
@@ -57,6 +83,7 @@ def main():
     parser.add_argument("--learning-rate", type=float, required=True)
     parser.add_argument("--embedding-learning-rate", type=float, default=0.05)
     parser.add_argument("--embedding-initial-accumulator", type=float, default=0.1)
+    parser.add_argument("--ignore-class", type=int, default=None)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -85,13 +112,13 @@ def main():
     seconds = 0.0
     for epoch in range(steps // args.steps_per_epoch):
         model.train()
-        epoch_loss, epoch_correct = 0.0, 0
+        epoch_loss = 0.0
         begin = time.perf_counter()
         for step in range(epoch * args.steps_per_epoch, (epoch + 1) * args.steps_per_epoch):
             x = torch.from_numpy(inputs[step * batch:(step + 1) * batch])
             y = torch.from_numpy(labels[step * batch:(step + 1) * batch]).long()
             logits = model(x)
-            loss = torch.nn.functional.cross_entropy(logits, y)
+            loss = sparse_cross_entropy(logits, y, args.ignore_class)[0] / batch
             adam.zero_grad(set_to_none=False)
             for p in sparse:
                 p.grad = None
@@ -102,19 +129,19 @@ def main():
                     accumulator += p.grad * p.grad
                     p -= args.embedding_learning_rate * p.grad / (accumulator.sqrt() + 1e-7)
             epoch_loss += loss.item() * batch
-            epoch_correct += (logits.argmax(1) == y).sum().item()
         seconds += time.perf_counter() - begin
-        line = (f"epoch {epoch + 1} loss {epoch_loss / (args.steps_per_epoch * batch):.4f} "
-                f"accuracy {epoch_correct / (args.steps_per_epoch * batch):.4f}")
+        line = f"epoch {epoch + 1} loss {epoch_loss / (args.steps_per_epoch * batch):.4f}"
         model.eval()
         if "validation" in sets:
-            val_loss, val_accuracy = evaluate(model, *sets["validation"])
-            line += f" val_loss {val_loss:.4f} val_accuracy {val_accuracy:.4f}"
+            val_loss, val_accuracy, val_bits = evaluate(model, *sets["validation"], args.ignore_class)
+            line += f" val_loss {val_loss:.4f} val_accuracy {val_accuracy:.4f} val_bits {val_bits:.4f}"
         print(line, flush=True)
     if "test" in sets:
-        test_loss, test_accuracy = evaluate(model, *sets["test"])
+        test_loss, test_accuracy, _ = evaluate(model, *sets["test"], args.ignore_class)
         print(f"test_loss {test_loss:.4f}")
         print(f"test_accuracy {test_accuracy:.4f}")
+    if "validation" in sets:
+        print(f"validation_bits_per_position {val_bits:.4f}")
     print(f"samples_per_s {steps * batch / seconds:.1f}")
     print(f"threads {torch.get_num_threads()}")
 

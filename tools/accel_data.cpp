@@ -7,6 +7,7 @@
 //   accel_data from-csv --csv F --out PREFIX [--shards N] [--int64 C,..] [--float C,..]
 //   accel_data debian-packages --out DIR [--status FILE]... [--no-apt-cache]
 //   accel_data debian-descriptions --out DIR [--packages FILE]... [--classes N]
+//   accel_data fortunes --out DIR [--files FILE]... [--length N]
 //   accel_data show FILE... [--records N]
 //   accel_data events FILE...          (TensorBoard event files: the scalars)
 //
@@ -28,6 +29,7 @@
 
 #include "debian_descriptions.h"
 #include "debian_packages.h"
+#include "fortunes.h"
 #include "guarded_main.h"
 #include "sharded_writer.h"
 #include "systole/dataset.h"
@@ -287,6 +289,28 @@ int tool_main(int argc, char** argv) {
       ->capture_default_str();
   describe->add_option("--seed", descriptions.seed, "the split's seed")->capture_default_str();
 
+  FortunesOptions fortune;
+  auto* fortunes = app.add_subcommand(
+      "fortunes",
+      "next-character windows of Debian's fortunes (a language model's data): "
+      "DIR/{train,validation,test}-*.tfrecord (context, next), DIR/vocabulary.txt, DIR/dataset.json");
+  fortunes->add_option("--out", fortune.out, "output directory")->required();
+  fortunes->add_option("--files", fortune.files,
+                       "files in fortune's format instead of /usr/share/games/fortunes");
+  fortunes->add_option("--length", fortune.length, "characters per window")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  fortunes->add_option("--vocabulary-size", fortune.vocabulary_size, "characters with an id of their own")
+      ->check(CLI::Range(1u, 65536u))
+      ->capture_default_str();
+  fortunes->add_option("--validation-fraction", fortune.validation_fraction, "share of fortunes")
+      ->capture_default_str();
+  fortunes->add_option("--test-fraction", fortune.test_fraction, "share of fortunes")->capture_default_str();
+  fortunes->add_option("--shards", fortune.shards, "training files")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
+  fortunes->add_option("--seed", fortune.seed, "the split's and the shuffle's seed")->capture_default_str();
+
   auto* show_command =
       app.add_subcommand("show", "check every record's CRC; print a summary and the first records");
   show_command->add_option("files", files, "TFRecord files")->required();
@@ -335,6 +359,8 @@ int tool_main(int argc, char** argv) {
   } else if (packages->parsed()) {
     debian.apt_cache = !no_apt_cache;
     status = write_debian_packages(debian);
+  } else if (fortunes->parsed()) {
+    status = write_fortunes(fortune);
   } else if (describe->parsed()) {
     status = write_debian_descriptions(descriptions);
   } else if (from_csv->parsed()) {

@@ -230,11 +230,13 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec, uint64_t seed
     node.layer = std::move(layer).value();
     node.scratch.resize(node.inputs.size());
   }
+  // Logits: [classes] per example, or [positions, classes] per position of
+  // a sequence (a language model's next-token logits).
   const Shape& output = shapes[count];
-  if (output != Shape{spec.classes})
+  if (output != Shape{spec.classes} && !(output.size() == 2 && output[1] == spec.classes))
     return invalid(where(count - 1) + ": the model ends in " + shape_text(output) + ", expected " +
-                   shape_text({spec.classes}) + " logits (a dense layer with units: " +
-                   std::to_string(spec.classes) + " and no activation)");
+                   shape_text({spec.classes}) + " logits, or [positions, " + std::to_string(spec.classes) +
+                   "] (a dense layer with units: " + std::to_string(spec.classes) + " and no activation)");
   std::mt19937_64 rng(seed);
   for (uint32_t i : model->order_) model->nodes_[i].layer->initialize(model->store_, rng);
   model->tensors_.resize(count + 1);

@@ -178,7 +178,7 @@ struct RecordPipeline::Epoch {
           done = true;
           break;
         }
-        Row row(pipeline.example_values_ + 1);
+        Row row(pipeline.example_values_ + pipeline.label_width_);
         if (status.ok()) {
           status = pipeline.parse_row(record, row);
           if (!status.ok())
@@ -259,7 +259,8 @@ struct RecordPipeline::Epoch {
     };
     auto add = [&](Row&& row) {
       batch.images.insert(batch.images.end(), row.begin(), row.begin() + values);
-      batch.labels.push_back(row[values]);
+      batch.labels.insert(batch.labels.end(), row.begin() + values, row.end());
+      batch.label_width = pipeline.label_width_;
       if (++batch.size < options.batch_size) return true;
       ++emitted;
       if (!deliver(std::move(batch))) return false;
@@ -318,16 +319,20 @@ Status RecordPipeline::parse_row(const std::string& record, std::vector<float>& 
     const float* first = values.data() + schema_.offset(feature);
     out = std::copy(first, first + schema_.features()[feature].elements(), out);
   }
-  const float label = values[schema_.offset(label_feature_)];
-  if (options_.negatives > 0 && label != 1.0f)
-    return Status(StatusCode::kInvalidArgument, "feature '" + schema_.features()[label_feature_].name +
-                                                    "': label " + std::to_string(label) +
-                                                    " in a file of positives (negatives are sampled)");
-  if (!(label >= 0 && label < float(classes_)) || label != float(int64_t(label)))
-    return Status(StatusCode::kInvalidArgument,
-                  "feature '" + schema_.features()[label_feature_].name + "': label " +
-                      std::to_string(label) + " is not a class in [0, " + std::to_string(classes_) + ")");
-  *out = label;
+  const std::string& name = schema_.features()[label_feature_].name;
+  const float* labels = values.data() + schema_.offset(label_feature_);
+  for (uint32_t i = 0; i < label_width_; ++i) {
+    const float label = labels[i];
+    const std::string which = label_width_ > 1 ? "label " + std::to_string(i) + ", " : "label ";
+    if (options_.negatives > 0 && label != 1.0f)
+      return Status(StatusCode::kInvalidArgument, "feature '" + name + "': " + which + std::to_string(label) +
+                                                      " in a file of positives (negatives are sampled)");
+    if (!(label >= 0 && label < float(classes_)) || label != float(int64_t(label)))
+      return Status(StatusCode::kInvalidArgument, "feature '" + name + "': " + which + std::to_string(label) +
+                                                      " is not a class in [0, " + std::to_string(classes_) +
+                                                      ")");
+    out[i] = label;
+  }
   return ok_status();
 }
 
@@ -377,9 +382,15 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
   }
   auto label = schema.find(columns.label);
   if (!label.ok()) return Status(label.status().code(), "label: " + label.status().message());
-  if (schema.features()[*label].elements() != 1)
-    return Status(StatusCode::kInvalidArgument, "label: feature '" + columns.label + "' is not a scalar");
+  const uint64_t label_width = schema.features()[*label].elements();
+  if (label_width != 1 && options.negatives > 0)
+    return Status(StatusCode::kInvalidArgument,
+                  "label: feature '" + columns.label + "' is not a scalar (sampled negatives need one)");
+  if (label_width > (1u << 16))
+    return Status(StatusCode::kInvalidArgument,
+                  "label: feature '" + columns.label + "' holds more than 65536 labels");
   pipeline->label_feature_ = *label;
+  pipeline->label_width_ = uint32_t(label_width);
 
   // Count every file's records (all shards need the same plan) and, for
   // sampled negatives, gather the replaced feature's values (all shards draw
@@ -422,7 +433,7 @@ Result<uint64_t> RecordPipeline::gather_negative_values(const std::string& file)
   auto reader = TFRecordReader::open(file);
   if (!reader.ok()) return reader.status();
   std::string record;
-  Row row(example_values_ + 1);
+  Row row(example_values_ + label_width_);
   for (;;) {
     const uint64_t index = reader->records_read(), at = reader->offset();
     auto more = reader->next(record);
@@ -484,6 +495,7 @@ Result<Dataset> load_tfrecord_dataset(const std::vector<std::string>& files, con
   data.features = (*pipeline)->example_values();
   data.shape = (*pipeline)->example_shape();
   data.classes = columns.classes;
+  data.label_width = (*pipeline)->label_width();
   (*pipeline)->start_epoch(0);
   Batch batch;
   for (;;) {

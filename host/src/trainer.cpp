@@ -45,12 +45,18 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
     trainer->metric_sums_ += (*metric)->sums();
     trainer->metrics_.push_back(std::move(metric).value());
   }
-  const Shape output{config.model.classes};
-  if (config.label_width == 0) return Status(StatusCode::kInvalidArgument, "label_width must be >= 1");
-  if (Status fits = trainer->loss_->check(output, config.label_width); !fits.ok())
+  // The loss and metrics against the model's output: built once first to
+  // learn it (a [positions, classes] sequence output has a label per
+  // position unless the config says otherwise).
+  auto probe = Model::build(config.model, config.seed);
+  if (!probe.ok()) return probe.status();
+  const Shape output = (*probe)->logits_shape();
+  if (trainer->config_.label_width == 0) trainer->config_.label_width = output.size() == 2 ? output[0] : 1;
+  const uint32_t label_width = trainer->config_.label_width;
+  if (Status fits = trainer->loss_->check(output, label_width); !fits.ok())
     return Status(fits.code(), "loss " + config.loss.type + ": " + fits.message());
   for (std::size_t i = 0; i < trainer->metrics_.size(); ++i)
-    if (Status fits = trainer->metrics_[i]->check(output, config.label_width); !fits.ok())
+    if (Status fits = trainer->metrics_[i]->check(output, label_width); !fits.ok())
       return Status(fits.code(),
                     "metrics[" + std::to_string(i) + "] " + config.metrics[i].type + ": " + fits.message());
   for (uint32_t unit : units) {

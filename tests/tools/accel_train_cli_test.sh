@@ -147,7 +147,7 @@ npy() {  # npy FILE ROWS COLS: a float32 .npy of zeros
     printf '%s\n' "$header"; head -c $(( $2 * $3 * 4 )) /dev/zero; } >"$1"
 }
 npy "$work/three.npy" 3 784
-expect 0 "predict: 3 examples -> .*logits.npy \(10 logits each\)" predict --checkpoint "$work/cnn_straight/model.safetensors" \
+expect 0 "predict: 3 examples -> .*logits.npy \(\[10\] logits each\)" predict --checkpoint "$work/cnn_straight/model.safetensors" \
   --input "$work/three.npy" --output "$work/logits.npy" --array 16x16 --devices 1
 [[ $(stat -c %s "$work/logits.npy") -eq $((128 + 3 * 10 * 4)) ]] && passes=$((passes + 1)) ||
   { echo "FAIL: logits.npy is not 3 x 10 float32"; failures=$((failures + 1)); }

@@ -74,6 +74,8 @@ class Model {
   // activations are kept for backward().
   Status forward(LayerContext& context, const float* inputs, uint32_t batch, std::size_t layers = SIZE_MAX);
   const Activations& logits() const { return tensors_.back(); }
+  // One example's logits: [classes], or [positions, classes].
+  const Shape& logits_shape() const { return nodes_.back().shape; }
   // The output of the config's layer `layers - 1` (the model's input for
   // 0) after forward().
   const Activations& output(std::size_t layers) const { return tensors_[std::min(layers, nodes_.size())]; }

@@ -31,7 +31,9 @@
 namespace systole {
 
 // Which features feed the model: `inputs` concatenated (in order) into an
-// example's values, and a scalar integer `label` in [0, classes).
+// example's values, and an integer `label` in [0, classes): a scalar, or a
+// label per position (a sequence feature, as a language model's next
+// tokens).
 struct ExampleColumns {
   std::vector<std::string> inputs;
   std::string label;
@@ -90,6 +92,8 @@ class RecordPipeline {
   // single input's shape, or flat).
   uint32_t example_values() const { return example_values_; }
   std::vector<uint32_t> example_shape() const { return example_shape_; }
+  // Labels per example: the label feature's values.
+  uint32_t label_width() const { return label_width_; }
 
   // Starts an epoch (ending any previous one): shuffles with (seed, epoch).
   void start_epoch(uint32_t epoch);
@@ -113,6 +117,7 @@ class RecordPipeline {
   RecordPipelineOptions options_;
   std::vector<std::size_t> input_features_;
   std::size_t label_feature_ = 0;
+  uint32_t label_width_ = 1;
   uint32_t classes_ = 0;
   uint32_t example_values_ = 0;
   std::vector<uint32_t> example_shape_;

@@ -29,10 +29,11 @@ struct TrainerConfig {
   ModelSpec model;
   OptimizerConfig optimizer;
   // Keras' compile(loss=..., metrics=[...]): registered losses and metrics
-  // by type, and the labels each example has.
+  // by type, and the labels each example has (0: one, or one per position
+  // of a [positions, classes] output, a sequence model's).
   LossConfig loss = {"sparse_categorical_crossentropy", {}};
   std::vector<MetricConfig> metrics = {{"accuracy", {}}};
-  uint32_t label_width = 1;
+  uint32_t label_width = 0;
   uint32_t global_batch = 128;
   uint64_t seed = 1;
   // Keras' steps_per_execution, as the hardware can honour it: evaluation
