@@ -582,6 +582,58 @@ TEST(Layers, PaddingDoesNotReachTheLogits) {
   }
 }
 
+// A causal language model: [positions, classes] logits, a label per
+// position, the padding (label 0) left out of the loss. Its gradients
+// against finite differences of that loss.
+TEST(Layers, SequenceOutputGradientsMatchFiniteDifferences) {
+  const ModelSpec spec{
+      {5},
+      6,
+      {layer("embedding",
+             {{"name", "tokens"}, {"input_dim", "6"}, {"output_dim", "4"}, {"mask_zero", "true"}}),
+       layer("position_embedding", {{"name", "positions"}, {"sequence_length", "5"}}),
+       layer("add", {{"name", "embedded"}, {"inputs", "[tokens, positions]"}}),
+       layer("multi_head_attention", {{"name", "attention"}, {"num_heads", "2"}, {"causal", "true"}}),
+       layer("add", {{"inputs", "[embedded, attention]"}}), layer("layer_normalization"),
+       layer("dense", {{"units", "6"}})}};
+  const uint32_t seed = 31;
+  auto model = Model::build(spec, seed).value();
+  ASSERT_EQ(model->logits_shape(), (Shape{5, 6}));
+  const std::vector<float> inputs = {3, 1, 4, 1, 5,  //
+                                     2, 5, 3, 0, 0};
+  const std::vector<float> labels = {1, 4, 1, 5, 2,  //
+                                     5, 3, 1, 0, 0};
+  auto loss = make_loss({"sparse_categorical_crossentropy", {{"ignore_class", "0"}}}).value();
+  testing::ExactMatmul exact;
+  auto mean_loss = [&](bool gradients) {
+    LayerContext context;
+    context.matmul = &exact;
+    context.training = true;
+    EXPECT_TRUE(model->forward(context, inputs.data(), 2).ok());
+    std::vector<float> gradient;
+    const double sum =
+        loss->compute(model->logits(), labels.data(), 5, 2.0f, gradients ? &gradient : nullptr).value();
+    if (gradients) {
+      EXPECT_TRUE(model->backward(context, gradient).ok());
+    }
+    return sum / 2;
+  };
+  mean_loss(true);
+  const std::vector<float> analytic = model->parameters().gradients();
+  std::vector<float>& values = model->parameters().trainable();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float saved = values[i], h = 1e-3f;
+    values[i] = saved + h;
+    const double plus = mean_loss(false);
+    values[i] = saved - h;
+    const double minus = mean_loss(false);
+    values[i] = saved;
+    const double numeric = (plus - minus) / (2.0 * h);
+    EXPECT_NEAR(analytic[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric))
+        << "seed " << seed << ", parameter " << i;
+  }
+}
+
 TEST(Layers, AttentionErrorsNameTheField) {
   auto error = [](std::vector<std::pair<std::string, std::string>> fields) {
     ModelSpec spec{{12},

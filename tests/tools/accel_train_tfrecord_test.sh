@@ -197,5 +197,82 @@ sed 's/sequence_length: 8/sequence_length: 6/' "$work/text.yaml" >"$work/short.y
 expect 2 "model.layers\[1\] \(positions\): sequence_length: the input has 8 positions, the table 6" \
   --config "$work/short.yaml"
 
+# A character-level language model: fortunes in fortune's format (% between
+# entries; one with overstruck bold, which becomes its plain text),
+# accel_data fortunes (windows, a vocabulary file, the bigram baseline),
+# and a causal decoder whose logits are [positions, classes] with the
+# padding left out of the loss. The text follows a rule that a model which
+# looks back learns and a bigram model cannot: each fortune repeats one
+# made-up word, so a word's second copy is known from its first.
+words=(abcde fghij klmno pqrst uvwxy zabcd efghi jklmn opqrs tuvwx)
+for f in $(seq 0 99); do
+  word=${words[$((f % 10))]}${words[$((f / 10 % 10))]:0:2}
+  printf '%s %s %s %s\n%%\n' "$word" "$word" "$word" "$word"
+done >"$work/fortunes1"
+printf "B\bBo\bol\bld move\n%%\nabcdeab abcdeab abcdeab abcdeab\n" >"$work/fortunes2"
+tool=$accel_data
+expect 0 "read 101 fortunes from 2 file\(s\)" fortunes --files "$work/fortunes1" "$work/fortunes2" \
+  --out "$work/lm2" --length 16 --vocabulary-size 30
+if cat "$work/lm2/"*.tfrecord | grep -aq "Bold mov"; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: the overstruck fortune was not cleaned to 'Bold move' (context 'Bold mov')"; failures=$((failures + 1))
+fi
+corpus=$("$accel_data" fortunes --files "$work/fortunes1" --out "$work/lm" --length 16 --vocabulary-size 30 \
+         --validation-fraction 0.15 --test-fraction 0.15 2>&1)
+bigram=$(sed -n 's/^bigram baseline (add-[0-9.e-]*): \([0-9.]*\) bits per character on validation.*/\1/p' <<<"$corpus")
+expect 2 "/nonexistent: cannot open" fortunes --files /nonexistent --out "$work/none"
+printf '%%\n \n%%\n' >"$work/empty"
+expect 2 "the fortune files hold no text" fortunes --files "$work/empty" --out "$work/none"
+[[ -e $work/none ]] && { echo "FAIL: a failed conversion created its directory"; failures=$((failures + 1)); }
+tool=$train_tool
+cat >"$work/lm.yaml" <<YAML
+array: 16x16
+devices: 2
+model:
+  classes: 32
+  layers:
+    - {type: embedding, name: tokens, input_dim: 32, output_dim: 16, mask_zero: true}
+    - {type: position_embedding, name: positions, sequence_length: 16}
+    - {type: add, name: embedded, inputs: [tokens, positions]}
+    - {type: multi_head_attention, name: attention, num_heads: 2, causal: true}
+    - {type: add, name: residual, inputs: [embedded, attention]}
+    - {type: layer_normalization, name: norm, epsilon: 1.0e-5}
+    - {type: dense, name: ffn, units: 32, activation: relu}
+    - {type: dense, name: next_character, units: 32}
+data:
+  format: tfrecord
+  train: $work/lm/train-*.tfrecord
+  validation: $work/lm/validation-*.tfrecord
+  test: $work/lm/test-*.tfrecord
+  features:
+    context: {dtype: string, split: characters, length: 16, vocabulary: $work/lm/vocabulary.txt}
+    next: {dtype: string, split: characters, length: 16, vocabulary: $work/lm/vocabulary.txt}
+  inputs: [context]
+  label: next
+  shuffle_buffer: 1000
+train:
+  epochs: 30
+  global_batch: 16
+  learning_rate: 0.01
+  embedding_learning_rate: 0.1
+  loss: {type: sparse_categorical_crossentropy, ignore_class: 0}
+  metrics: [{type: accuracy, ignore_class: 0}, {type: perplexity, ignore_class: 0}]
+YAML
+# The model must beat the bigram baseline by 10 % in bits per character.
+lm_run=$("$tool" --config "$work/lm.yaml" --checkpoint-dir "$work/lm_checkpoint" --record "$work/lm_record" 2>&1)
+perplexity=$(sed -n 's/^test_loss: .* - test_perplexity: \([0-9.]*\)$/\1/p' <<<"$lm_run")
+if [[ -n $perplexity && -n $bigram ]] && awk -v p="$perplexity" -v b="$bigram" 'BEGIN{exit !(log(p) / log(2) < 0.9 * b)}'; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: the language model's test perplexity '$perplexity' is not 10 % below the bigram's $bigram bits:"
+  echo "$lm_run" | tail -5 | sed 's/^/    /'; failures=$((failures + 1))
+fi
+expect 0 "predict: [0-9]+ examples -> .*lm_logits.npy \(\[16, 32\] logits each\)" predict \
+  --checkpoint "$work/lm_checkpoint/model.safetensors" --input "$work/lm_record/test_inputs.npy" \
+  --output "$work/lm_logits.npy"
+sed 's/units: 32}$/units: 30}/' "$work/lm.yaml" >"$work/lm-classes.yaml"
+expect 2 "the model ends in \[16, 30\], expected \[32\] logits, or \[positions, 32\]" --config "$work/lm-classes.yaml"
+
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]
