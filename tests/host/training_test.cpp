@@ -421,6 +421,39 @@ TEST(Training, ATransformerBlocksReplicasEqualOneDeviceToTheBit) {
   ASSERT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0) << "2 replicas";
 }
 
+// The same for a padded text model: ids with 0 as padding (mask_zero),
+// learned positions, causal attention with the padding mask, the masked
+// mean. The padding mask changes which keys a softmax sees, not the order
+// of any sum, so replicas of one tile still give one device's bits.
+TEST(Training, AMaskedTextTransformersReplicasEqualOneDeviceToTheBit) {
+  ModelSpec text;
+  text.input_shape = {4};
+  text.classes = 3;
+  text.layers = {
+      {"embedding", {{"name", "tokens"}, {"input_dim", "7"}, {"output_dim", "8"}, {"mask_zero", "true"}}},
+      {"position_embedding", {{"name", "positions"}, {"sequence_length", "4"}}},
+      {"add", {{"name", "embedded"}, {"inputs", "[tokens, positions]"}}},
+      {"multi_head_attention", {{"name", "attention"}, {"num_heads", "2"}, {"causal", "true"}}},
+      {"add", {{"inputs", "[embedded, attention]"}}},
+      {"layer_normalization", {}},
+      {"global_average_pooling1d", {}},
+      {"dense", {{"units", "3"}}}};
+  Dataset data;
+  data.examples = 3 * 8;
+  data.features = 4;
+  data.shape = {4};
+  data.classes = 3;
+  std::mt19937 rng(16);
+  for (uint32_t e = 0; e < data.examples; ++e) {
+    const uint32_t length = 1 + rng() % 4;  // 1 to 4 tokens, then padding
+    for (uint32_t p = 0; p < 4; ++p) data.images.push_back(p < length ? float(1 + rng() % 6) : 0.0f);
+    data.labels.push_back(float(rng() % 3));
+  }
+  const std::vector<float> one = train_steps({0}, 8, data, 3, EmuEngine::kFast, text);
+  const std::vector<float> two = train_steps({0, 1}, 8, data, 3, EmuEngine::kFast, text);
+  ASSERT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0) << "2 replicas";
+}
+
 TEST(Training, ReplicasOfPartTilesMatchOneDeviceToRounding) {
   // Four replicas of 8 examples: the device sums 16 examples per tile in
   // its column chain, the replicas 8 each; the groupings differ, so only
