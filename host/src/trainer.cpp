@@ -12,6 +12,12 @@ namespace systole {
 Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vector<uint32_t>& units,
                                                  const TrainerConfig& config, ProcessGroup* group) {
   if (units.empty()) return Status(StatusCode::kInvalidArgument, "devices: no compute unit selected");
+  for (std::size_t i = 0; i < units.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (units[i] == units[j])  // two replicas on one unit would race for its buffers
+        return Status(StatusCode::kInvalidArgument, "devices: compute unit " + std::to_string(units[i]) +
+                                                        " is given twice (replica " + std::to_string(j) +
+                                                        " and " + std::to_string(i) + ")");
   SYSTOLE_RETURN_IF_ERROR(validate_optimizer(config.optimizer));
   const uint32_t local = uint32_t(units.size());
   uint32_t replicas = local;

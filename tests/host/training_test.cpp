@@ -475,6 +475,16 @@ TEST(Training, TheHlsKernelTrainsLikeTheFastPath) {
   ASSERT_EQ(std::memcmp(fast.data(), hls.data(), fast.size() * 4), 0);
 }
 
+// Two replicas on one compute unit would race for its buffers.
+TEST(Training, AUnitGivenTwiceIsRefused) {
+  Device device = open_device(2, EmuEngine::kFast);
+  TrainerConfig config;
+  config.model = small_shape().spec();
+  config.global_batch = 32;
+  const Status status = Trainer::create(device, {1, 0, 1}, config).status();
+  EXPECT_EQ(status.message(), "devices: compute unit 1 is given twice (replica 0 and 2)");
+}
+
 TEST(Training, AGlobalBatchThatDoesNotDivideFailsBeforeStepZero) {
   Device device = open_device(3);
   TrainerConfig config;

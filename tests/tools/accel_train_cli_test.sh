@@ -37,6 +37,15 @@ expect 2 "missing.yaml: cannot open" --config "$work/missing.yaml"
 expect 2 "global_batch 32 does not divide evenly over 3 replicas" "${small[@]}" --devices 3
 expect 2 "devices: expected auto, a count \(1 to 1024\) or a list" "${small[@]}" --devices two
 expect 2 "devices: a unit is listed twice" "${small[@]}" --devices "[0,0]"
+expect 2 "train.global_batch: 100000 is more than the [0-9]+ training examples: no batch to train on" \
+  "${small[@]}" --global-batch 100000
+# A key given twice is an error naming both lines (yaml-cpp would read the first).
+printf 'train: {epochs: 1}\ndata: {validation_examples: 100}\ntrain:\n  epochs: 2\n' >"$work/twice.yaml"
+expect 2 "twice.yaml: train: given twice, on lines 1 and 3" --config "$work/twice.yaml"
+printf 'train: {epochs: 1, global_batch: 32, epochs: 2}\n' >"$work/twice-nested.yaml"
+expect 2 "twice-nested.yaml: train.epochs: given twice, on lines 1 and 1" --config "$work/twice-nested.yaml"
+printf 'model:\n  layers:\n    - {type: dense, units: 8, units: 9}\n' >"$work/twice-layer.yaml"
+expect 2 "model.layers\[0\].units: given twice, on lines 3 and 3" --config "$work/twice-layer.yaml"
 expect 2 "devices: expected auto, a count \(1 to 1024\) or a list of unit indices \(got '-1'\)" "${small[@]}" --devices -1
 expect 2 "devices: expected auto, a count \(1 to 1024\) or a list of unit indices \(got '4294967297'\)" \
   "${small[@]}" --devices 4294967297

@@ -31,6 +31,8 @@ train: {epochs: 3, global_batch: 32, learning_rate: 0.003}
 YAML
 expect 0 "test_accuracy: (0\.[5-9]|1\.0)" --config "$work/fm.yaml"
 expect 0 "576 training records in 3 file\(s\), 64 validation, 160 test examples \(TFRecord\)" --config "$work/fm.yaml" --epochs 1
+expect 2 "train.global_batch: 1000 is more than the 576 training record\(s\) in data.train \(3 file\(s\)\): no batch" \
+  --config "$work/fm.yaml" --global-batch 1000
 
 # One flipped byte in the data of record 5 of the middle shard (192
 # records of one size): named, or skipped on request.

@@ -42,6 +42,10 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
     data.test = std::move(test).value();
     data.shape_of = data.train_set.slice(0, 0);
     data.batches_per_epoch = train_examples / config.global_batch;
+    if (data.batches_per_epoch == 0)
+      return Status(StatusCode::kInvalidArgument,
+                    "train.global_batch: " + std::to_string(config.global_batch) + " is more than the " +
+                        std::to_string(train_examples) + " training examples: no batch to train on");
     data.description = std::to_string(train_examples) + " training, " +
                        std::to_string(data.validation.examples) + " validation, " +
                        std::to_string(data.test.examples) + " test examples from " + config.data_dir;
@@ -82,6 +86,13 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   data.shape_of.classes = config.classes;
   data.batches_per_epoch = data.pipeline->batches_per_epoch();
   const RecordPipeline& p = *data.pipeline;
+  if (data.batches_per_epoch == 0)
+    return Status(StatusCode::kInvalidArgument,
+                  "train.global_batch: " + std::to_string(config.global_batch) +
+                      (processes > 1 ? " (" + std::to_string(options.batch_size) + " per process)" : "") +
+                      " is more than the " + std::to_string(p.shard_records()) + " training record(s)" +
+                      (processes > 1 ? " of this process's shard" : "") + " in data.train (" +
+                      std::to_string(files->size()) + " file(s)): no batch to train on");
   data.description = std::to_string(p.total_records()) + " training records in " +
                      std::to_string(files->size()) + " file(s)" +
                      (config.negatives > 0 ? " (positives; " + std::to_string(config.negatives) +

@@ -7,12 +7,41 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "config_schema.h"
 #include "config_value.h"
 
 namespace systole {
+
+namespace {
+
+// YAML keys are unique within a mapping, but yaml-cpp keeps both entries of
+// a key given twice and reads the first: a silent choice. A second one is
+// an error naming the key's path and both lines.
+Status check_unique_keys(const YAML::Node& node, const std::string& where) {
+  if (node.IsMap()) {
+    std::map<std::string, int> lines;
+    for (const auto& item : node) {
+      const std::string key = item.first.IsScalar() ? item.first.Scalar() : "?";
+      const std::string path = where.empty() ? key : where + "." + key;
+      const int line = item.first.Mark().line + 1;
+      const auto [first, fresh] = lines.emplace(key, line);
+      if (!fresh)
+        return Status(StatusCode::kInvalidArgument, path + ": given twice, on lines " +
+                                                        std::to_string(first->second) + " and " +
+                                                        std::to_string(line) + " (a key is given once)");
+      SYSTOLE_RETURN_IF_ERROR(check_unique_keys(item.second, path));
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      SYSTOLE_RETURN_IF_ERROR(check_unique_keys(node[i], where + "[" + std::to_string(i) + "]"));
+  }
+  return ok_status();
+}
+
+}  // namespace
 
 Status load_train_config(const std::string& path, TrainConfig& c) {
   std::error_code error;
@@ -27,7 +56,8 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
     return Status(StatusCode::kInvalidArgument, path + ": " + e.what());
   }
   if (root.IsNull()) return ok_status();  // an empty file: all defaults
-  const Status status = read_config_fields(root, c);
+  Status status = check_unique_keys(root, "");
+  if (status.ok()) status = read_config_fields(root, c);
   return status.ok() ? status : Status(status.code(), path + ": " + status.message());
 }
 
