@@ -107,5 +107,17 @@ for needle in '"traceEvents"' '"name":"data wait"' '"name":"step"' '"name":"vali
     echo "FAIL: the trace has no $needle"; failures=$((failures + 1)); fi
 done
 
+# Where the trace goes is checked before the first step: a missing
+# directory or a directory's name ends the run at once (exit 2), with no
+# training done and nothing written.
+expect 2 "trace: .*missing/trace.json.*No such file or directory" "${small[@]}" --epochs 1 \
+  --trace "$work/missing/trace.json"
+expect 2 "trace: .*: exists and is not a regular file" "${small[@]}" --epochs 1 --trace "$work"
+if "$tool" "${small[@]}" --epochs 1 --trace "$work" 2>&1 | grep -q "^Epoch 1/1"; then
+  echo "FAIL: a bad --trace path was found only after training"; failures=$((failures + 1))
+else
+  passes=$((passes + 1))
+fi
+
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -78,8 +78,10 @@ int train(const TrainConfig& config) {
   // writes files.
   std::unique_ptr<ProcessGroup> group;
   std::unique_ptr<Trace> trace;  // written at the end, or when the run fails
+  // Returns false when the trace could not be written (the run then exits
+  // 2: an output asked for is not there).
   auto write_trace = [&]() {
-    if (!trace) return;
+    if (!trace) return true;
     Trace::install(nullptr);
     const Status written = trace->write(config.trace_file);
     if (written.ok())
@@ -88,6 +90,7 @@ int train(const TrainConfig& config) {
     else
       std::fprintf(stderr, "accel_train: trace: %s\n", written.to_string().c_str());
     trace.reset();
+    return written.ok();
   };
   auto fail = [&](const Status& status) {
     write_trace();
@@ -107,7 +110,13 @@ int train(const TrainConfig& config) {
     if (Status agreed = check_ranks_agree(*group, config); !agreed.ok()) return fail(agreed);
   }
   const bool lead = !group || group->rank() == 0;
-  if (lead && !config.trace_file.empty()) Trace::install((trace = std::make_unique<Trace>()).get());
+  if (lead && !config.trace_file.empty()) {
+    // Where the trace goes is checked now, not after the run: a missing
+    // directory or a directory's name is an error before any work.
+    auto probe = OutputFile::create(config.trace_file);
+    if (!probe.ok()) return fail(Status(probe.status().code(), "trace: " + probe.status().message()));
+    Trace::install((trace = std::make_unique<Trace>()).get());
+  }
   auto array = parse_array_shape(config.array);
   if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
 
@@ -234,8 +243,7 @@ int train(const TrainConfig& config) {
                 (unsigned long long)history->steps);
   }
   if (checkpoints) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
-  write_trace();
-  return 0;
+  return write_trace() ? 0 : 2;
 }
 
 }  // namespace
