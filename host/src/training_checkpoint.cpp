@@ -127,6 +127,13 @@ Result<uint32_t> resume_from(const std::string& path, Trainer& trainer) {
   return uint32_t(*epochs_done);
 }
 
+Status restore_model(const Checkpoint& checkpoint, const std::string& path, Trainer& trainer) {
+  ModelValues values;
+  SYSTOLE_RETURN_IF_ERROR(read_model_tensors(checkpoint, path, trainer.parameters(), {}, values));
+  SYSTOLE_RETURN_IF_ERROR(finite_values(checkpoint, path, "to evaluate or predict with"));
+  return trainer.restore(values, 0);
+}
+
 Status load_weights(const std::string& path, Trainer& trainer) {
   auto checkpoint = read_safetensors(path);
   if (!checkpoint.ok()) return checkpoint.status();

@@ -91,6 +91,9 @@ expect 2 "checkpoint.safetensors: tensor '.*' holds -?(nan|inf); a checkpoint to
   --config "$work/no_nan_check.yaml" "${small[@]}" --epochs 2 --checkpoint-dir "$work/nan_weights" --resume
 cmp -s "$work/nan_weights/checkpoint.safetensors" "$work/nan_weights.safetensors" && passes=$((passes + 1)) ||
   { echo "FAIL: the refused NaN checkpoint changed"; failures=$((failures + 1)); }
+# evaluate and predict refuse it the same way (no 'test_loss: nan', exit 0).
+expect 2 "model.safetensors: tensor '.*' holds -?(nan|inf); a checkpoint to evaluate or predict with must hold finite values" \
+  evaluate --checkpoint "$work/nan_weights/model.safetensors" "${small[@]}"
 
 # Progress every N steps when the output is not a terminal (it is a pipe
 # here), and a linear warmup.

@@ -68,10 +68,8 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
   trainer_config.launch_timeout = std::chrono::milliseconds(int64_t(config.launch_timeout_s * 1000));
   auto trainer = Trainer::create(opened->device, opened->units, trainer_config);
   if (!trainer.ok()) return fail(trainer.status());
-  ModelValues values;
-  Status loaded = read_model_tensors(*checkpoint, options.checkpoint, (*trainer)->parameters(), {}, values);
-  if (loaded.ok()) loaded = (*trainer)->restore(values, 0);
-  if (!loaded.ok()) return fail(loaded);
+  if (Status loaded = restore_model(*checkpoint, options.checkpoint, **trainer); !loaded.ok())
+    return fail(loaded);
 
   if (mode == Mode::kEvaluate) {
     auto test = load_test_set(config, spec->classes);

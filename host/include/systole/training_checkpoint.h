@@ -34,6 +34,12 @@ Checkpoint make_model_file(const Trainer& trainer);
 // malformed counters; non-finite values.
 Result<uint32_t> resume_from(const std::string& path, Trainer& trainer);
 
+// The model's tensors of a checkpoint.safetensors or model.safetensors
+// (optimizer slots in it are not read) into every replica, for evaluate and
+// predict: a missing tensor or one of another shape is an error naming it,
+// and so is a NaN or infinite value, as when resuming.
+Status restore_model(const Checkpoint& checkpoint, const std::string& path, Trainer& trainer);
+
 // Replaces the model's weights (not the optimizer's state) with those of a
 // safetensors file under the model's state_dict() names, as PyTorch's
 // save_file(model.state_dict()) writes them: to initialise or fine-tune.
