@@ -367,17 +367,23 @@ int tool_main(int argc, char** argv) {
     status = csv_to_tfrecord(csv, out, shards, int64_columns, float_columns);
   } else if (events_command->parsed()) {
     for (const std::string& file : event_files) {
-      auto scalars = read_scalar_events(file);
-      if (!scalars.ok()) {
-        status = scalars.status();
+      auto contents = read_event_file(file);
+      if (!contents.ok()) {
+        status = contents.status();
         break;
       }
-      for (const ScalarEvent& scalar : *scalars) {
-        char value[32];  // the shortest text that reads back as the float
-        *std::to_chars(value, value + sizeof value - 1, scalar.value).ptr = '\0';
+      for (const ScalarEvent& scalar : contents->scalars) {
+        char value[32];  // the shortest text that reads back as the value's type
+        char* end = scalar.single ? std::to_chars(value, value + sizeof value - 1, float(scalar.value)).ptr
+                                  : std::to_chars(value, value + sizeof value - 1, scalar.value).ptr;
+        *end = '\0';
         std::printf("%lld %s %s\n", (long long)scalar.step, scalar.tag.c_str(), value);
       }
-      std::printf("%s: %zu scalars, every CRC correct\n", file.c_str(), scalars->size());
+      std::string others;
+      for (const auto& [plugin, count] : contents->other)
+        others += (others.empty() ? "" : ", ") + std::to_string(count) + " " + plugin;
+      std::printf("%s: %zu scalars%s, every CRC correct\n", file.c_str(), contents->scalars.size(),
+                  others.empty() ? "" : ("; other summaries, not printed: " + others).c_str());
     }
   } else {
     for (const std::string& file : files) {

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "proto/event.pb.h"
 #include "systole/tfrecord.h"
@@ -77,10 +79,80 @@ Status SummaryWriter::flush() {
   return ok_status();
 }
 
-Result<std::vector<ScalarEvent>> read_scalar_events(const std::string& path) {
+namespace {
+
+// The value of a rank-0 tensor, or an error saying what is wrong with it.
+Result<std::pair<double, bool>> tensor_scalar(const tf::TensorProto& tensor) {
+  const std::string& content = tensor.tensor_content();
+  auto from_content = [&](auto sample) -> Result<decltype(sample)> {
+    if (content.size() != sizeof sample)
+      return Status(StatusCode::kDataLoss, "tensor_content holds " + std::to_string(content.size()) +
+                                               " bytes, a scalar of its dtype " +
+                                               std::to_string(sizeof sample));
+    std::memcpy(&sample, content.data(), sizeof sample);  // little-endian, as this host
+    return sample;
+  };
+  auto missing = [&]() { return Status(StatusCode::kDataLoss, "the tensor holds no value"); };
+  auto half_bits = [&]() -> Result<uint16_t> {
+    if (!content.empty()) return from_content(uint16_t());
+    if (tensor.half_val_size() != 1) return missing();
+    return uint16_t(tensor.half_val(0));
+  };
+  switch (tensor.dtype()) {
+    case 1: {  // DT_FLOAT
+      if (content.empty() && tensor.float_val_size() != 1) return missing();
+      auto value = content.empty() ? Result<float>(tensor.float_val(0)) : from_content(float());
+      if (!value.ok()) return value.status();
+      return std::pair<double, bool>(*value, true);
+    }
+    case 2: {  // DT_DOUBLE
+      if (content.empty() && tensor.double_val_size() != 1) return missing();
+      auto value = content.empty() ? Result<double>(tensor.double_val(0)) : from_content(double());
+      if (!value.ok()) return value.status();
+      return std::pair<double, bool>(*value, false);
+    }
+    case 3: {  // DT_INT32
+      if (content.empty() && tensor.int_val_size() != 1) return missing();
+      auto value = content.empty() ? Result<int32_t>(tensor.int_val(0)) : from_content(int32_t());
+      if (!value.ok()) return value.status();
+      return std::pair<double, bool>(*value, false);
+    }
+    case 9: {  // DT_INT64
+      if (content.empty() && tensor.int64_val_size() != 1) return missing();
+      auto value = content.empty() ? Result<int64_t>(tensor.int64_val(0)) : from_content(int64_t());
+      if (!value.ok()) return value.status();
+      return std::pair<double, bool>(double(*value), false);
+    }
+    case 14: {  // DT_BFLOAT16: the high half of a float32
+      auto bits = half_bits();
+      if (!bits.ok()) return bits.status();
+      const uint32_t wide = uint32_t(*bits) << 16;
+      float value;
+      std::memcpy(&value, &wide, sizeof value);
+      return std::pair<double, bool>(value, true);
+    }
+    case 19: {  // DT_HALF: IEEE binary16
+      auto bits = half_bits();
+      if (!bits.ok()) return bits.status();
+      const int exponent = (*bits >> 10) & 0x1f, fraction = *bits & 0x3ff;
+      const double magnitude = exponent == 0    ? std::ldexp(fraction, -24)
+                               : exponent == 31 ? (fraction ? NAN : INFINITY)
+                                                : std::ldexp(1024 + fraction, exponent - 25);
+      return std::pair<double, bool>((*bits & 0x8000) ? -magnitude : magnitude, true);
+    }
+    default:
+      return Status(StatusCode::kDataLoss,
+                    "dtype " + std::to_string(tensor.dtype()) + " is not a number type");
+  }
+}
+
+}  // namespace
+
+Result<EventFileContents> read_event_file(const std::string& path) {
   auto reader = TFRecordReader::open(path);
   if (!reader.ok()) return reader.status();
-  std::vector<ScalarEvent> scalars;
+  EventFileContents contents;
+  std::map<std::string, uint64_t> other;
   std::string record;
   for (;;) {
     const uint64_t index = reader->records_read(), at = reader->offset();
@@ -98,12 +170,38 @@ Result<std::vector<ScalarEvent>> read_scalar_events(const std::string& path) {
         return bad("expected the file_version event (" + std::string(kFileVersion) + ") first");
       continue;
     }
-    for (const tf::SummaryValue& value : event.summary().value())
-      scalars.push_back({event.wall_time(), event.step(), value.tag(), value.simple_value()});
+    for (const tf::SummaryValue& value : event.summary().value()) {
+      const std::string& plugin = value.metadata().plugin_data().plugin_name();
+      if (value.value_case() == tf::SummaryValue::kSimpleValue) {
+        contents.scalars.push_back(
+            {event.wall_time(), event.step(), value.tag(), value.simple_value(), true});
+        continue;
+      }
+      const bool scalar_kind = plugin == "scalars" || value.metadata().data_class() == 1;
+      if (value.value_case() == tf::SummaryValue::kTensor && scalar_kind) {
+        const tf::TensorProto& tensor = value.tensor();
+        if (tensor.tensor_shape().dim_size() != 0 || tensor.tensor_shape().unknown_rank())
+          return bad("scalar summary '" + value.tag() + "': a tensor of rank " +
+                     std::to_string(tensor.tensor_shape().dim_size()) + ", not 0");
+        auto scalar = tensor_scalar(tensor);
+        if (!scalar.ok()) return bad("scalar summary '" + value.tag() + "': " + scalar.status().message());
+        contents.scalars.push_back(
+            {event.wall_time(), event.step(), value.tag(), scalar->first, scalar->second});
+        continue;
+      }
+      ++other[plugin.empty() ? "(no plugin)" : plugin];
+    }
   }
   if (reader->records_read() == 0)
     return Status(StatusCode::kDataLoss, path + ": no file_version event (empty)");
-  return scalars;
+  contents.other.assign(other.begin(), other.end());
+  return contents;
+}
+
+Result<std::vector<ScalarEvent>> read_scalar_events(const std::string& path) {
+  auto contents = read_event_file(path);
+  if (!contents.ok()) return contents.status();
+  return std::move(contents->scalars);
 }
 
 }  // namespace systole

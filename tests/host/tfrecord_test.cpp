@@ -244,6 +244,71 @@ TEST_F(TFRecords, EventFilesHoldTensorBoardsMessages) {
   EXPECT_NE(another->path(), file);
 }
 
+// Protobuf fields written out by hand: a tag byte, then a varint length
+// and the bytes (wire type 2).
+std::string field(uint8_t tag, const std::string& bytes) {
+  std::string out(1, char(tag));
+  for (std::size_t n = bytes.size(); ; n >>= 7) {
+    out += char((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
+    if (n < 0x80) break;
+  }
+  return out + bytes;
+}
+
+// An event file as TensorFlow 2 writes it (tf.summary.scalar, Keras'
+// TensorBoard callback): scalars as rank-0 tensors, beside a histogram and
+// a text summary, all in bytes written here from TensorFlow's field
+// numbers, not by this project's writer.
+TEST_F(TFRecords, TensorFlow2ScalarsAreReadFromTheirTensors) {
+  const std::string wall_time = std::string("\x09", 1) + std::string(8, '\0');
+  const std::string version = wall_time + field(0x1a, "brain.Event:2");
+  const std::string scalars_plugin = field(0x4a, field(0x0a, field(0x0a, "scalars")));  // metadata.plugin_data
+  const std::string float_tensor =  // dtype DT_FLOAT, shape [], tensor_content 0.25f
+      field(0x42, std::string("\x08\x01", 2) + field(0x12, "") + field(0x22, std::string("\x00\x00\x80\x3e", 4)));
+  const std::string double_tensor =  // dtype DT_DOUBLE, shape [], double_val [0.1]
+      field(0x42, std::string("\x08\x02", 2) + field(0x12, "") +
+                      field(0x32, std::string("\x9a\x99\x99\x99\x99\x99\xb9\x3f", 8)));
+  const std::string data_class_scalar = field(0x4a, std::string("\x20\x01", 2));
+  const std::string histogram = field(0x2a, std::string("\x08\x00", 2)) +
+                                field(0x4a, field(0x0a, field(0x0a, "histograms")));
+  const std::string text = field(0x42, std::string("\x08\x07", 2) + field(0x12, "") + field(0x42, "hello")) +
+                           field(0x4a, field(0x0a, field(0x0a, "text")));
+  const std::string summary = field(0x0a, field(0x0a, "epoch_loss") + float_tensor + scalars_plugin) +
+                              field(0x0a, field(0x0a, "learning_rate") + double_tensor + data_class_scalar) +
+                              field(0x0a, field(0x0a, "weights") + histogram) +
+                              field(0x0a, field(0x0a, "notes") + text);
+  const std::string file = write_file("tf2.tfevents", {version, wall_time + "\x10\x05" + field(0x2a, summary)});
+  auto contents = read_event_file(file);
+  ASSERT_TRUE(contents.ok()) << contents.status().message();
+  ASSERT_EQ(contents->scalars.size(), 2u);
+  EXPECT_EQ(contents->scalars[0].tag, "epoch_loss");
+  EXPECT_EQ(contents->scalars[0].step, 5);
+  EXPECT_EQ(contents->scalars[0].value, 0.25);
+  EXPECT_TRUE(contents->scalars[0].single);
+  EXPECT_EQ(contents->scalars[1].tag, "learning_rate");
+  EXPECT_EQ(contents->scalars[1].value, 0.1);
+  EXPECT_FALSE(contents->scalars[1].single);
+  EXPECT_EQ(contents->other, (std::vector<std::pair<std::string, uint64_t>>{{"histograms", 1}, {"text", 1}}));
+
+  // A scalar whose tensor has a dimension, or too few bytes: named.
+  const std::string ranked =
+      field(0x42, std::string("\x08\x01", 2) + field(0x12, field(0x12, std::string("\x08\x02", 2))) +
+                      field(0x22, std::string(8, '\0')));
+  const std::string bad = write_file(
+      "bad.tfevents",
+      {version, wall_time + field(0x2a, field(0x0a, field(0x0a, "loss") + ranked + scalars_plugin))});
+  EXPECT_EQ(read_event_file(bad).status().message(),
+            bad + ": record 1 at byte " + std::to_string(12 + version.size() + 4) +
+                ": scalar summary 'loss': a tensor of rank 1, not 0");
+  const std::string short_content = field(0x42, std::string("\x08\x01", 2) + field(0x22, std::string(2, '\0')));
+  const std::string truncated = write_file(
+      "short.tfevents",
+      {version, wall_time + field(0x2a, field(0x0a, field(0x0a, "loss") + short_content + scalars_plugin))});
+  EXPECT_NE(read_event_file(truncated).status().message().find(
+                "scalar summary 'loss': tensor_content holds 2 bytes, a scalar of its dtype 4"),
+            std::string::npos);
+}
+
 TEST(Examples, ParsesHandBuiltBytesAndBuildsTheSame) {
   FeatureSpec x = spec("x", FeatureType::kFloat, {2});
   FeatureSpec id = spec("id", FeatureType::kBytes, {});

@@ -51,12 +51,27 @@ struct ScalarEvent {
   double wall_time = 0;
   int64_t step = 0;
   std::string tag;
-  float value = 0;
+  double value = 0;
+  bool single = true;  // a float32 value (simple_value, DT_FLOAT), else wider
 };
 
-// The scalars of an event file, in file order; every frame and CRC is
-// checked (errors name the file, record and byte offset). The first record
-// must be the file_version event.
+// What an event file holds: its scalars in file order, and the other
+// summaries (histograms, images, text, non-scalar tensors) by plugin name
+// ("histograms", or "(no plugin)") and count.
+struct EventFileContents {
+  std::vector<ScalarEvent> scalars;
+  std::vector<std::pair<std::string, uint64_t>> other;
+};
+
+// Reads an event file as TensorFlow 1 and 2 write it: a scalar is a
+// simple_value, or a rank-0 tensor (DT_FLOAT, DT_DOUBLE, DT_HALF,
+// DT_BFLOAT16, DT_INT32, DT_INT64; in tensor_content or the typed list) of
+// plugin "scalars" or data class scalar. Every frame and CRC is checked
+// (errors name the file, record and byte offset); the first record must be
+// the file_version event; a scalar tensor whose content does not hold its
+// value is an error naming the tag.
+Result<EventFileContents> read_event_file(const std::string& path);
+// The scalars alone.
 Result<std::vector<ScalarEvent>> read_scalar_events(const std::string& path);
 
 }  // namespace systole
