@@ -44,11 +44,11 @@ using namespace systole;
 // Examples [first, first + count) of an IDX set: `image` float32 [H, W, 1]
 // in [0, 1], `label` int64.
 Status write_idx_examples(const Dataset& data, uint32_t first, uint32_t count, const std::string& prefix,
-                          uint32_t shards) {
+                          uint32_t shards, Compression compression) {
   if (shards == 0 || shards > count)
     return Status(StatusCode::kInvalidArgument,
                   "--shards: " + std::to_string(shards) + " for " + std::to_string(count) + " records");
-  auto writer = ShardedWriter::create(prefix, shards, count);
+  auto writer = ShardedWriter::create(prefix, shards, count, compression);
   if (!writer.ok()) return writer.status();
   ExampleBuilder example;
   for (uint32_t i = first; i < first + count; ++i) {
@@ -119,7 +119,7 @@ Result<CsvTable> read_csv(const std::string& path) {
 
 Status csv_to_tfrecord(const std::string& path, const std::string& prefix, uint32_t shards,
                        const std::vector<std::string>& int64_columns,
-                       const std::vector<std::string>& float_columns) {
+                       const std::vector<std::string>& float_columns, Compression compression) {
   auto table = read_csv(path);
   if (!table.ok()) return table.status();
   std::map<std::string, FeatureType> types;
@@ -139,7 +139,7 @@ Status csv_to_tfrecord(const std::string& path, const std::string& prefix, uint3
   if (shards == 0 || shards > std::max<uint64_t>(count, 1))
     return Status(StatusCode::kInvalidArgument,
                   "--shards: " + std::to_string(shards) + " for " + std::to_string(count) + " rows");
-  auto writer = ShardedWriter::create(prefix, shards, count);
+  auto writer = ShardedWriter::create(prefix, shards, count, compression);
   if (!writer.ok()) return writer.status();
   ExampleBuilder example;
   for (uint64_t r = 0; r < count; ++r) {
@@ -184,8 +184,8 @@ Status csv_to_tfrecord(const std::string& path, const std::string& prefix, uint3
 }
 
 // A file's records: count, sizes, and the first `show` of them.
-Status show(const std::string& path, uint32_t show_records) {
-  auto reader = TFRecordReader::open(path);
+Status show(const std::string& path, uint32_t show_records, Compression compression) {
+  auto reader = TFRecordReader::open(path, compression);
   if (!reader.ok()) return reader.status();
   std::string record;
   uint64_t records = 0, smallest = UINT64_MAX, largest = 0;
@@ -216,6 +216,13 @@ Status show(const std::string& path, uint32_t show_records) {
 int tool_main(int argc, char** argv) {
   CLI::App app{"Convert data to TFRecord files of tf.train.Example records, and inspect them."};
   app.require_subcommand(1);
+  app.fallthrough();  // --compression may come after the subcommand
+  std::string compression_text;
+  app.add_option(
+         "--compression", compression_text,
+         "TFRecord files written as none (the default), gzip or zlib (TFRecordOptions' compression_type); "
+         "read (show) as auto (the default: by their first bytes), none, gzip or zlib")
+      ->check(CLI::IsMember({"none", "gzip", "zlib", "auto"}));
   std::string images, labels, out, csv, data_dir = kFashionMnistDir;
   uint32_t shards = 1, first = 0, count = 0, records = 3, validation = 5000;
   std::vector<std::string> int64_columns, float_columns, files;
@@ -325,6 +332,12 @@ int tool_main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
+  const Compression reading = *parse_compression(compression_text.empty() ? "auto" : compression_text);
+  const Compression writing = *parse_compression(compression_text.empty() ? "none" : compression_text);
+  if (writing == Compression::kAuto && !show_command->parsed()) {
+    std::fprintf(stderr, "accel_data: --compression auto is for reading; write none, gzip or zlib\n");
+    return 2;
+  }
   Status status;
   if (from_idx->parsed()) {
     auto data = read_idx(images, labels, 0);
@@ -336,7 +349,7 @@ int tool_main(int argc, char** argv) {
       const uint32_t n = count ? count : data->examples - first;
       status = n > data->examples - first
                    ? Status(StatusCode::kInvalidArgument, "--count: past the last example")
-                   : write_idx_examples(*data, first, n, out, shards);
+                   : write_idx_examples(*data, first, n, out, shards, writing);
     }
   } else if (fashion->parsed()) {
     auto train = load_fashion_mnist(data_dir, true);
@@ -351,20 +364,23 @@ int tool_main(int argc, char** argv) {
           Status(StatusCode::kUnavailable, out + ": cannot create the directory: " + std::strerror(errno));
     else {
       const uint32_t kept = train->examples - validation;
-      status = write_idx_examples(*train, 0, kept, out + "/train", shards);
+      status = write_idx_examples(*train, 0, kept, out + "/train", shards, writing);
       if (status.ok() && validation > 0)
-        status = write_idx_examples(*train, kept, validation, out + "/validation", 1);
-      if (status.ok()) status = write_idx_examples(*test, 0, test->examples, out + "/test", 1);
+        status = write_idx_examples(*train, kept, validation, out + "/validation", 1, writing);
+      if (status.ok()) status = write_idx_examples(*test, 0, test->examples, out + "/test", 1, writing);
     }
   } else if (packages->parsed()) {
     debian.apt_cache = !no_apt_cache;
+    debian.compression = writing;
     status = write_debian_packages(debian);
   } else if (fortunes->parsed()) {
+    fortune.compression = writing;
     status = write_fortunes(fortune);
   } else if (describe->parsed()) {
+    descriptions.compression = writing;
     status = write_debian_descriptions(descriptions);
   } else if (from_csv->parsed()) {
-    status = csv_to_tfrecord(csv, out, shards, int64_columns, float_columns);
+    status = csv_to_tfrecord(csv, out, shards, int64_columns, float_columns, writing);
   } else if (events_command->parsed()) {
     for (const std::string& file : event_files) {
       auto contents = read_event_file(file);
@@ -387,7 +403,7 @@ int tool_main(int argc, char** argv) {
     }
   } else {
     for (const std::string& file : files) {
-      status = show(file, records);
+      status = show(file, records, reading);
       if (!status.ok()) break;
     }
   }

@@ -186,8 +186,8 @@ Status write_debian_descriptions(const DebianDescriptionsOptions& options) {
     if (records[split].empty()) continue;
     const uint32_t shards =
         split == kTrain ? uint32_t(std::min<std::size_t>(options.shards, records[split].size())) : 1;
-    auto writer =
-        ShardedWriter::create(options.out + "/" + split_names[split], shards, records[split].size());
+    auto writer = ShardedWriter::create(options.out + "/" + split_names[split], shards, records[split].size(),
+                                        options.compression);
     if (!writer.ok()) return writer.status();
     for (const std::string& record : records[split]) SYSTOLE_RETURN_IF_ERROR(writer->write(record));
     SYSTOLE_RETURN_IF_ERROR(writer->close());

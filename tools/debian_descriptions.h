@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "systole/status.h"
+#include "systole/tfrecord.h"
 
 namespace systole {
 
@@ -34,6 +35,7 @@ struct DebianDescriptionsOptions {
   double test_fraction = 0.1;
   uint32_t shards = 4;  // training files
   uint64_t seed = 1;
+  Compression compression = Compression::kNone;  // of the files written
 };
 
 // Writes DIR/{train-0000i-of-0000N,validation-00000-of-00001,

@@ -58,8 +58,9 @@ std::string example(const std::string& package, const std::string& dependency, i
 }
 
 // Writes `records` over `shards` files PREFIX-0000i-of-0000N.tfrecord.
-Status write_shards(const std::string& prefix, const std::vector<std::string>& records, uint32_t shards) {
-  auto writer = ShardedWriter::create(prefix, shards, records.size());
+Status write_shards(const std::string& prefix, const std::vector<std::string>& records, uint32_t shards,
+                    Compression compression) {
+  auto writer = ShardedWriter::create(prefix, shards, records.size(), compression);
   if (!writer.ok()) return writer.status();
   for (const std::string& record : records) SYSTOLE_RETURN_IF_ERROR(writer->write(record));
   return writer->close();
@@ -179,8 +180,8 @@ Status write_debian_packages(const DebianPackagesOptions& options) {
     return Status(StatusCode::kUnavailable,
                   options.out + ": cannot create the directory: " + std::strerror(errno));
   const uint32_t shards = uint32_t(std::min<std::size_t>(options.shards, train_records.size()));
-  SYSTOLE_RETURN_IF_ERROR(write_shards(options.out + "/train", train_records, shards));
-  SYSTOLE_RETURN_IF_ERROR(write_shards(options.out + "/test", test_records, 1));
+  SYSTOLE_RETURN_IF_ERROR(write_shards(options.out + "/train", train_records, shards, options.compression));
+  SYSTOLE_RETURN_IF_ERROR(write_shards(options.out + "/test", test_records, 1, options.compression));
   std::printf(
       "read %zu packages with %zu relationships (Depends, Pre-Depends, Recommends) to %zu distinct "
       "dependencies from %s\n",

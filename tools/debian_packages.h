@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "systole/status.h"
+#include "systole/tfrecord.h"
 
 namespace systole {
 
@@ -39,6 +40,7 @@ struct DebianPackagesOptions {
                                  // only, for negatives drawn each epoch (data.negatives)
   uint32_t shards = 4;           // training files
   uint64_t seed = 1;
+  Compression compression = Compression::kNone;  // of the files written
 };
 
 // Writes DIR/train-0000i-of-0000N.tfrecord and DIR/test-00000-of-00001.tfrecord

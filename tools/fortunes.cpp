@@ -227,8 +227,8 @@ Status write_fortunes(const FortunesOptions& options) {
   for (int split = kTrain; split <= kTest; ++split) {
     const uint32_t shards =
         split == kTrain ? uint32_t(std::min<std::size_t>(options.shards, records[split].size())) : 1;
-    auto writer =
-        ShardedWriter::create(options.out + "/" + split_names[split], shards, records[split].size());
+    auto writer = ShardedWriter::create(options.out + "/" + split_names[split], shards, records[split].size(),
+                                        options.compression);
     if (!writer.ok()) return writer.status();
     for (const std::string& record : records[split]) SYSTOLE_RETURN_IF_ERROR(writer->write(record));
     SYSTOLE_RETURN_IF_ERROR(writer->close());

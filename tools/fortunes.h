@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "systole/status.h"
+#include "systole/tfrecord.h"
 
 namespace systole {
 
@@ -40,6 +41,7 @@ struct FortunesOptions {
   double test_fraction = 0.05;
   uint32_t shards = 2;  // training files
   uint64_t seed = 1;
+  Compression compression = Compression::kNone;  // of the files written
 };
 
 // Writes DIR/{train-0000i-of-0000N,validation-00000-of-00001,

@@ -13,11 +13,12 @@ std::string shard_name(const std::string& prefix, uint32_t shard, uint32_t shard
   return prefix + suffix;
 }
 
-Result<ShardedWriter> ShardedWriter::create(const std::string& prefix, uint32_t shards, uint64_t total) {
+Result<ShardedWriter> ShardedWriter::create(const std::string& prefix, uint32_t shards, uint64_t total,
+                                            Compression compression) {
   ShardedWriter writer;
   writer.total_ = total;
   for (uint32_t s = 0; s < shards; ++s) {
-    auto file = TFRecordWriter::create(shard_name(prefix, s, shards));
+    auto file = TFRecordWriter::create(shard_name(prefix, s, shards), compression);
     if (!file.ok()) return file.status();
     writer.files_.push_back(std::move(file).value());
     writer.names_.push_back(shard_name(prefix, s, shards));

@@ -17,9 +17,11 @@ namespace systole {
 std::string shard_name(const std::string& prefix, uint32_t shard, uint32_t shards);
 
 // N shard writers for `total` records; record i goes to shard i * N / total.
+// Each file compressed as `compression` says (none, gzip, zlib).
 class ShardedWriter {
  public:
-  static Result<ShardedWriter> create(const std::string& prefix, uint32_t shards, uint64_t total);
+  static Result<ShardedWriter> create(const std::string& prefix, uint32_t shards, uint64_t total,
+                                      Compression compression = Compression::kNone);
   Status write(std::string_view record);
   // Each shard appears whole (TFRecordWriter::close); on an error, the
   // shards after the failing one do not appear (those before it have).

@@ -162,7 +162,7 @@ struct RecordPipeline::Epoch {
       Status error;
       bool done = false;
       if (!reader) {
-        auto opened = TFRecordReader::open(path);
+        auto opened = TFRecordReader::open(path, pipeline.options_.compression);
         if (opened.ok())
           reader = std::make_unique<TFRecordReader>(std::move(opened).value());
         else {
@@ -397,7 +397,8 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
   // from the same ones).
   std::vector<uint64_t> counts;
   for (const std::string& file : options.files) {
-    auto count = options.negatives > 0 ? pipeline->gather_negative_values(file) : count_tfrecords(file);
+    auto count = options.negatives > 0 ? pipeline->gather_negative_values(file)
+                                       : count_tfrecords(file, options.compression);
     if (!count.ok()) return count.status();
     counts.push_back(*count);
     pipeline->total_records_ += *count;
@@ -430,7 +431,7 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
 }
 
 Result<uint64_t> RecordPipeline::gather_negative_values(const std::string& file) {
-  auto reader = TFRecordReader::open(file);
+  auto reader = TFRecordReader::open(file, options_.compression);
   if (!reader.ok()) return reader.status();
   std::string record;
   Row row(example_values_ + label_width_);
@@ -482,9 +483,10 @@ std::string RecordPipeline::first_skip_reason() const {
 }
 
 Result<Dataset> load_tfrecord_dataset(const std::vector<std::string>& files, const ExampleSchema& schema,
-                                      const ExampleColumns& columns) {
+                                      const ExampleColumns& columns, Compression compression) {
   RecordPipelineOptions options;
   options.files = files;
+  options.compression = compression;
   options.cycle_length = 1;  // file order, then record order
   options.threads = 1;
   options.batch_size = 4096;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 
 #include "common/temp_dir_test.h"
@@ -165,6 +166,70 @@ TEST_F(TFRecords, DataErrorLeavesTheReaderPastTheRecord) {
   EXPECT_EQ(record, "three");
 }
 
+// GZIP and ZLIB files as TFRecordOptions writes them: one stream over the
+// framed records. Round trips of awkward record sizes (empty, one byte,
+// larger than the reader's buffer), counting, detection by the first
+// bytes, and damage named by record and offset in the uncompressed stream.
+TEST_F(TFRecords, CompressedFilesRoundTripAndNameTheirDamage) {
+  std::vector<std::string> records = {"", "x", std::string(300000, 'a'), "last"};
+  std::mt19937 rng(41);
+  for (char& c : records[2]) c = char('a' + rng() % 7);  // compressible, not trivially
+  for (Compression compression : {Compression::kGzip, Compression::kZlib}) {
+    SCOPED_TRACE(compression_name(compression));
+    const std::string file = path(std::string("c.") + compression_name(compression));
+    auto writer = TFRecordWriter::create(file, compression);
+    ASSERT_TRUE(writer.ok()) << writer.status().message();
+    for (const std::string& record : records) ASSERT_TRUE(writer->write(record).ok());
+    ASSERT_TRUE(writer->close().ok());
+    const std::string bytes = read_all(file);
+    ASSERT_LT(bytes.size(), 200000u) << "not compressed";
+    if (compression == Compression::kGzip) {
+      EXPECT_EQ(bytes.substr(0, 2), "\x1f\x8b");
+    }
+    for (Compression reading : {compression, Compression::kAuto}) {
+      auto reader = TFRecordReader::open(file, reading);
+      ASSERT_TRUE(reader.ok());
+      EXPECT_EQ(reader->compression(), compression);
+      std::string record;
+      for (const std::string& expected : records) {
+        ASSERT_TRUE(reader->next(record).value());
+        EXPECT_EQ(record, expected);
+      }
+      EXPECT_FALSE(reader->next(record).value());
+      EXPECT_EQ(reader->offset(), 4 * 16 + 0 + 1 + 300000 + 4u);  // the uncompressed stream
+    }
+    EXPECT_EQ(count_tfrecords(file, Compression::kAuto).value(), 4u);
+    // Read as uncompressed: a frame error that says what the file looks like.
+    const std::string plain_error = read_records(file);
+    EXPECT_NE(
+        plain_error.find(std::string("the file starts like ") + compression_name(compression) +
+                         " data: read it with compression " + compression_name(compression) + " (or auto)"),
+        std::string::npos)
+        << plain_error;
+    // Cut short: named with the record and its offset in the stream.
+    write_all(file, bytes.substr(0, bytes.size() / 2));
+    auto reader = TFRecordReader::open(file, compression);
+    std::string record;
+    EXPECT_TRUE(reader->next(record).value());
+    EXPECT_TRUE(reader->next(record).value());
+    const Status cut = reader->next(record).status();
+    EXPECT_EQ(cut.message().rfind(file + ": record 2 at byte 33: ", 0), 0u) << cut.message();
+    // A flipped byte in the compressed data: an error, never wrong records.
+    std::string flipped = bytes;
+    flipped[flipped.size() / 3] ^= 0x55;
+    write_all(file, flipped);
+    EXPECT_NE(read_records(file.c_str()), "") << "damage went unnoticed";
+  }
+  // An uncompressed file is read as such by auto.
+  const std::string plain = write_file("plain.tfrecord", records);
+  EXPECT_EQ(TFRecordReader::open(plain, Compression::kAuto)->compression(), Compression::kNone);
+  EXPECT_EQ(count_tfrecords(plain, Compression::kAuto).value(), 4u);
+  EXPECT_EQ(TFRecordWriter::create(path("x"), Compression::kAuto).status().message(),
+            path("x") + ": a file is written as none, gzip or zlib, not auto");
+  EXPECT_EQ(parse_compression("bz2").status().message(),
+            "unknown compression 'bz2' (expected none, gzip, zlib or auto)");
+}
+
 TEST_F(TFRecords, RefusesWhatIsNotARegularFile) {
   EXPECT_EQ(read_records(dir_.string()), dir_.string() + ": not a regular file");
   EXPECT_EQ(read_records(path("missing")).rfind(path("missing") + ": cannot open", 0), 0u);
@@ -248,7 +313,7 @@ TEST_F(TFRecords, EventFilesHoldTensorBoardsMessages) {
 // and the bytes (wire type 2).
 std::string field(uint8_t tag, const std::string& bytes) {
   std::string out(1, char(tag));
-  for (std::size_t n = bytes.size(); ; n >>= 7) {
+  for (std::size_t n = bytes.size();; n >>= 7) {
     out += char((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
     if (n < 0x80) break;
   }
@@ -262,22 +327,25 @@ std::string field(uint8_t tag, const std::string& bytes) {
 TEST_F(TFRecords, TensorFlow2ScalarsAreReadFromTheirTensors) {
   const std::string wall_time = std::string("\x09", 1) + std::string(8, '\0');
   const std::string version = wall_time + field(0x1a, "brain.Event:2");
-  const std::string scalars_plugin = field(0x4a, field(0x0a, field(0x0a, "scalars")));  // metadata.plugin_data
-  const std::string float_tensor =  // dtype DT_FLOAT, shape [], tensor_content 0.25f
-      field(0x42, std::string("\x08\x01", 2) + field(0x12, "") + field(0x22, std::string("\x00\x00\x80\x3e", 4)));
+  const std::string scalars_plugin =
+      field(0x4a, field(0x0a, field(0x0a, "scalars")));  // metadata.plugin_data
+  const std::string float_tensor =                       // dtype DT_FLOAT, shape [], tensor_content 0.25f
+      field(0x42,
+            std::string("\x08\x01", 2) + field(0x12, "") + field(0x22, std::string("\x00\x00\x80\x3e", 4)));
   const std::string double_tensor =  // dtype DT_DOUBLE, shape [], double_val [0.1]
       field(0x42, std::string("\x08\x02", 2) + field(0x12, "") +
                       field(0x32, std::string("\x9a\x99\x99\x99\x99\x99\xb9\x3f", 8)));
   const std::string data_class_scalar = field(0x4a, std::string("\x20\x01", 2));
-  const std::string histogram = field(0x2a, std::string("\x08\x00", 2)) +
-                                field(0x4a, field(0x0a, field(0x0a, "histograms")));
+  const std::string histogram =
+      field(0x2a, std::string("\x08\x00", 2)) + field(0x4a, field(0x0a, field(0x0a, "histograms")));
   const std::string text = field(0x42, std::string("\x08\x07", 2) + field(0x12, "") + field(0x42, "hello")) +
                            field(0x4a, field(0x0a, field(0x0a, "text")));
   const std::string summary = field(0x0a, field(0x0a, "epoch_loss") + float_tensor + scalars_plugin) +
                               field(0x0a, field(0x0a, "learning_rate") + double_tensor + data_class_scalar) +
                               field(0x0a, field(0x0a, "weights") + histogram) +
                               field(0x0a, field(0x0a, "notes") + text);
-  const std::string file = write_file("tf2.tfevents", {version, wall_time + "\x10\x05" + field(0x2a, summary)});
+  const std::string file =
+      write_file("tf2.tfevents", {version, wall_time + "\x10\x05" + field(0x2a, summary)});
   auto contents = read_event_file(file);
   ASSERT_TRUE(contents.ok()) << contents.status().message();
   ASSERT_EQ(contents->scalars.size(), 2u);
@@ -300,7 +368,8 @@ TEST_F(TFRecords, TensorFlow2ScalarsAreReadFromTheirTensors) {
   EXPECT_EQ(read_event_file(bad).status().message(),
             bad + ": record 1 at byte " + std::to_string(12 + version.size() + 4) +
                 ": scalar summary 'loss': a tensor of rank 1, not 0");
-  const std::string short_content = field(0x42, std::string("\x08\x01", 2) + field(0x22, std::string(2, '\0')));
+  const std::string short_content =
+      field(0x42, std::string("\x08\x01", 2) + field(0x22, std::string(2, '\0')));
   const std::string truncated = write_file(
       "short.tfevents",
       {version, wall_time + field(0x2a, field(0x0a, field(0x0a, "loss") + short_content + scalars_plugin))});

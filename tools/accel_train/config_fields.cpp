@@ -500,6 +500,9 @@ std::vector<ConfigField> make_fields() {
                   .per_process());
   f.push_back(
       field("data.skip_corrupt", &C::skip_corrupt, "tfrecord: skip a corrupt record instead of failing"));
+  f.push_back(choice("data.compression", &C::compression, fixed({"auto", "none", "gzip", "zlib"}),
+                     "tfrecord: how the files are compressed (TFRecordOptions' compression_type; auto: by "
+                     "their first bytes)"));
   f.push_back(number("data.negatives.count", &C::negatives, closed(0, 1000),
                      "tfrecord: sampled negatives per positive"));
   f.push_back(

@@ -15,7 +15,7 @@ Result<Dataset> load_tfrecord_set(const TrainConfig& config, const ExampleSchema
   if (patterns.empty()) return Dataset();
   auto files = match_files(patterns);
   if (!files.ok()) return files.status();
-  return load_tfrecord_dataset(*files, schema, example_columns(config));
+  return load_tfrecord_dataset(*files, schema, example_columns(config), data_compression(config));
 }
 
 }  // namespace
@@ -60,6 +60,7 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   if (!files.ok()) return Status(files.status().code(), "data.train: " + files.status().message());
   RecordPipelineOptions options;
   options.files = *files;
+  options.compression = data_compression(config);
   options.shard_index = rank;
   options.shard_count = processes;
   options.cycle_length = config.cycle_length;

@@ -148,6 +148,11 @@ Result<ExampleSchema> example_schema(const TrainConfig& config) {
   return schema;
 }
 
+Compression data_compression(const TrainConfig& config) {
+  auto compression = parse_compression(config.compression);
+  return compression.ok() ? *compression : Compression::kAuto;
+}
+
 ExampleColumns example_columns(const TrainConfig& config) {
   return ExampleColumns{config.inputs, config.label, config.classes};
 }

@@ -51,6 +51,7 @@ struct TrainConfig {
   uint32_t reader_threads = 2;
   uint32_t prefetch = 2;
   bool skip_corrupt = false;
+  std::string compression = "auto";  // of the TFRecord files: auto, none, gzip, zlib
   // data.negatives {count, feature}: training files of positives, each
   // followed by `count` copies with `feature` drawn anew every epoch.
   uint32_t negatives = 0;
@@ -161,6 +162,8 @@ std::string join(const std::vector<uint32_t>& values, const char* separator);
 // data.features), and which features feed the model.
 Result<ExampleSchema> example_schema(const TrainConfig& config);
 ExampleColumns example_columns(const TrainConfig& config);
+// data.compression, parsed (the schema allows only its names).
+Compression data_compression(const TrainConfig& config);
 
 // The compute units `devices` selects; auto means `available` of them. An
 // elastic device (sw_emu) creates as many as asked for, and `available` is

@@ -27,6 +27,7 @@
 #include "systole/dataset.h"
 #include "systole/example.h"
 #include "systole/status.h"
+#include "systole/tfrecord.h"
 
 namespace systole {
 
@@ -41,7 +42,8 @@ struct ExampleColumns {
 };
 
 struct RecordPipelineOptions {
-  std::vector<std::string> files;  // match_files() order
+  std::vector<std::string> files;                // match_files() order
+  Compression compression = Compression::kAuto;  // of every file (TFRecordOptions' compression_type)
   uint32_t shard_index = 0;
   uint32_t shard_count = 1;
   uint32_t cycle_length = 4;    // files read at once
@@ -132,6 +134,7 @@ class RecordPipeline {
 // Every record of `files` in order, as an in-memory data set (evaluation
 // sets).
 Result<Dataset> load_tfrecord_dataset(const std::vector<std::string>& files, const ExampleSchema& schema,
-                                      const ExampleColumns& columns);
+                                      const ExampleColumns& columns,
+                                      Compression compression = Compression::kAuto);
 
 }  // namespace systole
