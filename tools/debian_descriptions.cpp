@@ -68,19 +68,6 @@ struct Reading {
   }
 };
 
-std::string hex64(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", (unsigned long long)value);
-  return text;
-}
-
-Status write_text_file(const std::string& path, const std::string& text) {
-  auto file = OutputFile::create(path);
-  if (!file.ok()) return file.status();
-  SYSTOLE_RETURN_IF_ERROR(file->write(text.data(), text.size()));
-  return file->commit();
-}
-
 }  // namespace
 
 Status write_debian_descriptions(const DebianDescriptionsOptions& options) {
@@ -194,12 +181,12 @@ Status write_debian_descriptions(const DebianDescriptionsOptions& options) {
   }
   std::string names;
   for (const std::string& label : labels) names += label + "\n";
-  SYSTOLE_RETURN_IF_ERROR(write_text_file(options.out + "/sections.txt", names));
+  SYSTOLE_RETURN_IF_ERROR(write_file(options.out + "/sections.txt", names));
 
   nlohmann::ordered_json report;
   report["source"] = sources;
   report["input_bytes"] = input.size();
-  report["input_fingerprint64"] = hex64(fingerprint64(input));
+  report["input_fingerprint64"] = fingerprint64_hex(input);
   report["stanzas"] = reading.stanzas;
   report["packages"] = reading.packages.size();
   report["without_section"] = reading.without_section;
@@ -214,10 +201,10 @@ Status write_debian_descriptions(const DebianDescriptionsOptions& options) {
     entry["source_packages"] = split_sources[split].size();
     entry["per_label"] = per_label[split];
   }
-  SYSTOLE_RETURN_IF_ERROR(write_text_file(options.out + "/dataset.json", report.dump(2) + "\n"));
+  SYSTOLE_RETURN_IF_ERROR(write_file(options.out + "/dataset.json", report.dump(2) + "\n"));
 
   std::printf("read %zu packages with a section and a description from %s (%zu bytes, Fingerprint64 %s)\n",
-              reading.packages.size(), sources.c_str(), input.size(), hex64(fingerprint64(input)).c_str());
+              reading.packages.size(), sources.c_str(), input.size(), fingerprint64_hex(input).c_str());
   std::printf(
       "kept %zu distinct descriptions in %zu sections, as %zu classes (%zu sections merged into other)\n",
       kept.size(), section_sizes.size(), labels.size(), section_sizes.size() - named.size());

@@ -67,19 +67,6 @@ std::string joined(const std::vector<std::string>& characters, std::size_t first
   return text;
 }
 
-std::string hex64(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", (unsigned long long)value);
-  return text;
-}
-
-Status write_text_file(const std::string& path, const std::string& text) {
-  auto file = OutputFile::create(path);
-  if (!file.ok()) return file.status();
-  SYSTOLE_RETURN_IF_ERROR(file->write(text.data(), text.size()));
-  return file->commit();
-}
-
 // The count-based baseline: P(next | previous character) from the
 // training fortunes' character pairs with add-alpha smoothing over the
 // vocabulary's ids and the unknown id, alpha picked from a grid by the
@@ -233,12 +220,12 @@ Status write_fortunes(const FortunesOptions& options) {
     for (const std::string& record : records[split]) SYSTOLE_RETURN_IF_ERROR(writer->write(record));
     SYSTOLE_RETURN_IF_ERROR(writer->close());
   }
-  SYSTOLE_RETURN_IF_ERROR(write_text_file(options.out + "/vocabulary.txt", vocabulary));
+  SYSTOLE_RETURN_IF_ERROR(write_file(options.out + "/vocabulary.txt", vocabulary));
 
   nlohmann::ordered_json report;
   report["files"] = files;
   report["input_bytes"] = input.size();
-  report["input_fingerprint64"] = hex64(fingerprint64(input));
+  report["input_fingerprint64"] = fingerprint64_hex(input);
   report["fortunes"] = fortunes.size();
   report["seed"] = options.seed;
   report["length"] = options.length;
@@ -254,10 +241,10 @@ Status write_fortunes(const FortunesOptions& options) {
     entry["unknown_characters"] = unknown_in[split];
     entry["windows"] = records[split].size();
   }
-  SYSTOLE_RETURN_IF_ERROR(write_text_file(options.out + "/dataset.json", report.dump(2) + "\n"));
+  SYSTOLE_RETURN_IF_ERROR(write_file(options.out + "/dataset.json", report.dump(2) + "\n"));
 
   std::printf("read %zu fortunes from %zu file(s) (%zu bytes, Fingerprint64 %s)\n", fortunes.size(),
-              files.size(), input.size(), hex64(fingerprint64(input)).c_str());
+              files.size(), input.size(), fingerprint64_hex(input).c_str());
   std::printf("vocabulary: the %zu most frequent training characters (%u classes with padding and unknown)\n",
               by_count.size(), options.vocabulary_size + 2);
   std::printf(

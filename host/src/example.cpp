@@ -138,6 +138,12 @@ uint64_t FeatureSpec::elements() const {
 
 uint64_t fingerprint64(std::string_view text) { return util::Fingerprint64(text.data(), text.size()); }
 
+std::string fingerprint64_hex(std::string_view text) {
+  char digits[17];
+  std::snprintf(digits, sizeof digits, "%016llx", (unsigned long long)fingerprint64(text));
+  return digits;
+}
+
 Result<ExampleSchema> ExampleSchema::create(std::vector<FeatureSpec> features) {
   ExampleSchema schema;
   std::set<std::string> names;

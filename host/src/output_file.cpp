@@ -190,4 +190,11 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
+Status write_file(const std::string& path, const std::string& bytes) {
+  auto file = OutputFile::create(path);
+  if (!file.ok()) return file.status();
+  SYSTOLE_RETURN_IF_ERROR(file->write(bytes.data(), bytes.size()));
+  return file->commit();
+}
+
 }  // namespace systole

@@ -67,6 +67,8 @@ struct FeatureSpec {
 // tf.strings.to_hash_bucket_fast gives a string.
 uint64_t fingerprint64(std::string_view text);
 inline uint64_t hash_bucket(std::string_view text, uint64_t buckets) { return fingerprint64(text) % buckets; }
+// Fingerprint64 as 16 hex digits, as data sets record their input by.
+std::string fingerprint64_hex(std::string_view text);
 
 // The values of an example as the model sees them: each feature's values in
 // schema order, converted to float (int64 values and bucket indices must be

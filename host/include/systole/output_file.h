@@ -45,6 +45,10 @@ class OutputFile {
   std::string buffer_;
 };
 
+// `bytes` to `path` through an OutputFile: the file appears whole or not at
+// all.
+Status write_file(const std::string& path, const std::string& bytes);
+
 // An exclusive lock on a directory that one process writes (a run's
 // checkpoint directory): flock(2) on DIR/.lock, held until the handle goes
 // or the process ends, however it ends. The file says who holds it, so a
