@@ -90,11 +90,24 @@ Result<DeviceInfo> identify(detail::DeviceBackend& backend, const std::string& b
 }  // namespace
 
 Result<spec::ArrayShape> parse_array_shape(const std::string& text) {
-  unsigned rows = 0, cols = 0;
-  char x = 0, extra = 0;
-  if (std::sscanf(text.c_str(), "%u%c%u%c", &rows, &x, &cols, &extra) != 3 || x != 'x')
-    return Status(StatusCode::kInvalidArgument, "expected ROWSxCOLS such as 128x128, got '" + text + "'");
-  return spec::ArrayShape{rows, cols};
+  // Digits only on both sides (no sign, space or overflow that sscanf's %u
+  // would wrap into another size), each 1 to 65536.
+  const auto bad = [&]() {
+    return Status(StatusCode::kInvalidArgument,
+                  "expected ROWSxCOLS such as 128x128, each 1 to 65536, got '" + text + "'");
+  };
+  const std::size_t x = text.find('x');
+  if (x == std::string::npos) return bad();
+  uint32_t sizes[2] = {0, 0};
+  const std::string parts[2] = {text.substr(0, x), text.substr(x + 1)};
+  for (int i = 0; i < 2; ++i) {
+    if (parts[i].empty() || parts[i].size() > 5 ||
+        parts[i].find_first_not_of("0123456789") != std::string::npos)
+      return bad();
+    sizes[i] = uint32_t(std::stoul(parts[i]));
+    if (sizes[i] == 0 || sizes[i] > 65536) return bad();
+  }
+  return spec::ArrayShape{sizes[0], sizes[1]};
 }
 
 const char* status_code_name(StatusCode code) {

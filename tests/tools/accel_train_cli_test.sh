@@ -193,6 +193,11 @@ expect 2 "$work: not a regular file" --config "$work"
 mkdir -p "$work/endless" && ln -s /dev/zero "$work/endless/train-images-idx3-ubyte"
 expect 2 "endless/train-images-idx3-ubyte: not a regular file" "${small[@]}" --data-dir "$work/endless"
 expect 2 "array: expected ROWSxCOLS" "${small[@]}" --array 16
+# Sizes are read as typed: no sign, no wrap-around past 2^32.
+expect 2 "array: expected ROWSxCOLS such as 128x128, each 1 to 65536, got '-1x-1'" "${small[@]}" --array=-1x-1
+expect 2 "array: expected ROWSxCOLS such as 128x128, each 1 to 65536, got '4294967297x4294967297'" \
+  "${small[@]}" --array 4294967297x4294967297
+expect 2 "array: expected ROWSxCOLS such as 128x128, each 1 to 65536, got '0x16'" "${small[@]}" --array 0x16
 
 # The config schema: --print-config prints every key, the file's and the
 # flags' values, as a file that reads back to the same config; numbers are
