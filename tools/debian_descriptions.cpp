@@ -5,9 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -166,19 +164,7 @@ Status write_debian_descriptions(const DebianDescriptionsOptions& options) {
     return Status(StatusCode::kInvalidArgument, "the split leaves the training or the test set empty (" +
                                                     std::to_string(kept.size()) + " descriptions)");
 
-  if (::mkdir(options.out.c_str(), 0755) != 0 && errno != EEXIST)
-    return Status(StatusCode::kUnavailable,
-                  options.out + ": cannot create the directory: " + std::strerror(errno));
-  for (int split = kTrain; split <= kTest; ++split) {
-    if (records[split].empty()) continue;
-    const uint32_t shards =
-        split == kTrain ? uint32_t(std::min<std::size_t>(options.shards, records[split].size())) : 1;
-    auto writer = ShardedWriter::create(options.out + "/" + split_names[split], shards, records[split].size(),
-                                        options.compression);
-    if (!writer.ok()) return writer.status();
-    for (const std::string& record : records[split]) SYSTOLE_RETURN_IF_ERROR(writer->write(record));
-    SYSTOLE_RETURN_IF_ERROR(writer->close());
-  }
+  SYSTOLE_RETURN_IF_ERROR(write_splits(options.out, records, options.shards, options.compression));
   std::string names;
   for (const std::string& label : labels) names += label + "\n";
   SYSTOLE_RETURN_IF_ERROR(write_file(options.out + "/sections.txt", names));

@@ -6,10 +6,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -208,18 +206,7 @@ Status write_fortunes(const FortunesOptions& options) {
                                                       " set empty (" + std::to_string(fortunes.size()) +
                                                       " fortunes)");
 
-  if (::mkdir(options.out.c_str(), 0755) != 0 && errno != EEXIST)
-    return Status(StatusCode::kUnavailable,
-                  options.out + ": cannot create the directory: " + std::strerror(errno));
-  for (int split = kTrain; split <= kTest; ++split) {
-    const uint32_t shards =
-        split == kTrain ? uint32_t(std::min<std::size_t>(options.shards, records[split].size())) : 1;
-    auto writer = ShardedWriter::create(options.out + "/" + split_names[split], shards, records[split].size(),
-                                        options.compression);
-    if (!writer.ok()) return writer.status();
-    for (const std::string& record : records[split]) SYSTOLE_RETURN_IF_ERROR(writer->write(record));
-    SYSTOLE_RETURN_IF_ERROR(writer->close());
-  }
+  SYSTOLE_RETURN_IF_ERROR(write_splits(options.out, records, options.shards, options.compression));
   SYSTOLE_RETURN_IF_ERROR(write_file(options.out + "/vocabulary.txt", vocabulary));
 
   nlohmann::ordered_json report;

@@ -2,8 +2,12 @@
 // Sharded TFRecord output.
 #include "sharded_writer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace systole {
 
@@ -34,6 +38,23 @@ Status ShardedWriter::write(std::string_view record) {
 
 Status ShardedWriter::close() {
   for (TFRecordWriter& file : files_) SYSTOLE_RETURN_IF_ERROR(file.close());
+  return ok_status();
+}
+
+Status write_splits(const std::string& dir, const std::vector<std::string> (&splits)[3],
+                    uint32_t train_shards, Compression compression) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return Status(StatusCode::kUnavailable, dir + ": cannot create the directory: " + std::strerror(errno));
+  const char* names[] = {"train", "validation", "test"};
+  for (int split = 0; split < 3; ++split) {
+    const std::vector<std::string>& records = splits[split];
+    if (records.empty()) continue;
+    const uint32_t shards = split == 0 ? uint32_t(std::min<std::size_t>(train_shards, records.size())) : 1;
+    auto writer = ShardedWriter::create(dir + "/" + names[split], shards, records.size(), compression);
+    if (!writer.ok()) return writer.status();
+    for (const std::string& record : records) SYSTOLE_RETURN_IF_ERROR(writer->write(record));
+    SYSTOLE_RETURN_IF_ERROR(writer->close());
+  }
   return ok_status();
 }
 
