@@ -122,13 +122,24 @@ Status csv_to_tfrecord(const std::string& path, const std::string& prefix, uint3
                        const std::vector<std::string>& float_columns, Compression compression) {
   auto table = read_csv(path);
   if (!table.ok()) return table.status();
+  // A column is a feature of its name: two of one name would be one
+  // feature, and a column typed twice would lose one type.
   std::map<std::string, FeatureType> types;
-  for (const std::string& name : table->header) types[name] = FeatureType::kBytes;
+  for (std::size_t c = 0; c < table->header.size(); ++c)
+    if (!types.emplace(table->header[c], FeatureType::kBytes).second)
+      return Status(StatusCode::kInvalidArgument, path + ": header: column " + std::to_string(c + 1) +
+                                                      " is named '" + table->header[c] +
+                                                      "' as an earlier one (a feature per column)");
+  std::map<std::string, const char*> typed_by;
   auto assign = [&](const std::vector<std::string>& names, FeatureType type, const char* flag) {
     for (const std::string& name : names) {
       if (!types.count(name))
         return Status(StatusCode::kInvalidArgument,
                       std::string(flag) + ": no column '" + name + "' in " + path + "'s header");
+      const auto [earlier, fresh] = typed_by.emplace(name, flag);
+      if (!fresh)
+        return Status(StatusCode::kInvalidArgument,
+                      std::string(flag) + ": column '" + name + "' is already typed by " + earlier->second);
       types[name] = type;
     }
     return ok_status();

@@ -30,6 +30,15 @@ printf 'user,label\nx,notanint\n' >"$work/typed.csv"
 expect 2 "typed.csv: row 1, column 'label': 'notanint' is not an int64" \
   from-csv --csv "$work/typed.csv" --out "$work/typed" --int64 label
 expect 2 "no column 'rating'" from-csv --csv "$work/good.csv" --out "$work/rating" --float rating
+# Nothing lost: two columns of one name, or a column given two types.
+printf 'id,id,label\n1,2,0\n' >"$work/twins.csv"
+expect 2 "twins.csv: header: column 2 is named 'id' as an earlier one" from-csv --csv "$work/twins.csv" --out "$work/twins"
+expect 2 "--float: column 'label' is already typed by --int64" \
+  from-csv --csv "$work/good.csv" --out "$work/twice" --int64 label --float label
+expect 2 "--int64: column 'label' is already typed by --int64" \
+  from-csv --csv "$work/good.csv" --out "$work/twice" --int64 label,label
+[[ -e $work/twins-00000-of-00001.tfrecord || -e $work/twice-00000-of-00001.tfrecord ]] &&
+  { echo "FAIL: a refused conversion wrote a file"; failures=$((failures + 1)); }
 ls "$work"/short* "$work"/typed-* "$work"/rating* 2>/dev/null | grep -q tfrecord &&
   { echo "FAIL: a failed conversion left a file"; failures=$((failures + 1)); }
 
