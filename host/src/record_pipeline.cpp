@@ -321,16 +321,18 @@ Status RecordPipeline::parse_row(const std::string& record, std::vector<float>& 
   }
   const std::string& name = schema_.features()[label_feature_].name;
   const float* labels = values.data() + schema_.offset(label_feature_);
+  // Which label of the record, for errors only (this runs per record).
+  auto which = [&](uint32_t i) { return label_width_ > 1 ? "label " + std::to_string(i) + ", " : "label "; };
   for (uint32_t i = 0; i < label_width_; ++i) {
     const float label = labels[i];
-    const std::string which = label_width_ > 1 ? "label " + std::to_string(i) + ", " : "label ";
     if (options_.negatives > 0 && label != 1.0f)
-      return Status(StatusCode::kInvalidArgument, "feature '" + name + "': " + which + std::to_string(label) +
+      return Status(StatusCode::kInvalidArgument, "feature '" + name + "': " + which(i) +
+                                                      std::to_string(label) +
                                                       " in a file of positives (negatives are sampled)");
     if (!(label >= 0 && label < float(classes_)) || label != float(int64_t(label)))
-      return Status(StatusCode::kInvalidArgument, "feature '" + name + "': " + which + std::to_string(label) +
-                                                      " is not a class in [0, " + std::to_string(classes_) +
-                                                      ")");
+      return Status(StatusCode::kInvalidArgument, "feature '" + name + "': " + which(i) +
+                                                      std::to_string(label) + " is not a class in [0, " +
+                                                      std::to_string(classes_) + ")");
     out[i] = label;
   }
   return ok_status();

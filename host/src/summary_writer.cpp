@@ -92,37 +92,33 @@ Result<std::pair<double, bool>> tensor_scalar(const tf::TensorProto& tensor) {
     std::memcpy(&sample, content.data(), sizeof sample);  // little-endian, as this host
     return sample;
   };
-  auto missing = [&]() { return Status(StatusCode::kDataLoss, "the tensor holds no value"); };
+  // The value of type T: in tensor_content, or the one element of the
+  // dtype's typed list; `single` says whether it is a float32.
+  auto typed = [&](auto sample, const auto& list, bool single) -> Result<std::pair<double, bool>> {
+    using T = decltype(sample);
+    if (content.empty()) {
+      if (list.size() != 1) return Status(StatusCode::kDataLoss, "the tensor holds no value");
+      return std::pair<double, bool>(double(T(list.Get(0))), single);
+    }
+    auto value = from_content(T());
+    if (!value.ok()) return value.status();
+    return std::pair<double, bool>(double(*value), single);
+  };
+  // DT_HALF and DT_BFLOAT16: the 16 bits.
   auto half_bits = [&]() -> Result<uint16_t> {
-    if (!content.empty()) return from_content(uint16_t());
-    if (tensor.half_val_size() != 1) return missing();
-    return uint16_t(tensor.half_val(0));
+    auto bits = typed(uint16_t(), tensor.half_val(), true);
+    if (!bits.ok()) return bits.status();
+    return uint16_t(bits->first);
   };
   switch (tensor.dtype()) {
-    case 1: {  // DT_FLOAT
-      if (content.empty() && tensor.float_val_size() != 1) return missing();
-      auto value = content.empty() ? Result<float>(tensor.float_val(0)) : from_content(float());
-      if (!value.ok()) return value.status();
-      return std::pair<double, bool>(*value, true);
-    }
-    case 2: {  // DT_DOUBLE
-      if (content.empty() && tensor.double_val_size() != 1) return missing();
-      auto value = content.empty() ? Result<double>(tensor.double_val(0)) : from_content(double());
-      if (!value.ok()) return value.status();
-      return std::pair<double, bool>(*value, false);
-    }
-    case 3: {  // DT_INT32
-      if (content.empty() && tensor.int_val_size() != 1) return missing();
-      auto value = content.empty() ? Result<int32_t>(tensor.int_val(0)) : from_content(int32_t());
-      if (!value.ok()) return value.status();
-      return std::pair<double, bool>(*value, false);
-    }
-    case 9: {  // DT_INT64
-      if (content.empty() && tensor.int64_val_size() != 1) return missing();
-      auto value = content.empty() ? Result<int64_t>(tensor.int64_val(0)) : from_content(int64_t());
-      if (!value.ok()) return value.status();
-      return std::pair<double, bool>(double(*value), false);
-    }
+    case 1:  // DT_FLOAT
+      return typed(float(), tensor.float_val(), true);
+    case 2:  // DT_DOUBLE
+      return typed(double(), tensor.double_val(), false);
+    case 3:  // DT_INT32
+      return typed(int32_t(), tensor.int_val(), false);
+    case 9:  // DT_INT64
+      return typed(int64_t(), tensor.int64_val(), false);
     case 14: {  // DT_BFLOAT16: the high half of a float32
       auto bits = half_bits();
       if (!bits.ok()) return bits.status();

@@ -51,12 +51,14 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
     trainer->metric_sums_ += (*metric)->sums();
     trainer->metrics_.push_back(std::move(metric).value());
   }
-  // The loss and metrics against the model's output: built once first to
-  // learn it (a [positions, classes] sequence output has a label per
-  // position unless the config says otherwise).
-  auto probe = Model::build(config.model, config.seed);
-  if (!probe.ok()) return probe.status();
-  const Shape output = (*probe)->logits_shape();
+  // The loss and metrics against the model's output, on the first
+  // replica's model before any device work (a [positions, classes]
+  // sequence output has a label per position unless the config says
+  // otherwise).
+  auto first = Model::build(config.model, config.seed);
+  if (!first.ok()) return first.status();
+  std::unique_ptr<Model> unplaced = std::move(first).value();
+  const Shape output = unplaced->logits_shape();
   if (trainer->config_.label_width == 0) trainer->config_.label_width = output.size() == 2 ? output[0] : 1;
   const uint32_t label_width = trainer->config_.label_width;
   if (Status fits = trainer->loss_->check(output, label_width); !fits.ok())
@@ -68,12 +70,15 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
   for (uint32_t unit : units) {
     auto matmul = DeviceMatmul::create(device, unit, config.launch_timeout);
     if (!matmul.ok()) return matmul.status();
-    auto model = Model::build(config.model, config.seed);
-    if (!model.ok()) return model.status();
-    auto optimizer = make_optimizer(config.optimizer, (*model)->parameters());
+    std::unique_ptr<Model> model = std::move(unplaced);  // the first replica's; the others build their own
+    if (!model) {
+      auto built = Model::build(config.model, config.seed);
+      if (!built.ok()) return built.status();
+      model = std::move(built).value();
+    }
+    auto optimizer = make_optimizer(config.optimizer, model->parameters());
     if (!optimizer.ok()) return optimizer.status();
-    trainer->replicas_.push_back(
-        {std::move(matmul).value(), std::move(model).value(), std::move(optimizer).value()});
+    trainer->replicas_.push_back({std::move(matmul).value(), std::move(model), std::move(optimizer).value()});
   }
   return trainer;
 }
