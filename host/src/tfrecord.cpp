@@ -296,7 +296,6 @@ Result<bool> TFRecordReader::read_record(std::string& record, bool check_data) {
   // A frame that cannot be trusted leaves the reader at the end.
   auto frame_error = [&](std::string what) {
     if (index_ == 0 && !inflater_) what += compression_hint(::fileno(file_.get()));
-
     Status status = corrupt(what);
     ended_ = true;
     return status;
@@ -315,17 +314,18 @@ Result<bool> TFRecordReader::read_record(std::string& record, bool check_data) {
   uint64_t length = 0;
   const std::string wrong = check_header(header, left, length);
   if (!wrong.empty()) return frame_error(wrong);
+  // The data and its CRC, whole: a short read is a frame error.
   record.resize(length);
   uint8_t footer[kTFRecordFooterBytes];
-  got = read(record.data(), length);
-  auto got_footer =
-      got.ok() && *got == length ? read(footer, sizeof footer) : Result<std::size_t>(std::size_t(0));
-  if (!got.ok()) return frame_error(got.status().message());
-  if (!got_footer.ok()) return frame_error(got_footer.status().message());
-  if (*got != length || *got_footer != sizeof footer)
-    return frame_error(inflater_ ? "truncated: the record's length " + std::to_string(length) +
-                                       " runs past the end of the stream"
-                                 : "read failed (the file shrank while being read?)");
+  const std::pair<void*, std::size_t> parts[] = {{record.data(), length}, {footer, sizeof footer}};
+  for (const auto& [into, bytes] : parts) {
+    got = read(into, bytes);
+    if (!got.ok()) return frame_error(got.status().message());
+    if (*got != bytes)
+      return frame_error(inflater_ ? "truncated: the record's length " + std::to_string(length) +
+                                         " runs past the end of the stream"
+                                   : "read failed (the file shrank while being read?)");
+  }
   Status status = ok_status();
   if (check_data) {
     const uint32_t stored_crc = get_u32(footer);
