@@ -44,7 +44,9 @@ Status report_ranking(Trainer& trainer, const TrainConfig& config, const Dataset
   if (!schema.ok()) return schema.status();
   auto files = match_files(config.train_files);
   if (!files.ok()) return files.status();
-  auto train_set = load_tfrecord_dataset(*files, *schema, example_columns(config), data_compression(config));
+  auto compression = data_compression(config);
+  if (!compression.ok()) return compression.status();
+  auto train_set = load_tfrecord_dataset(*files, *schema, example_columns(config), *compression);
   if (!train_set.ok()) return train_set.status();
   const Interactions train = positives(*train_set), held_out = positives(test);
   std::unordered_map<uint32_t, float> popularity;  // training positives per item

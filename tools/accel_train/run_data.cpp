@@ -15,7 +15,9 @@ Result<Dataset> load_tfrecord_set(const TrainConfig& config, const ExampleSchema
   if (patterns.empty()) return Dataset();
   auto files = match_files(patterns);
   if (!files.ok()) return files.status();
-  return load_tfrecord_dataset(*files, schema, example_columns(config), data_compression(config));
+  auto compression = data_compression(config);
+  if (!compression.ok()) return compression.status();
+  return load_tfrecord_dataset(*files, schema, example_columns(config), *compression);
 }
 
 }  // namespace
@@ -60,7 +62,9 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   if (!files.ok()) return Status(files.status().code(), "data.train: " + files.status().message());
   RecordPipelineOptions options;
   options.files = *files;
-  options.compression = data_compression(config);
+  auto compression = data_compression(config);
+  if (!compression.ok()) return compression.status();
+  options.compression = *compression;
   options.shard_index = rank;
   options.shard_count = processes;
   options.cycle_length = config.cycle_length;

@@ -148,9 +148,11 @@ Result<ExampleSchema> example_schema(const TrainConfig& config) {
   return schema;
 }
 
-Compression data_compression(const TrainConfig& config) {
+Result<Compression> data_compression(const TrainConfig& config) {
   auto compression = parse_compression(config.compression);
-  return compression.ok() ? *compression : Compression::kAuto;
+  if (!compression.ok())
+    return Status(compression.status().code(), "data.compression: " + compression.status().message());
+  return compression;
 }
 
 ExampleColumns example_columns(const TrainConfig& config) {

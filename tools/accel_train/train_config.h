@@ -162,8 +162,9 @@ std::string join(const std::vector<uint32_t>& values, const char* separator);
 // data.features), and which features feed the model.
 Result<ExampleSchema> example_schema(const TrainConfig& config);
 ExampleColumns example_columns(const TrainConfig& config);
-// data.compression, parsed (the schema allows only its names).
-Compression data_compression(const TrainConfig& config);
+// data.compression, parsed (the schema allows only its names; anything else
+// is an error naming the key, never a silent default).
+Result<Compression> data_compression(const TrainConfig& config);
 
 // The compute units `devices` selects; auto means `available` of them. An
 // elastic device (sw_emu) creates as many as asked for, and `available` is
