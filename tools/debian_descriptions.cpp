@@ -2,12 +2,8 @@
 // Package descriptions and sections: deb822 stanzas in, TFRecords out.
 #include "debian_descriptions.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -15,6 +11,7 @@
 #include <sstream>
 
 #include "debian_packages.h"
+#include "read_file.h"
 #include "sharded_writer.h"
 #include "systole/example.h"
 #include "systole/output_file.h"
@@ -87,12 +84,9 @@ Status write_debian_descriptions(const DebianDescriptionsOptions& options) {
     sources = "apt-cache dumpavail";
   } else {
     for (const std::string& file : options.files) {
-      struct stat info;
-      std::ifstream in(file, std::ios::binary);
-      if (!in || ::stat(file.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
-        return Status(StatusCode::kNotFound, file + ": cannot open (or not a regular file)");
-      input.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-      input += "\n";  // a file's last stanza ends with the file
+      auto bytes = read_regular_file(file);
+      if (!bytes.ok()) return bytes.status();
+      input += *bytes + "\n";  // a file's last stanza ends with the file
       sources += (sources.empty() ? "" : ", ") + file;
     }
   }

@@ -8,13 +8,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "read_file.h"
 #include "sharded_writer.h"
 #include "systole/example.h"
 
@@ -107,10 +107,9 @@ Status read_deb822(std::istream& in, const std::string& source,
 }
 
 Status read_deb822_file(const std::string& file, const std::function<void(const Stanza&)>& each) {
-  std::ifstream in(file);
-  struct stat info;
-  if (!in || ::stat(file.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
-    return Status(StatusCode::kNotFound, file + ": cannot open (or not a regular file)");
+  auto bytes = read_regular_file(file);
+  if (!bytes.ok()) return bytes.status();
+  std::istringstream in(*bytes);
   return read_deb822(in, file, each);
 }
 

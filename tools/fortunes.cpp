@@ -8,14 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "read_file.h"
 #include "sharded_writer.h"
 #include "systole/example.h"
 #include "systole/output_file.h"
@@ -134,13 +133,10 @@ Status write_fortunes(const FortunesOptions& options) {
   std::set<std::string> seen;
   std::string input;  // all the bytes read, for the fingerprint
   for (const std::string& file : files) {
-    struct stat info;
-    std::ifstream in(file, std::ios::binary);
-    if (!in || ::stat(file.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
-      return Status(StatusCode::kNotFound, file + ": cannot open (or not a regular file)");
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    input += bytes;
-    std::istringstream lines(bytes + "\n%\n");  // the last entry needs no closing %
+    auto bytes = read_regular_file(file);
+    if (!bytes.ok()) return bytes.status();
+    input += *bytes;
+    std::istringstream lines(*bytes + "\n%\n");  // the last entry needs no closing %
     std::string line, entry;
     while (std::getline(lines, line)) {
       if (line != "%" && line != "%\r") {

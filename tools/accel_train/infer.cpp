@@ -92,11 +92,7 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
   std::vector<std::size_t> shape{count};  // [count, classes] or [count, positions, classes]
   for (uint32_t d : (*trainer)->model().logits_shape()) shape.push_back(d);
   const std::string npy = xt::dump_npy(xt::adapt(*logits, shape));
-  auto output = OutputFile::create(options.output);
-  if (!output.ok()) return fail(output.status());
-  Status written = output->write(npy.data(), npy.size());
-  if (written.ok()) written = output->commit();
-  if (!written.ok()) return fail(written);
+  if (Status written = write_file(options.output, npy); !written.ok()) return fail(written);
   std::printf("predict: %u examples -> %s (%s logits each)\n", count, options.output.c_str(),
               shape_text((*trainer)->model().logits_shape()).c_str());
   return 0;

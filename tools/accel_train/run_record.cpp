@@ -15,11 +15,7 @@ namespace systole {
 namespace {
 
 Status write_npy(const std::string& path, const std::vector<float>& values, std::vector<std::size_t> shape) {
-  const std::string npy = xt::dump_npy(xt::adapt(values, shape));
-  auto file = OutputFile::create(path);
-  if (!file.ok()) return file.status();
-  SYSTOLE_RETURN_IF_ERROR(file->write(npy.data(), npy.size()));
-  return file->commit();
+  return write_file(path, xt::dump_npy(xt::adapt(values, shape)));
 }
 
 // DIR/NAME_inputs.npy and DIR/NAME_labels.npy.
