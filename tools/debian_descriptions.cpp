@@ -132,7 +132,6 @@ Status write_debian_descriptions(const DebianDescriptionsOptions& options) {
 
   // The split, by source package.
   enum Split { kTrain, kValidation, kTest };
-  const char* split_names[] = {"train", "validation", "test"};
   std::vector<std::string> records[3];
   std::vector<std::vector<uint64_t>> per_label(3, std::vector<uint64_t>(labels.size()));
   std::set<std::string> split_sources[3];
@@ -176,7 +175,7 @@ Status write_debian_descriptions(const DebianDescriptionsOptions& options) {
   report["sections"] = section_sizes.size();
   report["labels"] = labels;
   for (int split = kTrain; split <= kTest; ++split) {
-    auto& entry = report["splits"][split_names[split]];
+    auto& entry = report["splits"][kSplitNames[split]];
     entry["records"] = records[split].size();
     entry["source_packages"] = split_sources[split].size();
     entry["per_label"] = per_label[split];

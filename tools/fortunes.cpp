@@ -152,7 +152,6 @@ Status write_fortunes(const FortunesOptions& options) {
 
   // The split, then the vocabulary from the training fortunes.
   enum Split { kTrain, kValidation, kTest };
-  const char* split_names[] = {"train", "validation", "test"};
   std::vector<std::vector<std::string>> characters(fortunes.size());
   std::vector<int> split_of(fortunes.size());
   std::map<std::string, uint64_t> counts;
@@ -198,7 +197,7 @@ Status write_fortunes(const FortunesOptions& options) {
   for (auto& split : records) std::shuffle(split.begin(), split.end(), rng);
   for (int split = kTrain; split <= kTest; ++split)
     if (records[split].empty())
-      return Status(StatusCode::kInvalidArgument, std::string("the split leaves the ") + split_names[split] +
+      return Status(StatusCode::kInvalidArgument, std::string("the split leaves the ") + kSplitNames[split] +
                                                       " set empty (" + std::to_string(fortunes.size()) +
                                                       " fortunes)");
 
@@ -218,7 +217,7 @@ Status write_fortunes(const FortunesOptions& options) {
                       {"validation_bits_per_character", bigram.validation_bits},
                       {"test_bits_per_character", bigram.test_bits}};
   for (int split = kTrain; split <= kTest; ++split) {
-    auto& entry = report["splits"][split_names[split]];
+    auto& entry = report["splits"][kSplitNames[split]];
     entry["fortunes"] = fortunes_in[split];
     entry["characters"] = characters_in[split];
     entry["unknown_characters"] = unknown_in[split];

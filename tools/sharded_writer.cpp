@@ -45,12 +45,11 @@ Status write_splits(const std::string& dir, const std::vector<std::string> (&spl
                     uint32_t train_shards, Compression compression) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return Status(StatusCode::kUnavailable, dir + ": cannot create the directory: " + std::strerror(errno));
-  const char* names[] = {"train", "validation", "test"};
   for (int split = 0; split < 3; ++split) {
     const std::vector<std::string>& records = splits[split];
     if (records.empty()) continue;
     const uint32_t shards = split == 0 ? uint32_t(std::min<std::size_t>(train_shards, records.size())) : 1;
-    auto writer = ShardedWriter::create(dir + "/" + names[split], shards, records.size(), compression);
+    auto writer = ShardedWriter::create(dir + "/" + kSplitNames[split], shards, records.size(), compression);
     if (!writer.ok()) return writer.status();
     for (const std::string& record : records) SYSTOLE_RETURN_IF_ERROR(writer->write(record));
     SYSTOLE_RETURN_IF_ERROR(writer->close());

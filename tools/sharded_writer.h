@@ -34,9 +34,11 @@ class ShardedWriter {
   uint64_t total_ = 0, written_ = 0;
 };
 
-// A data set's splits, training, validation and test records in that
-// order, as DIR/train-0000i-of-0000N.tfrecord (N = the smaller of
-// `train_shards` and its records), DIR/validation-00000-of-00001 and
+// A data set's splits, in this order.
+inline constexpr const char* kSplitNames[3] = {"train", "validation", "test"};
+
+// The splits' records as DIR/train-0000i-of-0000N.tfrecord (N = the smaller
+// of `train_shards` and its records), DIR/validation-00000-of-00001 and
 // DIR/test-00000-of-00001; an empty split writes no file. Makes DIR.
 Status write_splits(const std::string& dir, const std::vector<std::string> (&splits)[3],
                     uint32_t train_shards, Compression compression);
