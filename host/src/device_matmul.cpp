@@ -20,24 +20,31 @@ namespace {
 using spec::Operand;
 
 // rows x cols of op(X) as bf16, row-major, from X (rows x cols, or cols x
-// rows when transposed). A transpose goes through `scratch` in fp32 so
-// that the conversion runs over contiguous arrays.
-void to_bf16(const float* x, uint32_t rows, uint32_t cols, bool transposed, std::vector<float>& scratch,
-             uint16_t* out) {
-  const std::size_t count = std::size_t(rows) * cols;
+// rows when transposed; `stride` elements from one stored row to the next).
+// A transpose goes through `scratch` in fp32 so that the conversion runs
+// over contiguous arrays.
+void to_bf16(const float* x, uint32_t rows, uint32_t cols, bool transposed, uint32_t stride,
+             std::vector<float>& scratch, uint16_t* out) {
   if (transposed) {
-    scratch.resize(count);
+    scratch.resize(std::size_t(rows) * cols);
     // Blocks of columns: the writes run along rows, and the block's
     // strided reads stay in L1.
     constexpr uint32_t kBlock = 64;
     for (uint32_t c0 = 0; c0 < cols; c0 += kBlock) {
       const uint32_t c1 = std::min(cols, c0 + kBlock);
       for (uint32_t r = 0; r < rows; ++r)
-        for (uint32_t c = c0; c < c1; ++c) scratch[std::size_t(r) * cols + c] = x[std::size_t(c) * rows + r];
+        for (uint32_t c = c0; c < c1; ++c)
+          scratch[std::size_t(r) * cols + c] = x[std::size_t(c) * stride + r];
     }
     x = scratch.data();
+    stride = cols;
   }
-  numerics::f32_to_bf16_array(x, out, count);
+  if (stride == cols) {
+    numerics::f32_to_bf16_array(x, out, std::size_t(rows) * cols);
+    return;
+  }
+  for (uint32_t r = 0; r < rows; ++r)
+    numerics::f32_to_bf16_array(x + std::size_t(r) * stride, out + std::size_t(r) * cols, cols);
 }
 
 }  // namespace
@@ -101,13 +108,13 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.accumulate = call.accumulate;
 
     staging_.resize(std::size_t(call.m) * call.k);
-    to_bf16(call.a, call.m, call.k, call.a_transposed, transposed_, staging_.data());
+    to_bf16(call.a, call.m, call.k, call.a_transposed, call.a_stride(), transposed_, staging_.data());
     auto a = stage(a_[i], staging_.data(), staging_.size() * sizeof(uint16_t));
     if (!a.ok()) return a.status();
     problem.a = {*a, call.k};
 
     staging_.resize(std::size_t(call.k) * call.n);
-    to_bf16(call.b, call.k, call.n, call.b_transposed, transposed_, staging_.data());
+    to_bf16(call.b, call.k, call.n, call.b_transposed, call.b_stride(), transposed_, staging_.data());
     auto b = stage(b_[i], staging_.data(), staging_.size() * sizeof(uint16_t));
     if (!b.ok()) return b.status();
     problem.b = {*b, call.n};
@@ -147,8 +154,9 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
                                               std::to_string(launches_) + " did not finish within " +
                                               std::to_string(timeout_.count()) + " ms");
     SYSTOLE_RETURN_IF_ERROR(done);
+    const spec::PerfCounters counters = run->counters();
+    counters_ += counters;
     if (trace) {
-      const spec::PerfCounters counters = run->counters();
       trace->span("launch", "device", track, started, Trace::Clock::now(),
                   {{"launch", double(launches_)},
                    {"descriptors", double(counters.descriptors_done)},

@@ -11,8 +11,9 @@
 namespace systole::testing {
 namespace {
 
-float element(const float* x, bool transposed, uint32_t rows, uint32_t cols, uint32_t r, uint32_t c) {
-  return transposed ? x[std::size_t(c) * rows + r] : x[std::size_t(r) * cols + c];
+// Element (r, c) of op(X), X stored with `stride` elements per row.
+float element(const float* x, bool transposed, uint32_t stride, uint32_t r, uint32_t c) {
+  return transposed ? x[std::size_t(c) * stride + r] : x[std::size_t(r) * stride + c];
 }
 
 }  // namespace
@@ -24,8 +25,8 @@ Status ExactMatmul::run(const std::vector<MatmulCall>& calls) {
       for (uint32_t j = 0; j < call.n; ++j) {
         double sum = call.accumulate ? call.c[std::size_t(i) * call.n + j] : 0.0;
         for (uint32_t p = 0; p < call.k; ++p)
-          sum += double(element(call.a, call.a_transposed, call.m, call.k, i, p)) *
-                 element(call.b, call.b_transposed, call.k, call.n, p, j);
+          sum += double(element(call.a, call.a_transposed, call.a_stride(), i, p)) *
+                 element(call.b, call.b_transposed, call.b_stride(), p, j);
         if (call.bias) sum += call.bias[j];
         if (call.relu && !(sum > 0)) sum = 0;
         call.c[std::size_t(i) * call.n + j] = float(sum);
@@ -46,11 +47,12 @@ Status ReferenceMatmul::run(const std::vector<MatmulCall>& calls) {
     };
     for (uint32_t i = 0; i < call.m; ++i)
       for (uint32_t p = 0; p < call.k; ++p)
-        put_bf16((std::size_t(i) * call.k + p) * 2, element(call.a, call.a_transposed, call.m, call.k, i, p));
+        put_bf16((std::size_t(i) * call.k + p) * 2,
+                 element(call.a, call.a_transposed, call.a_stride(), i, p));
     for (uint32_t p = 0; p < call.k; ++p)
       for (uint32_t j = 0; j < call.n; ++j)
         put_bf16(a_bytes + (std::size_t(p) * call.n + j) * 2,
-                 element(call.b, call.b_transposed, call.k, call.n, p, j));
+                 element(call.b, call.b_transposed, call.b_stride(), p, j));
     if (call.accumulate) std::memcpy(memory.data() + a_bytes + b_bytes, call.c, c_bytes);
     if (call.bias)
       std::memcpy(memory.data() + a_bytes + b_bytes + c_bytes, call.bias, std::size_t(call.n) * 4);

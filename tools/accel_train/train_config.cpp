@@ -43,6 +43,18 @@ Status check_unique_keys(const YAML::Node& node, const std::string& where) {
 
 }  // namespace
 
+namespace {
+
+// The fields of a parsed document; errors start with `source`.
+Status read_document(const YAML::Node& root, const std::string& source, TrainConfig& c) {
+  if (root.IsNull()) return ok_status();  // an empty document: all defaults
+  Status status = check_unique_keys(root, "");
+  if (status.ok()) status = read_config_fields(root, c);
+  return status.ok() ? status : Status(status.code(), source + ": " + status.message());
+}
+
+}  // namespace
+
 Status load_train_config(const std::string& path, TrainConfig& c) {
   std::error_code error;
   if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
@@ -55,10 +67,17 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   } catch (const YAML::Exception& e) {
     return Status(StatusCode::kInvalidArgument, path + ": " + e.what());
   }
-  if (root.IsNull()) return ok_status();  // an empty file: all defaults
-  Status status = check_unique_keys(root, "");
-  if (status.ok()) status = read_config_fields(root, c);
-  return status.ok() ? status : Status(status.code(), path + ": " + status.message());
+  return read_document(root, path, c);
+}
+
+Status parse_train_config(const std::string& text, const std::string& source, TrainConfig& c) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status(StatusCode::kInvalidArgument, source + ": " + e.what());
+  }
+  return read_document(root, source, c);
 }
 
 Status validate_train_config(const TrainConfig& c) {

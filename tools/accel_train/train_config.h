@@ -137,6 +137,9 @@ struct TrainConfig {
 // keys and values of the wrong type are errors that name the file and the
 // field ("train.epochs").
 Status load_train_config(const std::string& path, TrainConfig& config);
+// The same from a YAML (or JSON) document in memory; errors start with
+// `source` ("config" for a Python dict).
+Status parse_train_config(const std::string& text, const std::string& source, TrainConfig& config);
 
 // Checks each field's range and the rules between fields; errors name the
 // field and quote the value.

@@ -26,10 +26,16 @@ struct MatmulCall {
   bool a_transposed = false;
   const float* b = nullptr;
   bool b_transposed = false;
+  // Elements from the start of one stored row of A (of B) to the next; 0:
+  // packed (k, or m when transposed). A slice of a wider matrix sets it.
+  uint32_t lda = 0, ldb = 0;
   const float* bias = nullptr;  // n values, added after the last product
   bool relu = false;
   bool accumulate = false;  // c holds fp32 values that the products add to
   float* c = nullptr;
+
+  uint32_t a_stride() const { return lda ? lda : a_transposed ? m : k; }
+  uint32_t b_stride() const { return ldb ? ldb : b_transposed ? k : n; }
 };
 
 class MatmulExecutor {
@@ -61,6 +67,8 @@ class DeviceMatmul final : public MatmulExecutor {
   using MatmulExecutor::run;
   uint64_t launches() const override { return launches_; }
   uint32_t k_block() const override { return device_.info().max_k; }
+  // The kernel's performance counters summed over every launch so far.
+  const spec::PerfCounters& counters() const { return counters_; }
 
  private:
   // One operand's device buffer, reallocated larger when a call needs it.
@@ -76,6 +84,7 @@ class DeviceMatmul final : public MatmulExecutor {
   uint32_t unit_ = 0;
   std::chrono::milliseconds timeout_{0};
   uint64_t launches_ = 0;
+  spec::PerfCounters counters_;
   // Per call index: A, B, C (with bias behind it).
   std::vector<Slot> a_, b_, c_;
   Slot commands_;

@@ -258,6 +258,17 @@ struct PerfCounters {
   uint64_t dma_write_bytes = 0;  // bytes moved on the write channel
   uint64_t stall_cycles = 0;     // cycles the array waited for operands
   uint32_t descriptors_done = 0;
+
+  // Totals over several launches.
+  PerfCounters& operator+=(const PerfCounters& more) {
+    busy_cycles += more.busy_cycles;
+    macs += more.macs;
+    dma_read_bytes += more.dma_read_bytes;
+    dma_write_bytes += more.dma_write_bytes;
+    stall_cycles += more.stall_cycles;
+    descriptors_done += more.descriptors_done;
+    return *this;
+  }
 };
 
 }  // namespace systole::spec

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: Apache-2.0
+// systole._systole's devices: Device (any backend, opened with its options)
+// and matrix products on NumPy arrays. An operand is read where NumPy keeps
+// it (row-major, or column-major as `a.T` gives, or a slice with a wider
+// row stride) and converted to bf16 in one pass on its way to the device;
+// the result is written straight into the returned array. The GIL is
+// released while the device works.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "python_module.h"
+#include "systole/driver.h"
+#include "systole/matmul.h"
+
+namespace systole::python {
+namespace {
+
+namespace py = pybind11;
+
+// "(3, 4, 5)", as NumPy prints a shape.
+std::string shape_text(const py::array& array) {
+  std::string text = "(";
+  for (py::ssize_t d = 0; d < array.ndim(); ++d)
+    text += (d ? ", " : "") + std::to_string(array.shape(d));
+  return text + (array.ndim() == 1 ? ",)" : ")");
+}
+
+// A float32 NumPy array of the given rank; TypeError or ValueError naming
+// the argument otherwise. Nothing is converted: a float64 array is an
+// error, not a silent rounding.
+py::array float32_array(const py::handle& object, const char* name, py::ssize_t rank) {
+  if (!py::isinstance<py::array>(object))
+    throw py::type_error(std::string(name) + ": expected a numpy.ndarray of float32, got " +
+                         std::string(py::str(py::type::of(object).attr("__name__"))));
+  py::array array = py::reinterpret_borrow<py::array>(object);
+  if (!array.dtype().is(py::dtype::of<float>()))
+    throw py::type_error(std::string(name) + ": expected dtype float32, got " +
+                         std::string(py::str(array.dtype())));
+  if (array.ndim() != rank)
+    throw py::value_error(std::string(name) + ": expected a " + std::to_string(rank) + "-D array, got shape " +
+                          shape_text(array));
+  for (py::ssize_t d = 0; d < rank; ++d)
+    if (array.shape(d) == 0 || array.shape(d) > py::ssize_t(UINT32_MAX))
+      throw py::value_error(std::string(name) + ": shape " + shape_text(array) +
+                            " has an empty or too large dimension");
+  return array;
+}
+
+// A 2-D operand as the device reads it: its data, whether it is stored
+// transposed (column-major), and its row stride in elements. Layouts the
+// device cannot read in place (a step along rows, negative strides) are
+// made contiguous first; `keep` holds that copy.
+struct Operand {
+  const float* data = nullptr;
+  uint32_t rows = 0, cols = 0;  // as the user sees the array
+  bool column_major = false;
+  uint32_t stride = 0;
+  py::array keep;
+};
+
+Operand operand(const py::handle& object, const char* name) {
+  Operand op;
+  op.keep = float32_array(object, name, 2);
+  op.rows = uint32_t(op.keep.shape(0));
+  op.cols = uint32_t(op.keep.shape(1));
+  constexpr py::ssize_t kItem = sizeof(float);
+  // A dimension of length 1 may have any stride: give it the packed one.
+  py::ssize_t row = op.rows == 1 ? op.cols * kItem : op.keep.strides(0);
+  py::ssize_t col = op.cols == 1 ? kItem : op.keep.strides(1);
+  if (col == kItem && row > 0 && row % kItem == 0 && row / kItem >= op.cols && row / kItem <= UINT32_MAX) {
+    op.stride = uint32_t(row / kItem);
+  } else if (row == kItem && col > 0 && col % kItem == 0 && col / kItem >= op.rows &&
+             col / kItem <= UINT32_MAX) {
+    op.column_major = true;
+    op.stride = uint32_t(col / kItem);
+  } else {
+    op.keep = py::array(py::module_::import("numpy").attr("ascontiguousarray")(op.keep));
+    op.stride = op.cols;
+  }
+  op.data = static_cast<const float*>(op.keep.data());
+  return op;
+}
+
+class PyDevice {
+ public:
+  PyDevice(const std::string& backend, uint32_t index, const py::object& array, uint32_t units,
+           const std::string& engine, uint32_t threads, const std::string& xclbin, const std::string& board,
+           double clock_mhz, uint32_t pcie_gen, uint32_t pcie_lanes, const std::string& port, uint32_t baud,
+           double launch_timeout) {
+    DeviceOptions options;
+    const spec::ArrayShape shape = array_shape(array);
+    options.array_rows = shape.rows;
+    options.array_cols = shape.cols;
+    if (units == 0) throw py::value_error("units: expected at least 1, got 0");
+    options.compute_units = units;
+    if (engine != "fast" && engine != "hls")
+      throw py::value_error("engine: expected 'fast' or 'hls', got '" + engine + "'");
+    options.engine = engine == "hls" ? EmuEngine::kHls : EmuEngine::kFast;
+    options.threads_per_unit = threads;
+    options.xclbin = xclbin;
+    options.perf.board = board;
+    options.perf.clock_mhz = clock_mhz;
+    options.perf.pcie_gen = pcie_gen;
+    options.perf.pcie_lanes = pcie_lanes;
+    options.uart.port = port;
+    options.uart.baud = baud;
+    if (!(launch_timeout > 0) || launch_timeout > 1e6)
+      throw py::value_error("launch_timeout: expected seconds in (0, 1e6], got " + py::repr(py::float_(launch_timeout)).cast<std::string>());
+    timeout_ = std::chrono::milliseconds(int64_t(launch_timeout * 1000));
+    Result<Device> device = [&] {
+      py::gil_scoped_release release;
+      return Device::open(backend, index, options);
+    }();
+    device_ = value_or_throw(std::move(device));
+    for (uint32_t u = 0; u < device_.info().compute_units; ++u) units_.push_back(std::make_unique<Unit>());
+  }
+
+  const Device& device() const { return device_; }
+
+  py::dict info() const {
+    const DeviceInfo& info = device_.info();
+    py::dict d;
+    d["backend"] = info.backend;
+    d["index"] = info.index;
+    d["name"] = info.name;
+    d["version"] = info.version;
+    d["array"] = py::make_tuple(info.shape.rows, info.shape.cols);
+    d["max_m"] = info.max_m;
+    d["max_n"] = info.max_n;
+    d["max_k"] = info.max_k;
+    d["max_descriptors"] = info.max_descriptors;
+    d["compute_units"] = info.compute_units;
+    d["hbm_banks"] = info.hbm_banks;
+    d["bank_bytes"] = info.bank_bytes;
+    return d;
+  }
+
+  py::array matmul(const py::handle& a_object, const py::handle& b_object, const py::object& bias_object, bool relu,
+                   bool transpose_a, bool transpose_b, uint32_t unit) {
+    Operand a = operand(a_object, "a"), b = operand(b_object, "b");
+    MatmulCall call;
+    // op(A) is m x k, op(B) k x n, as the user's flags say; the stored
+    // layout may flip the flag the device sees.
+    call.m = transpose_a ? a.cols : a.rows;
+    call.k = transpose_a ? a.rows : a.cols;
+    const uint32_t b_rows = transpose_b ? b.cols : b.rows;
+    call.n = transpose_b ? b.rows : b.cols;
+    if (b_rows != call.k)
+      throw py::value_error("matmul: op(a) is " + std::to_string(call.m) + "x" + std::to_string(call.k) +
+                            " and op(b) is " + std::to_string(b_rows) + "x" + std::to_string(call.n) +
+                            ": the inner dimensions differ");
+    // A column-major array is its transpose stored row-major.
+    call.a = a.data;
+    call.a_transposed = transpose_a != a.column_major;
+    call.lda = a.stride;
+    call.b = b.data;
+    call.b_transposed = transpose_b != b.column_major;
+    call.ldb = b.stride;
+    py::array bias;
+    if (!bias_object.is_none()) {
+      bias = float32_array(bias_object, "bias", 1);
+      if (uint32_t(bias.shape(0)) != call.n)
+        throw py::value_error("bias: expected " + std::to_string(call.n) + " values (the columns of the product), got shape " +
+                              shape_text(bias));
+      bias = py::array(py::module_::import("numpy").attr("ascontiguousarray")(bias));
+      call.bias = static_cast<const float*>(bias.data());
+    }
+    call.relu = relu;
+    py::array_t<float> c({py::ssize_t(call.m), py::ssize_t(call.n)});
+    call.c = c.mutable_data();
+    Unit& u = unit_state(unit);
+    Status status;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(u.mutex);
+      status = executor(u, unit);
+      if (status.ok()) status = u.matmul->run(call);
+    }
+    throw_if_error(status);
+    return std::move(c);
+  }
+
+  py::dict counters(uint32_t unit) {
+    Unit& u = unit_state(unit);
+    std::lock_guard<std::mutex> lock(u.mutex);
+    const spec::PerfCounters c = u.matmul ? u.matmul->counters() : spec::PerfCounters{};
+    py::dict d;
+    d["launches"] = u.matmul ? u.matmul->launches() : 0;
+    d["descriptors"] = c.descriptors_done;
+    d["busy_cycles"] = c.busy_cycles;
+    d["stall_cycles"] = c.stall_cycles;
+    d["macs"] = c.macs;
+    d["dma_read_bytes"] = c.dma_read_bytes;
+    d["dma_write_bytes"] = c.dma_write_bytes;
+    return d;
+  }
+
+  py::dict projection() const {
+    const Projection p = value_or_throw(device_.projection());
+    py::dict d;
+    d["board"] = p.board;
+    d["clock_hz"] = p.clock_hz;
+    d["seconds"] = p.seconds;
+    d["launch_seconds"] = p.launch_seconds;
+    d["link_seconds"] = p.link_seconds;
+    d["launches"] = p.launches;
+    d["busy_cycles"] = p.busy_cycles;
+    d["array_cycles"] = p.array_cycles;
+    d["macs"] = p.macs;
+    d["hbm_wait_cycles"] = p.hbm_wait_cycles;
+    d["utilization"] = p.utilization();
+    d["bound"] = p.bound();
+    return d;
+  }
+
+  std::string repr() const { return "systole.Device('" + device_.info().name + "')"; }
+
+ private:
+  // One compute unit's products, created on first use; calls on a unit
+  // take turns.
+  struct Unit {
+    std::mutex mutex;
+    std::unique_ptr<DeviceMatmul> matmul;
+  };
+
+  static spec::ArrayShape array_shape(const py::object& array) {
+    if (py::isinstance<py::str>(array)) {
+      Result<spec::ArrayShape> shape = parse_array_shape(array.cast<std::string>());
+      if (!shape.ok()) throw_if_error(Status(shape.status().code(), "array: " + shape.status().message()));
+      return *shape;
+    }
+    if (py::isinstance<py::tuple>(array) || py::isinstance<py::list>(array)) {
+      py::sequence s = array;
+      if (py::len(s) == 2 && py::isinstance<py::int_>(s[0]) && py::isinstance<py::int_>(s[1])) {
+        const long long rows = s[0].cast<long long>(), cols = s[1].cast<long long>();
+        if (rows > 0 && cols > 0 && rows <= 65536 && cols <= 65536)
+          return value_or_throw(parse_array_shape(std::to_string(rows) + "x" + std::to_string(cols)));
+      }
+    }
+    throw py::value_error("array: expected (rows, cols) or 'RxC' with sizes 1..65536, got " +
+                          py::repr(array).cast<std::string>());
+  }
+
+  Unit& unit_state(uint32_t unit) {
+    if (unit >= units_.size())
+      throw py::value_error("unit: " + std::to_string(unit) + " is out of range (the device has " +
+                            std::to_string(units_.size()) + " compute units)");
+    return *units_[unit];
+  }
+
+  Status executor(Unit& u, uint32_t unit) {
+    if (u.matmul) return ok_status();
+    auto matmul = DeviceMatmul::create(device_, unit, timeout_);
+    if (!matmul.ok()) return matmul.status();
+    u.matmul = std::move(matmul).value();
+    return ok_status();
+  }
+
+  Device device_;
+  std::chrono::milliseconds timeout_{0};
+  std::vector<std::unique_ptr<Unit>> units_;
+};
+
+}  // namespace
+
+void bind_device(py::module_& m) {
+  py::class_<PyDevice, std::shared_ptr<PyDevice>>(m, "Device", R"(A Systole device: one backend, opened with its options.
+
+Device(backend="sw_emu", index=0, *, array=(128, 128), units=1, engine="fast",
+       threads=0, xclbin="", board="u55c", clock_mhz=0, pcie_gen=0, pcie_lanes=0,
+       port="", baud=115200, launch_timeout=600.0)
+
+array and units apply to the emulators and the card model (perf); a board
+reports its own. board, clock_mhz, pcie_* choose what perf models; xclbin is
+xrt's bitstream; port and baud are uart's serial link.)")
+      .def(py::init<const std::string&, uint32_t, const py::object&, uint32_t, const std::string&, uint32_t,
+                    const std::string&, const std::string&, double, uint32_t, uint32_t, const std::string&,
+                    uint32_t, double>(),
+           py::arg("backend") = "sw_emu", py::arg("index") = 0, py::kw_only(),
+           py::arg("array") = py::make_tuple(spec::kDefaultShape.rows, spec::kDefaultShape.cols),
+           py::arg("units") = 1, py::arg("engine") = "fast", py::arg("threads") = 0, py::arg("xclbin") = "",
+           py::arg("board") = "u55c", py::arg("clock_mhz") = 0.0, py::arg("pcie_gen") = 0,
+           py::arg("pcie_lanes") = 0, py::arg("port") = "", py::arg("baud") = 115200,
+           py::arg("launch_timeout") = 600.0)
+      .def_property_readonly("info", &PyDevice::info, "What the device reports about itself, as a dict.")
+      .def("matmul", &PyDevice::matmul, py::arg("a"), py::arg("b"), py::arg("bias") = py::none(),
+           py::arg("relu") = false, py::arg("transpose_a") = false, py::arg("transpose_b") = false,
+           py::kw_only(), py::arg("unit") = 0,
+           R"(op(a) @ op(b) (+ bias) (ReLU) on compute unit `unit`, as float32.
+
+Operands are float32 NumPy arrays (any row or column stride); they are rounded
+to bf16 and multiplied with fp32 accumulation in the array's order, the same
+bits as accel_gemm and the C++ runtime.)")
+      .def("counters", &PyDevice::counters, py::kw_only(), py::arg("unit") = 0,
+           "The kernel's performance counters summed over this unit's launches from Python.")
+      .def("projection", &PyDevice::projection,
+           "perf only: the projected time of the work so far on the modelled board.")
+      .def("__repr__", &PyDevice::repr);
+
+  m.def(
+      "backends",
+      [] {
+        py::list list;
+        for (const BackendCapabilities& b : Device::backends()) {
+          py::dict d;
+          d["name"] = b.name;
+          d["units_on_demand"] = b.units_on_demand;
+          d["uses_host_cores"] = b.uses_host_cores;
+          d["models_board"] = b.models_board;
+          d["hardware"] = b.hardware;
+          list.append(d);
+        }
+        return list;
+      },
+      "The backends compiled into this build, with what each can do.");
+}
+
+}  // namespace systole::python

@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: Apache-2.0
+// systole._systole's trainer: a model built from accel_train's config
+// schema (a YAML file, or a dict given as a JSON document), trained by the
+// library's fit with the library's callbacks and the user's Python ones;
+// evaluate, predict and the weights. The data are NumPy arrays or what the
+// config names (an IDX directory, TFRecord files through the input
+// pipeline). The GIL is released while the library works and taken again
+// for each Python hook.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "python_module.h"
+#include "run_callbacks.h"
+#include "run_data.h"
+#include "run_device.h"
+#include "systole/fit.h"
+#include "systole/training_checkpoint.h"
+#include "config_schema.h"
+#include "train_config.h"
+
+namespace systole::python {
+namespace {
+
+namespace py = pybind11;
+
+// f() with the GIL released (f must not touch Python objects).
+template <typename F>
+auto without_gil(F f) {
+  py::gil_scoped_release release;
+  return f();
+}
+
+py::dict logs_dict(const Logs& logs) {
+  py::dict d;
+  for (const auto& [name, value] : logs) d[py::str(name)] = value;
+  return d;
+}
+
+// A Python callback (any object with Keras' on_* methods) behind the
+// library's Callback interface. A Python exception in a hook ends the call
+// that ran it; the caller raises it again once the library has returned.
+// After each hook the model's stop_training attribute is read, as Keras'
+// callbacks stop fit by setting model.stop_training.
+class PythonCallback final : public Callback {
+ public:
+  PythonCallback(py::object callback, py::object model) : callback_(std::move(callback)), model_(std::move(model)) {}
+  ~PythonCallback() override {
+    py::gil_scoped_acquire gil;
+    error_.reset();
+    callback_ = py::object();
+    model_ = py::object();
+  }
+
+  Status on_train_begin(const Logs& logs) override { return call("on_train_begin", logs); }
+  Status on_train_end(const Logs& logs) override { return call("on_train_end", logs); }
+  Status on_epoch_begin(uint32_t epoch, const Logs& logs) override { return call("on_epoch_begin", logs, epoch); }
+  Status on_epoch_end(uint32_t epoch, const Logs& logs) override { return call("on_epoch_end", logs, epoch); }
+  Status on_train_batch_begin(uint64_t batch, const Logs& logs) override {
+    return call("on_train_batch_begin", logs, batch);
+  }
+  Status on_train_batch_end(uint64_t batch, const Logs& logs) override {
+    return call("on_train_batch_end", logs, batch);
+  }
+  Status on_test_begin(const Logs& logs) override { return call("on_test_begin", logs); }
+  Status on_test_end(const Logs& logs) override { return call("on_test_end", logs); }
+  Status on_predict_begin(const Logs& logs) override { return call("on_predict_begin", logs); }
+  Status on_predict_end(const Logs& logs) override { return call("on_predict_end", logs); }
+  Status on_predict_batch_begin(uint64_t batch, const Logs& logs) override {
+    return call("on_predict_batch_begin", logs, batch);
+  }
+  Status on_predict_batch_end(uint64_t batch, const Logs& logs) override {
+    return call("on_predict_batch_end", logs, batch);
+  }
+
+  // Raises the Python exception a hook raised, if one did (with the GIL).
+  void raise_pending() {
+    if (!error_) return;
+    std::shared_ptr<py::error_already_set> error = std::move(error_);
+    error->restore();
+    throw py::error_already_set();
+  }
+
+ private:
+  template <typename... Index>
+  Status call(const char* hook, const Logs& logs, Index... index) {
+    py::gil_scoped_acquire gil;
+    if (!py::hasattr(callback_, hook)) return ok_status();
+    try {
+      callback_.attr(hook)(index..., logs_dict(logs));
+      if (py::hasattr(model_, "stop_training") && model_.attr("stop_training").cast<bool>()) {
+        model_.attr("stop_training") = false;
+        request_stop_training();
+      }
+    } catch (py::error_already_set& e) {
+      const std::string what = e.what();
+      error_ = std::make_shared<py::error_already_set>(std::move(e));
+      return Status(StatusCode::kAborted, std::string(hook) + ": " + what);
+    }
+    return ok_status();
+  }
+
+  py::object callback_, model_;
+  std::shared_ptr<py::error_already_set> error_;
+};
+
+// A float32 array of examples: the first dimension counts them.
+py::array_t<float> examples_array(const py::handle& object, const char* name) {
+  if (!py::isinstance<py::array>(object))
+    throw py::type_error(std::string(name) + ": expected a numpy.ndarray, got " +
+                         std::string(py::str(py::type::of(object).attr("__name__"))));
+  py::array array = py::reinterpret_borrow<py::array>(object);
+  if (!array.dtype().is(py::dtype::of<float>()))
+    throw py::type_error(std::string(name) + ": expected dtype float32, got " + std::string(py::str(array.dtype())) +
+                         " (convert with .astype(numpy.float32))");
+  if (array.ndim() < 2)
+    throw py::value_error(std::string(name) + ": expected an array of examples (N, features...), got " +
+                          std::to_string(array.ndim()) + " dimension(s)");
+  if (array.shape(0) == 0 || array.shape(0) > py::ssize_t(1) << 30)
+    throw py::value_error(std::string(name) + ": " + std::to_string(array.shape(0)) +
+                          " examples (expected 1 to 2^30)");
+  return py::array_t<float, py::array::c_style>::ensure(array);
+}
+
+// x and y as a Dataset; y holds class indices (any integer or float dtype
+// with integral values) or float32 targets, one or label_width per example.
+Dataset numpy_dataset(const py::handle& x_object, const py::handle& y_object, uint32_t classes) {
+  py::array_t<float> x = examples_array(x_object, "x");
+  if (!py::isinstance<py::array>(y_object))
+    throw py::type_error("y: expected a numpy.ndarray, got " +
+                         std::string(py::str(py::type::of(y_object).attr("__name__"))));
+  py::array y_any = py::reinterpret_borrow<py::array>(y_object);
+  const char kind = y_any.dtype().kind();
+  if (kind != 'i' && kind != 'u' && !y_any.dtype().is(py::dtype::of<float>()))
+    throw py::type_error("y: expected integer class indices or float32, got " + std::string(py::str(y_any.dtype())));
+  if (y_any.ndim() < 1 || y_any.ndim() > 2 || y_any.shape(0) != x.shape(0))
+    throw py::value_error("y: expected (" + std::to_string(x.shape(0)) + ",) or (" + std::to_string(x.shape(0)) +
+                          ", width) labels to go with x's " + std::to_string(x.shape(0)) + " examples, got " +
+                          std::to_string(y_any.ndim()) + "-D with " + std::to_string(y_any.shape(0)) + " rows");
+  // Integers become float32 through float64, and only where exact.
+  py::array_t<double, py::array::c_style | py::array::forcecast> y(y_any);
+  Dataset data;
+  data.examples = uint32_t(x.shape(0));
+  for (py::ssize_t d = 1; d < x.ndim(); ++d) data.shape.push_back(uint32_t(x.shape(d)));
+  data.features = uint32_t(x.size() / x.shape(0));
+  data.images.assign(x.data(), x.data() + x.size());
+  data.label_width = y.ndim() == 2 ? uint32_t(y.shape(1)) : 1;
+  data.labels.resize(y.size());
+  bool indices = true;
+  double largest = 0;
+  for (py::ssize_t i = 0; i < y.size(); ++i) {
+    const double v = y.data()[i];
+    if (!std::isfinite(v)) throw py::value_error("y: label " + std::to_string(i) + " is not finite");
+    if (std::fabs(v) > double(1 << 24) && (kind == 'i' || kind == 'u'))
+      throw py::value_error("y: label " + std::to_string(i) + " (" + std::to_string(int64_t(v)) +
+                            ") is not exact in float32 (at most 2^24)");
+    indices = indices && v >= 0 && v == std::floor(v);
+    largest = std::max(largest, v);
+    data.labels[i] = float(v);
+  }
+  data.classes = classes ? classes : indices ? uint32_t(largest) + 1 : 0;
+  return data;
+}
+
+// The config's training data (data.format tfrecord: the input pipeline;
+// idx: the training split) as batches of NumPy arrays, one epoch per
+// iteration: for x, y in systole.RecordDataset(config).
+class PyRecordDataset {
+ public:
+  explicit PyRecordDataset(const TrainConfig& config) : config_(config) {
+    throw_if_error(validate_train_config(config_));
+    data_ = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_, 0, 1); })));
+  }
+
+  uint64_t batches() const { return data_->batches_per_epoch; }
+  const std::shared_ptr<RunData>& data() const { return data_; }
+  const TrainConfig& config() const { return config_; }
+
+  // Starts epoch `epoch` (its order a function of the seed and the epoch).
+  void start(uint32_t epoch) {
+    without_gil([&] {
+      if (data_->pipeline)
+        data_->pipeline->start_epoch(epoch);
+      else
+        stream_ = std::make_unique<BatchStream>(data_->train_set, config_.global_batch, config_.seed, epoch, true);
+      return 0;
+    });
+  }
+
+  // The epoch's next batch as (x, y); None after its last.
+  py::object next() {
+    if (!data_->pipeline && !stream_) throw py::value_error("RecordDataset: no epoch started");
+    Batch batch;
+    Result<bool> more = without_gil([&]() -> Result<bool> {
+      if (data_->pipeline) return data_->pipeline->next(batch);
+      return stream_->next(batch);
+    });
+    if (!value_or_throw(std::move(more))) return py::none();
+    std::vector<py::ssize_t> x_shape = {py::ssize_t(batch.size)};
+    for (uint32_t d : data_->shape_of.shape) x_shape.push_back(d);
+    py::array_t<float> x(x_shape);
+    std::copy(batch.images.begin(), batch.images.end(), x.mutable_data());
+    std::vector<py::ssize_t> y_shape = {py::ssize_t(batch.size)};
+    if (batch.label_width != 1) y_shape.push_back(batch.label_width);
+    py::array_t<float> y(y_shape);
+    std::copy(batch.labels.begin(), batch.labels.end(), y.mutable_data());
+    return py::make_tuple(x, y);
+  }
+
+ private:
+  TrainConfig config_;
+  std::shared_ptr<RunData> data_;
+  std::unique_ptr<BatchStream> stream_;
+};
+
+class PyModel {
+ public:
+  explicit PyModel(const TrainConfig& config) : config_(config) {
+    throw_if_error(validate_train_config(config_));
+  }
+
+  static std::shared_ptr<PyModel> from_file(const std::string& path) {
+    TrainConfig config;
+    throw_if_error(load_train_config(path, config));
+    return std::make_shared<PyModel>(config);
+  }
+  static std::shared_ptr<PyModel> from_text(const std::string& text, const std::string& source) {
+    TrainConfig config;
+    throw_if_error(parse_train_config(text, source, config));
+    return std::make_shared<PyModel>(config);
+  }
+
+  py::dict fit(const py::object& self, const py::object& x, const py::object& y, uint32_t epochs,
+               uint32_t initial_epoch, uint64_t steps_per_epoch, const py::object& validation, const py::list& callbacks,
+               int verbose) {
+    std::optional<Dataset> train_set, validation_set;
+    std::shared_ptr<RunData> run_data;
+    if (py::isinstance<PyRecordDataset>(x)) {
+      if (!y.is_none()) throw py::value_error("fit: a RecordDataset brings its labels (y must be None)");
+      const PyRecordDataset& records = x.cast<const PyRecordDataset&>();
+      if (records.config().global_batch != config_.global_batch)
+        throw py::value_error("fit: the RecordDataset's train.global_batch is " +
+                              std::to_string(records.config().global_batch) + ", the model's " +
+                              std::to_string(config_.global_batch));
+      run_data = records.data();
+    } else if (x.is_none() != y.is_none()) {
+      throw py::value_error("fit: x and y go together");
+    } else if (!x.is_none()) {
+      train_set = numpy_dataset(x, y, config_.classes);
+    } else {
+      run_data = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_, 0, 1); })));
+    }
+    if (!validation.is_none()) {
+      if (run_data && run_data->validation.examples)
+        throw py::value_error("validation_data: the config's data bring their own validation set");
+      py::tuple pair = validation.cast<py::tuple>();
+      if (pair.size() != 2) throw py::value_error("validation_data: expected (x, y)");
+      validation_set = numpy_dataset(pair[0], pair[1], train_set ? train_set->classes : config_.classes);
+    }
+    const Dataset& shape_of = train_set ? *train_set : run_data->shape_of;
+    const uint64_t batches = train_set ? train_set->examples / config_.global_batch : run_data->batches_per_epoch;
+    if (batches == 0)
+      throw py::value_error("fit: train.global_batch " + std::to_string(config_.global_batch) + " is more than the " +
+                            std::to_string(shape_of.examples) + " training examples");
+    build(shape_of, batches);
+    const Dataset* validation_data = validation_set                 ? &*validation_set
+                                     : run_data && run_data->validation.examples ? &run_data->validation
+                                                                                 : nullptr;
+
+    std::shared_ptr<ModelCheckpoint> checkpoints;
+    Callbacks all = value_or_throw(make_callbacks(config_, true, isatty(STDOUT_FILENO), validation_data != nullptr,
+                                                  initial_epoch, checkpoints));
+    if (verbose == 0) all.erase(all.begin());  // make_callbacks' first: the progress bar
+    std::vector<std::shared_ptr<PythonCallback>> python;
+    for (const py::handle& callback : callbacks) {
+      python.push_back(std::make_shared<PythonCallback>(py::reinterpret_borrow<py::object>(callback), self));
+      all.push_back(python.back());
+    }
+
+    std::unique_ptr<BatchSource> source;
+    if (train_set)
+      source = std::make_unique<ArraySource>(*train_set, config_.global_batch, config_.seed);
+    else if (run_data->pipeline)
+      source = std::make_unique<PipelineSource>(*run_data->pipeline);
+    else
+      source = std::make_unique<ArraySource>(run_data->train_set, config_.global_batch, config_.seed);
+    FitOptions options;
+    options.epochs = epochs ? epochs : config_.epochs;
+    options.initial_epoch = initial_epoch;
+    options.steps_per_epoch = steps_per_epoch ? steps_per_epoch : config_.steps_per_epoch;
+    options.validation_data = validation_data;
+    // Ctrl-C: Python's handler runs at the next batch, and fit stops there.
+    options.interrupt = []() -> Result<int> {
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() == 0) return 0;
+      PyErr_Clear();
+      return SIGINT;
+    };
+    Result<History> history = without_gil([&] { return systole::fit(*trainer_, *source, options, all); });
+    for (auto& callback : python) callback->raise_pending();
+    throw_if_error(history.status());
+    if (history->interrupted) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
+    }
+    py::dict result;
+    result["epoch"] = history->epochs;
+    py::dict values;
+    for (const auto& [name, series] : history->history) values[py::str(name)] = series;
+    result["history"] = values;
+    result["steps"] = history->steps;
+    result["examples"] = history->examples;
+    result["seconds"] = history->seconds;
+    result["stopped_early"] = history->stopped_early;
+    return result;
+  }
+
+  py::dict evaluate(const py::object& self, const py::object& x, const py::object& y, const py::list& callbacks) {
+    if (x.is_none() != y.is_none()) throw py::value_error("evaluate: x and y go together");
+    Dataset data;
+    if (!x.is_none()) {
+      data = numpy_dataset(x, y, trainer_ ? classes_ : config_.classes);
+    } else {
+      if (!trainer_) throw py::value_error("evaluate: the model is not built yet (fit it, or pass x and y)");
+      data = value_or_throw(without_gil([&] { return load_test_set(config_, classes_); }));
+    }
+    build(data, 0);
+    std::vector<std::shared_ptr<PythonCallback>> python;
+    Callbacks all;
+    for (const py::handle& callback : callbacks) {
+      python.push_back(std::make_shared<PythonCallback>(py::reinterpret_borrow<py::object>(callback), self));
+      all.push_back(python.back());
+    }
+    Result<Logs> logs = without_gil([&] { return systole::evaluate(*trainer_, data, all); });
+    for (auto& callback : python) callback->raise_pending();
+    return logs_dict(value_or_throw(std::move(logs)));
+  }
+
+  py::array_t<float> predict(const py::object& x_object) {
+    py::array_t<float> x = examples_array(x_object, "x");
+    if (!trainer_) throw py::value_error("predict: the model is not built yet (fit or evaluate it first)");
+    check_shape(x);
+    const uint32_t count = uint32_t(x.shape(0));
+    Result<std::vector<float>> logits = without_gil([&] { return systole::predict(*trainer_, x.data(), count); });
+    std::vector<float> values = value_or_throw(std::move(logits));
+    std::vector<py::ssize_t> shape = {py::ssize_t(count)};
+    for (uint32_t d : trainer_->model().logits_shape()) shape.push_back(d);
+    py::array_t<float> out(shape);
+    std::copy(values.begin(), values.end(), out.mutable_data());
+    return out;
+  }
+
+  // The weights by name (torch's state_dict names), as copies.
+  py::dict weights() const {
+    if (!trainer_) throw py::value_error("weights: the model is not built yet");
+    py::dict d;
+    const ParameterStore& store = trainer_->parameters();
+    for (std::size_t i = 0; i < store.entries().size(); ++i) {
+      const auto& entry = store.entries()[i];
+      std::vector<py::ssize_t> shape(entry.shape.begin(), entry.shape.end());
+      py::array_t<float> array(shape);
+      std::copy(store.values(i), store.values(i) + array.size(), array.mutable_data());
+      d[py::str(entry.name)] = array;
+    }
+    return d;
+  }
+
+  void save(const std::string& path) const {
+    if (!trainer_) throw py::value_error("save: the model is not built yet");
+    throw_if_error(write_safetensors(path, make_model_file(*trainer_)));
+  }
+  void load_weights(const std::string& path) {
+    if (!trainer_) throw py::value_error("load_weights: build the model first (fit or evaluate it)");
+    throw_if_error(systole::load_weights(path, *trainer_));
+  }
+
+  bool built() const { return trainer_ != nullptr; }
+  std::string summary() const {
+    if (!trainer_) return "(not built: fit, evaluate or predict builds it for the data's shape)";
+    return trainer_->model().summary();
+  }
+  uint32_t replicas() const { return trainer_ ? trainer_->replicas() : 0; }
+  const TrainConfig& config() const { return config_; }
+
+ private:
+  // The trainer for data of `data`'s shape, made on first use.
+  void build(const Dataset& data, uint64_t batches_per_epoch) {
+    if (trainer_) {
+      if (data.shape != shape_)
+        throw py::value_error("x: examples of shape " + shape_text(data.shape) + ", but the model was built for " +
+                              shape_text(shape_));
+      return;
+    }
+    if (data.classes == 0 && config_.classes == 0)
+      throw py::value_error("model.classes: required when the labels are not class indices");
+    const spec::ArrayShape array = value_or_throw(parse_array_shape(config_.array));
+    ModelSpec spec = value_or_throw(model_spec(config_, data));
+    TrainerConfig settings = value_or_throw(trainer_settings(config_, spec, batches_per_epoch));
+    Result<std::unique_ptr<Trainer>> trainer = without_gil([&]() -> Result<std::unique_ptr<Trainer>> {
+      auto opened = open_device(config_, array, nullptr);
+      if (!opened.ok()) return opened.status();
+      device_ = opened->device;
+      return Trainer::create(opened->device, opened->units, settings, nullptr);
+    });
+    trainer_ = value_or_throw(std::move(trainer));
+    shape_ = data.shape;
+    classes_ = spec.classes;
+  }
+
+  void check_shape(const py::array_t<float>& x) const {
+    std::vector<uint32_t> shape;
+    for (py::ssize_t d = 1; d < x.ndim(); ++d) shape.push_back(uint32_t(x.shape(d)));
+    if (shape != shape_)
+      throw py::value_error("x: examples of shape " + shape_text(shape) + ", but the model was built for " +
+                            shape_text(shape_));
+  }
+
+  TrainConfig config_;
+  Device device_;
+  std::unique_ptr<Trainer> trainer_;
+  std::vector<uint32_t> shape_;
+  uint32_t classes_ = 0;
+};
+
+}  // namespace
+
+void bind_training(py::module_& m) {
+  py::class_<PyRecordDataset, std::shared_ptr<PyRecordDataset>>(m, "_RecordDataset")
+      .def(py::init([](const std::string& text, const std::string& source, bool is_file) {
+        TrainConfig config;
+        throw_if_error(is_file ? load_train_config(text, config) : parse_train_config(text, source, config));
+        return std::make_shared<PyRecordDataset>(config);
+      }))
+      .def("start", &PyRecordDataset::start, py::arg("epoch"))
+      .def("next", &PyRecordDataset::next)
+      .def_property_readonly("batches", &PyRecordDataset::batches);
+
+  py::class_<PyModel, std::shared_ptr<PyModel>>(m, "_Model")
+      .def_static("from_file", &PyModel::from_file, py::arg("path"))
+      .def_static("from_text", &PyModel::from_text, py::arg("text"), py::arg("source"))
+      .def("fit", &PyModel::fit, py::arg("self_object"), py::arg("x"), py::arg("y"), py::arg("epochs"),
+           py::arg("initial_epoch"), py::arg("steps_per_epoch"), py::arg("validation_data"), py::arg("callbacks"),
+           py::arg("verbose"))
+      .def("evaluate", &PyModel::evaluate, py::arg("self_object"), py::arg("x"), py::arg("y"),
+           py::arg("callbacks"))
+      .def("predict", &PyModel::predict, py::arg("x"))
+      .def("weights", &PyModel::weights)
+      .def("save", &PyModel::save, py::arg("path"))
+      .def("load_weights", &PyModel::load_weights, py::arg("path"))
+      .def_property_readonly("built", &PyModel::built)
+      .def_property_readonly("replicas", &PyModel::replicas)
+      .def("summary", &PyModel::summary)
+      .def("config_yaml", [](const PyModel& model) { return config_yaml(model.config()); });
+}
+
+}  // namespace systole::python

@@ -1,0 +1,211 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The array's products as PyTorch autograd functions, and accelerate().
+
+Each product is a call of systole.Device.matmul on float32 host tensors
+(shared with NumPy, no copy): operands rounded to bf16, fp32 accumulation
+in the array's K order. The forward and backward products of a linear
+layer are the C++ runtime's dense layer's, operand for operand:
+
+    forward   y  = x W^T + b       (m = batch, k = inputs, n = units)
+    backward  dW = dy^T x          (k = batch)
+              db = 1^T dy          (a product with a row of ones, k = batch)
+              dx = dy W            (k = units)
+
+so their bits equal the C++ runtime's for the same operands.
+"""
+
+import functools
+import os
+import threading
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+import systole
+
+_device_lock = threading.Lock()
+_device = None
+_device_options = {"backend": "sw_emu"}
+
+
+def configure(backend="sw_emu", **options):
+    """How this process opens its array (before the first product):
+    systole.Device's backend and options, e.g. configure("perf",
+    board="u55c", array=(32, 32)). The default is sw_emu, one 128x128 unit,
+    with this process's share of the cores."""
+    global _device
+    with _device_lock:
+        if _device is not None:
+            raise RuntimeError("configure: this process's array is already open (configure before the first product)")
+        _device_options.clear()
+        _device_options.update(options, backend=backend)
+
+
+def array_device():
+    """This process's systole.Device, opened on first use."""
+    global _device
+    with _device_lock:
+        if _device is None:
+            options = dict(_device_options)
+            backend = options.pop("backend")
+            if backend == "sw_emu" and "threads" not in options:
+                processes = int(os.environ.get("SYSTOLE_LOCAL_PROCESSES", "1"))
+                options["threads"] = max(1, (os.cpu_count() or 1) // max(1, processes))
+            _device = systole.Device(backend, **options)
+        return _device
+
+
+def _array(tensor):
+    """A float32 CPU tensor's NumPy view (no copy)."""
+    return tensor.detach().numpy()
+
+
+def _product(a, b, bias=None, transpose_a=False, transpose_b=False):
+    out = array_device().matmul(_array(a), _array(b), None if bias is None else _array(bias),
+                                False, transpose_a, transpose_b)
+    return torch.from_numpy(out)
+
+
+class _Linear(torch.autograd.Function):
+    """y = x W^T + b over 2-D x, forward and backward on the array."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+        return _product(x, weight, bias, transpose_b=True)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight = ctx.saved_tensors
+        dy = dy.contiguous()
+        dx = dw = db = None
+        if ctx.needs_input_grad[1]:
+            dw = _product(dy, x, transpose_a=True)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            ones = torch.ones(1, dy.shape[0], dtype=torch.float32)
+            db = _product(ones, dy).reshape(-1)
+        if ctx.needs_input_grad[0]:
+            dx = _product(dy, weight)
+        return dx, dw, db
+
+
+class _Matmul(torch.autograd.Function):
+    """c = a b over 2-D operands: dA = dC B^T, dB = A^T dC."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _product(a, b)
+
+    @staticmethod
+    def backward(ctx, dc):
+        a, b = ctx.saved_tensors
+        dc = dc.contiguous()
+        da = _product(dc, b, transpose_b=True) if ctx.needs_input_grad[0] else None
+        db = _product(a, dc, transpose_a=True) if ctx.needs_input_grad[1] else None
+        return da, db
+
+
+def _on_array(*tensors):
+    """Whether the array can take these operands: float32 host tensors with
+    no empty dimension (anything else stays with PyTorch)."""
+    return all(t is not None and isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.device.type == "cpu"
+               and t.numel() > 0 for t in tensors)
+
+
+def linear(x, weight, bias=None):
+    """F.linear on the array: x [..., in], weight [out, in], bias [out]."""
+    if not _on_array(x, weight) or (bias is not None and not _on_array(bias)) or x.dim() < 1 or weight.dim() != 2:
+        return F.linear(x, weight, bias)
+    rows = x.reshape(-1, x.shape[-1])
+    y = _Linear.apply(rows, weight, bias)
+    return y.reshape(*x.shape[:-1], weight.shape[0])
+
+
+def matmul(a, b):
+    """torch.matmul on the array for 2-D @ 2-D, N-D @ 2-D and batched 3-D @
+    3-D operands of the same batch; other shapes (vectors, broadcast
+    batches) stay with PyTorch."""
+    if not _on_array(a, b) or a.dim() < 2 or b.dim() < 2:
+        return torch.matmul(a, b)
+    if b.dim() == 2:
+        rows = a.reshape(-1, a.shape[-1])
+        return _Matmul.apply(rows, b).reshape(*a.shape[:-1], b.shape[-1])
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0]:
+        return torch.stack([_Matmul.apply(a[i], b[i]) for i in range(a.shape[0])])
+    return torch.matmul(a, b)
+
+
+def _pair(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """F.conv2d lowered as the C++ runtime lowers it: the patches (im2col,
+    here F.unfold, K ordered channel, row, column) times the filters as a
+    product on the array; the patch gather and its gradient (col2im) stay on
+    the host. Grouped and string-padded convolutions stay with PyTorch."""
+    if (groups != 1 or isinstance(padding, str) or not _on_array(x, weight) or x.dim() != 4
+            or (bias is not None and not _on_array(bias))):
+        return F.conv2d(x, weight, bias, stride, padding, dilation, groups)
+    n, _, height, width = x.shape
+    filters, _, kh, kw = weight.shape
+    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
+    out_h = (height + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    out_w = (width + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    patches = F.unfold(x, (kh, kw), dilation=dilation, padding=padding, stride=stride)  # [N, C*kh*kw, L]
+    rows = patches.transpose(1, 2).reshape(n * out_h * out_w, -1)
+    y = _Linear.apply(rows, weight.reshape(filters, -1), bias)  # [N*L, filters]
+    return y.reshape(n, out_h * out_w, filters).transpose(1, 2).reshape(n, filters, out_h, out_w)
+
+
+class _ArrayMode(TorchFunctionMode):
+    """While active, the products of every torch call go to the array."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        handler = _HANDLERS.get(func)
+        if handler is not None:
+            return handler(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
+def _tensor_matmul(a, b):
+    return matmul(a, b)
+
+
+_HANDLERS = {
+    F.linear: linear,
+    F.conv2d: conv2d,
+    torch.matmul: matmul,
+    torch.Tensor.matmul: _tensor_matmul,
+    torch.Tensor.__matmul__: _tensor_matmul,
+    torch.bmm: matmul,
+    torch.Tensor.bmm: _tensor_matmul,
+}
+
+
+def accelerate(module):
+    """Runs `module`'s products on the array from now on (its forward and,
+    through autograd, its backward), in place; returns the module.
+
+    In a spawn()ed job the master's parameters and buffers are broadcast to
+    every replica first (torch_xla's broadcast_master_param), so that the
+    replicas start alike even if the script seeds them differently."""
+    if getattr(module, "_systole_accelerated", False):
+        return module
+    from systole.torch import replicas
+    replicas.broadcast_master_state(module)
+    forward = module.forward
+
+    @functools.wraps(forward)
+    def forward_on_array(*args, **kwargs):
+        with _ArrayMode():
+            return forward(*args, **kwargs)
+
+    module.forward = forward_on_array
+    module._systole_accelerated = True
+    return module

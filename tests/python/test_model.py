@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: Apache-2.0
+"""systole.Model: the library's fit from Python, with Python callbacks, on
+NumPy arrays, on the config's data and on a RecordDataset; the same bits as
+accel_train on the same config; evaluate, predict, weights; errors."""
+
+import json
+import os
+import struct
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+import systole
+
+SEED = int(os.environ.get("SYSTOLE_TEST_SEED", "20261126"))
+print(f"seed {SEED} (SYSTOLE_TEST_SEED)")
+
+
+def clusters(rng, count, features=12, classes=3):
+    """Separable clusters: class c around a random centre."""
+    centres = np.random.default_rng(1).standard_normal((classes, features)).astype(np.float32) * 3
+    y = rng.integers(0, classes, count)
+    x = centres[y] + rng.standard_normal((count, features)).astype(np.float32)
+    return x.astype(np.float32), y.astype(np.int64)
+
+
+CONFIG = {
+    "devices": 2, "array": "16x16",
+    "model": {"hidden": [16]},
+    "train": {"epochs": 3, "global_batch": 32, "optimizer": "adam", "learning_rate": 0.01},
+}
+
+
+class Recorder(systole.Callback):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def on_train_begin(self, logs):
+        self.calls.append(("train_begin",))
+
+    def on_epoch_end(self, epoch, logs):
+        self.calls.append(("epoch_end", epoch, dict(logs)))
+
+    def on_train_batch_end(self, batch, logs):
+        self.calls.append(("batch_end", batch))
+
+    def on_train_end(self, logs):
+        self.calls.append(("train_end",))
+
+
+class ModelTest(unittest.TestCase):
+    def setUp(self):
+        self.rng = np.random.default_rng(SEED)
+
+    def test_fit_on_numpy_with_a_python_callback(self):
+        x, y = clusters(self.rng, 640)
+        xv, yv = clusters(self.rng, 96)
+        model = systole.Model(CONFIG)
+        recorder = Recorder()
+        history = model.fit(x, y, validation_data=(xv, yv), callbacks=[recorder], verbose=0)
+        self.assertEqual(history.epoch, [0, 1, 2])
+        self.assertEqual(model.replicas, 2)
+        for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+            self.assertEqual(len(history.history[key]), 3, key)
+        self.assertGreater(history.history["val_accuracy"][-1], 0.9)
+        self.assertLess(history.history["loss"][-1], history.history["loss"][0])
+        batches = 640 // 32
+        self.assertEqual(recorder.calls[0], ("train_begin",))
+        self.assertEqual(recorder.calls[-1], ("train_end",))
+        self.assertEqual(sum(1 for c in recorder.calls if c[0] == "batch_end"), 3 * batches)
+        epoch_logs = [c[2] for c in recorder.calls if c[0] == "epoch_end"]
+        self.assertEqual([logs["val_accuracy"] for logs in epoch_logs], history.history["val_accuracy"])
+        self.assertIs(recorder.model, model)
+
+        results = model.evaluate(xv, yv)
+        self.assertAlmostEqual(results["accuracy"], history.history["val_accuracy"][-1], places=6)
+        logits = model.predict(xv)
+        self.assertEqual(logits.shape, (96, 3))
+        self.assertAlmostEqual(float(np.mean(logits.argmax(1) == yv)), results["accuracy"], places=6)
+        self.assertEqual(set(model.get_weights()), {"0.weight", "0.bias", "2.weight", "2.bias"})
+        self.assertEqual(model.get_weights()["0.weight"].shape, (16, 12))
+
+    def test_a_callback_stops_training(self):
+        class StopAfterFirst(systole.Callback):
+            def on_epoch_end(self, epoch, logs):
+                self.model.stop_training = True
+
+        x, y = clusters(self.rng, 320)
+        history = systole.Model(CONFIG).fit(x, y, epochs=5, callbacks=[StopAfterFirst()], verbose=0)
+        self.assertEqual(history.epoch, [0])
+        self.assertTrue(history.stopped_early)
+
+    def test_a_callbacks_exception_reaches_the_caller(self):
+        class Broken(systole.Callback):
+            def on_train_batch_end(self, batch, logs):
+                if batch == 2:
+                    raise KeyError("broken callback")
+
+        x, y = clusters(self.rng, 320)
+        model = systole.Model(CONFIG)
+        with self.assertRaisesRegex(KeyError, "broken callback"):
+            model.fit(x, y, callbacks=[Broken()], verbose=0)
+        model.fit(x, y, epochs=1, verbose=0)  # the model is still usable
+
+    def test_same_bits_as_accel_train(self):
+        """Python fit on the config's IDX data and accel_train on the same
+        config end with the same weights, bit for bit."""
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "data")
+            os.mkdir(data)
+            subprocess.run([os.environ["SYSTOLE_MAKE_IDX"], data, "640", "160"], check=True, stdout=subprocess.DEVNULL)
+            config = os.path.join(tmp, "small.yaml")
+            with open(config, "w") as f:
+                f.write(f"array: 16x16\ndevices: 2\nmodel: {{hidden: [32]}}\n"
+                        f"data: {{dir: {data}, validation_examples: 64}}\n"
+                        f"train: {{epochs: 2, global_batch: 32, learning_rate: 0.003}}\n"
+                        f"checkpoint: {{dir: {tmp}/ckpt}}\n")
+            subprocess.run([os.environ["SYSTOLE_ACCEL_TRAIN"], "--config", config], check=True,
+                           stdout=subprocess.DEVNULL)
+            model = systole.Model(config)
+            model.fit(verbose=0)
+            tool = read_safetensors(os.path.join(tmp, "ckpt", "checkpoint.safetensors"))
+            ours = model.get_weights()
+            for name, value in ours.items():
+                with self.subTest(name):
+                    self.assertTrue(np.array_equal(value.view(np.uint32), tool[name].view(np.uint32)))
+            test = model.evaluate()  # the config's test split
+            self.assertGreater(test["accuracy"], 0.5)
+
+    def test_fit_on_a_record_dataset(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            idx = os.path.join(tmp, "idx")
+            os.mkdir(idx)
+            subprocess.run([os.environ["SYSTOLE_MAKE_IDX"], idx, "640", "160"], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([os.environ["SYSTOLE_ACCEL_DATA"], "fashion-mnist", "--data-dir", idx, "--out",
+                            os.path.join(tmp, "fm"), "--shards", "3", "--validation-examples", "64"],
+                           check=True, stdout=subprocess.DEVNULL)
+            config = {
+                "array": "16x16", "devices": 2, "model": {"hidden": [32], "classes": 10},
+                "data": {"format": "tfrecord", "train": f"{tmp}/fm/train-*.tfrecord",
+                         "validation": f"{tmp}/fm/validation-*.tfrecord", "test": f"{tmp}/fm/test-*.tfrecord",
+                         "features": {"image": {"dtype": "float32", "shape": [28, 28, 1]},
+                                      "label": {"dtype": "int64"}},
+                         "inputs": ["image"], "shuffle_buffer": 100},
+                "train": {"epochs": 2, "global_batch": 32, "learning_rate": 0.003},
+            }
+            records = systole.RecordDataset(config)
+            self.assertEqual(len(records), 576 // 32)
+            batches = list(records)
+            self.assertEqual(len(batches), 18)
+            x, y = batches[0]
+            self.assertEqual((x.shape, y.shape, x.dtype), ((32, 28, 28, 1), (32,), np.float32))
+            self.assertTrue(np.all((y >= 0) & (y < 10) & (y == np.floor(y))))
+            second = list(records)  # the next epoch: the same examples, reshuffled
+            self.assertFalse(np.array_equal(second[0][1], batches[0][1]) and np.array_equal(second[0][0], x))
+            self.assertEqual(sorted(np.concatenate([b[1] for b in second])),
+                             sorted(np.concatenate([b[1] for b in batches])))
+            model = systole.Model(config)
+            history = model.fit(systole.RecordDataset(config), verbose=0)
+            self.assertEqual(len(history.history["val_loss"]), 2)
+            self.assertGreater(model.evaluate()["accuracy"], 0.3)
+
+    def test_bad_arguments_raise(self):
+        x, y = clusters(self.rng, 64)
+        model = systole.Model(CONFIG)
+        for error, pattern, call in [
+                (TypeError, "x: expected dtype float32, got float64", lambda: model.fit(x.astype(np.float64), y)),
+                (ValueError, r"y: expected \(64,\)", lambda: model.fit(x, y[:10])),
+                (TypeError, "y: expected integer class indices or float32, got bool",
+                 lambda: model.fit(x, y > 0)),
+                (ValueError, "x and y go together", lambda: model.fit(x)),
+                (ValueError, "epochs must be at least 1", lambda: model.fit(x, y, epochs=0)),
+                (ValueError, "epochs must be a whole number", lambda: model.fit(x, y, epochs=-1)),
+                (ValueError, "not built", lambda: model.predict(x)),
+                (ValueError, r"config: train.epochs", lambda: systole.Model({"train": {"epochs": "many"}})),
+                (ValueError, r"config: .*nonesuch", lambda: systole.Model({"nonesuch": 1})),
+                (ValueError, "cannot open", lambda: systole.Model("/nonexistent/config.yaml")),
+                (TypeError, "expected a config dict", lambda: systole.Model(42)),
+                (ValueError, "global_batch 32 is more than the 16 training examples",
+                 lambda: systole.Model(CONFIG).fit(x[:16], y[:16])),
+        ]:
+            with self.subTest(pattern):
+                with self.assertRaisesRegex(error, pattern):
+                    call()
+        model.fit(x, y, epochs=1, verbose=0)
+        with self.assertRaisesRegex(ValueError, r"examples of shape \[3, 4\], but the model was built for \[12\]"):
+            model.predict(x.reshape(64, 3, 4))
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        dtype = {"F32": "<f4", "I64": "<i8", "U64": "<u8"}[entry["dtype"]]
+        tensors[name] = np.frombuffer(data[begin:end], dtype=dtype).reshape(entry["shape"])
+    return tensors
+
+
+if __name__ == "__main__":
+    unittest.main()

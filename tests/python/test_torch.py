@@ -1,0 +1,271 @@
+# SPDX-License-Identifier: Apache-2.0
+"""systole.torch: the autograd functions' bits (against the contract's
+oracle and the C++ runtime), their gradients against finite differences,
+the error bound against PyTorch's fp32, accelerate() on a model, and a
+spawned 2-replica job against one process averaging in replica order."""
+
+import json
+import os
+import struct
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import oracle
+import spawn_job
+import systole
+import systole.torch as st
+
+SEED = int(os.environ.get("SYSTOLE_TEST_SEED", "20261126"))
+print(f"seed {SEED} (SYSTOLE_TEST_SEED)")
+ROWS = spawn_job.ROWS  # a 16x16 array, so that short K spans several tiles
+st.configure("sw_emu", array=(ROWS, ROWS), threads=1)
+
+
+def bits(t):
+    return t.detach().numpy().view(np.uint32)
+
+
+def same_bits(t, expected):
+    return tuple(t.shape) == tuple(expected.shape) and np.array_equal(bits(t), np.asarray(expected).view(np.uint32))
+
+
+def fp32_gemm_bound(a, b):
+    """|array - exact| <= this, per element of a @ b (hw/spec/NUMERICS.md,
+    "Error against exact arithmetic (a bound)"), plus PyTorch's own fp32 rounding of
+    the same sum, so that it bounds |array - torch fp32|."""
+    k = a.shape[1]
+    u_bf16, u_fp32 = 2.0**-8, 2.0**-24
+    gamma = lambda n: n * u_fp32 / (1 - n * u_fp32)  # noqa: E731
+    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    ours = (2 * u_bf16 + u_bf16**2) + gamma(k + 1) * (1 + u_bf16)**2
+    return (ours + gamma(k)) * magnitude
+
+
+class AutogradTest(unittest.TestCase):
+    def setUp(self):
+        self.generator = torch.Generator().manual_seed(SEED)
+
+    def randn(self, *shape):
+        return torch.randn(*shape, generator=self.generator)
+
+    def test_linear_forward_and_backward_bits(self):
+        for batch, inputs, units in [(7, 33, 5), (40, 16, 17), (3, 70, 1)]:
+            with self.subTest(batch=batch, inputs=inputs, units=units):
+                x = self.randn(batch, inputs).requires_grad_()
+                w = self.randn(units, inputs).requires_grad_()
+                b = self.randn(units).requires_grad_()
+                y = st.linear(x, w, b)
+                dy = self.randn(batch, units)
+                y.backward(dy)
+                xn, wn, dyn = x.detach().numpy(), w.detach().numpy(), dy.numpy()
+                self.assertTrue(same_bits(y, oracle.gemm(xn, wn.T, ROWS, b.detach().numpy())))
+                self.assertTrue(same_bits(w.grad, oracle.gemm(dyn.T, xn, ROWS)))
+                self.assertTrue(same_bits(b.grad, oracle.gemm(np.ones((1, batch), np.float32), dyn, ROWS)[0]))
+                self.assertTrue(same_bits(x.grad, oracle.gemm(dyn, wn, ROWS)))
+
+    def test_linear_forward_equals_the_cpp_runtime(self):
+        """An accelerated nn.Linear and the C++ runtime's dense layer (systole.
+        Model, the same weights through a safetensors file) give the same bits."""
+        layer = nn.Linear(45, 11)
+        x = self.randn(19, 45)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "dense.safetensors")
+            write_safetensors(path, {"0.weight": layer.weight, "0.bias": layer.bias})
+            model = systole.Model({"backend": "sw_emu", "devices": 1, "array": f"{ROWS}x{ROWS}",
+                                   "model": {"layers": [{"type": "dense", "units": 11}], "classes": 11}})
+            model.evaluate(x.numpy(), np.zeros(19, np.int64))  # builds it for 45 inputs
+            model.load_weights(path)
+            expected = model.predict(x.numpy())
+        accelerated = st.accelerate(layer)
+        self.assertTrue(same_bits(accelerated(x), expected))
+
+    def test_gradients_against_finite_differences(self):
+        """The array's dW, db and dx of loss = sum(r * linear(x)) against
+        central differences of the exact (fp64) loss, within the bound."""
+        x = self.randn(6, 21)
+        w = self.randn(4, 21)
+        b = self.randn(4)
+        r = self.randn(6, 4)
+        xs, ws, bs = (t.clone().requires_grad_() for t in (x, w, b))
+        (st.linear(xs, ws, bs) * r).sum().backward()
+
+        def loss(x64, w64, b64):
+            return float(((x64 @ w64.T + b64) * r.double()).sum())
+
+        def central(which, tensor):
+            grad = np.zeros(tensor.shape)
+            h = 1e-6
+            for index in np.ndindex(*tensor.shape):
+                args = [x.double(), w.double(), b.double()]
+                plus, minus = args[which].clone(), args[which].clone()
+                plus[index] += h
+                minus[index] -= h
+                grad[index] = (loss(*[plus if i == which else a for i, a in enumerate(args)]) -
+                               loss(*[minus if i == which else a for i, a in enumerate(args)])) / (2 * h)
+            return grad
+
+        for name, which, got, bound in [
+                ("dx", 0, xs.grad, fp32_gemm_bound(r.numpy(), w.numpy())),
+                ("dw", 1, ws.grad, fp32_gemm_bound(r.numpy().T, x.numpy())),
+                ("db", 2, bs.grad, fp32_gemm_bound(np.ones((1, 6), np.float32), r.numpy())[0])]:
+            with self.subTest(name):
+                error = np.abs(got.numpy() - central(which, [x, w, b][which]))
+                self.assertTrue(np.all(error <= bound + 1e-6), f"{name}: worst {error.max()} vs bound {bound.max()}")
+                self.assertGreater(np.abs(got.numpy()).max(), 0.1)
+
+    def test_within_the_error_bound_of_torch_fp32(self):
+        for m, k, n in [(33, 1000, 17), (8, 4099, 3)]:
+            a, b = self.randn(m, k), self.randn(k, n)
+            got = st.matmul(a, b).numpy().astype(np.float64)
+            torch_fp32 = (a @ b).numpy().astype(np.float64)
+            bound = fp32_gemm_bound(a.numpy(), b.numpy())
+            with self.subTest(m=m, k=k, n=n):
+                self.assertTrue(np.all(np.abs(got - torch_fp32) <= bound))
+                self.assertFalse(np.array_equal(got, torch_fp32), "bf16 operands should differ from fp32")
+
+    def test_matmul_and_bmm_backward_bits(self):
+        a = self.randn(3, 9, 20).requires_grad_()
+        b = self.randn(3, 20, 6).requires_grad_()
+        c = st.matmul(a, b)
+        dc = self.randn(3, 9, 6)
+        c.backward(dc)
+        for i in range(3):
+            an, bn, dcn = a[i].detach().numpy(), b[i].detach().numpy(), dc[i].numpy()
+            self.assertTrue(same_bits(c[i], oracle.gemm(an, bn, ROWS)))
+            self.assertTrue(same_bits(a.grad[i], oracle.gemm(dcn, bn.T, ROWS)))
+            self.assertTrue(same_bits(b.grad[i], oracle.gemm(an.T, dcn, ROWS)))
+
+
+class Mixed(nn.Module):
+    """Convolution, pooling, linear layers and a matmul in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 5, 3, padding=1, stride=2)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(5 * 2 * 2, 7)
+        self.mix = nn.Parameter(torch.randn(7, 7))
+
+    def forward(self, x):
+        h = self.pool(F.relu(self.conv(x))).flatten(1)
+        return torch.matmul(self.fc(h), self.mix) + (h @ torch.ones(20, 1))
+
+
+class AccelerateTest(unittest.TestCase):
+    def test_model_runs_its_products_on_the_array(self):
+        torch.manual_seed(SEED)
+        plain = Mixed()
+        accelerated = Mixed()
+        accelerated.load_state_dict(plain.state_dict())
+        st.accelerate(accelerated)
+        x = torch.randn(6, 2, 9, 9)
+        before = st.array_device().counters()["launches"]
+        y = accelerated(x)
+        forward = st.array_device().counters()["launches"] - before
+        y.square().sum().backward()
+        backward = st.array_device().counters()["launches"] - before - forward
+        # Forward: conv, fc, matmul and @. Backward: conv's dW and db (its
+        # input needs none), fc's dW, db and dx, the matmul's dA and dB, and
+        # the dA of @ (ones need none).
+        self.assertEqual(forward, 4)
+        self.assertEqual(backward, 8)
+        y_plain = plain(x)
+        y_plain.square().sum().backward()
+        # bf16 operands: close to fp32, not equal. The outputs within 2 %
+        # (relative norm); the gradients, after three more rounded products
+        # and sums that cancel, point the same way (cosine above 0.99).
+        self.assertLess(((y - y_plain).norm() / y_plain.norm()).item(), 0.02)
+        for (name, p), q in zip(accelerated.named_parameters(), plain.parameters()):
+            with self.subTest(name):
+                self.assertGreater(F.cosine_similarity(p.grad.flatten(), q.grad.flatten(), dim=0).item(), 0.99)
+                self.assertFalse(torch.equal(p.grad, q.grad))
+        self.assertEqual(list(accelerated.state_dict()), list(plain.state_dict()))
+
+    def test_conv2d_is_the_patch_product(self):
+        x = torch.randn(2, 3, 7, 6)
+        conv = st.accelerate(nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2)))
+        y = conv(x)
+        patches = F.unfold(x, (3, 2), dilation=(1, 2), padding=(1, 0), stride=(2, 1))
+        rows = patches.transpose(1, 2).reshape(-1, 3 * 3 * 2).numpy()
+        expected = oracle.gemm(rows, conv.weight.detach().reshape(4, -1).numpy().T, ROWS, conv.bias.detach().numpy())
+        self.assertEqual(tuple(y.shape), tuple(F.conv2d(x, conv.weight, conv.bias, (2, 1), (1, 0), (1, 2)).shape))
+        self.assertTrue(same_bits(y.permute(0, 2, 3, 1).reshape(-1, 4).contiguous(), expected))
+
+    def test_other_dtypes_stay_with_pytorch(self):
+        layer = st.accelerate(nn.Linear(4, 3).double())
+        x = torch.randn(2, 4, dtype=torch.float64)
+        before = st.array_device().counters()["launches"]
+        self.assertTrue(torch.equal(layer(x), F.linear(x, layer.weight, layer.bias)))
+        self.assertEqual(st.array_device().counters()["launches"], before)
+
+
+class ReplicaTest(unittest.TestCase):
+    def test_spawned_replicas_equal_one_process_in_replica_order(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = []
+            for run in range(2):
+                path = os.path.join(tmp, f"run{run}.pt")
+                st.spawn(spawn_job.train, args=(path,), nprocs=2)
+                runs.append(torch.load(path))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // 2))  # as each replica had
+        expected = spawn_job.reference(2)
+        self.assertEqual(list(runs[0]), list(expected))
+        for name in expected:
+            with self.subTest(name):
+                self.assertTrue(np.array_equal(bits(runs[0][name]), bits(expected[name])), "spawn vs one process")
+                self.assertTrue(np.array_equal(bits(runs[0][name]), bits(runs[1][name])), "two runs")
+
+    def test_names_outside_a_job(self):
+        self.assertEqual(st.xrt_world_size(), 1)
+        self.assertEqual(st.get_ordinal(), 0)
+        self.assertTrue(st.is_master_ordinal())
+        self.assertEqual(st.xla_device(), torch.device("cpu"))
+        self.assertEqual(st.devices(3), [0, 1, 2])
+        self.assertEqual(st.devices([2, 0]), [2, 0])
+        self.assertEqual(len(st.devices("auto")), os.cpu_count())
+
+    def test_bad_arguments_raise(self):
+        st.array_device()  # opened: configure comes too late now
+        for error, pattern, call in [
+                (ValueError, "nprocs must be a count >= 1, got 0", lambda: st.spawn(print, nprocs=0)),
+                (ValueError, "a count must be at least 1, got 0", lambda: st.devices(0)),
+                (ValueError, "listed twice", lambda: st.devices([1, 1])),
+                (TypeError, "expected 'auto'", lambda: st.devices("all")),
+                (RuntimeError, "already open", lambda: st.configure("sw_emu"))]:
+            with self.subTest(pattern):
+                with self.assertRaisesRegex(error, pattern):
+                    call()
+
+    def test_save_is_atomic_and_loadable(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.pt")
+            st.save({"w": torch.arange(5.0)}, path)
+            self.assertEqual(os.listdir(tmp), ["m.pt"])
+            self.assertTrue(torch.equal(torch.load(path)["w"], torch.arange(5.0)))
+            with self.assertRaises(Exception):
+                st.save({"f": lambda: 0}, path)  # cannot be pickled
+            self.assertEqual(os.listdir(tmp), ["m.pt"])  # the old file stays, no temporary left
+            self.assertTrue(torch.equal(torch.load(path)["w"], torch.arange(5.0)))
+
+
+def write_safetensors(path, tensors):
+    """A safetensors file of float32 tensors (the format is a JSON header
+    and the raw little-endian data)."""
+    header, data, offset = {}, b"", 0
+    for name, tensor in tensors.items():
+        raw = tensor.detach().contiguous().numpy().astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(tensor.shape), "data_offsets": [offset, offset + len(raw)]}
+        data += raw
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+if __name__ == "__main__":
+    unittest.main()
