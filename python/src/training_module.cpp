@@ -171,6 +171,16 @@ Dataset numpy_dataset(const py::handle& x_object, const py::handle& y_object, ui
   return data;
 }
 
+// A config from a YAML file (`text` its path) or a document in memory,
+// then `overrides` (a JSON document of the same keys; empty: none) on top.
+TrainConfig read_config(const std::string& text, const std::string& source, bool is_file,
+                        const std::string& overrides) {
+  TrainConfig config;
+  throw_if_error(is_file ? load_train_config(text, config) : parse_train_config(text, source, config));
+  if (!overrides.empty()) throw_if_error(parse_train_config(overrides, "overrides", config));
+  return config;
+}
+
 // The config's training data (data.format tfrecord: the input pipeline;
 // idx: the training split) as batches of NumPy arrays, one epoch per
 // iteration: for x, y in systole.RecordDataset(config).
@@ -228,16 +238,8 @@ class PyModel {
     throw_if_error(validate_train_config(config_));
   }
 
-  static std::shared_ptr<PyModel> from_file(const std::string& path) {
-    TrainConfig config;
-    throw_if_error(load_train_config(path, config));
-    return std::make_shared<PyModel>(config);
-  }
-  static std::shared_ptr<PyModel> from_text(const std::string& text, const std::string& source) {
-    TrainConfig config;
-    throw_if_error(parse_train_config(text, source, config));
-    return std::make_shared<PyModel>(config);
-  }
+  explicit PyModel(const std::string& text, const std::string& source, bool is_file, const std::string& overrides)
+      : PyModel(read_config(text, source, is_file, overrides)) {}
 
   py::dict fit(const py::object& self, const py::object& x, const py::object& y, uint32_t epochs,
                uint32_t initial_epoch, uint64_t steps_per_epoch, const py::object& validation, const py::list& callbacks,
@@ -435,18 +437,15 @@ class PyModel {
 
 void bind_training(py::module_& m) {
   py::class_<PyRecordDataset, std::shared_ptr<PyRecordDataset>>(m, "_RecordDataset")
-      .def(py::init([](const std::string& text, const std::string& source, bool is_file) {
-        TrainConfig config;
-        throw_if_error(is_file ? load_train_config(text, config) : parse_train_config(text, source, config));
-        return std::make_shared<PyRecordDataset>(config);
+      .def(py::init([](const std::string& text, const std::string& source, bool is_file, const std::string& overrides) {
+        return std::make_shared<PyRecordDataset>(read_config(text, source, is_file, overrides));
       }))
       .def("start", &PyRecordDataset::start, py::arg("epoch"))
       .def("next", &PyRecordDataset::next)
       .def_property_readonly("batches", &PyRecordDataset::batches);
 
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "_Model")
-      .def_static("from_file", &PyModel::from_file, py::arg("path"))
-      .def_static("from_text", &PyModel::from_text, py::arg("text"), py::arg("source"))
+      .def(py::init<const std::string&, const std::string&, bool, const std::string&>())
       .def("fit", &PyModel::fit, py::arg("self_object"), py::arg("x"), py::arg("y"), py::arg("epochs"),
            py::arg("initial_epoch"), py::arg("steps_per_epoch"), py::arg("validation_data"), py::arg("callbacks"),
            py::arg("verbose"))

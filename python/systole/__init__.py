@@ -87,16 +87,20 @@ class History:
         return f"History(epochs={len(self.epoch)}, logs={sorted(self.history)})"
 
 
-def _config_source(config, what):
-    """(text, source, is_file) for the C++ config reader: a YAML file's
-    path, or a dict given as JSON (JSON is YAML, so the schema reads a dict
-    as it reads a file, and its errors name the keys)."""
+def _config_source(config, overrides, what):
+    """(text, source, is_file, overrides) for the C++ config reader: a YAML
+    file's path or a dict, and a dict of keys to set on top. A dict goes as
+    JSON: JSON is YAML, so the schema reads it as it reads a file, and its
+    errors name the keys."""
     if config is None:
         config = {}
+    if overrides is not None and not isinstance(overrides, dict):
+        raise TypeError(f"{what}: overrides must be a dict, got {type(overrides).__name__}")
+    extra = json.dumps(overrides) if overrides else ""
     if isinstance(config, (str, os.PathLike)):
-        return os.fspath(config), "", True
+        return os.fspath(config), "", True, extra
     if isinstance(config, dict):
-        return json.dumps(config), "config", False
+        return json.dumps(config), "config", False, extra
     raise TypeError(f"{what}: expected a config dict or a YAML file's path, got {type(config).__name__}")
 
 
@@ -106,8 +110,8 @@ class RecordDataset:
     training split; global batches, shuffled per epoch with the config's
     seed. Each iteration is the next epoch. model.fit(dataset) trains on it."""
 
-    def __init__(self, config):
-        self._data = _RecordDataset(*_config_source(config, "RecordDataset"))
+    def __init__(self, config, overrides=None):
+        self._data = _RecordDataset(*_config_source(config, overrides, "RecordDataset"))
         self._epoch = 0
 
     def __len__(self):
@@ -129,14 +133,14 @@ class Model:
     checkpoints as accel_train, on the device the config names.
 
     config: a path to a YAML file, or a dict with the same keys
-    ({"model": {"layers": [...]}, "train": {"epochs": 3}, ...}).
+    ({"model": {"layers": [...]}, "train": {"epochs": 3}, ...});
+    overrides: a dict of keys set on top of it ({"devices": 2}).
     The model is built on the first fit, evaluate or predict, for the
     shape of the data it is given.
     """
 
-    def __init__(self, config=None):
-        text, source, is_file = _config_source(config, "Model")
-        self._model = _Model.from_file(text) if is_file else _Model.from_text(text, source)
+    def __init__(self, config=None, overrides=None):
+        self._model = _Model(*_config_source(config, overrides, "Model"))
         self.stop_training = False
 
     def _attach(self, callbacks, params):

@@ -80,6 +80,13 @@ class MatmulTest(unittest.TestCase):
                 with self.subTest(m=m, k=k, n=n):
                     self.assertTrue(same_bits(device.matmul(a, b), np.load(out)))
 
+    def test_hw_emu_runs_the_rtl(self):
+        device = systole.Device("hw_emu", array=(4, 4))
+        self.assertEqual(device.info["name"], "hw_emu[0] 4x4 rtl")
+        a, b = self.operands(7, 13, 5)
+        bias = self.rng.standard_normal(5, dtype=np.float32)
+        self.assertTrue(same_bits(device.matmul(a, b, bias=bias), oracle.gemm(a, b, 4, bias)))
+
     def test_module_matmul_uses_the_default_device(self):
         a, b = self.operands(9, 130, 4)
         self.assertTrue(same_bits(systole.matmul(a, b), oracle.gemm(a, b, 128)))
@@ -130,6 +137,9 @@ class MatmulTest(unittest.TestCase):
             (ValueError, "units: expected at least 1", lambda: systole.Device(units=0)),
             (TypeError, "", lambda: systole.Device(units=-1)),
             (ValueError, "board", lambda: systole.Device("perf", board="nonesuch")),
+            (ValueError, r"hw_emu has no 5x5 build \(built: 4x4", lambda: systole.Device("hw_emu", array=(5, 5))),
+            (RuntimeError, "/nonexistent/tty: cannot open the board's serial port",
+             lambda: systole.Device("uart", port="/nonexistent/tty")),
             (ValueError, "launch_timeout", lambda: systole.Device(launch_timeout=0)),
             (TypeError, "set_default_device", lambda: systole.set_default_device("sw_emu")),
         ]

@@ -63,6 +63,7 @@ class ModelTest(unittest.TestCase):
         history = model.fit(x, y, validation_data=(xv, yv), callbacks=[recorder], verbose=0)
         self.assertEqual(history.epoch, [0, 1, 2])
         self.assertEqual(model.replicas, 2)
+        self.assertEqual(systole.Model(CONFIG, {"devices": 1}).config_yaml().count("devices: 1"), 1)
         for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
             self.assertEqual(len(history.history[key]), 3, key)
         self.assertGreater(history.history["val_accuracy"][-1], 0.9)
@@ -179,6 +180,8 @@ class ModelTest(unittest.TestCase):
                 (ValueError, r"config: .*nonesuch", lambda: systole.Model({"nonesuch": 1})),
                 (ValueError, "cannot open", lambda: systole.Model("/nonexistent/config.yaml")),
                 (TypeError, "expected a config dict", lambda: systole.Model(42)),
+                (ValueError, r"overrides: train.global_batch", lambda: systole.Model(CONFIG, {"train": {"global_batch": -3}})),
+                (TypeError, "overrides must be a dict", lambda: systole.Model(CONFIG, "devices: 2")),
                 (ValueError, "global_batch 32 is more than the 16 training examples",
                  lambda: systole.Model(CONFIG).fit(x[:16], y[:16])),
         ]:

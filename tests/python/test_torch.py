@@ -2,7 +2,8 @@
 """systole.torch: the autograd functions' bits (against the contract's
 oracle and the C++ runtime), their gradients against finite differences,
 the error bound against PyTorch's fp32, accelerate() on a model, and a
-spawned 2-replica job against one process averaging in replica order."""
+spawned job of SYSTOLE_TEST_REPLICAS replicas (2) against one process
+averaging in replica order."""
 
 import json
 import os
@@ -196,6 +197,18 @@ class AccelerateTest(unittest.TestCase):
         self.assertEqual(tuple(y.shape), tuple(F.conv2d(x, conv.weight, conv.bias, (2, 1), (1, 0), (1, 2)).shape))
         self.assertTrue(same_bits(y.permute(0, 2, 3, 1).reshape(-1, 4).contiguous(), expected))
 
+    def test_a_copy_stays_accelerated_on_its_own_parameters(self):
+        layer = st.accelerate(nn.Linear(6, 3))
+        copy = __import__("copy").deepcopy(layer)
+        with torch.no_grad():
+            copy.weight.mul_(2)
+        x = torch.randn(4, 6)
+        before = st.array_device().counters()["launches"]
+        self.assertTrue(same_bits(copy(x), oracle.gemm(x.numpy(), copy.weight.detach().numpy().T, ROWS,
+                                                       copy.bias.detach().numpy())))
+        self.assertEqual(st.array_device().counters()["launches"], before + 1)
+        self.assertFalse(torch.equal(copy(x), layer(x)))
+
     def test_other_dtypes_stay_with_pytorch(self):
         layer = st.accelerate(nn.Linear(4, 3).double())
         x = torch.randn(2, 4, dtype=torch.float64)
@@ -204,16 +217,19 @@ class AccelerateTest(unittest.TestCase):
         self.assertEqual(st.array_device().counters()["launches"], before)
 
 
+REPLICAS = int(os.environ.get("SYSTOLE_TEST_REPLICAS", "2"))  # the slow label runs 8
+
+
 class ReplicaTest(unittest.TestCase):
     def test_spawned_replicas_equal_one_process_in_replica_order(self):
         with tempfile.TemporaryDirectory() as tmp:
             runs = []
             for run in range(2):
                 path = os.path.join(tmp, f"run{run}.pt")
-                st.spawn(spawn_job.train, args=(path,), nprocs=2)
+                st.spawn(spawn_job.train, args=(path,), nprocs=REPLICAS)
                 runs.append(torch.load(path))
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // 2))  # as each replica had
-        expected = spawn_job.reference(2)
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // REPLICAS))  # as each replica had
+        expected = spawn_job.reference(REPLICAS)
         self.assertEqual(list(runs[0]), list(expected))
         for name in expected:
             with self.subTest(name):

@@ -188,9 +188,15 @@ _HANDLERS = {
 }
 
 
+def _forward_on_array(module, *args, **kwargs):
+    with _ArrayMode():
+        return type(module).forward(module, *args, **kwargs)
+
+
 def accelerate(module):
     """Runs `module`'s products on the array from now on (its forward and,
-    through autograd, its backward), in place; returns the module.
+    through autograd, its backward), in place; returns the module. A copy
+    of the module (copy.deepcopy, pickling) stays accelerated.
 
     In a spawn()ed job the master's parameters and buffers are broadcast to
     every replica first (torch_xla's broadcast_master_param), so that the
@@ -199,13 +205,8 @@ def accelerate(module):
         return module
     from systole.torch import replicas
     replicas.broadcast_master_state(module)
-    forward = module.forward
-
-    @functools.wraps(forward)
-    def forward_on_array(*args, **kwargs):
-        with _ArrayMode():
-            return forward(*args, **kwargs)
-
-    module.forward = forward_on_array
+    # A partial of the module rather than a closure over its bound forward:
+    # deepcopy then binds the copy to the copied module.
+    module.forward = functools.partial(_forward_on_array, module)
     module._systole_accelerated = True
     return module

@@ -3,10 +3,9 @@
 
 One process per replica, as torch_xla runs one per device; the processes
 talk through torch.distributed's gloo backend. Gradients are averaged in a
-fixed replica order: every process gathers every replica's gradients, adds
-them in the order 0, 1, ..., N-1 and multiplies by 1/N (torch_xla's scale),
-so each process computes the same bits, and they are the bits one process
-computing the N replicas' gradients would get.
+fixed replica order: added in the order 0, 1, ..., N-1 and multiplied by
+1/N (torch_xla's scale), so every process gets the same bits, and they are
+the bits one process computing the N replicas' gradients would get.
 """
 
 import os
@@ -94,21 +93,47 @@ def _gradients(optimizer):
     return [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
 
 
+def _ordered_sum(flat, chunks=8):
+    """The replicas' `flat` tensors summed in replica order,
+    ((g_0 + g_1) + g_2) + ... + g_{N-1}, on the last replica: a chain in
+    which replica r receives the running sum of replicas 0..r-1, adds its
+    own and passes it on. The tensor goes in `chunks` pieces, so that the
+    replicas work as a pipeline. These are the bits of gathering every
+    replica's tensor and adding them in order, for one tensor's transfer per
+    replica instead of N."""
+    rank, count = get_ordinal(), world_size()
+    total = flat.clone()
+    size = -(-flat.numel() // chunks)
+    sends = []
+    for begin in range(0, flat.numel(), size):
+        piece = slice(begin, min(flat.numel(), begin + size))
+        if rank > 0:
+            received = torch.empty(piece.stop - piece.start, dtype=flat.dtype)
+            dist.recv(received, rank - 1)
+            total[piece] = received.add_(flat[piece])
+        if rank < count - 1:
+            outgoing = total[piece].clone()
+            sends.append((dist.isend(outgoing, rank + 1), outgoing))
+    for request, _ in sends:
+        request.wait()
+    return total
+
+
 def reduce_gradients(optimizer):
-    """Replaces every gradient the optimizer holds by the replicas' mean:
-    gathered, added in replica order, scaled by 1/N."""
+    """Replaces every gradient the optimizer holds by the replicas' mean,
+    the same on every replica: added in replica order 0, 1, ..., N-1 (the
+    bits of gathering them all and adding in order), then multiplied by 1/N
+    as torch_xla scales its sum."""
     count = world_size()
     if count == 1:
         return
     grads = _gradients(optimizer)
     if not grads:
         return
-    flat = torch.cat([g.reshape(-1) for g in grads])
-    gathered = all_gather(flat)
-    total = gathered[0].clone()
-    for replica in range(1, count):
-        total.add_(gathered[replica])
-    total.mul_(1.0 / count)
+    total = _ordered_sum(torch.cat([g.reshape(-1) for g in grads]))
+    if get_ordinal() == count - 1:
+        total.mul_(1.0 / count)
+    dist.broadcast(total, count - 1)
     offset = 0
     for g in grads:
         g.copy_(total[offset:offset + g.numel()].view_as(g))
