@@ -257,7 +257,12 @@ struct RecordPipeline::Epoch {
       batches.notify_all();
       return true;
     };
+    // skip_corrupt: the epoch's first rows (a batch of them), which stand
+    // in for skipped records at its end, so that the epoch still has its
+    // planned batches (every shard of a job the same number).
+    std::vector<Row> stand_ins;
     auto add = [&](Row&& row) {
+      if (options.skip_corrupt && stand_ins.size() < options.batch_size) stand_ins.push_back(row);
       batch.images.insert(batch.images.end(), row.begin(), row.begin() + values);
       batch.labels.insert(batch.labels.end(), row.begin() + values, row.end());
       batch.label_width = pipeline.label_width_;
@@ -302,6 +307,8 @@ struct RecordPipeline::Epoch {
       buffer.pop_back();
       if (!add(std::move(out))) return finish(ok_status());
     }
+    for (std::size_t i = 0; skipped > 0 && emitted < pipeline.batches_ && !stand_ins.empty(); ++i)
+      if (!add(Row(stand_ins[i % stand_ins.size()]))) return finish(ok_status());
     if (batch.size > 0 && !options.drop_remainder && emitted < pipeline.batches_) {
       ++emitted;
       if (!deliver(std::move(batch))) return finish(ok_status());

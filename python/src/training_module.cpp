@@ -23,6 +23,7 @@
 #include "run_callbacks.h"
 #include "run_data.h"
 #include "run_device.h"
+#include "systole/checkpoint.h"
 #include "systole/fit.h"
 #include "systole/training_checkpoint.h"
 #include "config_schema.h"
@@ -163,7 +164,8 @@ Dataset numpy_dataset(const py::handle& x_object, const py::handle& y_object, ui
     if (std::fabs(v) > double(1 << 24) && (kind == 'i' || kind == 'u'))
       throw py::value_error("y: label " + std::to_string(i) + " (" + std::to_string(int64_t(v)) +
                             ") is not exact in float32 (at most 2^24)");
-    indices = indices && v >= 0 && v == std::floor(v);
+    // Class indices, as far as the number of classes can be read from them.
+    indices = indices && v >= 0 && v < double(1 << 24) && v == std::floor(v);
     largest = std::max(largest, v);
     data.labels[i] = float(v);
   }
@@ -411,7 +413,7 @@ class PyModel {
       auto opened = open_device(config_, array, nullptr);
       if (!opened.ok()) return opened.status();
       device_ = opened->device;
-      return Trainer::create(opened->device, opened->units, settings, nullptr);
+      return make_trainer(config_, *opened, settings, nullptr);
     });
     trainer_ = value_or_throw(std::move(trainer));
     shape_ = data.shape;
@@ -436,6 +438,42 @@ class PyModel {
 }  // namespace
 
 void bind_training(py::module_& m) {
+  m.def(
+      "save_safetensors",
+      [](const std::string& path, const py::dict& tensors) {
+        Checkpoint checkpoint;
+        for (const auto& [key, value] : tensors) {
+          const std::string name = py::str(key);
+          if (!py::isinstance<py::array>(value) ||
+              !py::reinterpret_borrow<py::array>(value).dtype().is(py::dtype::of<float>()))
+            throw py::type_error("save_safetensors: '" + name + "': expected a float32 numpy.ndarray, got " +
+                                 std::string(py::str(py::type::of(value).attr("__name__"))));
+          auto array = py::array_t<float, py::array::c_style>::ensure(value);
+          Tensor tensor;
+          tensor.name = name;
+          for (py::ssize_t d = 0; d < array.ndim(); ++d) tensor.shape.push_back(uint64_t(array.shape(d)));
+          tensor.values.assign(array.data(), array.data() + array.size());
+          checkpoint.tensors.push_back(std::move(tensor));
+        }
+        throw_if_error(without_gil([&] { return write_safetensors(path, checkpoint); }));
+      },
+      py::arg("path"), py::arg("tensors"),
+      "Writes float32 arrays by name as a safetensors file, atomically (the format of Systole's checkpoints).");
+  m.def(
+      "load_safetensors",
+      [](const std::string& path) {
+        Checkpoint checkpoint = value_or_throw(without_gil([&] { return read_safetensors(path); }));
+        py::dict tensors;
+        for (const Tensor& tensor : checkpoint.tensors) {
+          std::vector<py::ssize_t> shape(tensor.shape.begin(), tensor.shape.end());
+          py::array_t<float> array(shape);
+          std::copy(tensor.values.begin(), tensor.values.end(), array.mutable_data());
+          tensors[py::str(tensor.name)] = array;
+        }
+        return tensors;
+      },
+      py::arg("path"), "Reads a safetensors file (checked as the library checks checkpoints) into float32 arrays.");
+
   py::class_<PyRecordDataset, std::shared_ptr<PyRecordDataset>>(m, "_RecordDataset")
       .def(py::init([](const std::string& text, const std::string& source, bool is_file, const std::string& overrides) {
         return std::make_shared<PyRecordDataset>(read_config(text, source, is_file, overrides));

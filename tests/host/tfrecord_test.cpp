@@ -511,10 +511,42 @@ TEST_F(Pipelines, CorruptRecordsAreNamedOrSkippedOnRequest) {
             0u)
       << error;
   options.skip_corrupt = true;
+  options.shuffle_buffer = 0;  // records in interleave order
   const Drained skipping = drain(options);
   EXPECT_EQ(skipping.error, "");
-  EXPECT_EQ(skipping.values.size(), 16u);  // 19 good records, batches of 4
   EXPECT_EQ(skipping.skipped, 1u);
+  // 19 good records fill four batches of 4 and three quarters of a fifth:
+  // the epoch keeps its five batches, the first record standing in for the
+  // skipped one.
+  const std::size_t per_record = skipping.values.size() / 20;
+  ASSERT_EQ(skipping.values.size(), 20 * per_record);
+  EXPECT_TRUE(std::equal(skipping.values.end() - per_record, skipping.values.end(), skipping.values.begin()));
+}
+
+TEST_F(Pipelines, SkippedRecordsLeaveEveryShardItsBatches) {
+  // Three shards of 24 records, batches of 4: six batches each. Shard 1
+  // loses three records to corruption, which would leave it five and a
+  // quarter batches and a job whose ranks disagree on the epoch's length.
+  auto files = write_files({24, 24, 24});
+  std::string bytes = read_all(files[1]);
+  const std::size_t record_bytes = bytes.size() / 24;
+  for (std::size_t r : {2, 9, 17}) bytes[r * record_bytes + 14] ^= 4;
+  write_all(files[1], bytes);
+  RecordPipelineOptions options;
+  options.files = files;
+  options.batch_size = 4;
+  options.skip_corrupt = true;
+  options.shard_count = 3;
+  std::vector<std::size_t> sizes;
+  for (uint32_t shard = 0; shard < 3; ++shard) {
+    options.shard_index = shard;
+    const Drained drained = drain(options);
+    EXPECT_EQ(drained.error, "") << "shard " << shard;
+    EXPECT_EQ(drained.skipped, shard == 1 ? 3u : 0u) << "shard " << shard;
+    sizes.push_back(drained.values.size());
+  }
+  EXPECT_EQ(sizes[0], sizes[1]);
+  EXPECT_EQ(sizes[1], sizes[2]);
 }
 
 TEST_F(Pipelines, LabelsOutsideTheClassesAreNamed) {

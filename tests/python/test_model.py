@@ -3,9 +3,7 @@
 NumPy arrays, on the config's data and on a RecordDataset; the same bits as
 accel_train on the same config; evaluate, predict, weights; errors."""
 
-import json
 import os
-import struct
 import subprocess
 import tempfile
 import unittest
@@ -123,7 +121,7 @@ class ModelTest(unittest.TestCase):
                            stdout=subprocess.DEVNULL)
             model = systole.Model(config)
             model.fit(verbose=0)
-            tool = read_safetensors(os.path.join(tmp, "ckpt", "checkpoint.safetensors"))
+            tool = systole.load_safetensors(os.path.join(tmp, "ckpt", "checkpoint.safetensors"))
             ours = model.get_weights()
             for name, value in ours.items():
                 with self.subTest(name):
@@ -164,6 +162,32 @@ class ModelTest(unittest.TestCase):
             self.assertEqual(len(history.history["val_loss"]), 2)
             self.assertGreater(model.evaluate()["accuracy"], 0.3)
 
+    def test_initial_weights_and_safetensors(self):
+        x, y = clusters(self.rng, 64)
+        weights = {"0.weight": self.rng.standard_normal((16, 12), dtype=np.float32),
+                   "0.bias": self.rng.standard_normal(16, dtype=np.float32),
+                   "2.weight": self.rng.standard_normal((3, 16), dtype=np.float32),
+                   "2.bias": np.zeros(3, np.float32)}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "initial.safetensors")
+            systole.save_safetensors(path, weights)
+            read = systole.load_safetensors(path)
+            self.assertEqual(sorted(read), sorted(weights))
+            model = systole.Model(CONFIG, {"model": {"initial_weights": path}})
+            model.evaluate(x, y)  # builds it
+            for name, value in model.get_weights().items():
+                with self.subTest(name):
+                    self.assertTrue(np.array_equal(value.view(np.uint32), weights[name].view(np.uint32)))
+                    self.assertTrue(np.array_equal(read[name].view(np.uint32), weights[name].view(np.uint32)))
+            with self.assertRaisesRegex(ValueError, "model.initial_weights: .*missing.safetensors"):
+                systole.Model(CONFIG, {"model": {"initial_weights": os.path.join(tmp, "missing.safetensors")}}).evaluate(x, y)
+            del weights["2.bias"]
+            systole.save_safetensors(path, weights)
+            with self.assertRaisesRegex(ValueError, "model.initial_weights: .*2.bias"):
+                systole.Model(CONFIG, {"model": {"initial_weights": path}}).evaluate(x, y)
+            with self.assertRaisesRegex(TypeError, "'w': expected a float32 numpy.ndarray"):
+                systole.save_safetensors(path, {"w": np.zeros(3)})
+
     def test_bad_arguments_raise(self):
         x, y = clusters(self.rng, 64)
         model = systole.Model(CONFIG)
@@ -173,6 +197,11 @@ class ModelTest(unittest.TestCase):
                 (TypeError, "y: expected integer class indices or float32, got bool",
                  lambda: model.fit(x, y > 0)),
                 (ValueError, "x and y go together", lambda: model.fit(x)),
+                (ValueError, r"y: label 3 \(20000000\) is not exact in float32",
+                 lambda: model.fit(x, np.where(np.arange(64) == 3, 20_000_000, y))),
+                (ValueError, "model.classes: required when the labels are not class indices",
+                 lambda: systole.Model(CONFIG).fit(x, np.full(64, 0.5, np.float32))),
+                (ValueError, "label", lambda: systole.Model(CONFIG, {"model": {"classes": 2}}).fit(x, y, verbose=0)),
                 (ValueError, "epochs must be at least 1", lambda: model.fit(x, y, epochs=0)),
                 (ValueError, "epochs must be a whole number", lambda: model.fit(x, y, epochs=-1)),
                 (ValueError, "not built", lambda: model.predict(x)),
@@ -191,21 +220,6 @@ class ModelTest(unittest.TestCase):
         model.fit(x, y, epochs=1, verbose=0)
         with self.assertRaisesRegex(ValueError, r"examples of shape \[3, 4\], but the model was built for \[12\]"):
             model.predict(x.reshape(64, 3, 4))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        size = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(size))
-        data = f.read()
-    tensors = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        dtype = {"F32": "<f4", "I64": "<i8", "U64": "<u8"}[entry["dtype"]]
-        tensors[name] = np.frombuffer(data[begin:end], dtype=dtype).reshape(entry["shape"])
-    return tensors
 
 
 if __name__ == "__main__":

@@ -5,9 +5,7 @@ the error bound against PyTorch's fp32, accelerate() on a model, and a
 spawned job of SYSTOLE_TEST_REPLICAS replicas (2) against one process
 averaging in replica order."""
 
-import json
 import os
-import struct
 import tempfile
 import unittest
 
@@ -76,7 +74,8 @@ class AutogradTest(unittest.TestCase):
         x = self.randn(19, 45)
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "dense.safetensors")
-            write_safetensors(path, {"0.weight": layer.weight, "0.bias": layer.bias})
+            systole.save_safetensors(path, {"0.weight": layer.weight.detach().numpy(),
+                                            "0.bias": layer.bias.detach().numpy()})
             model = systole.Model({"backend": "sw_emu", "devices": 1, "array": f"{ROWS}x{ROWS}",
                                    "model": {"layers": [{"type": "dense", "units": 11}], "classes": 11}})
             model.evaluate(x.numpy(), np.zeros(19, np.int64))  # builds it for 45 inputs
@@ -267,20 +266,6 @@ class ReplicaTest(unittest.TestCase):
                 st.save({"f": lambda: 0}, path)  # cannot be pickled
             self.assertEqual(os.listdir(tmp), ["m.pt"])  # the old file stays, no temporary left
             self.assertTrue(torch.equal(torch.load(path)["w"], torch.arange(5.0)))
-
-
-def write_safetensors(path, tensors):
-    """A safetensors file of float32 tensors (the format is a JSON header
-    and the raw little-endian data)."""
-    header, data, offset = {}, b"", 0
-    for name, tensor in tensors.items():
-        raw = tensor.detach().contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensor.shape), "data_offsets": [offset, offset + len(raw)]}
-        data += raw
-        offset += len(raw)
-    text = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + data)
 
 
 if __name__ == "__main__":

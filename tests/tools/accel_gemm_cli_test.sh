@@ -34,5 +34,17 @@ expect 2 "--units: Value 0 not in range" --units 0
 [[ -e "$work/out.npy" ]] && { echo "FAIL: out.npy exists before any run"; failures=$((failures + 1)); }
 expect 2 "c.npy: cannot create" "${common[@]}" --m 2 --n 2 --k 2 --out "$work/no/such/dir/c.npy"
 
+# Every integer flag at the edges of the number types: -1, 2^32, 2^64, a
+# fraction and a word are refused with exit 2, the flag and the text named,
+# never wrapped or cut short.
+for flag in --m --n --k --units --threads --seed --baud --repeat; do
+  args=(--array 8x8)
+  for other in --m --n --k; do [[ $other == "$flag" ]] || args+=("$other" 4); done
+  [[ $flag == --repeat ]] || args+=(--repeat 1)
+  for value in -1 4294967296 18446744073709551616 1.5 x; do
+    expect 2 "$flag.*$value|$value.*$flag" "${args[@]}" "$flag" "$value"
+  done
+done
+
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -165,6 +165,11 @@ expect 2 "wide.npy: expected N examples of 784 values each, got 2355 values in 3
   --checkpoint "$work/cnn_straight/model.safetensors" --input "$work/wide.npy" --output "$work/out.npy" --array 16x16
 [[ -e $work/out.npy ]] || ls "$work"/out.npy.tmp* >/dev/null 2>&1 && { echo "FAIL: a failed predict left a file"; failures=$((failures + 1)); }
 expect 2 "predict needs --input X.npy and --output Y.npy" predict --checkpoint "$work/cnn_straight/model.safetensors"
+# Where the predictions go is checked before the model runs.
+expect 2 "--output: .*missing/out.npy.*No such file or directory" predict \
+  --checkpoint "$work/cnn_straight/model.safetensors" --input "$work/three.npy" --output "$work/missing/out.npy"
+expect 2 "--output: .*: exists and is not a regular file" predict \
+  --checkpoint "$work/cnn_straight/model.safetensors" --input "$work/three.npy" --output "$work"
 expect 2 "--checkpoint: required" evaluate --data-dir "$work/data"
 expect 2 "--checkpoint, --input and --output belong to evaluate and predict" "${small[@]}" --checkpoint x
 
@@ -182,6 +187,8 @@ bad kernel '  layers: [{type: conv2d, filters: 4, kernel_size: [3, 0]}, {type: f
 bad unknown '  layers: [{type: flatten}, {type: dense, units: 10}, {type: gru}]' \
   "model.layers\[2\].type: unknown layer type 'gru'"
 bad notype '  layers: [{units: 10}]' "notype.yaml: model.layers\[0\]: expected a mapping with a type"
+bad empty '  layers: []' "empty.yaml: model.layers: got an empty list \(a model needs at least one layer"
+expect 2 "model.initial_weights: .*nowhere.safetensors" "${small[@]}" --initial-weights "$work/nowhere.safetensors"
 bad both '  hidden: [32]\n  layers: [{type: flatten}]' "both.yaml: model: give either hidden"
 bad shape '  layers: [{type: dense, units: 10}]' "model.layers\[0\] \(dense\): dense expects a flat input or rows of one, got \[28, 28, 1\]"
 bad logits '  layers: [{type: flatten}, {type: dense, units: 7}]' "model.layers\[1\]: the model ends in \[7\], expected \[10\] logits"
@@ -219,7 +226,8 @@ expect 0 "^  weight_decay: 0.0005$" --weight-decay 5e-4 --print-config
 expect 0 "^  weight_decay: ~$" --print-config
 expect 0 "^  hidden: \[64, 32\]$" --hidden 64,32 --print-config
 expect 2 "train.weight_decay: must be a number >= 0, got -1" --weight-decay -1 --print-config
-expect 2 "train.learning_rate: must be a finite number, got nan" --learning-rate nan --print-config
+expect 2 "--learning-rate \(train.learning_rate\): 'nan' is not a finite value of a 32-bit number" --learning-rate nan --print-config
+expect 2 "--learning-rate \(train.learning_rate\): '1e-60' is too small for a 32-bit number \(it would read as 0\)" --learning-rate 1e-60 --print-config
 expect 2 "--epochs \(train.epochs\): cannot read '1e3' as a whole number" --epochs 1e3
 expect 2 "--epochs \(train.epochs\): '4294967296' is larger than 4294967295" --epochs 4294967296
 expect 2 "train.clipnorm and train.global_clipnorm: set at most one of them" --clipnorm 1 --global-clipnorm 1

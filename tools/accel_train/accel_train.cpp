@@ -93,7 +93,7 @@ int train(const TrainConfig& config) {
   if (!spec.ok()) return fail(spec.status());
   auto trainer_config = trainer_settings(config, *spec, data.batches_per_epoch);
   if (!trainer_config.ok()) return fail(trainer_config.status());
-  auto created = Trainer::create(opened->device, opened->units, *trainer_config, group.get());
+  auto created = make_trainer(config, *opened, *trainer_config, group.get());
   if (!created.ok()) return fail(created.status());
   Trainer& trainer = **created;
 

@@ -250,6 +250,13 @@ ConfigField layers_field() {
   ConfigField f = typed_list("model.layers", &TrainConfig::layers, false, "list of layers",
                              "the model, Keras style: [{type: conv2d, filters: 32, kernel_size: 3}, ...]");
   f.present = [](const TrainConfig& config) { return !config.layers.empty(); };
+  // An empty list would leave the model to model.hidden's default stack.
+  f.read = [read = f.read](const YAML::Node& node, TrainConfig& config) -> Status {
+    if (node.IsSequence() && node.size() == 0)
+      return invalid(
+          "got an empty list (a model needs at least one layer; model.hidden gives a dense stack)");
+    return read(node, config);
+  };
   return f;
 }
 
@@ -478,6 +485,10 @@ std::vector<ConfigField> make_fields() {
   f.push_back(
       number("model.classes", &C::classes, closed(0, 1u << 24), "classes (0: from the training labels)")
           .with_flag("--classes"));
+  f.push_back(field("model.initial_weights", &C::initial_weights,
+                    "a safetensors file of weights to start from, by PyTorch's state_dict names (empty: "
+                    "initialised from train.seed)")
+                  .with_flag("--initial-weights"));
   // The data.
   f.push_back(choice("data.format", &C::data_format, fixed({"idx", "tfrecord"}), "the data's files"));
   f.push_back(field("data.dir", &C::data_dir, "idx: an MNIST-style directory").with_flag("--data-dir"));

@@ -134,7 +134,14 @@ struct RealValue {
     SYSTOLE_RETURN_IF_ERROR(need_scalar(node));
     auto value = parse_number(node.Scalar());
     if (!value.ok()) return value.status();
-    return Real(*value);
+    // Nothing the type cannot hold is read as something else: not an
+    // overflow as infinity, not a tiny number as 0.
+    const char* kind = std::is_same<Real, float>::value ? "a 32-bit number" : "a number";
+    const Real real = Real(*value);
+    if (!std::isfinite(real)) return invalid("'" + node.Scalar() + "' is not a finite value of " + kind);
+    if (real == 0 && *value != 0)
+      return invalid("'" + node.Scalar() + "' is too small for " + kind + " (it would read as 0)");
+    return real;
   }
   static YAML::Node write(Real value) {
     return YAML::Node(number_text(double(value), std::is_same<Real, float>::value));

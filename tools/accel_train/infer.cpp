@@ -47,6 +47,12 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
   if (options.checkpoint.empty()) return fail(Status(StatusCode::kInvalidArgument, "--checkpoint: required"));
   if (mode == Mode::kPredict && (options.input.empty() || options.output.empty()))
     return fail(Status(StatusCode::kInvalidArgument, "predict needs --input X.npy and --output Y.npy"));
+  if (mode == Mode::kPredict) {
+    // Where the predictions go is checked before any work: a missing
+    // directory or a directory's name fails now, not after the model ran.
+    auto probe = OutputFile::create(options.output);
+    if (!probe.ok()) return fail(Status(probe.status().code(), "--output: " + probe.status().message()));
+  }
   auto checkpoint = read_safetensors(options.checkpoint);
   if (!checkpoint.ok()) return fail(checkpoint.status());
   const auto description = checkpoint->metadata.find("model");

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "systole/training_checkpoint.h"
+
 namespace systole {
 
 Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape array, ProcessGroup* group) {
@@ -46,6 +48,15 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
     opened.device = *device;
   }
   return opened;
+}
+
+Result<std::unique_ptr<Trainer>> make_trainer(const TrainConfig& config, const OpenedDevice& opened,
+                                              const TrainerConfig& settings, ProcessGroup* group) {
+  auto trainer = Trainer::create(opened.device, opened.units, settings, group);
+  if (!trainer.ok() || config.initial_weights.empty()) return trainer;
+  const Status loaded = load_weights(config.initial_weights, **trainer);
+  if (!loaded.ok()) return Status(loaded.code(), "model.initial_weights: " + loaded.message());
+  return trainer;
 }
 
 }  // namespace systole

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "systole/driver.h"
 #include "systole/process_group.h"
 #include "systole/spec.h"
+#include "systole/trainer.h"
 #include "train_config.h"
 
 namespace systole {
@@ -21,5 +23,10 @@ struct OpenedDevice {
 };
 
 Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape array, ProcessGroup* group);
+
+// The trainer on the opened device's units, starting from
+// model.initial_weights when the config names a file.
+Result<std::unique_ptr<Trainer>> make_trainer(const TrainConfig& config, const OpenedDevice& opened,
+                                              const TrainerConfig& settings, ProcessGroup* group);
 
 }  // namespace systole

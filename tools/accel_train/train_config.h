@@ -32,8 +32,9 @@ struct TrainConfig {
   // a dense ReLU stack (the shorthand; used when `layers` is empty).
   std::vector<LayerConfig> layers;
   std::vector<uint32_t> hidden = {256, 128};
-  Shape input_shape;     // empty: the data's example shape
-  uint32_t classes = 0;  // 0: from the training labels
+  Shape input_shape;            // empty: the data's example shape
+  uint32_t classes = 0;         // 0: from the training labels
+  std::string initial_weights;  // a safetensors file to start from (empty: from the seed)
   // data.format idx: an MNIST-style directory, the validation set held out
   // from the end of the training set.
   std::string data_format = "idx";  // or "tfrecord"

@@ -56,8 +56,9 @@ struct RecordPipelineOptions {
   // Skip records whose data is corrupt (a data CRC mismatch, or not an
   // Example), counting them, instead of ending with the error. A broken
   // frame (a length or its CRC) is found when create() counts the records,
-  // and is always an error. A skip shortens its shard; an epoch that then
-  // runs out of batches ends the run with the count and the first reason.
+  // and is always an error. An epoch left short of its planned batches by
+  // skips ends with copies of its first examples in their place, so that
+  // every epoch (and every shard of a job) has the same number of batches.
   bool skip_corrupt = false;
   // Sampled negatives, for models of interactions trained on positives
   // only (two towers): every record (its label must be 1) is followed by
