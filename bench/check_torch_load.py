@@ -46,6 +46,7 @@ def main():
     tensors, metadata = load_safetensors(path)
     if code == "-":
         model = reference_model.from_description(metadata["model"])
+        tensors = model.from_checkpoint(tensors)
     else:
         model = eval(code, {"torch": torch})
     model.load_state_dict(tensors, strict=True)

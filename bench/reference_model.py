@@ -134,6 +134,24 @@ class GraphModel(torch.nn.Module):
             self._options.append(option)
         for name, module in modules.items():
             self.add_module(name, module)
+        # A list model's checkpoint names its tensors by torch.nn.Sequential's
+        # indices, as accel_train's "torch:" line builds it (a dense layer
+        # with a ReLU takes two places); a graph's by layer names.
+        self._sequential_names = {}
+        if not any("name" in layer or "inputs" in layer for layer in layers):
+            index = 0
+            for layer, name in zip(layers, self._names):
+                if name in modules:
+                    self._sequential_names[str(index)] = name
+                index += 2 if layer["type"] == "dense" and layer.get("activation") == "relu" else 1
+
+    def from_checkpoint(self, tensors):
+        """A checkpoint's tensors under this module's names."""
+        renamed = {}
+        for key, value in tensors.items():
+            prefix, _, rest = key.partition(".")
+            renamed[f"{self._sequential_names.get(prefix, prefix)}.{rest}"] = value
+        return renamed
 
     def forward(self, x):
         values = {"input": x.reshape(len(x), -1)}

@@ -8,8 +8,8 @@ the two runs differ only in the numerics (the array's bf16 operands and
 fixed-order fp32 sums against PyTorch's fp32 on this CPU). `accel_train
 --record DIR` writes DIR.
 
-  dense tensors:     Adam (beta1 0.9, beta2 0.999, epsilon 1e-7: Systole's
-                     and Keras' defaults, where PyTorch's epsilon is 1e-8)
+  dense tensors:     Adam (beta1 0.9, beta2 0.999, epsilon --epsilon: 1e-7 by
+                     default, Systole's and Keras', where PyTorch's is 1e-8)
   embedding tables:  Adagrad on the rows a step touches, as Systole's
                      tables: accumulator (from 0.1) += g^2,
                      w -= lr * g / (sqrt(accumulator) + 1e-7); a row a step
@@ -25,9 +25,13 @@ validation set's loss, accuracy and bits per labelled position after it),
 then `test_loss L`, `test_accuracy A`, `validation_bits_per_position B`
 and `samples_per_s R` (training steps only, on this CPU's threads).
 
+With --array the module's products run on the simulated array through
+systole.torch (accelerate): the same model trained by systole.torch, step
+for step as accel_train trained it.
+
 Usage: train_reference.py DIR --steps-per-epoch N --global-batch B
-           --learning-rate LR [--embedding-learning-rate LR] [--ignore-class C]
-           [--threads N]
+           --learning-rate LR [--epsilon E] [--embedding-learning-rate LR]
+           [--ignore-class C] [--threads N] [--array]
 """
 import argparse
 import math
@@ -85,17 +89,23 @@ def main():
     parser.add_argument("--embedding-initial-accumulator", type=float, default=0.1)
     parser.add_argument("--ignore-class", type=int, default=None)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--epsilon", type=float, default=1e-7, help="Adam's (the config's train.epsilon)")
+    parser.add_argument("--array", action="store_true", help="run the products on the array (systole.torch)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     tensors, metadata = load_safetensors(os.path.join(args.dir, "initial.safetensors"))
     model = reference_model.from_description(metadata["model"])
-    model.load_state_dict(tensors, strict=True)
+    model.load_state_dict(model.from_checkpoint(tensors), strict=True)
+    if args.array:
+        import systole.torch as st
+        st.configure("sw_emu", threads=args.threads)
+        st.accelerate(model)
     tables = {name + ".weight" for name, module in model.named_modules()
               if isinstance(module, torch.nn.Embedding) and name in model._tables}
     dense = [p for name, p in model.named_parameters() if name not in tables]
     sparse = [p for name, p in model.named_parameters() if name in tables]
-    adam = torch.optim.Adam(dense, lr=args.learning_rate, betas=(0.9, 0.999), eps=1e-7)
+    adam = torch.optim.Adam(dense, lr=args.learning_rate, betas=(0.9, 0.999), eps=args.epsilon)
     accumulators = [torch.full_like(p, args.embedding_initial_accumulator) for p in sparse]
 
     load = lambda name: np.load(os.path.join(args.dir, name))

@@ -256,6 +256,23 @@ class ReplicaTest(unittest.TestCase):
                 with self.assertRaisesRegex(error, pattern):
                     call()
 
+    def test_loaders_keep_the_order_and_pass_errors_on(self):
+        batches = [torch.full((2,), float(i)) for i in range(20)]
+        loader = st.ParallelLoader(batches, [st.xla_device()]).per_device_loader(st.xla_device())
+        self.assertEqual(len(loader), 20)
+        self.assertEqual([b[0].item() for b in loader], list(range(20)))
+        self.assertEqual([b[0].item() for b in st.MpDeviceLoader(batches, st.xla_device())], list(range(20)))
+
+        def broken():
+            yield batches[0]
+            raise OSError("disk went away")
+
+        got = []
+        with self.assertRaisesRegex(OSError, "disk went away"):
+            for batch in st.MpDeviceLoader(broken(), st.xla_device()):
+                got.append(batch)
+        self.assertEqual(len(got), 1)
+
     def test_save_is_atomic_and_loadable(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.pt")

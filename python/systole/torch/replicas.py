@@ -177,12 +177,12 @@ def save(data, path, master_only=True, global_master=False):
 
 
 class _PerDeviceLoader:
-    """A loader's batches, read one batch ahead on a background thread (the
-    array releases the GIL while it works, so reading overlaps it)."""
+    """A loader's batches, read up to `prefetch` batches ahead on a
+    background thread (the array releases the GIL while it works, so
+    reading overlaps it)."""
 
-    def __init__(self, loader, device, prefetch):
+    def __init__(self, loader, prefetch):
         self._loader = loader
-        self._device = device
         self._prefetch = prefetch
 
     def __len__(self):
@@ -230,11 +230,12 @@ class ParallelLoader:
 
     def __init__(self, loader, devices, batchdim=0, loader_prefetch_size=8, device_prefetch_size=4, **kwargs):
         self._loader = loader
-        self._devices = list(devices)
         self._prefetch = max(1, loader_prefetch_size)
 
     def per_device_loader(self, device):
-        return _PerDeviceLoader(self._loader, device, self._prefetch)
+        """The batches for `device`: every device is the host here, so all
+        of the loader's."""
+        return _PerDeviceLoader(self._loader, self._prefetch)
 
 
 class MpDeviceLoader:
