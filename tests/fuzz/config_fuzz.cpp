@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // accel_train's YAML configuration: any text ends in a configuration or in
-// an error naming the file; a configuration that loads is then validated,
-// and when valid, its job settings and input schema are derived, and its
-// --print-config text reads back to the same text.
+// an error naming the file; the same text given in memory (as the Python
+// package gives a dict) ends the same way, its errors naming the source
+// instead; a configuration that loads is then validated, and when valid,
+// its job settings and input schema are derived, and its --print-config
+// text reads back to the same text. The seeds include keys given twice and
+// numbers out of every range.
 #include "config_schema.h"
 #include "fuzz_input.h"
 #include "train_config.h"
@@ -10,8 +13,15 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace systole;
   const std::string path = fuzz::write_file("train.yaml", {reinterpret_cast<const char*>(data), size});
-  TrainConfig config;
+  TrainConfig config, in_memory;
   const Status loaded = load_train_config(path, config);
+  const Status parsed = parse_train_config({reinterpret_cast<const char*>(data), size}, "config", in_memory);
+  if (loaded.ok() != parsed.ok() ||
+      (!loaded.ok() && loaded.message().substr(path.size()) != parsed.message().substr(6)))
+    fuzz::fail("the file and the same text in memory disagree: " + loaded.to_string() + " / " +
+               parsed.to_string());
+  if (loaded.ok() && config_yaml(config) != config_yaml(in_memory))
+    fuzz::fail("the file and the same text in memory give different configurations");
   if (!loaded.ok()) {
     if (loaded.message().find("train.yaml") == std::string::npos)
       fuzz::fail("the error does not name the file: " + loaded.to_string());
