@@ -99,6 +99,12 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     const MatmulCall& call = calls[i];
     if (!call.a || !call.b || !call.c)
       return Status(StatusCode::kInvalidArgument, "matmul: an operand is missing");
+    const uint32_t a_row = call.a_transposed ? call.m : call.k, b_row = call.b_transposed ? call.k : call.n;
+    if (call.a_stride() < a_row || call.b_stride() < b_row)
+      return Status(StatusCode::kInvalidArgument,
+                    "matmul: a row stride (lda " + std::to_string(call.lda) + ", ldb " +
+                        std::to_string(call.ldb) + ") is shorter than the stored rows (" +
+                        std::to_string(a_row) + ", " + std::to_string(b_row) + ")");
     GemmProblem problem;
     problem.m = call.m;
     problem.n = call.n;

@@ -11,6 +11,7 @@
 
 #include "common/engines.h"
 #include "reference/reference.h"
+#include "systole/matmul.h"
 #include "systole/numerics.h"
 #include "systole/validate.h"
 
@@ -119,6 +120,52 @@ TEST(GemmPlan, ATiledGemmOnTheDeviceEqualsOneLongDescriptor) {
   std::vector<uint8_t> expected = memory;
   reference::gemm(whole, size, expected);
   EXPECT_EQ(testing::first_difference(expected, device.memory), "") << "seed " << seed;
+}
+
+// Operands read with a row stride (a slice of a wider matrix, as NumPy
+// views give them), plain or stored transposed, give the packed operands'
+// bits; a stride shorter than a stored row is refused.
+TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
+  const uint32_t seed = 11, m = 13, k = 21, n = 6, wide = 29, offset = 3;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(std::size_t(m) * k), b(std::size_t(k) * n);
+  for (float& v : a) v = normal(rng);
+  for (float& v : b) v = normal(rng);
+  // A inside an m x wide matrix; A^T inside a k x wide one.
+  std::vector<float> a_wide(std::size_t(m) * wide, -7.0f), a_t_wide(std::size_t(k) * wide, -7.0f);
+  for (uint32_t i = 0; i < m; ++i)
+    for (uint32_t p = 0; p < k; ++p) {
+      a_wide[std::size_t(i) * wide + offset + p] = a[std::size_t(i) * k + p];
+      a_t_wide[std::size_t(p) * wide + offset + i] = a[std::size_t(i) * k + p];
+    }
+  DeviceOptions options;
+  options.array_rows = options.array_cols = 8;
+  Device device = Device::open("sw_emu", 0, options).value();
+  auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
+  MatmulCall call;
+  call.m = m;
+  call.n = n;
+  call.k = k;
+  call.a = a.data();
+  call.b = b.data();
+  std::vector<float> packed(std::size_t(m) * n), strided(packed.size()), transposed(packed.size());
+  call.c = packed.data();
+  ASSERT_TRUE(matmul->run(call).ok());
+  call.a = a_wide.data() + offset;
+  call.lda = wide;
+  call.c = strided.data();
+  ASSERT_TRUE(matmul->run(call).ok());
+  EXPECT_EQ(std::memcmp(packed.data(), strided.data(), packed.size() * 4), 0) << "seed " << seed;
+  call.a = a_t_wide.data() + offset;
+  call.a_transposed = true;
+  call.c = transposed.data();
+  ASSERT_TRUE(matmul->run(call).ok());
+  EXPECT_EQ(std::memcmp(packed.data(), transposed.data(), packed.size() * 4), 0) << "seed " << seed;
+  call.lda = m - 1;
+  const Status refused = matmul->run(call);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("lda 12"), std::string::npos) << refused.message();
 }
 
 }  // namespace
