@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "config_schema.h"
 #include "python_module.h"
 #include "run_callbacks.h"
 #include "run_data.h"
@@ -26,7 +27,6 @@
 #include "systole/checkpoint.h"
 #include "systole/fit.h"
 #include "systole/training_checkpoint.h"
-#include "config_schema.h"
 #include "train_config.h"
 
 namespace systole::python {
