@@ -34,16 +34,9 @@ std::string shape_text(const py::array& array) {
 }
 
 // A float32 NumPy array of the given rank; TypeError or ValueError naming
-// the argument otherwise. Nothing is converted: a float64 array is an
-// error, not a silent rounding.
+// the argument otherwise.
 py::array float32_array(const py::handle& object, const char* name, py::ssize_t rank) {
-  if (!py::isinstance<py::array>(object))
-    throw py::type_error(std::string(name) + ": expected a numpy.ndarray of float32, got " +
-                         std::string(py::str(py::type::of(object).attr("__name__"))));
-  py::array array = py::reinterpret_borrow<py::array>(object);
-  if (!array.dtype().is(py::dtype::of<float>()))
-    throw py::type_error(std::string(name) + ": expected dtype float32, got " +
-                         std::string(py::str(array.dtype())));
+  py::array array = float32_argument(object, name);
   if (array.ndim() != rank)
     throw py::value_error(std::string(name) + ": expected a " + std::to_string(rank) + "-D array, got shape " +
                           shape_text(array));
@@ -231,20 +224,20 @@ class PyDevice {
     std::unique_ptr<DeviceMatmul> matmul;
   };
 
+  // (rows, cols) or "RxC", read by the driver's parser (its digits and
+  // range); an error quotes what the user gave.
   static spec::ArrayShape array_shape(const py::object& array) {
+    std::string text;
     if (py::isinstance<py::str>(array)) {
-      Result<spec::ArrayShape> shape = parse_array_shape(array.cast<std::string>());
-      if (!shape.ok()) throw_if_error(Status(shape.status().code(), "array: " + shape.status().message()));
-      return *shape;
-    }
-    if (py::isinstance<py::tuple>(array) || py::isinstance<py::list>(array)) {
+      text = array.cast<std::string>();
+    } else if (py::isinstance<py::tuple>(array) || py::isinstance<py::list>(array)) {
       py::sequence s = array;
-      if (py::len(s) == 2 && py::isinstance<py::int_>(s[0]) && py::isinstance<py::int_>(s[1])) {
-        const long long rows = s[0].cast<long long>(), cols = s[1].cast<long long>();
-        if (rows > 0 && cols > 0 && rows <= 65536 && cols <= 65536)
-          return value_or_throw(parse_array_shape(std::to_string(rows) + "x" + std::to_string(cols)));
-      }
+      if (py::len(s) == 2 && py::isinstance<py::int_>(s[0]) && py::isinstance<py::int_>(s[1]))
+        text = std::string(py::str(s[0])) + "x" + std::string(py::str(s[1]));
     }
+    Result<spec::ArrayShape> shape = parse_array_shape(text);
+    if (shape.ok()) return *shape;
+    if (py::isinstance<py::str>(array)) throw py::value_error("array: " + shape.status().message());
     throw py::value_error("array: expected (rows, cols) or 'RxC' with sizes 1..65536, got " +
                           py::repr(array).cast<std::string>());
   }

@@ -40,6 +40,21 @@ void throw_if_error(const Status& status) {
   }
 }
 
+pybind11::array ndarray_argument(const pybind11::handle& object, const std::string& name) {
+  if (!py::isinstance<py::array>(object))
+    throw py::type_error(name + ": expected a numpy.ndarray, got " +
+                         std::string(py::str(py::type::of(object).attr("__name__"))));
+  return py::reinterpret_borrow<py::array>(object);
+}
+
+pybind11::array float32_argument(const pybind11::handle& object, const std::string& name) {
+  py::array array = ndarray_argument(object, name);
+  if (!array.dtype().is(py::dtype::of<float>()))
+    throw py::type_error(name + ": expected dtype float32, got " + std::string(py::str(array.dtype())) +
+                         " (convert with .astype(numpy.float32))");
+  return array;
+}
+
 }  // namespace systole::python
 
 PYBIND11_MODULE(_systole, m) {

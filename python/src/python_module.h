@@ -3,6 +3,7 @@
 // exception, and each part's binding function.
 #pragma once
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <string>
@@ -18,6 +19,13 @@ namespace systole::python {
 // systole.DataLossError (a corrupt or truncated file), RuntimeError
 // otherwise. Does nothing for ok.
 void throw_if_error(const Status& status);
+
+// `object` as a NumPy array, or a TypeError naming the argument `name` and
+// the type it got.
+pybind11::array ndarray_argument(const pybind11::handle& object, const std::string& name);
+// The same, of dtype float32: nothing is converted (a float64 array is an
+// error, not a silent rounding).
+pybind11::array float32_argument(const pybind11::handle& object, const std::string& name);
 
 template <typename T>
 T value_or_throw(Result<T>&& result) {

@@ -114,15 +114,21 @@ class PythonCallback final : public Callback {
   std::shared_ptr<py::error_already_set> error_;
 };
 
+// The user's callbacks, appended to `all`; the caller raises what a hook
+// raised once the library has returned.
+std::vector<std::shared_ptr<PythonCallback>> add_python_callbacks(const py::list& callbacks,
+                                                                   const py::object& model, Callbacks& all) {
+  std::vector<std::shared_ptr<PythonCallback>> python;
+  for (const py::handle& callback : callbacks) {
+    python.push_back(std::make_shared<PythonCallback>(py::reinterpret_borrow<py::object>(callback), model));
+    all.push_back(python.back());
+  }
+  return python;
+}
+
 // A float32 array of examples: the first dimension counts them.
 py::array_t<float> examples_array(const py::handle& object, const char* name) {
-  if (!py::isinstance<py::array>(object))
-    throw py::type_error(std::string(name) + ": expected a numpy.ndarray, got " +
-                         std::string(py::str(py::type::of(object).attr("__name__"))));
-  py::array array = py::reinterpret_borrow<py::array>(object);
-  if (!array.dtype().is(py::dtype::of<float>()))
-    throw py::type_error(std::string(name) + ": expected dtype float32, got " + std::string(py::str(array.dtype())) +
-                         " (convert with .astype(numpy.float32))");
+  py::array array = float32_argument(object, name);
   if (array.ndim() < 2)
     throw py::value_error(std::string(name) + ": expected an array of examples (N, features...), got " +
                           std::to_string(array.ndim()) + " dimension(s)");
@@ -132,14 +138,18 @@ py::array_t<float> examples_array(const py::handle& object, const char* name) {
   return py::array_t<float, py::array::c_style>::ensure(array);
 }
 
+// One example's shape: an array of examples' dimensions after the first.
+std::vector<uint32_t> example_shape(const py::array& x) {
+  std::vector<uint32_t> shape;
+  for (py::ssize_t d = 1; d < x.ndim(); ++d) shape.push_back(uint32_t(x.shape(d)));
+  return shape;
+}
+
 // x and y as a Dataset; y holds class indices (any integer or float dtype
 // with integral values) or float32 targets, one or label_width per example.
 Dataset numpy_dataset(const py::handle& x_object, const py::handle& y_object, uint32_t classes) {
   py::array_t<float> x = examples_array(x_object, "x");
-  if (!py::isinstance<py::array>(y_object))
-    throw py::type_error("y: expected a numpy.ndarray, got " +
-                         std::string(py::str(py::type::of(y_object).attr("__name__"))));
-  py::array y_any = py::reinterpret_borrow<py::array>(y_object);
+  py::array y_any = ndarray_argument(y_object, "y");
   const char kind = y_any.dtype().kind();
   if (kind != 'i' && kind != 'u' && !y_any.dtype().is(py::dtype::of<float>()))
     throw py::type_error("y: expected integer class indices or float32, got " + std::string(py::str(y_any.dtype())));
@@ -151,7 +161,7 @@ Dataset numpy_dataset(const py::handle& x_object, const py::handle& y_object, ui
   py::array_t<double, py::array::c_style | py::array::forcecast> y(y_any);
   Dataset data;
   data.examples = uint32_t(x.shape(0));
-  for (py::ssize_t d = 1; d < x.ndim(); ++d) data.shape.push_back(uint32_t(x.shape(d)));
+  data.shape = example_shape(x);
   data.features = uint32_t(x.size() / x.shape(0));
   data.images.assign(x.data(), x.data() + x.size());
   data.label_width = y.ndim() == 2 ? uint32_t(y.shape(1)) : 1;
@@ -174,12 +184,14 @@ Dataset numpy_dataset(const py::handle& x_object, const py::handle& y_object, ui
 }
 
 // A config from a YAML file (`text` its path) or a document in memory,
-// then `overrides` (a JSON document of the same keys; empty: none) on top.
+// then `overrides` (a JSON document of the same keys; empty: none) on top,
+// validated.
 TrainConfig read_config(const std::string& text, const std::string& source, bool is_file,
                         const std::string& overrides) {
   TrainConfig config;
   throw_if_error(is_file ? load_train_config(text, config) : parse_train_config(text, source, config));
   if (!overrides.empty()) throw_if_error(parse_train_config(overrides, "overrides", config));
+  throw_if_error(validate_train_config(config));
   return config;
 }
 
@@ -189,7 +201,6 @@ TrainConfig read_config(const std::string& text, const std::string& source, bool
 class PyRecordDataset {
  public:
   explicit PyRecordDataset(const TrainConfig& config) : config_(config) {
-    throw_if_error(validate_train_config(config_));
     data_ = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_, 0, 1); })));
   }
 
@@ -236,12 +247,8 @@ class PyRecordDataset {
 
 class PyModel {
  public:
-  explicit PyModel(const TrainConfig& config) : config_(config) {
-    throw_if_error(validate_train_config(config_));
-  }
-
-  explicit PyModel(const std::string& text, const std::string& source, bool is_file, const std::string& overrides)
-      : PyModel(read_config(text, source, is_file, overrides)) {}
+  PyModel(const std::string& text, const std::string& source, bool is_file, const std::string& overrides)
+      : config_(read_config(text, source, is_file, overrides)) {}
 
   py::dict fit(const py::object& self, const py::object& x, const py::object& y, uint32_t epochs,
                uint32_t initial_epoch, uint64_t steps_per_epoch, const py::object& validation, const py::list& callbacks,
@@ -284,11 +291,7 @@ class PyModel {
     Callbacks all = value_or_throw(make_callbacks(config_, true, isatty(STDOUT_FILENO), validation_data != nullptr,
                                                   initial_epoch, checkpoints));
     if (verbose == 0) all.erase(all.begin());  // make_callbacks' first: the progress bar
-    std::vector<std::shared_ptr<PythonCallback>> python;
-    for (const py::handle& callback : callbacks) {
-      python.push_back(std::make_shared<PythonCallback>(py::reinterpret_borrow<py::object>(callback), self));
-      all.push_back(python.back());
-    }
+    const auto python = add_python_callbacks(callbacks, self, all);
 
     std::unique_ptr<BatchSource> source;
     if (train_set)
@@ -338,12 +341,8 @@ class PyModel {
       data = value_or_throw(without_gil([&] { return load_test_set(config_, classes_); }));
     }
     build(data, 0);
-    std::vector<std::shared_ptr<PythonCallback>> python;
     Callbacks all;
-    for (const py::handle& callback : callbacks) {
-      python.push_back(std::make_shared<PythonCallback>(py::reinterpret_borrow<py::object>(callback), self));
-      all.push_back(python.back());
-    }
+    const auto python = add_python_callbacks(callbacks, self, all);
     Result<Logs> logs = without_gil([&] { return systole::evaluate(*trainer_, data, all); });
     for (auto& callback : python) callback->raise_pending();
     return logs_dict(value_or_throw(std::move(logs)));
@@ -352,7 +351,7 @@ class PyModel {
   py::array_t<float> predict(const py::object& x_object) {
     py::array_t<float> x = examples_array(x_object, "x");
     if (!trainer_) throw py::value_error("predict: the model is not built yet (fit or evaluate it first)");
-    check_shape(x);
+    check_shape(example_shape(x));
     const uint32_t count = uint32_t(x.shape(0));
     Result<std::vector<float>> logits = without_gil([&] { return systole::predict(*trainer_, x.data(), count); });
     std::vector<float> values = value_or_throw(std::move(logits));
@@ -399,9 +398,7 @@ class PyModel {
   // The trainer for data of `data`'s shape, made on first use.
   void build(const Dataset& data, uint64_t batches_per_epoch) {
     if (trainer_) {
-      if (data.shape != shape_)
-        throw py::value_error("x: examples of shape " + shape_text(data.shape) + ", but the model was built for " +
-                              shape_text(shape_));
+      check_shape(data.shape);
       return;
     }
     if (data.classes == 0 && config_.classes == 0)
@@ -412,7 +409,6 @@ class PyModel {
     Result<std::unique_ptr<Trainer>> trainer = without_gil([&]() -> Result<std::unique_ptr<Trainer>> {
       auto opened = open_device(config_, array, nullptr);
       if (!opened.ok()) return opened.status();
-      device_ = opened->device;
       return make_trainer(config_, *opened, settings, nullptr);
     });
     trainer_ = value_or_throw(std::move(trainer));
@@ -420,16 +416,14 @@ class PyModel {
     classes_ = spec.classes;
   }
 
-  void check_shape(const py::array_t<float>& x) const {
-    std::vector<uint32_t> shape;
-    for (py::ssize_t d = 1; d < x.ndim(); ++d) shape.push_back(uint32_t(x.shape(d)));
+  // Examples of `shape` for the model built; a ValueError otherwise.
+  void check_shape(const std::vector<uint32_t>& shape) const {
     if (shape != shape_)
       throw py::value_error("x: examples of shape " + shape_text(shape) + ", but the model was built for " +
                             shape_text(shape_));
   }
 
   TrainConfig config_;
-  Device device_;
   std::unique_ptr<Trainer> trainer_;
   std::vector<uint32_t> shape_;
   uint32_t classes_ = 0;
@@ -444,11 +438,8 @@ void bind_training(py::module_& m) {
         Checkpoint checkpoint;
         for (const auto& [key, value] : tensors) {
           const std::string name = py::str(key);
-          if (!py::isinstance<py::array>(value) ||
-              !py::reinterpret_borrow<py::array>(value).dtype().is(py::dtype::of<float>()))
-            throw py::type_error("save_safetensors: '" + name + "': expected a float32 numpy.ndarray, got " +
-                                 std::string(py::str(py::type::of(value).attr("__name__"))));
-          auto array = py::array_t<float, py::array::c_style>::ensure(value);
+          auto array = py::array_t<float, py::array::c_style>::ensure(
+              float32_argument(value, "save_safetensors: '" + name + "'"));
           Tensor tensor;
           tensor.name = name;
           for (py::ssize_t d = 0; d < array.ndim(); ++d) tensor.shape.push_back(uint64_t(array.shape(d)));

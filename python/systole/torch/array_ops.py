@@ -173,18 +173,14 @@ class _ArrayMode(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def _tensor_matmul(a, b):
-    return matmul(a, b)
-
-
 _HANDLERS = {
     F.linear: linear,
     F.conv2d: conv2d,
     torch.matmul: matmul,
-    torch.Tensor.matmul: _tensor_matmul,
-    torch.Tensor.__matmul__: _tensor_matmul,
+    torch.Tensor.matmul: matmul,
+    torch.Tensor.__matmul__: matmul,
     torch.bmm: matmul,
-    torch.Tensor.bmm: _tensor_matmul,
+    torch.Tensor.bmm: matmul,
 }
 
 
