@@ -3,7 +3,9 @@
 // from the standard library or a dependency (std::bad_alloc from a size no
 // check bounded, a parser's or stream's exception) ends the tool with the
 // same kind of named error and exit code 2 as any bad input, not with
-// std::terminate and SIGABRT.
+// std::terminate and SIGABRT. Every tool arms the fault points that
+// SYSTOLE_FAULTS names (systole/fault_points.h), or exits 2 quoting a
+// malformed rule.
 #pragma once
 
 #include <unistd.h>
@@ -12,6 +14,8 @@
 #include <cstdlib>
 #include <exception>
 #include <new>
+
+#include "systole/fault_points.h"
 
 namespace systole::tools {
 
@@ -30,6 +34,10 @@ inline void prefer_passive_openmp_waits(char** argv) {
 
 inline int guarded_main(const char* tool, int (*run)(int, char**), int argc, char** argv) {
   prefer_passive_openmp_waits(argv);
+  if (Status armed = arm_faults_from_environment(); !armed.ok()) {
+    std::fprintf(stderr, "%s: %s\n", tool, armed.message().c_str());
+    return 2;
+  }
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {

@@ -37,7 +37,15 @@ Status ShardedWriter::write(std::string_view record) {
 }
 
 Status ShardedWriter::close() {
-  for (TFRecordWriter& file : files_) SYSTOLE_RETURN_IF_ERROR(file.close());
+  for (TFRecordWriter& file : files_) SYSTOLE_RETURN_IF_ERROR(file.sync());
+  for (std::size_t s = 0; s < files_.size(); ++s) {
+    Status published = files_[s].publish();
+    if (published.ok()) continue;
+    for (std::size_t before = 0; before < s; ++before) std::remove(names_[before].c_str());
+    if (s == 0) return published;
+    return Status(published.code(), published.message() + "; the " + std::to_string(s) +
+                                        " shard(s) put in place before it were removed");
+  }
   return ok_status();
 }
 

@@ -23,8 +23,12 @@ class ShardedWriter {
   static Result<ShardedWriter> create(const std::string& prefix, uint32_t shards, uint64_t total,
                                       Compression compression = Compression::kNone);
   Status write(std::string_view record);
-  // Each shard appears whole (TFRecordWriter::close); on an error, the
-  // shards after the failing one do not appear (those before it have).
+  // All the shards appear, each whole, or on an error none of them: every
+  // shard is synced before the first is renamed into place, so a failed
+  // write or fsync leaves the directory as it was; a rename that fails
+  // removes the shards renamed before it (files of the same names that
+  // they replaced are gone then). A crash between two renames can leave
+  // the first shards; their names say how many there should be.
   Status close();
   const std::vector<std::string>& names() const { return names_; }
 

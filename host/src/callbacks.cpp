@@ -2,9 +2,11 @@
 // The library's callbacks.
 #include "systole/callbacks.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "systole/trace.h"
@@ -176,8 +178,11 @@ Status ModelCheckpoint::on_epoch_end(uint32_t epoch, const Logs& logs) {
 Result<std::shared_ptr<CsvLogger>> CsvLogger::create(const CsvLoggerOptions& options) {
   const std::string& path = options.filename;
   const bool header = !options.append || !std::filesystem::exists(path);
+  errno = 0;
   std::ofstream out(path, options.append ? std::ios::app : std::ios::trunc);
-  if (!out) return Status(StatusCode::kUnavailable, "CSVLogger: cannot open " + path);
+  if (!out)
+    return Status(StatusCode::kUnavailable,
+                  "CSVLogger: cannot open " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
   return std::shared_ptr<CsvLogger>(new CsvLogger(path, std::move(out), header));
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "systole/output_file.h"
 #include "systole/tfrecord.h"
@@ -230,12 +231,24 @@ Status read_model_tensors(const Checkpoint& checkpoint, const std::string& path,
     std::copy(tensor->values.begin(), tensor->values.end(), into.begin() + std::ptrdiff_t(entry.offset));
     return ok_status();
   };
+  std::set<std::string> names;
   for (const ParameterStore::Entry& entry : store.entries()) {
+    names.insert(entry.name);
     SYSTOLE_RETURN_IF_ERROR(take(entry.name, entry, values.region(entry.region)));
     for (std::size_t i = 0; i < slots.size(); ++i)
       if (slots[i].region == entry.region)
         SYSTOLE_RETURN_IF_ERROR(
             take("optimizer." + slots[i].name + "." + entry.name, entry, values.optimizer_state[i].second));
+  }
+  // Strict: every tensor is one of the model's, or an optimizer slot of
+  // one (a training checkpoint's, which evaluation does not read).
+  for (const Tensor& tensor : checkpoint.tensors) {
+    std::string parameter = tensor.name;
+    if (parameter.rfind("optimizer.", 0) == 0 && parameter.find('.', 10) != std::string::npos)
+      parameter = parameter.substr(parameter.find('.', 10) + 1);
+    if (!names.count(parameter))
+      return Status(StatusCode::kInvalidArgument,
+                    path + ": tensor " + tensor.name + " is not in the model's state_dict (strict loading)");
   }
   return ok_status();
 }

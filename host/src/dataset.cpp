@@ -11,6 +11,8 @@
 #include <numeric>
 #include <random>
 
+#include "systole/fault_points.h"
+
 namespace systole {
 namespace {
 
@@ -172,7 +174,23 @@ BatchStream::~BatchStream() {
 }
 
 void BatchStream::produce() {
+  Status status;
+  try {
+    status = produce_batches();
+  } catch (...) {
+    status = current_exception_status("the batch producer");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+    failure_ = std::move(status);
+  }
+  changed_.notify_all();
+}
+
+Status BatchStream::produce_batches() {
   for (uint32_t b = 0; b < batches_; ++b) {
+    SYSTOLE_RETURN_IF_ERROR(fault_point(FaultPoint::kBatchProduce));
     Batch batch;
     batch.size = batch_size_;
     batch.images.resize(std::size_t(batch_size_) * data_.features);
@@ -188,17 +206,20 @@ void BatchStream::produce() {
     }
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return stop_ || ready_.size() < prefetch_; });
-    if (stop_) return;
+    if (stop_) return ok_status();
     ready_.push_back(std::move(batch));
-    ++produced_;
     changed_.notify_all();
   }
+  return ok_status();
 }
 
-bool BatchStream::next(Batch& batch) {
+Result<bool> BatchStream::next(Batch& batch) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return !ready_.empty() || produced_ == batches_; });
-  if (ready_.empty()) return false;
+  changed_.wait(lock, [&] { return !ready_.empty() || finished_; });
+  if (ready_.empty()) {
+    if (!failure_.ok()) return failure_;
+    return false;
+  }
   batch = std::move(ready_.front());
   ready_.pop_front();
   changed_.notify_all();

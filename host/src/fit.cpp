@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "systole/fault_points.h"
 #include "systole/trace.h"
 
 namespace systole {
@@ -64,14 +65,64 @@ Result<bool> ArraySource::next(Batch& batch) {
   return stream_->next(batch);
 }
 
+Result<std::unique_ptr<PipelineSource>> PipelineSource::per_replica(const RecordPipeline& plan,
+                                                                    uint32_t first, uint32_t local,
+                                                                    uint32_t total, uint32_t per_replica,
+                                                                    uint32_t shuffle_buffer) {
+  if (local == 0 || first + uint64_t(local) > total)
+    return Status(StatusCode::kInvalidArgument, "replicas " + std::to_string(first) + ".." +
+                                                    std::to_string(first + uint64_t(local)) + " of " +
+                                                    std::to_string(total) + " do not exist");
+  std::vector<std::unique_ptr<RecordPipeline>> replicas;
+  for (uint32_t r = first; r < first + local; ++r) {
+    auto shard = plan.shard(r, total, per_replica, shuffle_buffer);
+    if (!shard.ok()) return shard.status();
+    if ((*shard)->batches_per_epoch() == 0)
+      return Status(StatusCode::kInvalidArgument,
+                    "a batch of " + std::to_string(per_replica) + " per replica is more than the " +
+                        std::to_string((*shard)->shard_records()) + " training record(s) of replica " +
+                        std::to_string(r) + "'s shard (of " + std::to_string(total) +
+                        "): no batch to train on");
+    replicas.push_back(std::move(shard).value());
+  }
+  return std::unique_ptr<PipelineSource>(new PipelineSource(std::move(replicas)));
+}
+
 Status PipelineSource::start_epoch(uint32_t epoch) {
-  pipeline_.start_epoch(epoch);
+  for (auto& replica : replicas_) replica->start_epoch(epoch);
   return ok_status();
 }
 
+Result<bool> PipelineSource::next(Batch& batch) {
+  if (replicas_.size() == 1) return replicas_.front()->next(batch);
+  batch.images.clear();
+  batch.labels.clear();
+  batch.size = 0;
+  for (auto& replica : replicas_) {
+    Result<bool> more = replica->next(part_);
+    if (!more.ok() || !*more) return more;
+    batch.images.insert(batch.images.end(), part_.images.begin(), part_.images.end());
+    batch.labels.insert(batch.labels.end(), part_.labels.begin(), part_.labels.end());
+    batch.size += part_.size;
+    batch.label_width = part_.label_width;
+  }
+  return true;
+}
+
+uint64_t PipelineSource::skipped() const {
+  // Shards by record all read (and skip) every record of every file.
+  if (!replicas_.front()->shards_by_file()) return replicas_.front()->skipped();
+  uint64_t skipped = 0;
+  for (const auto& replica : replicas_) skipped += replica->skipped();
+  return skipped;
+}
+
 std::string PipelineSource::shortfall() const {
-  return std::to_string(pipeline_.skipped()) +
-         " corrupt record(s) skipped, the first: " + pipeline_.first_skip_reason();
+  for (const auto& replica : replicas_)
+    if (replica->skipped() > 0)
+      return std::to_string(skipped()) +
+             " corrupt record(s) skipped, the first: " + replica->first_skip_reason();
+  return "no record skipped";
 }
 
 Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& options,
@@ -126,6 +177,7 @@ Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& opti
       SYSTOLE_RETURN_IF_ERROR(
           for_each(callbacks, [&](Callback& c) { return c.on_train_batch_end(batch_index, batch_logs); }));
       ++batch_index;
+      SYSTOLE_RETURN_IF_ERROR(fault_point(FaultPoint::kTrainStep));
       if (options.interrupt) {
         auto interrupted = options.interrupt();
         if (!interrupted.ok()) return interrupted.status();

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "systole/fault_points.h"
+
 namespace systole {
 namespace {
 
@@ -57,9 +59,11 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
     : path_(std::move(other.path_)),
       temporary_(std::move(other.temporary_)),
       fd_(other.fd_),
+      synced_(other.synced_),
       size_(other.size_),
       buffer_(std::move(other.buffer_)) {
   other.fd_ = -1;
+  other.synced_ = false;
 }
 
 OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
@@ -68,9 +72,11 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     path_ = std::move(other.path_);
     temporary_ = std::move(other.temporary_);
     fd_ = other.fd_;
+    synced_ = other.synced_;
     size_ = other.size_;
     buffer_ = std::move(other.buffer_);
     other.fd_ = -1;
+    other.synced_ = false;
   }
   return *this;
 }
@@ -78,14 +84,15 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
 OutputFile::~OutputFile() { discard(); }
 
 void OutputFile::discard() {
-  if (fd_ < 0) return;
-  ::close(fd_);
+  if (fd_ < 0 && !synced_) return;
+  if (fd_ >= 0) ::close(fd_);
   std::remove(temporary_.c_str());
   fd_ = -1;
+  synced_ = false;
 }
 
 Status OutputFile::write(const void* data, std::size_t bytes) {
-  if (fd_ < 0) return Status(StatusCode::kInternal, path_ + ": write after commit or failure");
+  if (fd_ < 0) return Status(StatusCode::kInternal, path_ + ": write after sync or failure");
   buffer_.append(static_cast<const char*>(data), bytes);
   size_ += bytes;
   return buffer_.size() >= kBufferBytes ? flush() : ok_status();
@@ -109,27 +116,42 @@ Status OutputFile::flush() {
   return ok_status();
 }
 
-Status OutputFile::commit() {
-  if (fd_ < 0) return Status(StatusCode::kInternal, path_ + ": commit after commit or failure");
+Status OutputFile::sync() {
+  if (fd_ < 0) return Status(StatusCode::kInternal, path_ + ": sync after sync or failure");
   SYSTOLE_RETURN_IF_ERROR(flush());
-  if (::fsync(fd_) != 0) {
-    const int error = errno;
+  const bool injected = !fault_point(FaultPoint::kOutputFsync, fault_subject(path_)).ok();
+  if (injected || ::fsync(fd_) != 0) {
+    const int error = injected ? EIO : errno;
     discard();
     return io_error(path_, "fsync failed", error);
   }
   const int fd = fd_;
   fd_ = -1;
+  synced_ = true;
   if (::close(fd) != 0) {
     const int error = errno;
-    std::remove(temporary_.c_str());
+    discard();
     return io_error(path_, "close failed", error);
   }
-  if (std::rename(temporary_.c_str(), path_.c_str()) != 0) {
-    const int error = errno;
-    std::remove(temporary_.c_str());
+  return ok_status();
+}
+
+Status OutputFile::publish() {
+  if (!synced_)
+    return Status(StatusCode::kInternal, path_ + ": publish before sync, or after publish or failure");
+  const bool injected = !fault_point(FaultPoint::kOutputRename, fault_subject(path_)).ok();
+  if (injected || std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    const int error = injected ? EIO : errno;
+    discard();
     return io_error(path_, "cannot rename the temporary file over it", error);
   }
-  return ok_status();
+  synced_ = false;
+  return fault_point(FaultPoint::kOutputRenamed, fault_subject(path_));
+}
+
+Status OutputFile::commit() {
+  SYSTOLE_RETURN_IF_ERROR(sync());
+  return publish();
 }
 
 Result<DirectoryLock> DirectoryLock::acquire(const std::string& directory, const std::string& holder) {

@@ -404,39 +404,70 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
   // Count every file's records (all shards need the same plan) and, for
   // sampled negatives, gather the replaced feature's values (all shards draw
   // from the same ones).
-  std::vector<uint64_t> counts;
   for (const std::string& file : options.files) {
     auto count = options.negatives > 0 ? pipeline->gather_negative_values(file)
                                        : count_tfrecords(file, options.compression);
     if (!count.ok()) return count.status();
-    counts.push_back(*count);
+    pipeline->file_records_.push_back(*count);
     pipeline->total_records_ += *count;
   }
   std::vector<float>& pool = pipeline->negative_values_;
   std::sort(pool.begin(), pool.end());
   pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
+  pipeline->plan();
+  return pipeline;
+}
+
+Result<std::unique_ptr<RecordPipeline>> RecordPipeline::shard(uint32_t index, uint32_t count,
+                                                              uint32_t batch_size,
+                                                              uint32_t shuffle_buffer) const {
+  if (count == 0 || index >= count)
+    return Status(StatusCode::kInvalidArgument,
+                  "shard " + std::to_string(index) + " of " + std::to_string(count) + " does not exist");
+  if (batch_size == 0) return Status(StatusCode::kInvalidArgument, "batch_size must be >= 1");
+  std::unique_ptr<RecordPipeline> pipeline(new RecordPipeline());
+  pipeline->schema_ = schema_;
+  pipeline->options_ = options_;
+  pipeline->options_.shard_index = index;
+  pipeline->options_.shard_count = count;
+  pipeline->options_.batch_size = batch_size;
+  pipeline->options_.shuffle_buffer = shuffle_buffer;
+  pipeline->input_features_ = input_features_;
+  pipeline->label_feature_ = label_feature_;
+  pipeline->label_width_ = label_width_;
+  pipeline->classes_ = classes_;
+  pipeline->example_values_ = example_values_;
+  pipeline->example_shape_ = example_shape_;
+  pipeline->negative_offset_ = negative_offset_;
+  pipeline->negative_values_ = negative_values_;
+  pipeline->file_records_ = file_records_;
+  pipeline->total_records_ = total_records_;
+  pipeline->plan();
+  return pipeline;
+}
+
+void RecordPipeline::plan() {
+  const RecordPipelineOptions& options = options_;
   const uint32_t shards = options.shard_count;
-  pipeline->by_file_ = shards > 1 && options.files.size() >= shards;
+  by_file_ = shards > 1 && options.files.size() % shards == 0;
   uint64_t smallest = UINT64_MAX;
   for (uint32_t s = 0; s < shards; ++s) {
     uint64_t records = 0;
-    if (pipeline->by_file_) {
-      for (std::size_t f = s; f < counts.size(); f += shards) records += counts[f];
+    if (by_file_) {
+      for (std::size_t f = s; f < file_records_.size(); f += shards) records += file_records_[f];
     } else {
-      records = pipeline->total_records_ / shards + (s < pipeline->total_records_ % shards ? 1 : 0);
+      records = total_records_ / shards + (s < total_records_ % shards ? 1 : 0);
     }
     smallest = std::min(smallest, records);
-    if (s == options.shard_index) pipeline->shard_records_ = records;
+    if (s == options.shard_index) shard_records_ = records;
   }
+  shard_files_.clear();
   for (std::size_t f = 0; f < options.files.size(); ++f)
-    if (!pipeline->by_file_ || f % shards == options.shard_index)
-      pipeline->shard_files_.push_back(options.files[f]);
+    if (!by_file_ || f % shards == options.shard_index) shard_files_.push_back(options.files[f]);
   const uint64_t per_record = 1 + uint64_t(options.negatives);
-  pipeline->batches_ =
-      options.drop_remainder
-          ? smallest * per_record / options.batch_size
-          : (pipeline->shard_records_ * per_record + options.batch_size - 1) / options.batch_size;
-  return pipeline;
+  batches_ = options.drop_remainder
+                 ? smallest * per_record / options.batch_size
+                 : (shard_records_ * per_record + options.batch_size - 1) / options.batch_size;
 }
 
 Result<uint64_t> RecordPipeline::gather_negative_values(const std::string& file) {

@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <boost/crc.hpp>
+#include <cerrno>
 #include <cstring>
+
+#include "systole/fault_points.h"
 
 namespace systole {
 namespace {
@@ -205,9 +208,16 @@ Status TFRecordWriter::write(std::string_view record) {
 }
 
 Status TFRecordWriter::close() {
-  if (deflater_) SYSTOLE_RETURN_IF_ERROR(put(nullptr, 0));
-  return file_.commit();
+  SYSTOLE_RETURN_IF_ERROR(sync());
+  return publish();
 }
+
+Status TFRecordWriter::sync() {
+  if (deflater_) SYSTOLE_RETURN_IF_ERROR(put(nullptr, 0));
+  return file_.sync();
+}
+
+Status TFRecordWriter::publish() { return file_.publish(); }
 
 struct TFRecordReader::Inflater {
   z_stream stream{};
@@ -240,21 +250,26 @@ Result<TFRecordReader> TFRecordReader::open(const std::string& path, Compression
   return reader;
 }
 
+Result<std::size_t> TFRecordReader::read_file(void* into, std::size_t bytes) {
+  if (!fault_point(FaultPoint::kRecordRead, fault_subject(path_)).ok())
+    return Status(StatusCode::kUnavailable, std::string("read failed: ") + std::strerror(EIO));
+  const std::size_t got = std::fread(into, 1, bytes, file_.get());
+  if (got < bytes && std::ferror(file_.get()))
+    return Status(StatusCode::kUnavailable, std::string("read failed: ") + std::strerror(errno));
+  return got;
+}
+
 Result<std::size_t> TFRecordReader::read(void* into, std::size_t bytes) {
-  if (!inflater_) {
-    const std::size_t got = std::fread(into, 1, bytes, file_.get());
-    if (got < bytes && std::ferror(file_.get()))
-      return data_loss("read failed: " + std::string(std::strerror(errno)));
-    return got;
-  }
+  if (!inflater_) return read_file(into, bytes);
   z_stream& z = inflater_->stream;
   z.next_out = static_cast<Bytef*>(into);
   z.avail_out = uInt(bytes);
   while (z.avail_out > 0) {
     if (z.avail_in == 0) {
-      const std::size_t got = std::fread(inflater_->input.data(), 1, inflater_->input.size(), file_.get());
+      auto read = read_file(inflater_->input.data(), inflater_->input.size());
+      if (!read.ok()) return read.status();
+      const std::size_t got = *read;
       if (got == 0) {
-        if (std::ferror(file_.get())) return data_loss("read failed: " + std::string(std::strerror(errno)));
         if (!inflater_->member_done)
           return data_loss(std::string("truncated: the ") + compression_name(compression_) +
                            " stream ends before its end marker");
@@ -279,9 +294,9 @@ Result<std::size_t> TFRecordReader::read(void* into, std::size_t bytes) {
   return bytes - z.avail_out;
 }
 
-Status TFRecordReader::corrupt(const std::string& what) const {
-  return Status(StatusCode::kDataLoss, path_ + ": record " + std::to_string(index_) + " at byte " +
-                                           std::to_string(offset_) + ": " + what);
+Status TFRecordReader::located(StatusCode code, const std::string& what) const {
+  return Status(code, path_ + ": record " + std::to_string(index_) + " at byte " + std::to_string(offset_) +
+                          ": " + what);
 }
 
 Result<bool> TFRecordReader::next(std::string& record) { return read_record(record, true); }
@@ -294,9 +309,10 @@ Result<bool> TFRecordReader::skip() {
 Result<bool> TFRecordReader::read_record(std::string& record, bool check_data) {
   if (ended_ || (!inflater_ && offset_ >= file_bytes_)) return false;
   // A frame that cannot be trusted leaves the reader at the end.
-  auto frame_error = [&](std::string what) {
-    if (index_ == 0 && !inflater_) what += compression_hint(::fileno(file_.get()));
-    Status status = corrupt(what);
+  auto frame_error = [&](std::string what, StatusCode code = StatusCode::kDataLoss) {
+    if (index_ == 0 && !inflater_ && code == StatusCode::kDataLoss)
+      what += compression_hint(::fileno(file_.get()));
+    Status status = located(code, what);
     ended_ = true;
     return status;
   };
@@ -305,7 +321,7 @@ Result<bool> TFRecordReader::read_record(std::string& record, bool check_data) {
   const uint64_t left = inflater_ ? UINT64_MAX : file_bytes_ - offset_;
   uint8_t header[kTFRecordHeaderBytes];
   auto got = read(header, sizeof header);
-  if (!got.ok()) return frame_error(got.status().message());
+  if (!got.ok()) return frame_error(got.status().message(), got.status().code());
   if (*got == 0 && inflater_) {
     ended_ = true;
     return false;
@@ -320,7 +336,7 @@ Result<bool> TFRecordReader::read_record(std::string& record, bool check_data) {
   const std::pair<void*, std::size_t> parts[] = {{record.data(), length}, {footer, sizeof footer}};
   for (const auto& [into, bytes] : parts) {
     got = read(into, bytes);
-    if (!got.ok()) return frame_error(got.status().message());
+    if (!got.ok()) return frame_error(got.status().message(), got.status().code());
     if (*got != bytes)
       return frame_error(inflater_ ? "truncated: the record's length " + std::to_string(length) +
                                          " runs past the end of the stream"
@@ -331,8 +347,8 @@ Result<bool> TFRecordReader::read_record(std::string& record, bool check_data) {
     const uint32_t stored_crc = get_u32(footer);
     const uint32_t crc = mask_crc32c(crc32c(record.data(), record.size()));
     if (crc != stored_crc)
-      status = corrupt("corrupted record: data CRC mismatch (stored " + hex(stored_crc) + ", computed " +
-                       hex(crc) + ")");
+      status = located(StatusCode::kDataLoss, "corrupted record: data CRC mismatch (stored " +
+                                                  hex(stored_crc) + ", computed " + hex(crc) + ")");
   }
   offset_ += kTFRecordHeaderBytes + length + kTFRecordFooterBytes;
   ++index_;

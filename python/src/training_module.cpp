@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -201,7 +202,7 @@ TrainConfig read_config(const std::string& text, const std::string& source, bool
 class PyRecordDataset {
  public:
   explicit PyRecordDataset(const TrainConfig& config) : config_(config) {
-    data_ = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_, 0, 1); })));
+    data_ = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_); })));
   }
 
   uint64_t batches() const { return data_->batches_per_epoch; }
@@ -268,7 +269,7 @@ class PyModel {
     } else if (!x.is_none()) {
       train_set = numpy_dataset(x, y, config_.classes);
     } else {
-      run_data = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_, 0, 1); })));
+      run_data = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_); })));
     }
     if (!validation.is_none()) {
       if (run_data && run_data->validation.examples)
@@ -277,12 +278,14 @@ class PyModel {
       if (pair.size() != 2) throw py::value_error("validation_data: expected (x, y)");
       validation_set = numpy_dataset(pair[0], pair[1], train_set ? train_set->classes : config_.classes);
     }
-    const Dataset& shape_of = train_set ? *train_set : run_data->shape_of;
-    const uint64_t batches = train_set ? train_set->examples / config_.global_batch : run_data->batches_per_epoch;
-    if (batches == 0)
+    if (train_set && train_set->examples < config_.global_batch)
       throw py::value_error("fit: train.global_batch " + std::to_string(config_.global_batch) + " is more than the " +
-                            std::to_string(shape_of.examples) + " training examples");
-    build(shape_of, batches);
+                            std::to_string(train_set->examples) + " training examples");
+    std::unique_ptr<BatchSource> source =
+        build(train_set ? *train_set : run_data->shape_of, [&](uint32_t replicas) -> std::unique_ptr<BatchSource> {
+          if (train_set) return std::make_unique<ArraySource>(*train_set, config_.global_batch, config_.seed);
+          return value_or_throw(train_source(*run_data, config_, 0, replicas, replicas));
+        });
     const Dataset* validation_data = validation_set                 ? &*validation_set
                                      : run_data && run_data->validation.examples ? &run_data->validation
                                                                                  : nullptr;
@@ -293,13 +296,6 @@ class PyModel {
     if (verbose == 0) all.erase(all.begin());  // make_callbacks' first: the progress bar
     const auto python = add_python_callbacks(callbacks, self, all);
 
-    std::unique_ptr<BatchSource> source;
-    if (train_set)
-      source = std::make_unique<ArraySource>(*train_set, config_.global_batch, config_.seed);
-    else if (run_data->pipeline)
-      source = std::make_unique<PipelineSource>(*run_data->pipeline);
-    else
-      source = std::make_unique<ArraySource>(run_data->train_set, config_.global_batch, config_.seed);
     FitOptions options;
     options.epochs = epochs ? epochs : config_.epochs;
     options.initial_epoch = initial_epoch;
@@ -340,7 +336,7 @@ class PyModel {
       if (!trainer_) throw py::value_error("evaluate: the model is not built yet (fit it, or pass x and y)");
       data = value_or_throw(without_gil([&] { return load_test_set(config_, classes_); }));
     }
-    build(data, 0);
+    build(data);
     Callbacks all;
     const auto python = add_python_callbacks(callbacks, self, all);
     Result<Logs> logs = without_gil([&] { return systole::evaluate(*trainer_, data, all); });
@@ -395,25 +391,28 @@ class PyModel {
   const TrainConfig& config() const { return config_; }
 
  private:
-  // The trainer for data of `data`'s shape, made on first use.
-  void build(const Dataset& data, uint64_t batches_per_epoch) {
+  // Given the trainer's replica count, the source of its training batches.
+  using SourceMaker = std::function<std::unique_ptr<BatchSource>(uint32_t replicas)>;
+
+  // The trainer for data of `data`'s shape, made on first use, and the
+  // source that `make_source` makes for it (none without one); the
+  // source's batches per epoch set the learning-rate schedule.
+  std::unique_ptr<BatchSource> build(const Dataset& data, const SourceMaker& make_source = nullptr) {
     if (trainer_) {
       check_shape(data.shape);
-      return;
+      return make_source ? make_source(trainer_->replicas()) : nullptr;
     }
     if (data.classes == 0 && config_.classes == 0)
       throw py::value_error("model.classes: required when the labels are not class indices");
     const spec::ArrayShape array = value_or_throw(parse_array_shape(config_.array));
     ModelSpec spec = value_or_throw(model_spec(config_, data));
-    TrainerConfig settings = value_or_throw(trainer_settings(config_, spec, batches_per_epoch));
-    Result<std::unique_ptr<Trainer>> trainer = without_gil([&]() -> Result<std::unique_ptr<Trainer>> {
-      auto opened = open_device(config_, array, nullptr);
-      if (!opened.ok()) return opened.status();
-      return make_trainer(config_, *opened, settings, nullptr);
-    });
-    trainer_ = value_or_throw(std::move(trainer));
+    OpenedDevice opened = value_or_throw(without_gil([&] { return open_device(config_, array, nullptr); }));
+    std::unique_ptr<BatchSource> source = make_source ? make_source(uint32_t(opened.units.size())) : nullptr;
+    TrainerConfig settings = value_or_throw(trainer_settings(config_, spec, source ? source->batches_per_epoch() : 0));
+    trainer_ = value_or_throw(without_gil([&] { return make_trainer(config_, opened, settings, nullptr); }));
     shape_ = data.shape;
     classes_ = spec.classes;
+    return source;
   }
 
   // Examples of `shape` for the model built; a ValueError otherwise.

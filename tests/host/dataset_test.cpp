@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/temp_dir_test.h"
+#include "systole/fault_points.h"
 
 namespace systole {
 namespace {
@@ -96,7 +97,10 @@ TEST(BatchStream, ShufflesDeterministicallyAndDropsTheRemainder) {
     EXPECT_EQ(stream.batches(), 10u);
     std::vector<float> order;
     Batch batch;
-    while (stream.next(batch)) {
+    for (;;) {
+      Result<bool> more = stream.next(batch);
+      EXPECT_TRUE(more.ok()) << more.status().to_string();
+      if (!more.ok() || !*more) break;
       EXPECT_EQ(batch.size, 10u);
       for (uint32_t i = 0; i < batch.size; ++i) {
         EXPECT_EQ(batch.labels[i], uint32_t(batch.images[i]) % 10);
@@ -121,8 +125,35 @@ TEST(BatchStream, StopsEarlyWithoutHanging) {
   data.labels.assign(1000, 0);
   BatchStream stream(data, 10, 1, 0, true, 1);
   Batch batch;
-  ASSERT_TRUE(stream.next(batch));
+  ASSERT_TRUE(*stream.next(batch));
   // The destructor must stop the producer that waits for room.
+}
+
+// A failure of the producer thread reaches the consumer as an error after
+// the batches made before it, and the stream ends without hanging.
+TEST(BatchStream, PassesAProducerFailureToTheConsumer) {
+  Dataset data;
+  data.examples = 100;
+  data.features = 2;
+  data.images.assign(200, 1.0f);
+  data.labels.assign(100, 0);
+  ASSERT_TRUE(arm_faults("batch_stream.produce@4=error").ok());
+  BatchStream stream(data, 10, 1, 0, true, 2);
+  Batch batch;
+  for (int b = 0; b < 3; ++b) {
+    Result<bool> more = stream.next(batch);
+    ASSERT_TRUE(more.ok() && *more) << "batch " << b;
+  }
+  Result<bool> failed = stream.next(batch);
+  ASSERT_TRUE(arm_faults("").ok());
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(failed.status().message(), "injected fault at batch_stream.produce");
+  // And a stream after it is whole again.
+  BatchStream next(data, 10, 1, 1, true, 2);
+  int batches = 0;
+  while (*next.next(batch)) ++batches;
+  EXPECT_EQ(batches, 10);
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 // unbroken run; strict loading of a state_dict file.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -116,7 +118,7 @@ TEST(Fit, TakesTheStepsOfAHandWrittenLoopToTheBit) {
   for (uint32_t epoch = 0; epoch < 2; ++epoch) {
     BatchStream stream(data, kBatch, kSeed, epoch, /*shuffle=*/true);
     Batch batch;
-    while (stream.next(batch)) ASSERT_TRUE(by_hand->step(batch).ok());
+    while (*stream.next(batch)) ASSERT_TRUE(by_hand->step(batch).ok());
   }
   EXPECT_EQ(history->steps, 10u);
   EXPECT_EQ(history->examples, 10u * kBatch);
@@ -300,6 +302,54 @@ TEST(LoadWeights, IsStrictAboutTheStateDict) {
   EXPECT_NE(status.message().find("must hold finite values"), std::string::npos) << status.message();
   // Refused loads leave the weights as they were.
   EXPECT_TRUE(same_bits(source->parameters().trainable(), target->parameters().trainable()));
+}
+
+// Resuming, evaluating and predicting read a checkpoint as strictly as
+// load_weights does, each refusing the same damage with the same words.
+TEST(LoadWeights, EveryModeRefusesTheSameDamage) {
+  const std::string dir = ::testing::TempDir() + "/strict_modes";
+  std::filesystem::create_directories(dir);
+  auto source = make_trainer();
+  const Dataset data = linear_classes(kBatch, 8);
+  ArraySource batches(data, kBatch, kSeed);
+  ASSERT_TRUE(fit(*source, batches, FitOptions{}).ok());
+  const Checkpoint whole = make_checkpoint(*source, 1);
+  const std::string first = whole.tensors[0].name;
+  const std::pair<const char*, std::function<void(Checkpoint&)>> damages[] = {
+      {"is not in the model's state_dict (strict loading)",
+       [](Checkpoint& c) {
+         c.tensors.push_back({"5.weight", {1}, {0.0f}, false});
+       }},
+      {"is not in the model's state_dict (strict loading)",
+       [](Checkpoint& c) {
+         c.tensors.push_back({"optimizer.m.5.weight", {1}, {0.0f}, false});
+       }},
+      {"is missing", [](Checkpoint& c) { c.tensors.erase(c.tensors.begin()); }},
+      {"has another shape", [](Checkpoint& c) { c.tensors[0].shape = {c.tensors[0].values.size()}; }},
+      {"must hold finite values", [](Checkpoint& c) { c.tensors[0].values[0] = std::nanf(""); }},
+      {"must hold finite values", [](Checkpoint& c) { c.tensors[0].values[1] = -INFINITY; }},
+  };
+  ASSERT_TRUE(write_safetensors(dir + "/good.safetensors", whole).ok());
+  auto fresh = make_trainer();
+  ASSERT_TRUE(resume_from(dir + "/good.safetensors", *fresh).ok());
+  ASSERT_TRUE(restore_model(whole, dir + "/good.safetensors", *fresh).ok());
+  ASSERT_TRUE(load_weights(dir + "/good.safetensors", *fresh).ok())
+      << "a checkpoint's optimizer slots are known";
+  int n = 0;
+  for (const auto& [words, damage] : damages) {
+    Checkpoint damaged = whole;
+    damage(damaged);
+    const std::string path = dir + "/damaged" + std::to_string(n++) + ".safetensors";
+    ASSERT_TRUE(write_safetensors(path, damaged).ok());
+    auto target = make_trainer();
+    const Status statuses[] = {resume_from(path, *target).status(), restore_model(damaged, path, *target),
+                               load_weights(path, *target)};
+    for (const Status& status : statuses) {
+      EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << path;
+      EXPECT_NE(status.message().find(words), std::string::npos) << status.message();
+      EXPECT_EQ(status.message().rfind(path + ": tensor ", 0), 0u) << status.message();
+    }
+  }
 }
 
 }  // namespace

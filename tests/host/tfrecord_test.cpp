@@ -18,6 +18,8 @@
 #include "common/feature_spec.h"
 #include "common/temp_dir_test.h"
 #include "systole/example.h"
+#include "systole/fault_points.h"
+#include "systole/fit.h"
 #include "systole/record_pipeline.h"
 #include "systole/summary_writer.h"
 #include "systole/tfrecord.h"
@@ -523,6 +525,29 @@ TEST_F(Pipelines, CorruptRecordsAreNamedOrSkippedOnRequest) {
   EXPECT_TRUE(std::equal(skipping.values.end() - per_record, skipping.values.end(), skipping.values.begin()));
 }
 
+// A read that fails mid-epoch (EIO, injected at the reader's fault point)
+// ends the epoch with an error naming the file and the record, even with
+// skip_corrupt: a failing disk is not a corrupt record.
+TEST_F(Pipelines, AReadFailureMidEpochReachesTheConsumer) {
+  const auto files = write_files({10, 10});
+  const std::size_t record_bytes = read_all(files[1]).size() / 10;
+  RecordPipelineOptions options;
+  options.files = files;
+  options.batch_size = 4;
+  options.threads = 2;
+  for (bool skip_corrupt : {false, true}) {
+    SCOPED_TRACE(skip_corrupt ? "skip_corrupt" : "strict");
+    options.skip_corrupt = skip_corrupt;
+    // Three reads a record (header, data, footer): the 7th is record 2's header.
+    ASSERT_TRUE(arm_faults("tfrecord.read:part-1@7=error").ok());
+    const Drained drained = drain(options);
+    ASSERT_TRUE(arm_faults("").ok());
+    EXPECT_EQ(drained.error, files[1] + ": record 2 at byte " + std::to_string(2 * record_bytes) +
+                                 ": read failed: Input/output error");
+  }
+  EXPECT_EQ(epoch(options).size(), 20u);  // disarmed, the epoch is whole
+}
+
 TEST_F(Pipelines, SkippedRecordsLeaveEveryShardItsBatches) {
   // Three shards of 24 records, batches of 4: six batches each. Shard 1
   // loses three records to corruption, which would leave it five and a
@@ -547,6 +572,52 @@ TEST_F(Pipelines, SkippedRecordsLeaveEveryShardItsBatches) {
   }
   EXPECT_EQ(sizes[0], sizes[1]);
   EXPECT_EQ(sizes[1], sizes[2]);
+}
+
+// One pipeline per replica: the batches of a job's replicas are the same
+// whether one process holds all four or two processes two each, and every
+// record is read once an epoch (3 files over 4 replicas: by record).
+TEST_F(Pipelines, ReplicaShardsDoNotDependOnTheProcessLayout) {
+  const auto files = write_files({30, 17, 25});
+  RecordPipelineOptions options;
+  options.files = files;
+  options.batch_size = 8;
+  options.shuffle_buffer = 12;
+  options.seed = 3;
+  auto plan = RecordPipeline::create(schema_, columns_, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  auto epoch_of = [&](uint32_t first, uint32_t local) {
+    auto source = PipelineSource::per_replica(**plan, first, local, 4, 2, 3);
+    EXPECT_TRUE(source.ok()) << source.status().to_string();
+    std::vector<std::vector<float>> batches;
+    if (!source.ok()) return batches;
+    EXPECT_EQ((*source)->batches_per_epoch(), 72u / 4 / 2);
+    EXPECT_TRUE((*source)->start_epoch(1).ok());
+    Batch batch;
+    while (*(*source)->next(batch)) {
+      EXPECT_EQ(batch.size, 2 * local);
+      batches.push_back(batch.images);
+    }
+    return batches;
+  };
+  const auto whole = epoch_of(0, 4), front = epoch_of(0, 2), back = epoch_of(2, 2);
+  ASSERT_EQ(whole.size(), 9u);
+  ASSERT_EQ(front.size(), whole.size());
+  ASSERT_EQ(back.size(), whole.size());
+  std::set<float> seen;
+  for (std::size_t b = 0; b < whole.size(); ++b) {
+    std::vector<float> joined = front[b];
+    joined.insert(joined.end(), back[b].begin(), back[b].end());
+    EXPECT_EQ(joined, whole[b]) << "batch " << b;
+    seen.insert(whole[b].begin(), whole[b].end());
+  }
+  EXPECT_EQ(seen.size(), 72u) << "each record once";
+  // A shard smaller than a replica's batch is named.
+  auto starved = PipelineSource::per_replica(**plan, 0, 1, 4, 19, 0);
+  EXPECT_EQ(starved.status().message(),
+            "a batch of 19 per replica is more than the 18 training record(s) of replica 0's shard (of 4): "
+            "no batch "
+            "to train on");
 }
 
 TEST_F(Pipelines, LabelsOutsideTheClassesAreNamed) {

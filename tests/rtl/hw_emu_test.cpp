@@ -294,7 +294,9 @@ void expect_rtl_trains_like_sw_emu(const ModelSpec& model, uint32_t seed, bool l
     const float* after = rtl.trainable().data() + entry.offset;
     EXPECT_NE(std::memcmp(before, after, entry.size * sizeof(float)), 0) << entry.name << " did not train";
   }
-  if (loss_falls) EXPECT_LT(rtl_losses.back(), rtl_losses.front()) << "the loss falls";
+  if (loss_falls) {
+    EXPECT_LT(rtl_losses.back(), rtl_losses.front()) << "the loss falls";
+  }
 }
 
 TEST(HwEmu, TrainingStepsMatchSwEmuToTheBit) {

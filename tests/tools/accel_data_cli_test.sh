@@ -24,6 +24,24 @@ expect 0 "image: float_list\[784\]" show "$work/fm/test-00000-of-00001.tfrecord"
 expect 0 "wrote 5 records" from-idx --images "$work/idx/t10k-images-idx3-ubyte.gz" \
   --labels "$work/idx/t10k-labels-idx1-ubyte.gz" --out "$work/five" --first 15 --count 5
 
+# Shards appear all or none: a failed fsync or rename of one shard (fault
+# points) leaves no new shard and no temporary file; a failed fsync leaves
+# an earlier run's shards untouched.
+shard_names() { (cd "$1" && ls train-* 2>/dev/null | tr '\n' ' '); }
+cp -r "$work/fm" "$work/fm_before"
+SYSTOLE_FAULTS=output.fsync:train-00001-of-00003.tfrecord=error \
+  expect 2 "fm/train-00001-of-00003.tfrecord: fsync failed: Input/output error" \
+  fashion-mnist --data-dir "$work/idx" --out "$work/fm" --shards 3 --validation-examples 10
+diff -r "$work/fm_before" "$work/fm" >/dev/null || { echo "FAIL: a failed fsync changed the earlier shards"; failures=$((failures + 1)); }
+for fault in output.fsync:train-00001-of-00003.tfrecord=error output.rename:train-00002-of-00003.tfrecord=error; do
+  SYSTOLE_FAULTS=$fault expect 2 "fm_new/train-0000[12]-of-00003.tfrecord: (fsync failed|cannot rename .*): Input/output error" \
+    fashion-mnist --data-dir "$work/idx" --out "$work/fm_new" --shards 3 --validation-examples 10
+  [[ -z $(shard_names "$work/fm_new") ]] || { echo "FAIL: $fault left shards: $(shard_names "$work/fm_new")"; failures=$((failures + 1)); }
+  [[ -z $(ls "$work/fm_new" | grep tmp) ]] || { echo "FAIL: $fault left temporaries"; failures=$((failures + 1)); }
+done
+SYSTOLE_FAULTS="output.fsnyc=error" expect 2 "^accel_data: SYSTOLE_FAULTS: 'output.fsnyc=error': no fault point 'output.fsnyc'" \
+  show "$work/fm/test-00000-of-00001.tfrecord"
+
 printf 'user,item\nx\n' >"$work/short.csv"
 expect 2 "short.csv: row 1 has 1 field\(s\), the header 2" from-csv --csv "$work/short.csv" --out "$work/short"
 printf 'user,label\nx,notanint\n' >"$work/typed.csv"

@@ -105,6 +105,27 @@ expect 2 "locked is in use by accel_train pid 4242 on host elsewhere; wait for t
 exec 9>&-
 expect 0 "Epoch 1/1" "${small[@]}" --epochs 1 --checkpoint-dir "$work/locked"
 
+# Every output is checked before the first step: a file where a directory
+# must go, or a directory where a file must go, fails at the start (exit 2,
+# no epoch begun) naming the setting and the path.
+touch "$work/a_file"
+refused_before_training() {  # REGEX FLAGS...
+  local regex=$1
+  shift
+  expect 2 "$regex" "${small[@]}" --epochs 1 "$@"
+  if "$tool" "${small[@]}" --epochs 1 "$@" 2>&1 | grep -q "^Epoch 1/"; then
+    echo "FAIL: $* began an epoch before refusing the output"; failures=$((failures + 1))
+  fi
+}
+refused_before_training "checkpoint.dir: cannot create '.*a_file': " --checkpoint-dir "$work/a_file"
+refused_before_training "checkpoint.dir: cannot create '.*a_file/run': " --checkpoint-dir "$work/a_file/run"
+refused_before_training "tensorboard: .*a_file/train: cannot create the directory: Not a directory" \
+  --tensorboard "$work/a_file"
+refused_before_training "csv_logger.filename: CSVLogger: cannot open .*a_file/log.csv" --csv-log "$work/a_file/log.csv"
+refused_before_training "csv_logger.filename: CSVLogger: cannot open " --csv-log "$work"
+refused_before_training "trace: .*no_such_dir/t.json: cannot create" --trace "$work/no_such_dir/t.json"
+refused_before_training "trace: .*: exists and is not a regular file" --trace "$work"
+
 # A checkpoint of the dense-only format before layers (systole-mlp/1,
 # tests/data: one epoch of --hidden 4 on this data set) still resumes.
 for dir in legacy legacy_other; do

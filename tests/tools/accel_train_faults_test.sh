@@ -4,9 +4,10 @@
 # bounded time with a named error and nothing lost:
 #   SIGINT and SIGTERM stop training after a step, keep the last checkpoint
 #     and exit 128+N; --resume continues;
-#   SIGKILL at random points, resumed each time, ends with the same
-#     checkpoint bytes as an uninterrupted run (seed printed), and the next
-#     run removes what a killed write left;
+#   SIGKILL at named fault points (mid-epoch, and at each step of writing
+#     a checkpoint), resumed each time, ends with the same checkpoint bytes
+#     as an uninterrupted run, and the next run removes what a killed write
+#     left;
 #   a full disk (ENOSPC) while writing a checkpoint or accel_gemm --out, and
 #     a read-only checkpoint directory: exit 2 naming the file, the previous
 #     file intact.
@@ -48,45 +49,64 @@ for signal in INT TERM; do
   expect 0 "resumed from .* after epoch $epochs" "${small[@]}" --epochs $((epochs + 1)) --checkpoint-dir "$dir" --resume
 done
 
-# SIGKILL at random points, each resumed: the same bytes as no kill at all.
-# A larger model, so that checkpoint writes (6 MB) take part of the run.
-seed=${SEED:-$RANDOM}
-echo "SIGKILL kill points from seed $seed"
-RANDOM=$seed
+# SIGKILL at named points (the trainer's fault points, SYSTOLE_FAULTS),
+# each run resumed from what the last left: the same bytes as no kill at
+# all. The points fall mid-epoch and at each step of writing a checkpoint
+# (its bytes written but not synced, synced but not renamed, renamed with
+# the model file not yet written), whatever the machine's load.
 epochs=6
 large=(--hidden 512,256 --epochs $epochs)
-start=$(date +%s%N)
 "$tool" "${small[@]}" "${large[@]}" --checkpoint-dir "$work/whole" >/dev/null || fail "the uninterrupted run"
-whole_ms=$((($(date +%s%N) - start) / 1000000))
 dir="$work/killed"
-kills=0
-for attempt in $(seq 30); do
+# point | the epoch of the checkpoint the next run resumes from (0: none) |
+# whether the kill leaves a temporary file for the next run to remove
+kill_points=(
+  "train.step@7                             0 no"
+  "output.fsync:checkpoint.safetensors      0 yes"
+  "output.rename:checkpoint.safetensors     0 yes"
+  "output.renamed:checkpoint.safetensors    1 no"
+  "output.rename:model.safetensors          2 yes"
+  "train.step@20                            3 no"
+  "output.fsync:checkpoint.safetensors@2    4 yes"
+)
+left_temporary=no resumed=0
+# What the previous kill left, as the run after it reports it.
+check_left() {
+  if [[ $left_temporary == yes ]] && ! grep -q "removed .*\.tmp\.[0-9]*\.[0-9]*, a partial write" "$work/out"; then
+    fail "the run after a kill mid-write did not remove its temporary file:"; sed 's/^/    /' "$work/out"
+  fi
+  if ((resumed > 0)) && ! grep -q "resumed from .* after epoch $resumed$" "$work/out"; then
+    fail "the run after a kill did not resume after epoch $resumed:"; sed 's/^/    /' "$work/out"
+  fi
+}
+for row in "${kill_points[@]}"; do
+  read -r point resumes temporary <<<"$row"
   resume=()
   [[ -f $dir/checkpoint.safetensors ]] && resume=(--resume)
-  "${run[@]}" "${large[@]}" --checkpoint-dir "$dir" "${resume[@]}" >"$work/out" 2>&1 &
-  pid=$!
-  # Within a quarter of the whole run, so that at least three runs are
-  # killed before the work is done.
-  delay_ms=$((RANDOM % (whole_ms / 4 + 1)))
-  sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
-  if ((kills < 5)) && kill -KILL "$pid" 2>/dev/null; then
-    wait "$pid" 2>/dev/null
-    kills=$((kills + 1))
-    echo "  run $attempt killed after $delay_ms ms (the whole run takes $whole_ms ms)"
-    [[ -f $dir/checkpoint.safetensors ]] && ! loads "$dir/checkpoint.safetensors" &&
-      fail "after a SIGKILL at $delay_ms ms the checkpoint does not load"
-    continue
+  SYSTOLE_FAULTS="$point=kill" "${run[@]}" "${large[@]}" --checkpoint-dir "$dir" "${resume[@]}" >"$work/out" 2>&1
+  status=$?
+  [[ $status -eq 137 ]] || { fail "killed at $point: exit $status, not 137 (SIGKILL):"; sed 's/^/    /' "$work/out"; }
+  check_left
+  if ((resumes == 0)); then
+    [[ -f $dir/checkpoint.safetensors ]] && fail "killed at $point: a checkpoint appeared"
+  else
+    loads "$dir/checkpoint.safetensors" || fail "killed at $point: the checkpoint does not load"
   fi
-  wait "$pid" || { fail "run $attempt:"; sed 's/^/    /' "$work/out"; }
-  ((kills >= 3)) && break
-  # The machine was faster than when the whole run was timed: start over.
-  echo "  run $attempt finished after $kills kill(s); starting again"
-  rm -rf "$dir"
-  kills=0
+  ls "$dir" | grep -q '\.tmp\.' && [[ $temporary == no ]] && fail "killed at $point: an unexpected temporary file"
+  ls "$dir" | grep -q '\.tmp\.' || [[ $temporary == no ]] || fail "killed at $point: no temporary file (the point was not reached mid-write)"
+  left_temporary=$temporary resumed=$resumes
+  passes=$((passes + 1))
 done
-((kills >= 3)) || fail "only $kills of the runs were killed (the kill points came too late)"
+"${run[@]}" "${large[@]}" --checkpoint-dir "$dir" --resume >"$work/out" 2>&1 || { fail "the last run:"; sed 's/^/    /' "$work/out"; }
+check_left
 cmp -s "$work/whole/checkpoint.safetensors" "$dir/checkpoint.safetensors" && passes=$((passes + 1)) ||
-  fail "killed and resumed $kills times, the final checkpoint differs from the uninterrupted run's"
+  fail "killed at ${#kill_points[@]} points and resumed, the final checkpoint differs from the uninterrupted run's"
+cmp -s "$work/whole/model.safetensors" "$dir/model.safetensors" && passes=$((passes + 1)) ||
+  fail "killed and resumed, the final model file differs from the uninterrupted run's"
+
+# A misspelt rule is refused before anything runs.
+SYSTOLE_FAULTS="train.stpe@3=kill" expect 2 "^accel_train: SYSTOLE_FAULTS: 'train.stpe@3=kill': no fault point 'train.stpe'" \
+  "${small[@]}" --epochs 1
 
 # What a write killed mid-way leaves is removed by the next run on the directory.
 printf 'half a checkpoint' >"$dir/checkpoint.safetensors.tmp.99999.0"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # accel_train under mpirun (label mpi): 2 processes of K replicas end with
-# the same checkpoint bytes as 1 process of 2K; only rank 0 logs; every rank
-# resumes from rank 0's checkpoint; a killed or stalled rank ends the job
-# within a bounded time with its rank named; bad input ends the job with a
-# message naming the field.
+# the same checkpoint bytes as 1 process of 2K, from IDX or TFRecord data;
+# only rank 0 logs; every rank resumes from rank 0's checkpoint; a killed or
+# stalled rank ends the job within a bounded time with its rank named; bad
+# input ends the job with a message naming the field.
 set -u
-tool=$1 make_idx=$2
+tool=$1 make_idx=$2 accel_data=$3
 work=$(mktemp -d)
 jobs_started=()
 cleanup() {
@@ -48,6 +48,41 @@ done
 # The test must be able to fail: another replica count gives other bits.
 if cmp -s "$work/mpi2/checkpoint.safetensors" "$work/mpi4/checkpoint.safetensors"; then
   echo "FAIL: 2 and 4 replicas wrote identical checkpoints: the comparison proves nothing"
+  failures=$((failures + 1))
+fi
+
+# TFRecord shards: every replica reads its own shard of the files (by file
+# for 2 replicas over 3 files, by record for 4), so here too the layout
+# over processes does not change a bit.
+"$accel_data" fashion-mnist --data-dir "$work/data" --out "$work/fm" --shards 3 --validation-examples 64 \
+  >/dev/null || exit 1
+cat >"$work/fm.yaml" <<YAML
+array: 16x16
+model: {hidden: [32], classes: 10}
+data:
+  format: tfrecord
+  train: $work/fm/train-*.tfrecord
+  validation: $work/fm/validation-*.tfrecord
+  features:
+    image: {dtype: float32, shape: [28, 28, 1]}
+    label: {dtype: int64}
+  inputs: [image]
+  shuffle_buffer: 100
+train: {epochs: 2, global_batch: 48, learning_rate: 0.003}
+YAML
+for layout in "2 1" "2 2"; do
+  read -r processes local <<<"$layout"
+  total=$((processes * local))
+  out=$("${mpi[@]}" -np "$processes" "$tool" --config "$work/fm.yaml" --devices "$local" \
+        --checkpoint-dir "$work/tf_mpi$total" 2>&1) || {
+    echo "FAIL: TFRecord mpirun -np $processes: $out"; failures=$((failures + 1)); continue; }
+  "$tool" --config "$work/fm.yaml" --devices "$total" --checkpoint-dir "$work/tf_one$total" >/dev/null 2>&1 ||
+    { echo "FAIL: TFRecord 1 process x $total"; failures=$((failures + 1)); continue; }
+  same_file "$work/tf_mpi$total/checkpoint.safetensors" "$work/tf_one$total/checkpoint.safetensors" \
+    "TFRecord: $processes processes x $local replicas differ from 1 process x $total replicas"
+done
+if cmp -s "$work/tf_mpi2/checkpoint.safetensors" "$work/tf_mpi4/checkpoint.safetensors"; then
+  echo "FAIL: TFRecord: 2 and 4 replicas wrote identical checkpoints: the comparison proves nothing"
   failures=$((failures + 1))
 fi
 

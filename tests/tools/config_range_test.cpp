@@ -84,8 +84,9 @@ TEST(ConfigRange, EveryNumericKeyIsReadExactlyOrRefusedQuotingTheText) {
       ASSERT_TRUE(in_bounds.has_value()) << "cannot read the bounds '" << field.values << "'";
       const Status checked = field.check ? field.check(config) : ok_status();
       EXPECT_EQ(checked.ok(), *in_bounds) << field.values << ": " << checked.message();
-      if (!checked.ok())
+      if (!checked.ok()) {
         EXPECT_NE(checked.message().find("got " + written), std::string::npos) << checked.message();
+      }
     }
     // The words and the numbers past every integer type are never read.
     for (const std::string& text : {std::string("18446744073709551616"), std::string("x"), std::string("")}) {

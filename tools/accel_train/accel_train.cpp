@@ -84,14 +84,19 @@ int train(const TrainConfig& config) {
   if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
 
   // Data first: a bad data set is reported before any device work.
-  auto loaded = load_run_data(config, group ? group->rank() : 0, group ? group->size() : 1);
+  auto loaded = load_run_data(config);
   if (!loaded.ok()) return fail(loaded.status());
   RunData& data = *loaded;
   auto opened = open_device(config, *array, group.get());
   if (!opened.ok()) return fail(opened.status());
+  const uint32_t local = uint32_t(opened->units.size()), processes = group ? group->size() : 1;
+  auto made_source =
+      train_source(data, config, (group ? group->rank() : 0) * local, local, processes * local);
+  if (!made_source.ok()) return fail(made_source.status());
+  std::unique_ptr<BatchSource> source = std::move(made_source).value();
   auto spec = model_spec(config, data.shape_of);
   if (!spec.ok()) return fail(spec.status());
-  auto trainer_config = trainer_settings(config, *spec, data.batches_per_epoch);
+  auto trainer_config = trainer_settings(config, *spec, source->batches_per_epoch());
   if (!trainer_config.ok()) return fail(trainer_config.status());
   auto created = make_trainer(config, *opened, *trainer_config, group.get());
   if (!created.ok()) return fail(created.status());
@@ -130,10 +135,9 @@ int train(const TrainConfig& config) {
   if (!callbacks.ok()) return fail(callbacks.status());
   if (data.pipeline) {
     auto warn = std::make_shared<LambdaCallback>();
-    warn->epoch_end = [&data](uint32_t, const Logs&) {
-      if (data.pipeline->skipped() > 0)
-        std::printf("warning: %llu corrupt record(s) skipped (data.skip_corrupt), the first: %s\n",
-                    (unsigned long long)data.pipeline->skipped(), data.pipeline->first_skip_reason().c_str());
+    warn->epoch_end = [&source](uint32_t, const Logs&) {
+      if (source->skipped() > 0)
+        std::printf("warning: %s (data.skip_corrupt)\n", source->shortfall().c_str());
       return ok_status();
     };
     callbacks->insert(callbacks->begin() + 1, warn);
@@ -142,11 +146,6 @@ int train(const TrainConfig& config) {
   ProjectionMeter projection(opened->device);
   callbacks->push_back(projection.callback());
 
-  std::unique_ptr<BatchSource> source;
-  if (data.pipeline)
-    source = std::make_unique<PipelineSource>(*data.pipeline);
-  else
-    source = std::make_unique<ArraySource>(data.train_set, config.global_batch, config.seed);
   std::unique_ptr<RecordingSource> recording;
   if (!config.record_dir.empty()) {
     if (group)

@@ -502,11 +502,13 @@ std::vector<ConfigField> make_fields() {
   f.push_back(field("data.inputs", &C::inputs, "tfrecord: the features that feed the model, in order"));
   f.push_back(field("data.label", &C::label, "tfrecord: the label feature"));
   f.push_back(number("data.shuffle_buffer", &C::shuffle_buffer, closed(0, 1u << 24),
-                     "tfrecord: records in the shuffle buffer (0: no shuffling)"));
+                     "tfrecord: records in the shuffle buffers, shared out among the replicas' pipelines (0: "
+                     "no shuffling)"));
   f.push_back(
       number("data.cycle_length", &C::cycle_length, closed(1, 1024), "tfrecord: files read interleaved"));
-  f.push_back(
-      number("data.threads", &C::reader_threads, closed(1, 256), "tfrecord: reader threads").per_process());
+  f.push_back(number("data.threads", &C::reader_threads, closed(1, 256),
+                     "tfrecord: reader threads of each replica's pipeline")
+                  .per_process());
   f.push_back(number("data.prefetch", &C::prefetch, closed(1, 1024), "tfrecord: batches prepared ahead")
                   .per_process());
   f.push_back(

@@ -22,7 +22,7 @@ Result<Dataset> load_tfrecord_set(const TrainConfig& config, const ExampleSchema
 
 }  // namespace
 
-Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t processes) {
+Result<RunData> load_run_data(const TrainConfig& config) {
   RunData data;
   if (config.data_format == "idx") {
     auto full_train = load_fashion_mnist(config.data_dir, true, config.classes);
@@ -65,13 +65,11 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   auto compression = data_compression(config);
   if (!compression.ok()) return compression.status();
   options.compression = *compression;
-  options.shard_index = rank;
-  options.shard_count = processes;
   options.cycle_length = config.cycle_length;
   options.threads = config.reader_threads;
   options.shuffle_buffer = config.shuffle_buffer;
   options.seed = config.seed;
-  options.batch_size = config.global_batch / processes;
+  options.batch_size = config.global_batch;
   options.prefetch = config.prefetch;
   options.skip_corrupt = config.skip_corrupt;
   options.negatives = config.negatives;
@@ -93,22 +91,36 @@ Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t
   const RecordPipeline& p = *data.pipeline;
   if (data.batches_per_epoch == 0)
     return Status(StatusCode::kInvalidArgument,
-                  "train.global_batch: " + std::to_string(config.global_batch) +
-                      (processes > 1 ? " (" + std::to_string(options.batch_size) + " per process)" : "") +
-                      " is more than the " + std::to_string(p.shard_records()) + " training record(s)" +
-                      (processes > 1 ? " of this process's shard" : "") + " in data.train (" +
+                  "train.global_batch: " + std::to_string(config.global_batch) + " is more than the " +
+                      std::to_string(p.total_records()) + " training record(s) in data.train (" +
                       std::to_string(files->size()) + " file(s)): no batch to train on");
   data.description = std::to_string(p.total_records()) + " training records in " +
                      std::to_string(files->size()) + " file(s)" +
                      (config.negatives > 0 ? " (positives; " + std::to_string(config.negatives) +
                                                  " negatives sampled per positive each epoch)"
                                            : "") +
-                     (processes > 1 ? " (this process: " + std::to_string(p.shard_records()) +
-                                          ", sharded by " + (p.shards_by_file() ? "file" : "record") + ")"
-                                    : "") +
                      ", " + std::to_string(data.validation.examples) + " validation, " +
                      std::to_string(data.test.examples) + " test examples (TFRecord)";
   return data;
+}
+
+Result<std::unique_ptr<BatchSource>> train_source(const RunData& data, const TrainConfig& config,
+                                                  uint32_t first, uint32_t local, uint32_t total) {
+  if (!data.pipeline)
+    return std::unique_ptr<BatchSource>(
+        std::make_unique<ArraySource>(data.train_set, config.global_batch, config.seed));
+  if (total == 0 || config.global_batch % total != 0)
+    return Status(StatusCode::kInvalidArgument, "train.global_batch: " + std::to_string(config.global_batch) +
+                                                    " does not divide among " + std::to_string(total) +
+                                                    " replicas");
+  // The job's shuffle buffer, shared out: the memory is the same however
+  // many replicas there are, and each shard's the same however they are
+  // spread over processes.
+  const uint32_t buffer = uint32_t((uint64_t(config.shuffle_buffer) + total - 1) / total);
+  auto source =
+      PipelineSource::per_replica(*data.pipeline, first, local, total, config.global_batch / total, buffer);
+  if (!source.ok()) return Status(source.status().code(), "data.train: " + source.status().message());
+  return std::unique_ptr<BatchSource>(std::move(source).value());
 }
 
 Result<Dataset> load_test_set(const TrainConfig& config, uint32_t classes) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "systole/dataset.h"
+#include "systole/fit.h"
 #include "systole/model.h"
 #include "systole/record_pipeline.h"
 #include "train_config.h"
@@ -14,19 +15,29 @@
 namespace systole {
 
 // The data of a run. IDX: the sets in memory, every process stepping
-// through the same global batches. TFRecord: a pipeline per process over
-// its shard of the training files (a process's share of each global
-// batch), the validation and test sets (optional) in memory.
+// through the same global batches. TFRecord: the training files counted
+// and planned (`pipeline`, read whole in global batches by itself, and cut
+// into one pipeline per replica by train_source), the validation and test
+// sets (optional) in memory.
 struct RunData {
   Dataset train_set;                         // idx
   std::unique_ptr<RecordPipeline> pipeline;  // tfrecord
   Dataset validation, test;                  // empty when not given
   Dataset shape_of;                          // no examples: the examples' shape and classes
-  uint64_t batches_per_epoch = 0;
+  uint64_t batches_per_epoch = 0;            // of global batches
   std::string description;
 };
 
-Result<RunData> load_run_data(const TrainConfig& config, uint32_t rank, uint32_t processes);
+Result<RunData> load_run_data(const TrainConfig& config);
+
+// The training batches of a process whose replicas are [first, first +
+// local) of the job's `total`: IDX data as shuffled global batches (each
+// replica takes its slice); TFRecord data through one pipeline per local
+// replica, reading its shard of the files (PipelineSource), each with its
+// part of data.shuffle_buffer. Its batches_per_epoch() may be fewer than
+// data.batches_per_epoch when the shards are uneven.
+Result<std::unique_ptr<BatchSource>> train_source(const RunData& data, const TrainConfig& config,
+                                                  uint32_t first, uint32_t local, uint32_t total);
 
 // The test set alone (evaluate), its labels in [0, classes).
 Result<Dataset> load_test_set(const TrainConfig& config, uint32_t classes);

@@ -79,7 +79,8 @@ Result<std::optional<DirectoryLock>> lock_checkpoint_dir(const TrainConfig& conf
   std::error_code error;
   std::filesystem::create_directories(config.checkpoint_dir, error);
   if (error)
-    return Status(StatusCode::kUnavailable, "checkpoint.dir: cannot create " + config.checkpoint_dir);
+    return Status(StatusCode::kUnavailable,
+                  "checkpoint.dir: cannot create '" + config.checkpoint_dir + "': " + error.message());
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
   auto lock = DirectoryLock::acquire(config.checkpoint_dir,

@@ -29,6 +29,7 @@ class RecordingSource final : public BatchSource {
   Status start_epoch(uint32_t epoch) override { return inner_.start_epoch(epoch); }
   Result<bool> next(Batch& batch) override;
   bool process_share() const override { return inner_.process_share(); }
+  uint64_t skipped() const override { return inner_.skipped(); }
   std::string shortfall() const override { return inner_.shortfall(); }
 
   // What it passed on: the examples, one after another.

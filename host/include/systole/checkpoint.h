@@ -65,7 +65,8 @@ struct ModelValues {
 
 // Fills `values` from a checkpoint, with the optimizer state of `slots`
 // (none: the model alone); errors name `path` and the tensor that is
-// missing or of the wrong shape.
+// missing, of the wrong shape, or not the model's (strict: a tensor may be
+// a parameter or an optimizer slot of one, nothing else).
 Status read_model_tensors(const Checkpoint& checkpoint, const std::string& path, const ParameterStore& store,
                           const std::vector<OptimizerSlot>& slots, ModelValues& values);
 

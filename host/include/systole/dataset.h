@@ -57,7 +57,9 @@ struct Batch {
 
 // The batches of one epoch: examples shuffled with (seed, epoch), cut into
 // batches of `batch_size` with the remainder dropped, assembled on a
-// background thread `prefetch` batches ahead of the consumer.
+// background thread `prefetch` batches ahead of the consumer. A failure of
+// that thread (std::bad_alloc; fault point batch_stream.produce) ends the
+// epoch: next() returns it after the batches made before it.
 class BatchStream {
  public:
   BatchStream(const Dataset& data, uint32_t batch_size, uint64_t seed, uint32_t epoch, bool shuffle,
@@ -68,10 +70,11 @@ class BatchStream {
 
   uint32_t batches() const { return batches_; }
   // The next batch; false after the last one.
-  bool next(Batch& batch);
+  Result<bool> next(Batch& batch);
 
  private:
   void produce();
+  Status produce_batches();
 
   const Dataset& data_;
   uint32_t batch_size_;
@@ -81,8 +84,9 @@ class BatchStream {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Batch> ready_;
-  uint32_t produced_ = 0;
   bool stop_ = false;
+  bool finished_ = false;  // the producer has returned
+  Status failure_;         // why it ended early
   std::thread worker_;
 };
 

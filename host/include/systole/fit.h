@@ -45,8 +45,9 @@ class BatchSource {
   // sharded pipeline: Trainer::step_local) rather than all of it
   // (Trainer::step).
   virtual bool process_share() const { return false; }
-  // Why an epoch ended before batches_per_epoch() batches; empty when it
-  // cannot.
+  // Records skipped as corrupt so far this epoch, and why an epoch ended
+  // before batches_per_epoch() batches (empty when it cannot).
+  virtual uint64_t skipped() const { return 0; }
   virtual std::string shortfall() const { return ""; }
 };
 
@@ -69,19 +70,32 @@ class ArraySource final : public BatchSource {
   std::unique_ptr<BatchStream> stream_;
 };
 
-// TFRecord files through the input pipeline (each process reads its own
-// shard). The pipeline must outlive the source.
+// TFRecord files through input pipelines, one per replica of this process
+// (TensorFlow's PER_REPLICA input mode): global replica g of a job of R
+// reads shard g of R, so the examples each replica takes in a step are the
+// same however the replicas are spread over processes. A batch is this
+// process's replicas' batches, in replica order.
 class PipelineSource final : public BatchSource {
  public:
-  explicit PipelineSource(RecordPipeline& pipeline) : pipeline_(pipeline) {}
-  uint64_t batches_per_epoch() const override { return pipeline_.batches_per_epoch(); }
+  // Replicas [first, first + local) of `total`, each reading its shard of
+  // `plan`'s files in batches of `per_replica` with a shuffle buffer of
+  // `shuffle_buffer` records. An error names the replica whose shard holds
+  // less than a batch.
+  static Result<std::unique_ptr<PipelineSource>> per_replica(const RecordPipeline& plan, uint32_t first,
+                                                             uint32_t local, uint32_t total,
+                                                             uint32_t per_replica, uint32_t shuffle_buffer);
+  uint64_t batches_per_epoch() const override { return replicas_.front()->batches_per_epoch(); }
   Status start_epoch(uint32_t epoch) override;
-  Result<bool> next(Batch& batch) override { return pipeline_.next(batch); }
+  Result<bool> next(Batch& batch) override;
   bool process_share() const override { return true; }
-  std::string shortfall() const override;
+  uint64_t skipped() const override;
+  std::string shortfall() const override;  // the records skipped, and the first reason
 
  private:
-  RecordPipeline& pipeline_;
+  explicit PipelineSource(std::vector<std::unique_ptr<RecordPipeline>> replicas)
+      : replicas_(std::move(replicas)) {}
+  std::vector<std::unique_ptr<RecordPipeline>> replicas_;
+  Batch part_;  // one replica's batch, reused
 };
 
 struct FitOptions {

@@ -4,7 +4,13 @@
 // commit() fsyncs and renames over the destination. Until then the
 // destination is untouched; an OutputFile destroyed without a commit
 // removes its temporary file. Only a regular file (or nothing) may be
-// replaced.
+// replaced. commit() is sync() then publish(): a writer of several files
+// that must appear together syncs them all before it publishes any.
+//
+// Fault points (systole/fault_points.h), with the file's base name as the
+// subject: output.fsync before the fsync (error: the fsync fails),
+// output.rename between fsync and rename (error: the rename fails), and
+// output.renamed after the rename (kill only).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +37,10 @@ class OutputFile {
   // Appends `bytes` bytes (buffered). A failure (disk full) is reported
   // here or by commit(), naming the destination.
   Status write(const void* data, std::size_t bytes);
+  // Flushes, fsyncs and closes the temporary file.
+  Status sync();
+  // Renames the synced temporary file over the destination.
+  Status publish();
   Status commit();
 
  private:
@@ -40,7 +50,8 @@ class OutputFile {
   void discard();
 
   std::string path_, temporary_;
-  int fd_ = -1;
+  int fd_ = -1;          // open until sync()
+  bool synced_ = false;  // the temporary file is closed and waits for publish()
   uint64_t size_ = 0;
   std::string buffer_;
 };

@@ -11,12 +11,14 @@
 // file replaced by the next one in the epoch's file order (shuffled per
 // epoch with the seed when shuffling).
 //
-// Sharding (TensorFlow's AUTO policy): with at least as many files as
-// shards, shard i reads the files i, i + shards, ...; otherwise every shard
-// reads every file and keeps every shards-th record of the interleaved
-// order. Shards are disjoint and together cover every record once. All
-// shards agree on the number of batches per epoch: the smallest shard's
-// full batches, so every process of a job takes the same number of steps.
+// Sharding (after TensorFlow's AUTO policy): when the files divide evenly
+// among the shards, shard i reads the files i, i + shards, ...; otherwise
+// every shard reads every file and keeps every shards-th record of the
+// interleaved order (so 3 files over 2 shards do not leave one shard with
+// a third of the records). Shards are disjoint and together cover every
+// record once. All shards agree on the number of batches per epoch: the
+// smallest shard's full batches, so every replica of a job takes the same
+// number of steps.
 #pragma once
 
 #include <cstdint>
@@ -84,6 +86,13 @@ class RecordPipeline {
   RecordPipeline(const RecordPipeline&) = delete;
   RecordPipeline& operator=(const RecordPipeline&) = delete;
 
+  // The same files and features read as shard `index` of `count`, in
+  // batches of `batch_size`, with a shuffle buffer of `shuffle_buffer`
+  // records: planned from the records counted by create(), which are not
+  // counted again.
+  Result<std::unique_ptr<RecordPipeline>> shard(uint32_t index, uint32_t count, uint32_t batch_size,
+                                                uint32_t shuffle_buffer) const;
+
   // Records in the files; examples come to (1 + negatives) per record.
   uint64_t total_records() const { return total_records_; }
   uint64_t shard_records() const { return shard_records_; }
@@ -115,6 +124,8 @@ class RecordPipeline {
   // Reads `file`, adding its records' values of the negative feature to
   // negative_values_; returns its record count.
   Result<uint64_t> gather_negative_values(const std::string& file);
+  // This shard's files, records and batches, from file_records_.
+  void plan();
 
   ExampleSchema schema_;
   RecordPipelineOptions options_;
@@ -126,6 +137,7 @@ class RecordPipeline {
   std::vector<uint32_t> example_shape_;
   uint32_t negative_offset_ = 0;          // the replaced value's index in a row
   std::vector<float> negative_values_;    // its distinct values, ascending
+  std::vector<uint64_t> file_records_;    // each file's records, in options_.files order
   std::vector<std::string> shard_files_;  // by file: this shard's; else all
   bool by_file_ = false;
   uint64_t total_records_ = 0, shard_records_ = 0, batches_ = 0;

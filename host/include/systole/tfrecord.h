@@ -67,7 +67,11 @@ class TFRecordWriter {
   TFRecordWriter& operator=(TFRecordWriter&&) noexcept;
   ~TFRecordWriter();
   Status write(std::string_view record);
-  Status close();
+  Status close();  // sync() and publish()
+  // Ends the compressed stream and syncs the temporary file (OutputFile).
+  Status sync();
+  // Puts the synced file in place.
+  Status publish();
   uint64_t records() const { return records_; }
 
  private:
@@ -82,7 +86,8 @@ class TFRecordWriter {
 // Reads a TFRecord file front to back. Every frame is checked: its length
 // against the bytes left in the file, both CRCs. A failure is a kDataLoss
 // error naming the file, the record's index and its byte offset (the
-// anchor is TensorFlow's DataLossError "corrupted record at <offset>").
+// anchor is TensorFlow's DataLossError "corrupted record at <offset>"); a
+// failed read (EIO) is kUnavailable, located the same way.
 class TFRecordReader {
  public:
   // A compressed file read as kNone fails at its first record with an
@@ -112,10 +117,14 @@ class TFRecordReader {
   };
   struct Inflater;
   TFRecordReader(std::string path, std::FILE* file, uint64_t bytes, Compression compression);
-  Status corrupt(const std::string& what) const;
+  // `what`, naming the file, the record's index and its offset.
+  Status located(StatusCode code, const std::string& what) const;
   Result<bool> read_record(std::string& record, bool check_data);
   // Up to `bytes` bytes of the stream into `into`: fewer only at its end.
   Result<std::size_t> read(void* into, std::size_t bytes);
+  // Up to `bytes` bytes of the file (a read error is kUnavailable; fault
+  // point tfrecord.read).
+  Result<std::size_t> read_file(void* into, std::size_t bytes);
 
   std::string path_;
   std::unique_ptr<std::FILE, Closer> file_;
