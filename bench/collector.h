@@ -28,6 +28,8 @@ class Collector : public benchmark::ConsoleReporter {
     const auto it = values_.find(name);
     return it == values_.end() ? 0.0 : double(it->second);
   }
+  const std::map<std::string, double>& values() const { return values_; }
+  void set(const std::string& name, double value) { values_[name] = value; }
 
  private:
   std::string counter_;

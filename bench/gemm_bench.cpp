@@ -1,108 +1,294 @@
 // SPDX-License-Identifier: Apache-2.0
-// GEMM throughput of the sw_emu device (fast bit-exact path, 128x128 array,
-// operands already in device memory, as a board would have them) against
-// Eigen's fp32 GEMM, in the same process, on 1 and 2 threads. Prints a ratio
-// table and FIGURE lines.
+// GEMM throughput of the sw_emu fast engine against two fp32 GEMMs measured
+// in the same process: OpenBLAS's sgemm (through libblas.so.3, the BLAS
+// Debian's PyTorch multiplies with) and Eigen's. Our side is timed as a
+// layer sees it, from fp32 host operands to the fp32 result (DeviceMatmul:
+// rounding to bf16, staging, packing and the bit-exact products included),
+// on square sizes and the shapes the shipped models produce, on 1 and 2
+// threads; the kernel alone (operands resident in device memory) too. The
+// CPU's fp32 FMA peak is measured with a loop of independent FMAs, so each
+// result is also a fraction of what this machine can do. Each of the three
+// runs in a process of its own, forked before any thread exists: the idle
+// threads of one library (OpenBLAS's spin before they sleep, an active
+// OpenMP's spin for good) would otherwise take a core from the next.
+// Prints a table and FIGURE lines.
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <immintrin.h>
+#include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "collector.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
+#include "systole/matmul.h"
 #include "systole/numerics.h"
 
 namespace {
 
 using namespace systole;
 
-constexpr int kSizes[] = {256, 512, 1024, 2048};
+struct Shape {
+  const char* name;
+  int m, n, k;
+};
+// Squares, then the shipped models' products (per replica of 2, the MLP's
+// batch of 64; the CNNs' im2col products at their first and second
+// convolution; the 10-logit layer; a weight gradient, tall and thin).
+constexpr Shape kShapes[] = {
+    {"square 256", 256, 256, 256},          {"square 512", 512, 512, 512},
+    {"square 1024", 1024, 1024, 1024},      {"square 2048", 2048, 2048, 2048},
+    {"mlp dense 784->256", 64, 256, 784},   {"mlp dW 784x256", 784, 256, 64},
+    {"logits 128->10", 64, 10, 128},        {"conv1 im2col K=9", 25088, 32, 9},
+    {"conv2 im2col K=288", 21632, 64, 288}, {"cnn dense 1600->64", 128, 64, 1600},
+};
+constexpr int kShapeCount = int(sizeof kShapes / sizeof kShapes[0]);
 
-void set_flops(benchmark::State& state, double size) {
+void set_flops(benchmark::State& state, const Shape& s) {
   state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * size * size * size * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(2.0 * s.m * s.n * s.k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+std::vector<float> random_matrix(std::size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(rng);
+  return values;
+}
+
+void check(const Status& status) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "gemm_bench: %s\n", status.to_string().c_str());
+    std::abort();
+  }
+}
+
+// OpenBLAS, found at run time through libblas.so.3 (Debian's alternative);
+// absent when that BLAS is not OpenBLAS.
+struct OpenBlas {
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
+                         float*, int);
+  using SetThreads = void (*)(int);
+  Sgemm sgemm = nullptr;
+  SetThreads set_threads = nullptr;
+  std::string why_not;
+
+  OpenBlas() {
+    void* library = dlopen("libblas.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      why_not = std::string("cannot open libblas.so.3: ") + dlerror();
+      return;
+    }
+    set_threads = reinterpret_cast<SetThreads>(dlsym(library, "openblas_set_num_threads"));
+    sgemm = reinterpret_cast<Sgemm>(dlsym(library, "cblas_sgemm"));
+    if (!set_threads || !sgemm) {
+      why_not = "libblas.so.3 is not OpenBLAS (install libopenblas0-pthread: scripts/install-deps bench)";
+      sgemm = nullptr;
+    }
+  }
+};
+const OpenBlas& openblas() {
+  static const OpenBlas blas;
+  return blas;
+}
+constexpr int kCblasRowMajor = 101, kCblasNoTrans = 111;
+
+void BM_OpenBlas(benchmark::State& state) {
+  const Shape& s = kShapes[state.range(0)];
+  const OpenBlas& blas = openblas();
+  if (!blas.sgemm) {
+    state.SkipWithError(blas.why_not.c_str());
+    return;
+  }
+  blas.set_threads(int(state.range(1)));
+  const std::vector<float> a = random_matrix(std::size_t(s.m) * s.k, 1),
+                           b = random_matrix(std::size_t(s.k) * s.n, 2);
+  std::vector<float> c(std::size_t(s.m) * s.n);
+  for (auto _ : state) {
+    blas.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(),
+               s.n, 0.0f, c.data(), s.n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, s);
 }
 
 void BM_Eigen(benchmark::State& state) {
-  const int size = int(state.range(0));
+  const Shape& s = kShapes[state.range(0)];
   Eigen::setNbThreads(int(state.range(1)));
-  const Eigen::MatrixXf a = Eigen::MatrixXf::Random(size, size);
-  const Eigen::MatrixXf b = Eigen::MatrixXf::Random(size, size);
-  Eigen::MatrixXf c(size, size);
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const RowMajor a = RowMajor::Random(s.m, s.k), b = RowMajor::Random(s.k, s.n);
+  RowMajor c(s.m, s.n);
   for (auto _ : state) {
     c.noalias() = a * b;
     benchmark::DoNotOptimize(c.data());
   }
-  set_flops(state, size);
+  set_flops(state, s);
 }
 
-// A device with a square GEMM's operands uploaded and its command list ready.
-struct DeviceGemm {
-  Device device;
-  Buffer data, commands;
+Device open_fast(uint32_t threads) {
+  DeviceOptions options;
+  options.engine = EmuEngine::kFast;
+  options.threads_per_unit = threads;
+  return Device::open("sw_emu", 0, options).value();
+}
 
-  DeviceGemm(int size, EmuEngine engine, uint32_t threads) {
-    DeviceOptions options;
-    options.engine = engine;
-    options.threads_per_unit = threads;
-    device = Device::open("sw_emu", 0, options).value();
-    const uint64_t n = uint64_t(size);
-    data = device.allocate(n * n * (2 + 2 + 4), 0).value();
-    std::mt19937 rng(1);
-    std::normal_distribution<float> normal;
-    std::vector<uint16_t> operands(2 * n * n);
-    for (uint16_t& v : operands) v = numerics::f32_to_bf16(normal(rng));
-    check(data.write(operands.data(), operands.size() * 2));
-    check(data.sync(Buffer::SyncDirection::kToDevice));
-    GemmProblem problem;
-    problem.m = problem.n = problem.k = uint32_t(size);
-    problem.a = {data.address(), uint32_t(size)};
-    problem.b = {data.address() + n * n * 2, uint32_t(size)};
-    problem.c = {data.address() + n * n * 4, uint32_t(size)};
-    const auto lists =
-        encode_command_lists(plan_gemm(device.info(), problem).value(), device.info().max_descriptors);
-    commands = device.allocate(lists.at(0).size(), 1).value();
-    check(commands.write(lists[0].data(), lists[0].size()));
-    check(commands.sync(Buffer::SyncDirection::kToDevice));
+// A layer's product: fp32 host operands to the fp32 result.
+void BM_Systole(benchmark::State& state) {
+  const Shape& s = kShapes[state.range(0)];
+  auto matmul = DeviceMatmul::create(open_fast(uint32_t(state.range(1))), 0, std::chrono::minutes(10));
+  check(matmul.status());
+  const std::vector<float> a = random_matrix(std::size_t(s.m) * s.k, 1),
+                           b = random_matrix(std::size_t(s.k) * s.n, 2);
+  std::vector<float> c(std::size_t(s.m) * s.n);
+  MatmulCall call;
+  call.m = uint32_t(s.m);
+  call.n = uint32_t(s.n);
+  call.k = uint32_t(s.k);
+  call.a = a.data();
+  call.b = b.data();
+  call.c = c.data();
+  check((*matmul)->run(call));  // warm: buffers allocated and first touched
+  for (auto _ : state) check((*matmul)->run(call));
+  set_flops(state, s);
+}
+
+// The kernel alone: bf16 operands resident in device memory, the command
+// list ready, as a board would have them.
+void BM_SystoleKernel(benchmark::State& state) {
+  const Shape& s = kShapes[state.range(0)];
+  Device device = open_fast(uint32_t(state.range(1)));
+  const uint64_t m = uint64_t(s.m), n = uint64_t(s.n), k = uint64_t(s.k);
+  Buffer data = device.allocate(m * k * 2 + k * n * 2 + m * n * 4, 0).value();
+  std::vector<uint16_t> operands(m * k + k * n);
+  const std::vector<float> values = random_matrix(operands.size(), 3);
+  for (std::size_t i = 0; i < operands.size(); ++i) operands[i] = numerics::f32_to_bf16(values[i]);
+  check(data.write(operands.data(), operands.size() * 2));
+  check(data.sync(Buffer::SyncDirection::kToDevice));
+  GemmProblem problem;
+  problem.m = uint32_t(m);
+  problem.n = uint32_t(n);
+  problem.k = uint32_t(k);
+  problem.a = {data.address(), uint32_t(k)};
+  problem.b = {data.address() + m * k * 2, uint32_t(n)};
+  problem.c = {data.address() + (m * k + k * n) * 2, uint32_t(n)};
+  const auto lists =
+      encode_command_lists(plan_gemm(device.info(), problem).value(), device.info().max_descriptors);
+  std::vector<Buffer> commands;
+  for (const auto& list : lists) {
+    commands.push_back(device.allocate(list.size(), 1).value());
+    check(commands.back().write(list.data(), list.size()));
+    check(commands.back().sync(Buffer::SyncDirection::kToDevice));
   }
+  auto run = [&] {
+    for (const Buffer& list : commands) check(device.start(0, list).value().wait(std::chrono::minutes(10)));
+  };
+  run();  // warm: first-touch page faults of device memory
+  for (auto _ : state) run();
+  set_flops(state, s);
+}
 
-  void run() {
-    Run run = device.start(0, commands).value();
-    check(run.wait(std::chrono::minutes(10)));
-  }
+void BM_SystoleHls(benchmark::State& state) {
+  DeviceOptions options;
+  options.engine = EmuEngine::kHls;
+  Device device = Device::open("sw_emu", 0, options).value();
+  auto matmul = DeviceMatmul::create(device, 0, std::chrono::minutes(10));
+  check(matmul.status());
+  const Shape& s = kShapes[0];
+  const std::vector<float> a = random_matrix(std::size_t(s.m) * s.k, 1),
+                           b = random_matrix(std::size_t(s.k) * s.n, 2);
+  std::vector<float> c(std::size_t(s.m) * s.n);
+  MatmulCall call{uint32_t(s.m), uint32_t(s.n), uint32_t(s.k), a.data(), false, b.data(), false};
+  call.c = c.data();
+  for (auto _ : state) check((*matmul)->run(call));
+  set_flops(state, s);
+}
 
-  static void check(const Status& status) {
-    if (!status.ok()) {
-      std::fprintf(stderr, "gemm_bench: %s\n", status.to_string().c_str());
-      std::abort();
+// The fp32 FMA peak of `threads` cores: each runs 12 independent chains of
+// 8-lane FMAs (enough to cover the latency on two FMA pipes).
+__attribute__((target("avx2,fma"))) double fma_peak_gflops(int threads) {
+  constexpr long kIterations = 50'000'000;
+  constexpr int kChains = 12;
+  double best = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const auto start = std::chrono::steady_clock::now();
+    float sink = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    {
+      __m256 acc[kChains];
+      for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(float(i) * 1e-3f);
+      const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
+      for (long it = 0; it < kIterations; ++it)
+        for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
+      __m256 total = acc[0];
+      for (int i = 1; i < kChains; ++i) total = _mm256_add_ps(total, acc[i]);
+      float lanes[8];
+      _mm256_storeu_ps(lanes, total);
+      for (float lane : lanes) sink += lane;
     }
+    benchmark::DoNotOptimize(sink);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, double(threads) * kIterations * kChains * 8 * 2 / seconds * 1e-9);
   }
-};
-
-void BM_SwEmu(benchmark::State& state) {
-  DeviceGemm gemm(int(state.range(0)), EmuEngine::kFast, uint32_t(state.range(1)));
-  gemm.run();  // warm: first-touch page faults of device memory
-  for (auto _ : state) gemm.run();
-  set_flops(state, double(state.range(0)));
+  return best;
 }
 
-void BM_SwEmuHls(benchmark::State& state) {
-  DeviceGemm gemm(int(state.range(0)), EmuEngine::kHls, 1);
-  for (auto _ : state) gemm.run();
-  set_flops(state, double(state.range(0)));
-}
-
-void sizes_and_threads(benchmark::internal::Benchmark* b) {
+void shapes_and_threads(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2})
-    for (int size : kSizes) b->Args({size, threads});
+    for (int shape = 0; shape < kShapeCount; ++shape) b->Args({shape, threads});
 }
 
-BENCHMARK(BM_Eigen)->Apply(sizes_and_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SwEmu)->Apply(sizes_and_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SwEmuHls)->Args({256})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OpenBlas)->Apply(shapes_and_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Eigen)->Apply(shapes_and_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Systole)->Apply(shapes_and_threads)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SystoleKernel)->Args({2, 1})->Args({2, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SystoleHls)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Runs the benchmarks matching `filter` in a child process, which prints
+// as usual and sends its counters back through a pipe into `collector`.
+// SYSTOLE_GEMM_BENCH_IN_PROCESS=1 runs them here instead (for a profiler).
+void run_isolated(const std::string& filter, bench::Collector& collector) {
+  if (std::getenv("SYSTOLE_GEMM_BENCH_IN_PROCESS")) {
+    benchmark::RunSpecifiedBenchmarks(&collector, filter);
+    return;
+  }
+  int pipe_ends[2];
+  if (pipe(pipe_ends) != 0) std::abort();
+  std::fflush(stdout);
+  const pid_t child = fork();
+  if (child < 0) std::abort();
+  if (child == 0) {
+    close(pipe_ends[0]);
+    bench::Collector results("GFLOP/s");
+    benchmark::RunSpecifiedBenchmarks(&results, filter);
+    std::fflush(stdout);
+    for (const auto& [name, value] : results.values())
+      dprintf(pipe_ends[1], "%s %.17g\n", name.c_str(), value);
+    std::_Exit(0);
+  }
+  close(pipe_ends[1]);
+  std::string text;
+  char chunk[4096];
+  for (ssize_t got; (got = read(pipe_ends[0], chunk, sizeof chunk)) > 0;)
+    text.append(chunk, std::size_t(got));
+  close(pipe_ends[0]);
+  waitpid(child, nullptr, 0);
+  for (std::size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
+    const std::string line = text.substr(at, end - at);
+    const std::size_t space = line.rfind(' ');
+    collector.set(line.substr(0, space), std::strtod(line.c_str() + space + 1, nullptr));
+  }
+}
 
 }  // namespace
 
@@ -110,32 +296,61 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   bench::Collector collector("GFLOP/s");
-  benchmark::RunSpecifiedBenchmarks(&collector);
+  // Each family's runs, narrowed by --benchmark_filter when one is given.
+  const std::string filter = benchmark::GetBenchmarkFilter();
+  for (const std::string family :
+       {"BM_Systole", "BM_SystoleKernel", "BM_SystoleHls", "BM_Eigen", "BM_OpenBlas"})
+    run_isolated(filter.empty() || filter == "." ? "^" + family + "/" : "^" + family + "(/.*)?" + filter,
+                 collector);
   benchmark::Shutdown();
-
-  std::printf("\nsw_emu fast path (128x128 array) vs Eigen fp32 GEMM, GFLOP/s\n");
-  std::printf("%6s %8s %10s %10s %8s\n", "size", "threads", "sw_emu", "eigen", "ratio");
-  auto lookup = [&](const char* name, int size, int threads) {
-    return collector[std::string(name) + "/" + std::to_string(size) + "/" + std::to_string(threads) +
+  auto lookup = [&](const char* name, int shape, int threads) {
+    return collector[std::string(name) + "/" + std::to_string(shape) + "/" + std::to_string(threads) +
                      "/real_time"];
   };
+
+  const double peak[3] = {0, fma_peak_gflops(1), fma_peak_gflops(2)};
+  std::printf("\nfp32 FMA peak of this CPU (measured): %.1f GFLOP/s on 1 thread, %.1f on 2\n", peak[1],
+              peak[2]);
+  if (!openblas().sgemm) std::printf("OpenBLAS: %s\n", openblas().why_not.c_str());
+  std::printf("\nsw_emu fast engine, fp32 host operands to fp32 result (128x128 array), GFLOP/s\n");
+  std::printf("%-20s %6s %6s %5s %3s %9s %9s %9s %8s %8s %7s\n", "shape", "M", "N", "K", "thr", "systole",
+              "openblas", "eigen", "/openblas", "/eigen", "of peak");
   for (int threads : {1, 2}) {
-    for (int size : kSizes) {
-      const double ours = lookup("BM_SwEmu", size, threads);
-      const double eigen = lookup("BM_Eigen", size, threads);
-      if (ours > 0 && eigen > 0)
-        std::printf("%6d %8d %10.1f %10.1f %8.2f\n", size, threads, ours, eigen, ours / eigen);
+    double weakest_blas = 1e30, weakest_eigen = 1e30;
+    const char* weakest_blas_shape = "";
+    for (int i = 0; i < kShapeCount; ++i) {
+      const Shape& s = kShapes[i];
+      const double ours = lookup("BM_Systole", i, threads), blas = lookup("BM_OpenBlas", i, threads),
+                   eigen = lookup("BM_Eigen", i, threads);
+      std::printf("%-20s %6d %6d %5d %3d %9.1f %9.1f %9.1f %8.2f %8.2f %6.0f%%\n", s.name, s.m, s.n, s.k,
+                  threads, ours, blas, eigen, blas > 0 ? ours / blas : 0, eigen > 0 ? ours / eigen : 0,
+                  100 * ours / peak[threads]);
+      if (blas > 0 && ours / blas < weakest_blas) {
+        weakest_blas = ours / blas;
+        weakest_blas_shape = s.name;
+      }
+      if (eigen > 0) weakest_eigen = std::min(weakest_eigen, ours / eigen);
     }
-  }
-  for (int threads : {1, 2}) {
-    const double ours = lookup("BM_SwEmu", 1024, threads);
-    const double eigen = lookup("BM_Eigen", 1024, threads);
-    if (ours > 0 && eigen > 0) {
-      std::printf("FIGURE gemm_sw_emu_vs_eigen_%dt %.2f ratio\n", threads, ours / eigen);
-      std::printf("FIGURE gemm_sw_emu_gflops_%dt %.1f GFLOP/s\n", threads, ours);
+    if (weakest_blas < 1e30)
+      std::printf("FIGURE gemm_vs_openblas_min_%dt %.2f ratio (%s)\n", threads, weakest_blas,
+                  weakest_blas_shape);
+    if (weakest_eigen < 1e30)
+      std::printf("FIGURE gemm_vs_eigen_min_%dt %.2f ratio\n", threads, weakest_eigen);
+    const double square = lookup("BM_Systole", 2, threads), square_blas = lookup("BM_OpenBlas", 2, threads);
+    if (square > 0 && square_blas > 0)
+      std::printf("FIGURE gemm_vs_openblas_1024_%dt %.2f ratio\n", threads, square / square_blas);
+    if (square > 0) {
+      std::printf("FIGURE gemm_sw_emu_gflops_%dt %.1f GFLOP/s (1024^3 from fp32 host operands)\n", threads,
+                  square);
+      std::printf("FIGURE gemm_fraction_of_fma_peak_%dt %.2f ratio (1024^3; peak %.1f GFLOP/s)\n", threads,
+                  square / peak[threads], peak[threads]);
     }
+    if (const double kernel = collector["BM_SystoleKernel/2/" + std::to_string(threads) + "/real_time"];
+        kernel > 0)
+      std::printf("FIGURE gemm_kernel_gflops_%dt %.1f GFLOP/s (1024^3, operands resident)\n", threads,
+                  kernel);
   }
-  if (const double hls = collector["BM_SwEmuHls/256/real_time"]; hls > 0)
+  if (const double hls = collector["BM_SystoleHls/real_time"]; hls > 0)
     std::printf("FIGURE gemm_hls_kernel_gflops_256 %.2f GFLOP/s\n", hls);
   return 0;
 }

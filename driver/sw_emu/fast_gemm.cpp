@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fast bit-exact GEMM. Operands are decoded to fp32 into packed panels (MR
-// rows of A, NR columns of B, each K tile of `k_tile` rows zero-padded, as
-// the array pads). For every MR x NR block of C the micro-kernel computes one
+// rows of A, NR columns of B, K tiles of `k_tile` rows as the array's; the
+// zero rows that pad the array's last tile are left out, as they change no
+// sum). For every MR x NR block of C the micro-kernel computes one
 // K tile's column sums in registers, starting from +0 in K order, and adds
 // them to an fp32 accumulator block: exactly the order of NUMERICS.md.
 //
@@ -133,6 +134,13 @@ class FlushToZeroGuard {
   unsigned saved_;
 };
 
+// The K rows of tile t that hold data: the array pads the last tile with
+// zero rows, whose products (+0 x +0) leave a column sum as it is (a sum
+// from +0 is never -0), so the fast engine stops before them.
+uint32_t tile_depth(const FastGemmArgs& args, uint32_t t) {
+  return std::min(args.k_tile, args.k - t * args.k_tile);
+}
+
 // One K tile for an MR x NR block: column sums from +0 in K order, then
 // accumulator += sums. `a` is MR-interleaved, `w` NR-interleaved.
 template <bool kFused>
@@ -166,6 +174,26 @@ __attribute__((target("avx2,fma"))) void micro_kernel(const float* a, const floa
   }
 }
 
+// store_output for 8 finished accumulators of fp32 row m, columns n..n+7,
+// of a GEMM that neither accumulates nor writes bf16: bias, ReLU (NaN kept,
+// -0 and negatives to +0), canonical NaN. Runs under FTZ and DAZ, which
+// flush a subnormal bias or sum to the zero of its sign as the contract's
+// add does.
+__attribute__((target("avx2"))) void store_output8(const FastGemmArgs& args, uint32_t m, uint32_t n,
+                                                   const float* accumulators) {
+  __m256 value = _mm256_loadu_ps(accumulators);
+  if (args.flags & spec::flag::kBias)
+    value = _mm256_add_ps(value, _mm256_loadu_ps(reinterpret_cast<const float*>(args.bias) + n));
+  if (args.flags & spec::flag::kRelu) {
+    const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(value, _mm256_setzero_ps(), _CMP_GT_OQ),
+                                     _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
+    value = _mm256_and_ps(value, keep);
+  }
+  const __m256 canonical_nan = _mm256_castsi256_ps(_mm256_set1_epi32(int(numerics::kF32CanonicalNan)));
+  value = _mm256_blendv_ps(value, canonical_nan, _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
+  _mm256_storeu_ps(reinterpret_cast<float*>(args.c + (uint64_t(m) * args.ldc + n) * sizeof(float)), value);
+}
+
 // A 64-byte aligned float array that keeps its memory between calls, so that
 // repeated GEMMs do not pay page faults for fresh packing buffers.
 class Workspace {
@@ -188,7 +216,8 @@ class Workspace {
 };
 
 // Packs rows [row0, row0 + kMr) of A, all K tiles, MR-interleaved:
-// out[(t * tile + kk) * kMr + r]; rows past M and K past the end are +0.
+// out[(t * tile + kk) * kMr + r]; rows past M are +0. K past the end is not
+// written: the micro-kernel stops at the last real K (tile_depth).
 void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles, float* out, ExponentRange* ranges) {
   const uint32_t tile = args.k_tile;
   for (uint32_t t = 0; t < k_tiles; ++t) ranges[t] = ExponentRange();
@@ -198,7 +227,7 @@ void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles, float* ou
     const uint32_t valid = m < args.m ? args.k : 0;
     for (uint32_t t = 0; t < k_tiles; ++t) {
       ExponentRange range = ranges[t];
-      for (uint32_t k = t * tile; k < (t + 1) * tile; ++k) {
+      for (uint32_t k = t * tile; k < std::min((t + 1) * tile, args.k); ++k) {
         const bf16_t bits = k < valid ? load_bf16(row + k * sizeof(bf16_t)) : 0;
         range.add(bits);
         out[uint64_t(k) * kMr + r] = numerics::bf16_to_f32(bits);
@@ -238,7 +267,8 @@ __attribute__((target("avx2"))) uint32_t horizontal(__m256i v, bool take_min) {
 }
 
 // Packs columns [col0, col0 + kNr) of B, all K tiles, NR-interleaved:
-// out[(t * tile + kk) * kNr + c]; columns past N and K past the end are +0.
+// out[(t * tile + kk) * kNr + c]; columns past N are +0, K past the end is
+// not written (as in pack_a).
 __attribute__((target("avx2"))) void pack_b(const FastGemmArgs& args, uint32_t col0, uint32_t k_tiles,
                                             float* out, ExponentRange* ranges) {
   const uint32_t tile = args.k_tile;
@@ -246,16 +276,15 @@ __attribute__((target("avx2"))) void pack_b(const FastGemmArgs& args, uint32_t c
   for (uint32_t t = 0; t < k_tiles; ++t) {
     ExponentRange range;
     __m256i min_nonzero = _mm256_set1_epi32(255), max = _mm256_setzero_si256();
-    for (uint32_t k = t * tile; k < (t + 1) * tile; ++k) {
+    for (uint32_t k = t * tile; k < std::min((t + 1) * tile, args.k); ++k) {
       const uint8_t* row = args.b + (uint64_t(k) * args.ldb + col0) * sizeof(bf16_t);
       float* packed = out + uint64_t(k) * kNr;
-      if (k < args.k && cols == kNr) {
+      if (cols == kNr) {
         decode_row16(row, packed, min_nonzero, max);
         continue;
       }
-      const uint32_t valid = k < args.k ? cols : 0;
       for (uint32_t c = 0; c < kNr; ++c) {
-        const bf16_t bits = c < valid ? load_bf16(row + c * sizeof(bf16_t)) : 0;
+        const bf16_t bits = c < cols ? load_bf16(row + c * sizeof(bf16_t)) : 0;
         range.add(bits);
         packed[c] = numerics::bf16_to_f32(bits);
       }
@@ -327,9 +356,12 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
                 }
         };
         // Rows and columns past C accumulate zeros that are never stored.
-        std::fill(accumulators, accumulators + std::size_t(kMc) * kNc, 0.0f);
-        for_each_output([&](float& acc, uint32_t m, uint32_t n) { acc = initial_accumulator(args, m, n); });
+        for (uint32_t i = 0; i < mc_panels; ++i)
+          std::fill(accumulator(i, 0), accumulator(i, 0) + std::size_t(nc_panels) * kMr * kNr, 0.0f);
+        if (args.flags & spec::flag::kAccumulate)
+          for_each_output([&](float& acc, uint32_t m, uint32_t n) { acc = initial_accumulator(args, m, n); });
         for (uint32_t t = 0; t < k_tiles; ++t) {
+          const uint32_t depth = tile_depth(args, t);
           for (uint32_t j = 0; j < nc_panels; ++j) {
             const float* b_tile = b_packed + (j * k_padded + uint64_t(t) * tile) * kNr;
             const ExponentRange& b_range = b_ranges[std::size_t(j) * k_tiles + t];
@@ -337,13 +369,32 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
               const uint32_t panel = panel0 + i;
               const float* a_tile = a_packed + (panel * k_padded + uint64_t(t) * tile) * kMr;
               if (fma_safe(a_ranges[std::size_t(panel) * k_tiles + t], b_range))
-                micro_kernel<true>(a_tile, b_tile, tile, accumulator(i, j));
+                micro_kernel<true>(a_tile, b_tile, depth, accumulator(i, j));
               else
-                micro_kernel<false>(a_tile, b_tile, tile, accumulator(i, j));
+                micro_kernel<false>(a_tile, b_tile, depth, accumulator(i, j));
             }
           }
         }
-        for_each_output([&](float& acc, uint32_t m, uint32_t n) { store_output(args, m, n, acc); });
+        if (args.flags & (spec::flag::kAccumulate | spec::flag::kOutputBf16)) {
+          for_each_output([&](float& acc, uint32_t m, uint32_t n) { store_output(args, m, n, acc); });
+          continue;
+        }
+        // The common case, 8 outputs at a time where a panel's row is whole.
+        for (uint32_t i = 0; i < mc_panels; ++i)
+          for (uint32_t j = 0; j < nc_panels; ++j)
+            for (uint32_t r = 0; r < kMr; ++r) {
+              const uint32_t m = (panel0 + i) * kMr + r, n0 = (nc_panel0 + j) * kNr;
+              if (m >= args.m) break;
+              const float* row = accumulator(i, j) + r * kNr;
+              for (uint32_t c = 0; c < kNr; c += 8) {
+                if (n0 + c + 8 <= args.n) {
+                  store_output8(args, m, n0 + c, row + c);
+                  continue;
+                }
+                for (uint32_t n = n0 + c; n < std::min(args.n, n0 + c + 8); ++n)
+                  store_output(args, m, n, row[n - n0]);
+              }
+            }
       }
       // (implicit barrier: everyone is done with this B block)
     }
@@ -384,7 +435,11 @@ FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port
 void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa) {
 #if SYSTOLE_HAVE_X86
   if (isa == FastGemmIsa::kAuto && has_avx2_fma()) {
-    avx2_gemm(args, std::max(threads, 1u));
+    // Below about 2 M multiply-adds (20 us on one core) waking another
+    // thread costs more than it saves; the bits do not depend on it.
+    constexpr uint64_t kMacsPerExtraThread = 1 << 21;
+    const uint64_t macs = uint64_t(args.m) * args.n * args.k;
+    avx2_gemm(args, uint32_t(std::clamp<uint64_t>(macs / kMacsPerExtraThread, 1, std::max(threads, 1u))));
     return;
   }
 #endif
