@@ -117,12 +117,18 @@ TEST(BatchStream, ShufflesDeterministicallyAndDropsTheRemainder) {
   EXPECT_NE(epoch(8, 0), first) << "another seed, another order";
 }
 
-TEST(BatchStream, StopsEarlyWithoutHanging) {
+// `examples` examples of `features` zeros, all of class 0.
+Dataset zeros(uint32_t examples, uint32_t features) {
   Dataset data;
-  data.examples = 1000;
-  data.features = 4;
-  data.images.assign(4000, 0.0f);
-  data.labels.assign(1000, 0);
+  data.examples = examples;
+  data.features = features;
+  data.images.assign(std::size_t(examples) * features, 0.0f);
+  data.labels.assign(examples, 0);
+  return data;
+}
+
+TEST(BatchStream, StopsEarlyWithoutHanging) {
+  const Dataset data = zeros(1000, 4);
   BatchStream stream(data, 10, 1, 0, true, 1);
   Batch batch;
   ASSERT_TRUE(*stream.next(batch));
@@ -132,11 +138,7 @@ TEST(BatchStream, StopsEarlyWithoutHanging) {
 // A failure of the producer thread reaches the consumer as an error after
 // the batches made before it, and the stream ends without hanging.
 TEST(BatchStream, PassesAProducerFailureToTheConsumer) {
-  Dataset data;
-  data.examples = 100;
-  data.features = 2;
-  data.images.assign(200, 1.0f);
-  data.labels.assign(100, 0);
+  const Dataset data = zeros(100, 2);
   ASSERT_TRUE(arm_faults("batch_stream.produce@4=error").ok());
   BatchStream stream(data, 10, 1, 0, true, 2);
   Batch batch;
