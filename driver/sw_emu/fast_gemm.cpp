@@ -215,28 +215,6 @@ class Workspace {
   std::size_t capacity_ = 0;
 };
 
-// Packs rows [row0, row0 + kMr) of A, all K tiles, MR-interleaved:
-// out[(t * tile + kk) * kMr + r]; rows past M are +0. K past the end is not
-// written: the micro-kernel stops at the last real K (tile_depth).
-void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles, float* out, ExponentRange* ranges) {
-  const uint32_t tile = args.k_tile;
-  for (uint32_t t = 0; t < k_tiles; ++t) ranges[t] = ExponentRange();
-  for (uint32_t r = 0; r < kMr; ++r) {
-    const uint32_t m = row0 + r;
-    const uint8_t* row = args.a + uint64_t(m) * args.lda * sizeof(bf16_t);
-    const uint32_t valid = m < args.m ? args.k : 0;
-    for (uint32_t t = 0; t < k_tiles; ++t) {
-      ExponentRange range = ranges[t];
-      for (uint32_t k = t * tile; k < std::min((t + 1) * tile, args.k); ++k) {
-        const bf16_t bits = k < valid ? load_bf16(row + k * sizeof(bf16_t)) : 0;
-        range.add(bits);
-        out[uint64_t(k) * kMr + r] = numerics::bf16_to_f32(bits);
-      }
-      ranges[t] = range;
-    }
-  }
-}
-
 // Decodes 16 bf16 values (one full row of an NR panel) into out[0..16) and
 // folds their exponents into the running minimum (nonzero) and maximum.
 __attribute__((target("avx2"))) void decode_row16(const uint8_t* in, float* out, __m256i& min_nonzero,
@@ -264,6 +242,43 @@ __attribute__((target("avx2"))) uint32_t horizontal(__m256i v, bool take_min) {
   uint32_t result = lanes[0];
   for (uint32_t lane : lanes) result = take_min ? std::min(result, lane) : std::max(result, lane);
   return result;
+}
+
+// Packs rows [row0, row0 + kMr) of A, all K tiles, MR-interleaved:
+// out[(t * tile + kk) * kMr + r]; rows past M are +0. K past the end is not
+// written: the micro-kernel stops at the last real K (tile_depth). A row is
+// decoded 16 values at a time (decode_row16), then spread into its lane.
+__attribute__((target("avx2"))) void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles,
+                                            float* out, ExponentRange* ranges) {
+  const uint32_t tile = args.k_tile;
+  for (uint32_t t = 0; t < k_tiles; ++t) ranges[t] = ExponentRange();
+  alignas(32) float decoded[16];
+  for (uint32_t r = 0; r < kMr; ++r) {
+    const uint32_t m = row0 + r;
+    const uint8_t* row = args.a + uint64_t(m) * args.lda * sizeof(bf16_t);
+    for (uint32_t t = 0; t < k_tiles; ++t) {
+      const uint32_t end = std::min((t + 1) * tile, args.k);
+      uint32_t k = t * tile;
+      if (m >= args.m) {  // zeros, which widen no range
+        for (; k < end; ++k) out[uint64_t(k) * kMr + r] = 0.0f;
+        continue;
+      }
+      ExponentRange range = ranges[t];
+      __m256i min_nonzero = _mm256_set1_epi32(255), max = _mm256_setzero_si256();
+      for (; k + 16 <= end; k += 16) {
+        decode_row16(row + k * sizeof(bf16_t), decoded, min_nonzero, max);
+        for (uint32_t i = 0; i < 16; ++i) out[uint64_t(k + i) * kMr + r] = decoded[i];
+      }
+      for (; k < end; ++k) {
+        const bf16_t bits = load_bf16(row + k * sizeof(bf16_t));
+        range.add(bits);
+        out[uint64_t(k) * kMr + r] = numerics::bf16_to_f32(bits);
+      }
+      range.min_nonzero = std::min(range.min_nonzero, horizontal(min_nonzero, true));
+      range.max = std::max(range.max, horizontal(max, false));
+      ranges[t] = range;
+    }
+  }
 }
 
 // Packs columns [col0, col0 + kNr) of B, all K tiles, NR-interleaved:
