@@ -67,6 +67,27 @@ std::vector<float> random_matrix(std::size_t count, uint32_t seed) {
   return values;
 }
 
+// A shape's fp32 host operands (the same values for every library) and
+// the call that multiplies them on a device.
+struct HostProduct {
+  std::vector<float> a, b, c;
+  MatmulCall call;
+
+  explicit HostProduct(const Shape& s)
+      : a(random_matrix(std::size_t(s.m) * s.k, 1)),
+        b(random_matrix(std::size_t(s.k) * s.n, 2)),
+        c(std::size_t(s.m) * s.n) {
+    call.m = uint32_t(s.m);
+    call.n = uint32_t(s.n);
+    call.k = uint32_t(s.k);
+    call.a = a.data();
+    call.b = b.data();
+    call.c = c.data();
+  }
+  HostProduct(const HostProduct&) = delete;
+  HostProduct& operator=(const HostProduct&) = delete;
+};
+
 void check(const Status& status) {
   if (!status.ok()) {
     std::fprintf(stderr, "gemm_bench: %s\n", status.to_string().c_str());
@@ -112,13 +133,11 @@ void BM_OpenBlas(benchmark::State& state) {
     return;
   }
   blas.set_threads(int(state.range(1)));
-  const std::vector<float> a = random_matrix(std::size_t(s.m) * s.k, 1),
-                           b = random_matrix(std::size_t(s.k) * s.n, 2);
-  std::vector<float> c(std::size_t(s.m) * s.n);
+  HostProduct p(s);
   for (auto _ : state) {
-    blas.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(),
-               s.n, 0.0f, c.data(), s.n);
-    benchmark::DoNotOptimize(c.data());
+    blas.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, s.m, s.n, s.k, 1.0f, p.a.data(), s.k, p.b.data(),
+               s.n, 0.0f, p.c.data(), s.n);
+    benchmark::DoNotOptimize(p.c.data());
   }
   set_flops(state, s);
 }
@@ -148,18 +167,9 @@ void BM_Systole(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
   auto matmul = DeviceMatmul::create(open_fast(uint32_t(state.range(1))), 0, std::chrono::minutes(10));
   check(matmul.status());
-  const std::vector<float> a = random_matrix(std::size_t(s.m) * s.k, 1),
-                           b = random_matrix(std::size_t(s.k) * s.n, 2);
-  std::vector<float> c(std::size_t(s.m) * s.n);
-  MatmulCall call;
-  call.m = uint32_t(s.m);
-  call.n = uint32_t(s.n);
-  call.k = uint32_t(s.k);
-  call.a = a.data();
-  call.b = b.data();
-  call.c = c.data();
-  check((*matmul)->run(call));  // warm: buffers allocated and first touched
-  for (auto _ : state) check((*matmul)->run(call));
+  const HostProduct p(s);
+  check((*matmul)->run(p.call));  // warm: buffers allocated and first touched
+  for (auto _ : state) check((*matmul)->run(p.call));
   set_flops(state, s);
 }
 
@@ -205,12 +215,8 @@ void BM_SystoleHls(benchmark::State& state) {
   auto matmul = DeviceMatmul::create(device, 0, std::chrono::minutes(10));
   check(matmul.status());
   const Shape& s = kShapes[0];
-  const std::vector<float> a = random_matrix(std::size_t(s.m) * s.k, 1),
-                           b = random_matrix(std::size_t(s.k) * s.n, 2);
-  std::vector<float> c(std::size_t(s.m) * s.n);
-  MatmulCall call{uint32_t(s.m), uint32_t(s.n), uint32_t(s.k), a.data(), false, b.data(), false};
-  call.c = c.data();
-  for (auto _ : state) check((*matmul)->run(call));
+  const HostProduct p(s);
+  for (auto _ : state) check((*matmul)->run(p.call));
   set_flops(state, s);
 }
 

@@ -257,7 +257,7 @@ __attribute__((target("avx2"))) void pack_a(const FastGemmArgs& args, uint32_t r
     const uint32_t m = row0 + r;
     const uint8_t* row = args.a + uint64_t(m) * args.lda * sizeof(bf16_t);
     for (uint32_t t = 0; t < k_tiles; ++t) {
-      const uint32_t end = std::min((t + 1) * tile, args.k);
+      const uint32_t end = t * tile + tile_depth(args, t);
       uint32_t k = t * tile;
       if (m >= args.m) {  // zeros, which widen no range
         for (; k < end; ++k) out[uint64_t(k) * kMr + r] = 0.0f;
@@ -291,7 +291,7 @@ __attribute__((target("avx2"))) void pack_b(const FastGemmArgs& args, uint32_t c
   for (uint32_t t = 0; t < k_tiles; ++t) {
     ExponentRange range;
     __m256i min_nonzero = _mm256_set1_epi32(255), max = _mm256_setzero_si256();
-    for (uint32_t k = t * tile; k < std::min((t + 1) * tile, args.k); ++k) {
+    for (uint32_t k = t * tile; k < t * tile + tile_depth(args, t); ++k) {
       const uint8_t* row = args.b + (uint64_t(k) * args.ldb + col0) * sizeof(bf16_t);
       float* packed = out + uint64_t(k) * kNr;
       if (cols == kNr) {
