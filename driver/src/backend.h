@@ -30,6 +30,12 @@ class DeviceBackend {
   virtual void release(uint64_t address) = 0;
   virtual Status write_memory(uint64_t address, const void* src, std::size_t bytes) = 0;
   virtual Status read_memory(uint64_t address, void* dst, std::size_t bytes) = 0;
+  // Where host and device share memory (the emulators), the host address of
+  // device range [address, address + bytes): a buffer there is mapped
+  // (Buffer::map is device memory and its syncs move nothing). nullptr
+  // where data crosses a link that write_memory/read_memory carry (boards,
+  // and the card model, which counts the link's bytes).
+  virtual uint8_t* shared_memory(uint64_t /*address*/, std::size_t /*bytes*/) { return nullptr; }
 
   // AXI4-Lite registers of one compute unit (offsets from spec::reg).
   virtual uint32_t read_register(uint32_t unit, uint32_t offset) = 0;
@@ -55,8 +61,10 @@ inline uint64_t read_register64(DeviceBackend& backend, uint32_t unit, uint32_t 
   return backend.read_register(unit, offset_lo) | uint64_t(backend.read_register(unit, offset_lo + 4)) << 32;
 }
 
-// A backend on top of another that forwards every call, for backends that
-// change a few (perf times sw_emu's launches; tests count launches).
+// A backend on top of another that forwards every call but shared_memory,
+// for backends that change a few (perf times sw_emu's launches and its host
+// link; tests count launches): their buffers keep host copies, so every
+// transfer goes through write_memory/read_memory.
 class ForwardingBackend : public DeviceBackend {
  public:
   explicit ForwardingBackend(std::shared_ptr<DeviceBackend> inner) : inner_(std::move(inner)) {}

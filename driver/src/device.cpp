@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device API on top of a backend: identification from the ID registers,
-// buffers with host copies, and the ap_ctrl_hs launch sequence.
+// buffers with host views, and the ap_ctrl_hs launch sequence.
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -20,8 +20,13 @@ struct BufferState {
   std::shared_ptr<DeviceBackend> backend;
   uint64_t address = 0;
   uint32_t bank = 0;
-  std::vector<uint8_t> host;
+  std::size_t size = 0;
+  // The host view: device memory itself where the backend shares it
+  // (`copy` then stays empty), else `copy`.
+  uint8_t* host = nullptr;
+  std::vector<uint8_t> copy;
 
+  bool mapped() const { return copy.empty(); }
   ~BufferState() { backend->release(address); }
 };
 
@@ -261,7 +266,13 @@ Result<Buffer> Device::allocate(std::size_t bytes, uint32_t bank) {
   state->backend = backend_;
   state->address = *address;
   state->bank = bank;
-  state->host.assign(bytes, 0);
+  state->size = bytes;
+  // Device memory starts zeroed (a released block is scrubbed), as the copy.
+  state->host = backend_->shared_memory(*address, bytes);
+  if (!state->host) {
+    state->copy.assign(bytes, 0);
+    state->host = state->copy.data();
+  }
   return Buffer(std::move(state));
 }
 
@@ -298,19 +309,21 @@ Result<Run> Device::start(uint32_t unit, const Buffer& command_list) {
 // ---------------------------------------------------------------------------
 // Buffer
 
-std::size_t Buffer::size() const { return state_->host.size(); }
+std::size_t Buffer::size() const { return state_->size; }
 uint32_t Buffer::bank() const { return state_->bank; }
 uint64_t Buffer::address() const { return state_->address; }
+void* Buffer::map() const { return state_->host; }
+bool Buffer::mapped() const { return state_->mapped(); }
 
 Status Buffer::write(const void* src, std::size_t bytes, std::size_t offset) {
   SYSTOLE_RETURN_IF_ERROR(check_range(size(), bytes, offset, "Buffer::write"));
-  if (bytes > 0) std::memcpy(state_->host.data() + offset, src, bytes);
+  if (bytes > 0) std::memcpy(state_->host + offset, src, bytes);
   return ok_status();
 }
 
 Status Buffer::read(void* dst, std::size_t bytes, std::size_t offset) const {
   SYSTOLE_RETURN_IF_ERROR(check_range(size(), bytes, offset, "Buffer::read"));
-  if (bytes > 0) std::memcpy(dst, state_->host.data() + offset, bytes);
+  if (bytes > 0) std::memcpy(dst, state_->host + offset, bytes);
   return ok_status();
 }
 
@@ -318,7 +331,8 @@ Status Buffer::sync(SyncDirection direction) { return sync(direction, size(), 0)
 
 Status Buffer::sync(SyncDirection direction, std::size_t bytes, std::size_t offset) {
   SYSTOLE_RETURN_IF_ERROR(check_range(size(), bytes, offset, "Buffer::sync"));
-  uint8_t* host = state_->host.data() + offset;
+  if (state_->mapped()) return ok_status();  // the host view is device memory
+  uint8_t* host = state_->host + offset;
   const uint64_t address = state_->address + offset;
   return direction == SyncDirection::kToDevice ? state_->backend->write_memory(address, host, bytes)
                                                : state_->backend->read_memory(address, host, bytes);

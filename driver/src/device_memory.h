@@ -68,6 +68,9 @@ class EmulatedMemory {
     if (bytes) std::memcpy(dst, memory_.base() + address, bytes);
     return ok_status();
   }
+  uint8_t* shared(uint64_t address, std::size_t bytes) const {
+    return check(address, bytes).ok() ? memory_.base() + address : nullptr;
+  }
 
  private:
   Status check(uint64_t address, std::size_t bytes) const {
@@ -100,6 +103,9 @@ class EmulatedBackend : public DeviceBackend {
   }
   Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
     return memory_.read(address, dst, bytes);
+  }
+  uint8_t* shared_memory(uint64_t address, std::size_t bytes) override {
+    return memory_.shared(address, bytes);
   }
 
  protected:

@@ -332,8 +332,10 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
   std::vector<ExponentRange> a_ranges(std::size_t(row_panels) * k_tiles);
   std::vector<ExponentRange> b_ranges(std::size_t(panels_per_nc) * k_tiles);
 
-#pragma omp parallel num_threads(threads)
-  {
+  // Each thread's share; the worksharing loops inside bind to the parallel
+  // region when there is one. One thread calls it directly: an OpenMP
+  // region costs a few microseconds even for a team of one.
+  auto work = [&] {
     FlushToZeroGuard flush_to_zero;
     thread_local Workspace accumulator_workspace;
     float* const accumulators = accumulator_workspace.get(std::size_t(kMc) * kNc);
@@ -413,6 +415,12 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
       }
       // (implicit barrier: everyone is done with this B block)
     }
+  };
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    work();
+  } else {
+    work();
   }
 }
 

@@ -122,7 +122,7 @@ class SwEmuBackend final : public EmulatedBackend {
         std::lock_guard<std::mutex> lock(unit->mutex);
         unit->stop = true;
       }
-      unit->wake.notify_all();
+      unit->work.notify_all();
       unit->worker.join();
     }
   }
@@ -171,6 +171,9 @@ class SwEmuBackend final : public EmulatedBackend {
         if (!(value & spec::ctrl::kApStart) || unit.busy) return;
         unit.busy = true;
         unit.done = false;
+        unit.started = Clock::now();
+        unit.handed = unit.eager;
+        if (!unit.handed) return;  // the waiter will run it (see wait_done)
       } else if (offset >= reg::kCommandAddrLo && offset < reg::kStatus && offset % 4 == 0) {
         unit.registers[offset / 4] = value;  // only the arguments are writable
         return;
@@ -178,33 +181,71 @@ class SwEmuBackend final : public EmulatedBackend {
         return;
       }
     }
-    unit.wake.notify_all();
+    unit.work.notify_all();
   }
 
-  // A launch that the unit's worker has not taken yet is run by the waiting
-  // thread itself, which would otherwise only sleep: handing a launch to
-  // another thread and back costs two wake-ups (about 70 us on a 2-core VM,
-  // most of a small product's time). A wait of 0 ms only looks. An engine
-  // cannot hang, so a launch run here ends however long the timeout.
+  // Who runs a launch. Handing a launch to the unit's worker and back costs
+  // two wake-ups (about 20 us on a 2-core VM, most of a small product's
+  // time), so a launch that nobody has taken is run by the thread that
+  // waits for it. A unit whose launches are waited on at once ("lazy")
+  // does not wake its worker at ap_start at all; the worker is woken when
+  // anything else happens first: a poll (a wait of 0 ms, which only looks),
+  // or a wait on another unit (a caller that starts several units and then
+  // waits for each gets them run side by side). A unit whose caller does
+  // other work before it waits ("eager", as every unit starts) has its
+  // worker woken at ap_start, so the launch overlaps that work. A unit
+  // switches by what its last wait saw. An engine cannot hang, so a launch
+  // run by a waiter ends however long the timeout.
   bool wait_done(uint32_t index, std::chrono::milliseconds timeout) override {
     Unit& unit = *units_.at(index);
+    if (timeout.count() == 0) {
+      std::lock_guard<std::mutex> lock(unit.mutex);
+      hand_to_worker(unit);
+      return unit.done;
+    }
+    for (auto& other : units_)
+      if (other.get() != &unit) {
+        std::lock_guard<std::mutex> lock(other->mutex);
+        hand_to_worker(*other);
+      }
     std::unique_lock<std::mutex> lock(unit.mutex);
-    if (timeout.count() > 0 && unit.busy && !unit.done && !unit.running) run_latched(unit, lock);
-    return unit.wake.wait_for(lock, timeout, [&] { return unit.done; });
+    if (unit.busy && !unit.done) {
+      const bool prompt = Clock::now() - unit.started < kPromptWait;
+      // A prompt waiter makes the unit lazy; a late one, eager.
+      unit.eager = !prompt;
+      if (!unit.running) run_latched(unit, lock);
+    }
+    return unit.finished.wait_for(lock, timeout, [&] { return unit.done; });
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  // A wait this soon after ap_start came from a caller that waits at once.
+  static constexpr auto kPromptWait = std::chrono::microseconds(25);
+
   struct Unit {
     std::mutex mutex;
-    std::condition_variable wake;
+    std::condition_variable work;      // the worker: a launch to run, or stop
+    std::condition_variable finished;  // waiters: done
     RegisterFile registers{};
     bool busy = false;     // started, not yet done
     bool running = false;  // a thread (the worker or a waiter) runs the launch
     bool done = false;
     bool stop = false;
+    bool eager = true;    // wake the worker at ap_start
+    bool handed = false;  // the worker has been woken for this launch
+    Clock::time_point started;
     std::unique_ptr<KernelEngine> engine;
     std::thread worker;
   };
+
+  // Wakes the unit's worker for a launch nobody has taken or woken it for
+  // (with the unit's mutex held).
+  static void hand_to_worker(Unit& unit) {
+    if (!unit.busy || unit.done || unit.running || unit.handed) return;
+    unit.handed = true;
+    unit.work.notify_all();
+  }
 
   static uint64_t argument64(const RegisterFile& registers, uint32_t offset_lo) {
     return registers[offset_lo / 4] | uint64_t(registers[offset_lo / 4 + 1]) << 32;
@@ -243,7 +284,8 @@ class SwEmuBackend final : public EmulatedBackend {
   void serve(Unit& unit) {
     std::unique_lock<std::mutex> lock(unit.mutex);
     for (;;) {
-      unit.wake.wait(lock, [&] { return unit.stop || (unit.busy && !unit.done && !unit.running); });
+      unit.work.wait(lock,
+                     [&] { return unit.stop || (unit.handed && unit.busy && !unit.done && !unit.running); });
       if (unit.stop) return;
       run_latched(unit, lock);
     }
@@ -272,7 +314,7 @@ class SwEmuBackend final : public EmulatedBackend {
     unit.running = false;
     unit.busy = false;
     unit.done = true;
-    unit.wake.notify_all();
+    unit.finished.notify_all();
   }
 
   spec::ArrayShape shape_;

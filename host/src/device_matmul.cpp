@@ -19,6 +19,20 @@ namespace {
 // (spec::operand_bank).
 using spec::Operand;
 
+// f32_to_bf16 of `rows` rows of `cols` values, `stride` apart, into
+// `out` packed. Compiled twice, and picked by the CPU at load time: the
+// conversion vectorises 8 values wide with AVX2 (2x the baseline's 4).
+__attribute__((target_clones("avx2", "default"))) void convert_rows(const float* x, uint32_t rows,
+                                                                    uint32_t cols, uint32_t stride,
+                                                                    uint16_t* out) {
+  if (stride == cols) {
+    numerics::f32_to_bf16_array(x, out, std::size_t(rows) * cols);
+    return;
+  }
+  for (uint32_t r = 0; r < rows; ++r)
+    numerics::f32_to_bf16_array(x + std::size_t(r) * stride, out + std::size_t(r) * cols, cols);
+}
+
 // rows x cols of op(X) as bf16, row-major, from X (rows x cols, or cols x
 // rows when transposed; `stride` elements from one stored row to the next).
 // A transpose goes through `scratch` in fp32 so that the conversion runs
@@ -39,12 +53,7 @@ void to_bf16(const float* x, uint32_t rows, uint32_t cols, bool transposed, uint
     x = scratch.data();
     stride = cols;
   }
-  if (stride == cols) {
-    numerics::f32_to_bf16_array(x, out, std::size_t(rows) * cols);
-    return;
-  }
-  for (uint32_t r = 0; r < rows; ++r)
-    numerics::f32_to_bf16_array(x + std::size_t(r) * stride, out + std::size_t(r) * cols, cols);
+  convert_rows(x, rows, cols, stride, out);
 }
 
 }  // namespace
@@ -76,9 +85,13 @@ Status DeviceMatmul::ensure(Slot& slot, std::size_t bytes) {
   return ok_status();
 }
 
-Result<uint64_t> DeviceMatmul::stage(Slot& slot, const void* data, std::size_t bytes) {
+Result<uint64_t> DeviceMatmul::stage(Slot& slot, const float* x, uint32_t rows, uint32_t cols,
+                                     bool transposed, uint32_t stride) {
+  const std::size_t bytes = std::size_t(rows) * cols * sizeof(uint16_t);
   SYSTOLE_RETURN_IF_ERROR(ensure(slot, bytes));
-  SYSTOLE_RETURN_IF_ERROR(slot.buffer.write(data, bytes));
+  // Converted straight into the buffer's host view: on the emulators that
+  // is device memory, and the sync moves nothing.
+  to_bf16(x, rows, cols, transposed, stride, transposed_, slot.buffer.map<uint16_t>());
   SYSTOLE_RETURN_IF_ERROR(slot.buffer.sync(Buffer::SyncDirection::kToDevice, bytes, 0));
   return slot.buffer.address();
 }
@@ -113,15 +126,11 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.relu = call.relu;
     problem.accumulate = call.accumulate;
 
-    staging_.resize(std::size_t(call.m) * call.k);
-    to_bf16(call.a, call.m, call.k, call.a_transposed, call.a_stride(), transposed_, staging_.data());
-    auto a = stage(a_[i], staging_.data(), staging_.size() * sizeof(uint16_t));
+    auto a = stage(a_[i], call.a, call.m, call.k, call.a_transposed, call.a_stride());
     if (!a.ok()) return a.status();
     problem.a = {*a, call.k};
 
-    staging_.resize(std::size_t(call.k) * call.n);
-    to_bf16(call.b, call.k, call.n, call.b_transposed, call.b_stride(), transposed_, staging_.data());
-    auto b = stage(b_[i], staging_.data(), staging_.size() * sizeof(uint16_t));
+    auto b = stage(b_[i], call.b, call.k, call.n, call.b_transposed, call.b_stride());
     if (!b.ok()) return b.status();
     problem.b = {*b, call.n};
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "../../driver/src/bank_allocator.h"
@@ -74,15 +75,30 @@ TEST(SwEmu, BuffersCheckTheirRanges) {
   EXPECT_NE(status.message().find("[93, 101)"), std::string::npos) << status.message();
   EXPECT_EQ(buffer.read(bytes, 1, 100).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(buffer.sync(Buffer::SyncDirection::kToDevice, 10, 95).code(), StatusCode::kInvalidArgument);
+}
 
-  // Round trip through device memory.
-  ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kToDevice).ok());
-  uint8_t zeros[8] = {};
-  ASSERT_TRUE(buffer.write(zeros, 8, 92).ok());
-  ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kFromDevice).ok());
-  uint8_t back[8];
-  ASSERT_TRUE(buffer.read(back, 8, 92).ok());
-  EXPECT_EQ(std::vector<uint8_t>(back, back + 8), std::vector<uint8_t>(bytes, bytes + 8));
+// Host and device share sw_emu's memory, so a buffer is mapped: its host
+// view is device memory, a write is what the device reads, and the syncs
+// (still range-checked) move nothing.
+TEST(SwEmu, BuffersAreMappedIntoDeviceMemory) {
+  Device device = Device::open("sw_emu", 0, small_device()).value();
+  Buffer first = device.allocate(4096, 1).value();
+  Buffer second = device.allocate(4096, 1).value();
+  ASSERT_TRUE(first.mapped());
+  ASSERT_NE(first.map(), nullptr);
+  EXPECT_EQ(first.map<uint8_t>()[0], 0) << "a new buffer reads as zeros";
+  // The two views lie as far apart as the device addresses.
+  EXPECT_EQ(second.map<uint8_t>() - first.map<uint8_t>(), std::ptrdiff_t(second.address() - first.address()));
+  const uint32_t value = 0xC0FFEE;
+  ASSERT_TRUE(first.write(&value, sizeof value, 8).ok());
+  uint32_t seen = 0;
+  std::memcpy(&seen, first.map<uint8_t>() + 8, sizeof seen);
+  EXPECT_EQ(seen, value);
+  EXPECT_EQ(first.sync(Buffer::SyncDirection::kToDevice, 8, 4092).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(first.sync(Buffer::SyncDirection::kFromDevice).ok());
+  seen = 0;
+  ASSERT_TRUE(first.read(&seen, sizeof seen, 8).ok());
+  EXPECT_EQ(seen, value);
 }
 
 TEST(SwEmu, AllocatorReusesAndCoalescesFreedSpace) {
@@ -217,6 +233,68 @@ TEST(SwEmu, ComputeUnitsRunConcurrentlyAndCorrectly) {
     EXPECT_EQ(testing::first_difference(testing::run_reference(workloads[unit], 8).memory, memory), "")
         << "seed " << 100 + unit << " on unit " << unit;
   }
+}
+
+// A unit whose launches were waited on at once runs the next one in the
+// waiting thread and does not wake its worker at ap_start. A caller that
+// then only polls, or waits on another unit first, must still see its
+// launch run (by the worker, woken then).
+TEST(SwEmu, ALaunchNobodyWaitsForAtOnceStillRuns) {
+  DeviceOptions options = small_device(8);
+  options.compute_units = 2;
+  options.bank_bytes = 4 << 20;
+  Device device = Device::open("sw_emu", 0, options).value();
+  testing::WorkloadOptions workload_options;
+  workload_options.shape = {8, 8};
+  const testing::Workload workload = testing::make_workload(7, workload_options);
+  std::vector<Buffer> data, lists;
+  for (uint32_t unit = 0; unit < 2; ++unit) {
+    data.push_back(device.allocate(workload.memory.size(), unit).value());
+    const auto list = encode_command_lists(workload.rebased(data[unit].address()), 100).at(0);
+    lists.push_back(device.allocate(list.size(), 0).value());
+    ASSERT_TRUE(lists[unit].write(list.data(), list.size()).ok());
+  }
+  const std::vector<uint8_t> expected = testing::run_reference(workload, 8).memory;
+  // Before each launch: the workload's memory (its descriptors may
+  // accumulate into C).
+  auto reset = [&](uint32_t unit) {
+    ASSERT_TRUE(data[unit].write(workload.memory.data(), workload.memory.size()).ok());
+  };
+  auto check_memory = [&](uint32_t unit) {
+    EXPECT_EQ(testing::first_difference(expected,
+                                        std::vector<uint8_t>(data[unit].map<uint8_t>(),
+                                                             data[unit].map<uint8_t>() + data[unit].size())),
+              "")
+        << "unit " << unit;
+  };
+  // Waited on at once, twice: both units are now lazy.
+  for (int round = 0; round < 2; ++round)
+    for (uint32_t unit = 0; unit < 2; ++unit) {
+      reset(unit);
+      ASSERT_TRUE(device.start(unit, lists[unit]).value().wait(milliseconds(60'000)).ok());
+      check_memory(unit);
+    }
+
+  // Only polled.
+  reset(0);
+  systole::Run polled = device.start(0, lists[0]).value();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  Status status;
+  while ((status = polled.wait(milliseconds(0))).code() == StatusCode::kTimeout &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_TRUE(status.ok()) << status.to_string();
+  check_memory(0);
+
+  // Both started, then waited on in turn.
+  reset(0);
+  reset(1);
+  systole::Run first = device.start(0, lists[0]).value();
+  systole::Run second = device.start(1, lists[1]).value();
+  ASSERT_TRUE(first.wait(milliseconds(60'000)).ok());
+  ASSERT_TRUE(second.wait(milliseconds(60'000)).ok());
+  check_memory(0);
+  check_memory(1);
 }
 
 }  // namespace

@@ -141,12 +141,19 @@ struct DeviceInfo {
   uint64_t bank_bytes = 0;
 };
 
-// A buffer object in one HBM bank, with a host-side copy (as xrt::bo).
-// write/read move data between the caller and the host copy; sync moves it
-// between the host copy and device memory. The device memory is released
-// when the last handle goes: keep every buffer that a command list's
-// descriptors point into alive until its run has been waited on (a Run keeps
-// only the command list itself).
+// A buffer object in one HBM bank with a host view (as xrt::bo and its
+// map()). write/read move data between the caller and the host view (or the
+// caller works in map() directly); sync moves it between the host view and
+// device memory. Where host and device share memory (sw_emu, hw_emu) the
+// buffer is mapped: its host view is device memory itself, so the syncs
+// move nothing and a write is seen by the device at once (do not write a
+// buffer that a running launch uses). Elsewhere (boards over PCIe or UART,
+// and the perf backend, which counts the host link's bytes) the view is a
+// host copy and the syncs transfer. Code that syncs as it would for a
+// board is right on both. The device memory is released when the last
+// handle goes: keep every buffer that a command list's descriptors point
+// into alive until its run has been waited on (a Run keeps only the
+// command list itself).
 class Buffer {
  public:
   enum class SyncDirection { kToDevice, kFromDevice };
@@ -158,6 +165,15 @@ class Buffer {
   uint32_t bank() const;
   // Device address, as placed in descriptors.
   uint64_t address() const;
+
+  // The host view, size() bytes, valid while a handle to the buffer lives.
+  void* map() const;
+  template <class T>
+  T* map() const {
+    return static_cast<T*>(map());
+  }
+  // True when the host view is device memory (the syncs are no-ops).
+  bool mapped() const;
 
   Status write(const void* src, std::size_t bytes, std::size_t offset = 0);
   Status read(void* dst, std::size_t bytes, std::size_t offset = 0) const;

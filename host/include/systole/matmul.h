@@ -54,8 +54,10 @@ class MatmulExecutor {
 };
 
 // Products on one compute unit of a device. Operands are rounded to bf16
-// (NUMERICS.md), staged into buffers in the unit's HBM banks that grow to
-// the largest call seen, tiled by plan_gemm and run as command lists.
+// (NUMERICS.md) straight into the host views of buffers in the unit's HBM
+// banks (on the emulators, mapped: device memory itself, so nothing else
+// is copied), which grow to the largest call seen; tiled by plan_gemm and
+// run as command lists.
 // Bias and ReLU are fused into the last K block; accumulate chains K
 // through fp32 C, which gives the bits of one long product.
 class DeviceMatmul final : public MatmulExecutor {
@@ -77,7 +79,9 @@ class DeviceMatmul final : public MatmulExecutor {
     uint32_t bank = 0;
   };
   DeviceMatmul() = default;
-  Result<uint64_t> stage(Slot& slot, const void* data, std::size_t bytes);
+  // op(X) (rows x cols) to bf16 in the slot's buffer, on the device.
+  Result<uint64_t> stage(Slot& slot, const float* x, uint32_t rows, uint32_t cols, bool transposed,
+                         uint32_t stride);
   Status ensure(Slot& slot, std::size_t bytes);
 
   Device device_;
@@ -88,7 +92,6 @@ class DeviceMatmul final : public MatmulExecutor {
   // Per call index: A, B, C (with bias behind it).
   std::vector<Slot> a_, b_, c_;
   Slot commands_;
-  std::vector<uint16_t> staging_;
   std::vector<float> transposed_;
 };
 
