@@ -104,6 +104,9 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     b_.push_back({Buffer(), spec::operand_bank(unit_, Operand::kB, banks)});
     c_.push_back({Buffer(), spec::operand_bank(unit_, Operand::kC, banks)});
   }
+  using Clock = Trace::Clock;
+  const Clock::time_point begun = Clock::now();
+  double launch_seconds = 0;
   Trace* trace = Trace::installed();
   const uint32_t track = Trace::unit_track(unit_);
   std::vector<spec::GemmDescriptor> descriptors;
@@ -159,7 +162,7 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     SYSTOLE_RETURN_IF_ERROR(commands_.buffer.write(list.data(), list.size()));
     SYSTOLE_RETURN_IF_ERROR(commands_.buffer.sync(Buffer::SyncDirection::kToDevice, list.size(), 0));
     upload.reset();
-    const auto started = Trace::Clock::now();
+    const Clock::time_point started = Clock::now();
     auto run = device_.start(unit_, commands_.buffer);
     if (!run.ok()) return run.status();
     ++launches_;
@@ -169,10 +172,12 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
                                               std::to_string(launches_) + " did not finish within " +
                                               std::to_string(timeout_.count()) + " ms");
     SYSTOLE_RETURN_IF_ERROR(done);
+    const Clock::time_point finished = Clock::now();
+    launch_seconds += std::chrono::duration<double>(finished - started).count();
     const spec::PerfCounters counters = run->counters();
     counters_ += counters;
     if (trace) {
-      trace->span("launch", "device", track, started, Trace::Clock::now(),
+      trace->span("launch", "device", track, started, finished,
                   {{"launch", double(launches_)},
                    {"descriptors", double(counters.descriptors_done)},
                    {"busy_cycles", double(counters.busy_cycles)},
@@ -189,6 +194,8 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, 0));
     SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.read(calls[i].c, bytes));
   }
+  times_.launch_seconds += launch_seconds;
+  times_.staging_seconds += std::chrono::duration<double>(Clock::now() - begun).count() - launch_seconds;
   return ok_status();
 }
 

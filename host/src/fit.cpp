@@ -144,6 +144,7 @@ Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& opti
   prepare(callbacks, trainer, params);
 
   History history;
+  const StepTimes times_before = trainer.step_times();
   Trace* trace = Trace::installed();
   SYSTOLE_RETURN_IF_ERROR(for_each(callbacks, [](Callback& c) { return c.on_train_begin({}); }));
   for (uint32_t epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
@@ -186,12 +187,14 @@ Result<History> fit(Trainer& trainer, BatchSource& train, const FitOptions& opti
           history.interrupted_epoch = epoch;
           history.interrupted_batch = batch_index;
           history.interrupted_batches = steps;
+          history.step_times = trainer.step_times().since(times_before);
           return history;
         }
       }
     }
     history.seconds += seconds_between(start, Clock::now());
     history.launches_per_step = double(trainer.launches() - launches_before) / steps;
+    history.step_times = trainer.step_times().since(times_before);
     history.examples += total.examples;
     history.steps += steps;
 

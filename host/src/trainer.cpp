@@ -8,6 +8,23 @@
 #include "systole/trace.h"
 
 namespace systole {
+namespace {
+
+// Seconds between successive calls of next(), from construction.
+class Lap {
+ public:
+  double next() {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return seconds;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
 
 Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vector<uint32_t>& units,
                                                  const TrainerConfig& config, ProcessGroup* group) {
@@ -125,6 +142,9 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
     const std::size_t first = std::size_t(pass.replica - first_replica) * per_replica;
     const uint32_t track = Trace::replica_track(pass.replica);
     std::vector<float> logits_gradient;
+    StepTimes& times = replica.times;
+    const MatmulTimes device_before = replica.matmul->times();
+    Lap lap;
     {
       TraceScope span("forward", "host", track);
       SYSTOLE_RETURN_IF_ERROR(
@@ -134,21 +154,59 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
       if (!scored.ok()) return scored.status();
       results[r] = std::move(scored).value();
     }
+    times.forward += lap.next();
     {
       TraceScope span("backward", "host", track);
       SYSTOLE_RETURN_IF_ERROR(replica.model->backward(pass, logits_gradient));
     }
+    times.backward += lap.next();
+    const MatmulTimes device = replica.matmul->times();
+    times.device.staging_seconds += device.staging_seconds - device_before.staging_seconds;
+    times.device.launch_seconds += device.launch_seconds - device_before.launch_seconds;
     ParameterStore& store = replica.model->parameters();
     {
       TraceScope span("all-reduce", "host", track);
       SYSTOLE_RETURN_IF_ERROR(strategy_.all_reduce_sum(r, store.gradients()));
     }
-    TraceScope span("optimizer", "host", track);
-    replica.optimizer->apply(store);
+    times.all_reduce += lap.next();
+    {
+      TraceScope span("optimizer", "host", track);
+      replica.optimizer->apply(store);
+    }
+    times.optimizer += lap.next();
+    ++times.steps;
     return ok_status();
   });
   if (!status.ok()) return status;
   return combine(results);
+}
+
+StepTimes StepTimes::since(const StepTimes& before) const {
+  StepTimes delta = *this;
+  delta.steps -= before.steps;
+  delta.forward -= before.forward;
+  delta.backward -= before.backward;
+  delta.device.staging_seconds -= before.device.staging_seconds;
+  delta.device.launch_seconds -= before.device.launch_seconds;
+  delta.all_reduce -= before.all_reduce;
+  delta.optimizer -= before.optimizer;
+  return delta;
+}
+
+StepTimes Trainer::step_times() const {
+  StepTimes mean;
+  mean.steps = replicas_[0].times.steps;
+  const double share = 1.0 / double(replicas_.size());
+  for (const ReplicaState& replica : replicas_) {
+    const StepTimes& t = replica.times;
+    mean.forward += t.forward * share;
+    mean.backward += t.backward * share;
+    mean.device.staging_seconds += t.device.staging_seconds * share;
+    mean.device.launch_seconds += t.device.launch_seconds * share;
+    mean.all_reduce += t.all_reduce * share;
+    mean.optimizer += t.optimizer * share;
+  }
+  return mean;
 }
 
 Result<StepResult> Trainer::score(const Activations& output, const float* labels, float divisor,

@@ -713,6 +713,39 @@ TEST(Training, ATraceHoldsEveryPhaseAndLaunch) {
   EXPECT_GT(dma, 0.0);
 }
 
+// The breakdown of a step's time: every part counted for every step, the
+// device's part inside the passes, and since() the later steps only.
+TEST(Training, StepTimesAccountForEachPart) {
+  const Dataset data = synthetic(64, 3);
+  Device device = open_device(2);
+  TrainerConfig config;
+  config.model = small_shape().spec();
+  config.global_batch = 64;
+  auto trainer = Trainer::create(device, {0, 1}, config).value();
+  const auto begun = std::chrono::steady_clock::now();
+  ASSERT_TRUE(trainer->step(whole(data)).ok());
+  const StepTimes first = trainer->step_times();
+  ASSERT_TRUE(trainer->step(whole(data)).ok());
+  ASSERT_TRUE(trainer->step(whole(data)).ok());
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+  const StepTimes all = trainer->step_times();
+  EXPECT_EQ(first.steps, 1u);
+  EXPECT_EQ(all.steps, 3u);
+  for (const StepTimes& t : {first, all}) {
+    EXPECT_GT(t.device.launch_seconds, 0.0);
+    EXPECT_GT(t.device.staging_seconds, 0.0);
+    EXPECT_GE(t.host_layers(), 0.0) << "the device's time lies inside the passes";
+    EXPECT_GT(t.all_reduce, 0.0);
+    EXPECT_GT(t.optimizer, 0.0);
+  }
+  EXPECT_LE(all.forward + all.backward + all.all_reduce + all.optimizer, elapsed);
+  const StepTimes later = all.since(first);
+  EXPECT_EQ(later.steps, 2u);
+  EXPECT_DOUBLE_EQ(later.forward, all.forward - first.forward);
+  EXPECT_DOUBLE_EQ(later.device.launch_seconds, all.device.launch_seconds - first.device.launch_seconds);
+  EXPECT_DOUBLE_EQ(later.optimizer, all.optimizer - first.optimizer);
+}
+
 TEST(Training, CosineDecayFollowsKeras) {
   // Keras' CosineDecay(1e-3, decay_steps=8, alpha=0): the step counted from
   // 0 sets the rate; after decay_steps it stays at 0.

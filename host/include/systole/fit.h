@@ -122,6 +122,7 @@ struct History {
   uint64_t steps = 0, examples = 0;
   double seconds = 0, input_wait_seconds = 0;
   double launches_per_step = 0;  // replica 0's, in the last epoch
+  StepTimes step_times;          // where the steps' time went
   // A callback asked to stop (EarlyStopping).
   bool stopped_early = false;
   // When `interrupt` stopped fit: its answer and where (epoch from 0,

@@ -38,6 +38,15 @@ struct MatmulCall {
   uint32_t b_stride() const { return ldb ? ldb : b_transposed ? k : n; }
 };
 
+// Where an executor's time went, summed over its calls.
+struct MatmulTimes {
+  // Operands converted into device memory, command lists, results back.
+  double staging_seconds = 0;
+  // The launches: the array's products (an emulator's operand packing
+  // included).
+  double launch_seconds = 0;
+};
+
 class MatmulExecutor {
  public:
   virtual ~MatmulExecutor() = default;
@@ -51,6 +60,8 @@ class MatmulExecutor {
   // max_k); splitting K at multiples of it keeps the bits of one product.
   // 0: any split does.
   virtual uint32_t k_block() const = 0;
+  // Time spent so far (zeros where the executor does not count it).
+  virtual MatmulTimes times() const { return {}; }
 };
 
 // Products on one compute unit of a device. Operands are rounded to bf16
@@ -71,6 +82,7 @@ class DeviceMatmul final : public MatmulExecutor {
   uint32_t k_block() const override { return device_.info().max_k; }
   // The kernel's performance counters summed over every launch so far.
   const spec::PerfCounters& counters() const { return counters_; }
+  MatmulTimes times() const override { return times_; }
 
  private:
   // One operand's device buffer, reallocated larger when a call needs it.
@@ -89,6 +101,7 @@ class DeviceMatmul final : public MatmulExecutor {
   std::chrono::milliseconds timeout_{0};
   uint64_t launches_ = 0;
   spec::PerfCounters counters_;
+  MatmulTimes times_;
   // Per call index: A, B, C (with bias behind it).
   std::vector<Slot> a_, b_, c_;
   Slot commands_;

@@ -45,6 +45,22 @@ struct TrainerConfig {
   std::chrono::milliseconds launch_timeout = std::chrono::minutes(10);
 };
 
+// Where training steps' time went, per replica (the mean over this
+// process's replicas), summed over steps; evaluation is not included.
+struct StepTimes {
+  uint64_t steps = 0;
+  double forward = 0;   // the forward pass and the loss
+  double backward = 0;  // the backward pass
+  MatmulTimes device;   // of both passes: the array's products and their staging
+  double all_reduce = 0, optimizer = 0;
+
+  // The layers' and the loss's own host work (im2col, softmax, pooling,
+  // normalisation, masks): the passes less the device's part.
+  double host_layers() const { return forward + backward - device.staging_seconds - device.launch_seconds; }
+  // The steps after `before` (an earlier value of the same trainer's).
+  StepTimes since(const StepTimes& before) const;
+};
+
 class Trainer {
  public:
   // One replica on each of `units` of `device`, joined to the replicas of
@@ -61,6 +77,8 @@ class Trainer {
   const TrainerConfig& config() const { return config_; }
   // Launches replica 0 has made (each a command list on its unit).
   uint64_t launches() const { return replicas_[0].matmul->launches(); }
+  // Where the training steps so far spent their time.
+  StepTimes step_times() const;
 
   // One synchronous step on a global batch of config().global_batch examples
   // (every process passes the same batch and keeps its replicas' slices).
@@ -101,6 +119,7 @@ class Trainer {
     std::unique_ptr<DeviceMatmul> matmul;
     std::unique_ptr<Model> model;
     std::unique_ptr<Optimizer> optimizer;
+    StepTimes times;
   };
 
   // A step on the global batch, or (local) on this process's share.
