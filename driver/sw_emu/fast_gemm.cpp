@@ -174,8 +174,24 @@ __attribute__((target("avx2,fma"))) void micro_kernel(const float* a, const floa
   }
 }
 
+// initial_accumulator for fp32 C's row m, columns n..n+7, of a GEMM that
+// accumulates: C with NaN canonical and subnormals as zeros of their sign.
+__attribute__((target("avx2"))) void load_accumulators8(const FastGemmArgs& args, uint32_t m, uint32_t n,
+                                                        float* accumulators) {
+  const __m256i bits = _mm256_loadu_si256(
+      reinterpret_cast<const __m256i*>(args.c + (uint64_t(m) * args.ldc + n) * sizeof(float)));
+  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i subnormal =
+      _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7F800000)), _mm256_setzero_si256());
+  const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
+  __m256i value =
+      _mm256_blendv_epi8(bits, _mm256_and_si256(bits, _mm256_set1_epi32(int(0x80000000u))), subnormal);
+  value = _mm256_blendv_epi8(value, _mm256_set1_epi32(int(numerics::kF32CanonicalNan)), nan);
+  _mm256_storeu_ps(accumulators, _mm256_castsi256_ps(value));
+}
+
 // store_output for 8 finished accumulators of fp32 row m, columns n..n+7,
-// of a GEMM that neither accumulates nor writes bf16: bias, ReLU (NaN kept,
+// of a GEMM that does not write bf16: bias, ReLU (NaN kept,
 // -0 and negatives to +0), canonical NaN. Runs under FTZ and DAZ, which
 // flush a subnormal bias or sum to the zero of its sign as the contract's
 // add does.
@@ -360,23 +376,45 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
         auto accumulator = [&](uint32_t i, uint32_t j) {
           return accumulators + (std::size_t(i) * panels_per_nc + j) * kMr * kNr;
         };
-        // Calls visit(accumulator element, m, n) for every element of the
-        // block's accumulators that lies inside C.
-        auto for_each_output = [&](auto visit) {
+        // Calls whole8(accumulators, m, n) for each 8 accumulators of a
+        // panel row that lie inside C (row m, columns n..n+7) and one(element,
+        // m, n) for each of the rest inside C.
+        auto for_each_output = [&](auto whole8, auto one) {
           for (uint32_t i = 0; i < mc_panels; ++i)
             for (uint32_t j = 0; j < nc_panels; ++j)
-              for (uint32_t r = 0; r < kMr; ++r)
-                for (uint32_t c = 0; c < kNr; ++c) {
-                  const uint32_t m = (panel0 + i) * kMr + r;
-                  const uint32_t n = (nc_panel0 + j) * kNr + c;
-                  if (m < args.m && n < args.n) visit(accumulator(i, j)[r * kNr + c], m, n);
+              for (uint32_t r = 0; r < kMr; ++r) {
+                const uint32_t m = (panel0 + i) * kMr + r, n0 = (nc_panel0 + j) * kNr;
+                if (m >= args.m) break;
+                float* row = accumulator(i, j) + r * kNr;
+                for (uint32_t c = 0; c < kNr; c += 8) {
+                  if (n0 + c + 8 <= args.n) {
+                    whole8(row + c, m, n0 + c);
+                    continue;
+                  }
+                  for (uint32_t n = n0 + c; n < std::min(args.n, n0 + c + 8); ++n) one(row[n - n0], m, n);
                 }
+              }
+        };
+        const bool bf16_output = args.flags & spec::flag::kOutputBf16;
+        auto load_one = [&](float& acc, uint32_t m, uint32_t n) { acc = initial_accumulator(args, m, n); };
+        auto store_one = [&](float& acc, uint32_t m, uint32_t n) { store_output(args, m, n, acc); };
+        auto load8 = [&](float* acc, uint32_t m, uint32_t n) { load_accumulators8(args, m, n, acc); };
+        auto store8 = [&](float* acc, uint32_t m, uint32_t n) { store_output8(args, m, n, acc); };
+        // bf16 C has no 8-wide form: its 8 go one at a time.
+        auto by_one = [](auto one) {
+          return [one](float* acc, uint32_t m, uint32_t n) {
+            for (uint32_t c = 0; c < 8; ++c) one(acc[c], m, n + c);
+          };
         };
         // Rows and columns past C accumulate zeros that are never stored.
         for (uint32_t i = 0; i < mc_panels; ++i)
           std::fill(accumulator(i, 0), accumulator(i, 0) + std::size_t(nc_panels) * kMr * kNr, 0.0f);
-        if (args.flags & spec::flag::kAccumulate)
-          for_each_output([&](float& acc, uint32_t m, uint32_t n) { acc = initial_accumulator(args, m, n); });
+        if (args.flags & spec::flag::kAccumulate) {
+          if (bf16_output)
+            for_each_output(by_one(load_one), load_one);
+          else
+            for_each_output(load8, load_one);
+        }
         for (uint32_t t = 0; t < k_tiles; ++t) {
           const uint32_t depth = tile_depth(args, t);
           for (uint32_t j = 0; j < nc_panels; ++j) {
@@ -392,26 +430,10 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
             }
           }
         }
-        if (args.flags & (spec::flag::kAccumulate | spec::flag::kOutputBf16)) {
-          for_each_output([&](float& acc, uint32_t m, uint32_t n) { store_output(args, m, n, acc); });
-          continue;
-        }
-        // The common case, 8 outputs at a time where a panel's row is whole.
-        for (uint32_t i = 0; i < mc_panels; ++i)
-          for (uint32_t j = 0; j < nc_panels; ++j)
-            for (uint32_t r = 0; r < kMr; ++r) {
-              const uint32_t m = (panel0 + i) * kMr + r, n0 = (nc_panel0 + j) * kNr;
-              if (m >= args.m) break;
-              const float* row = accumulator(i, j) + r * kNr;
-              for (uint32_t c = 0; c < kNr; c += 8) {
-                if (n0 + c + 8 <= args.n) {
-                  store_output8(args, m, n0 + c, row + c);
-                  continue;
-                }
-                for (uint32_t n = n0 + c; n < std::min(args.n, n0 + c + 8); ++n)
-                  store_output(args, m, n, row[n - n0]);
-              }
-            }
+        if (bf16_output)
+          for_each_output(by_one(store_one), store_one);
+        else
+          for_each_output(store8, store_one);
       }
       // (implicit barrier: everyone is done with this B block)
     }
