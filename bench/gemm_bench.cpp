@@ -44,13 +44,18 @@ struct Shape {
 };
 // Squares, then the shipped models' products (per replica of 2, the MLP's
 // batch of 64; the CNNs' im2col products at their first and second
-// convolution; the 10-logit layer; a weight gradient, tall and thin).
+// convolution; the 10-logit layer; a weight gradient, tall and thin; the
+// TPU guide CNN's second convolution on a chunk of 16 examples, as the
+// layer splits a replica's 64 at the 128x128 array's K block: forward,
+// weight gradient, input gradient).
 constexpr Shape kShapes[] = {
     {"square 256", 256, 256, 256},          {"square 512", 512, 512, 512},
     {"square 1024", 1024, 1024, 1024},      {"square 2048", 2048, 2048, 2048},
     {"mlp dense 784->256", 64, 256, 784},   {"mlp dW 784x256", 784, 256, 64},
     {"logits 128->10", 64, 10, 128},        {"conv1 im2col K=9", 25088, 32, 9},
     {"conv2 im2col K=288", 21632, 64, 288}, {"cnn dense 1600->64", 128, 64, 1600},
+    {"tpu conv2 forward", 9216, 256, 2304}, {"tpu conv2 dW", 256, 2304, 9216},
+    {"tpu conv2 dX", 9216, 2304, 256},
 };
 constexpr int kShapeCount = int(sizeof kShapes / sizeof kShapes[0]);
 

@@ -58,6 +58,15 @@ void to_bf16(const float* x, uint32_t rows, uint32_t cols, bool transposed, uint
 
 }  // namespace
 
+void round_to_bf16(const float* in, std::size_t count, uint16_t* out) {
+  // One row: convert_rows takes 32-bit sizes.
+  constexpr std::size_t kPiece = std::size_t(1) << 30;
+  for (std::size_t done = 0; done < count; done += kPiece) {
+    const uint32_t piece = uint32_t(std::min(kPiece, count - done));
+    convert_rows(in + done, 1, piece, piece, out + done);
+  }
+}
+
 Result<std::unique_ptr<DeviceMatmul>> DeviceMatmul::create(Device device, uint32_t unit,
                                                            std::chrono::milliseconds launch_timeout) {
   if (!device) return Status(StatusCode::kInvalidArgument, "no device");
@@ -96,6 +105,14 @@ Result<uint64_t> DeviceMatmul::stage(Slot& slot, const float* x, uint32_t rows, 
   return slot.buffer.address();
 }
 
+Result<uint64_t> DeviceMatmul::stage(Slot& slot, const OperandRows& x, uint32_t rows, uint32_t cols) {
+  const std::size_t bytes = std::size_t(rows) * cols * sizeof(uint16_t);
+  SYSTOLE_RETURN_IF_ERROR(ensure(slot, bytes));
+  x.bf16(slot.buffer.map<uint16_t>());
+  SYSTOLE_RETURN_IF_ERROR(slot.buffer.sync(Buffer::SyncDirection::kToDevice, bytes, 0));
+  return slot.buffer.address();
+}
+
 Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   const DeviceInfo& info = device_.info();
   const uint32_t banks = info.hbm_banks;
@@ -113,8 +130,10 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   std::optional<TraceScope> upload(std::in_place, "upload", "device", track);  // until the first launch
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const MatmulCall& call = calls[i];
-    if (!call.a || !call.b || !call.c)
+    if (!(call.a || call.a_rows) || !(call.b || call.b_rows) || !call.c)
       return Status(StatusCode::kInvalidArgument, "matmul: an operand is missing");
+    if ((call.a_rows && call.a_transposed) || (call.b_rows && call.b_transposed))
+      return Status(StatusCode::kInvalidArgument, "matmul: an operand given as rows is not transposed");
     const uint32_t a_row = call.a_transposed ? call.m : call.k, b_row = call.b_transposed ? call.k : call.n;
     if (call.a_stride() < a_row || call.b_stride() < b_row)
       return Status(StatusCode::kInvalidArgument,
@@ -129,11 +148,13 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.relu = call.relu;
     problem.accumulate = call.accumulate;
 
-    auto a = stage(a_[i], call.a, call.m, call.k, call.a_transposed, call.a_stride());
+    auto a = call.a_rows ? stage(a_[i], *call.a_rows, call.m, call.k)
+                         : stage(a_[i], call.a, call.m, call.k, call.a_transposed, call.a_stride());
     if (!a.ok()) return a.status();
     problem.a = {*a, call.k};
 
-    auto b = stage(b_[i], call.b, call.k, call.n, call.b_transposed, call.b_stride());
+    auto b = call.b_rows ? stage(b_[i], *call.b_rows, call.k, call.n)
+                         : stage(b_[i], call.b, call.k, call.n, call.b_transposed, call.b_stride());
     if (!b.ok()) return b.status();
     problem.b = {*b, call.n};
 

@@ -16,11 +16,32 @@ float element(const float* x, bool transposed, uint32_t stride, uint32_t r, uint
   return transposed ? x[std::size_t(c) * stride + r] : x[std::size_t(r) * stride + c];
 }
 
+// `call` with an operand given as rows made into fp32 in `a` (or `b`).
+MatmulCall stored(MatmulCall call, std::vector<float>& a, std::vector<float>& b) {
+  if (call.a_rows) {
+    a.resize(std::size_t(call.m) * call.k);
+    call.a_rows->fp32(a.data());
+    call.a = a.data();
+    call.a_rows = nullptr;
+    call.lda = 0;
+  }
+  if (call.b_rows) {
+    b.resize(std::size_t(call.k) * call.n);
+    call.b_rows->fp32(b.data());
+    call.b = b.data();
+    call.b_rows = nullptr;
+    call.ldb = 0;
+  }
+  return call;
+}
+
 }  // namespace
 
 Status ExactMatmul::run(const std::vector<MatmulCall>& calls) {
   ++launches_;
-  for (const MatmulCall& call : calls)
+  std::vector<float> a, b;
+  for (const MatmulCall& given : calls) {
+    const MatmulCall call = stored(given, a, b);
     for (uint32_t i = 0; i < call.m; ++i)
       for (uint32_t j = 0; j < call.n; ++j) {
         double sum = call.accumulate ? call.c[std::size_t(i) * call.n + j] : 0.0;
@@ -31,12 +52,15 @@ Status ExactMatmul::run(const std::vector<MatmulCall>& calls) {
         if (call.relu && !(sum > 0)) sum = 0;
         call.c[std::size_t(i) * call.n + j] = float(sum);
       }
+  }
   return ok_status();
 }
 
 Status ReferenceMatmul::run(const std::vector<MatmulCall>& calls) {
   ++launches_;
-  for (const MatmulCall& call : calls) {
+  std::vector<float> a, b;
+  for (const MatmulCall& given : calls) {
+    const MatmulCall call = stored(given, a, b);
     // Memory: A (bf16, op applied), B (bf16), C (fp32), bias (fp32).
     const std::size_t a_bytes = std::size_t(call.m) * call.k * 2, b_bytes = std::size_t(call.k) * call.n * 2;
     const std::size_t c_bytes = std::size_t(call.m) * call.n * 4;

@@ -17,15 +17,32 @@
 
 namespace systole {
 
+// An operand that a layer makes when asked instead of storing it (a
+// convolution's im2col matrix, gathered from its input): all its rows,
+// row-major, in fp32, or rounded to bf16 (f32_to_bf16 of the fp32 values,
+// bit for bit) straight into device memory.
+class OperandRows {
+ public:
+  virtual ~OperandRows() = default;
+  virtual void fp32(float* out) const = 0;
+  virtual void bf16(uint16_t* out) const = 0;
+};
+
+// f32_to_bf16 of `count` values (vectorised as wide as the CPU allows).
+void round_to_bf16(const float* in, std::size_t count, uint16_t* out);
+
 // C[m x n] (+)= op(A)[m x k] * op(B)[k x n] (+ bias) (ReLU), row-major fp32
 // host memory. op(X) is X, or X transposed when the flag is set (A is then
-// stored k x m, B n x k).
+// stored k x m, B n x k). An operand given as rows (a_rows, b_rows) is
+// made by them instead (m x k, k x n; not transposed).
 struct MatmulCall {
   uint32_t m = 0, n = 0, k = 0;
   const float* a = nullptr;
   bool a_transposed = false;
   const float* b = nullptr;
   bool b_transposed = false;
+  const OperandRows* a_rows = nullptr;
+  const OperandRows* b_rows = nullptr;
   // Elements from the start of one stored row of A (of B) to the next; 0:
   // packed (k, or m when transposed). A slice of a wider matrix sets it.
   uint32_t lda = 0, ldb = 0;
@@ -94,6 +111,8 @@ class DeviceMatmul final : public MatmulExecutor {
   // op(X) (rows x cols) to bf16 in the slot's buffer, on the device.
   Result<uint64_t> stage(Slot& slot, const float* x, uint32_t rows, uint32_t cols, bool transposed,
                          uint32_t stride);
+  // The rows' bf16 in the slot's buffer, on the device.
+  Result<uint64_t> stage(Slot& slot, const OperandRows& x, uint32_t rows, uint32_t cols);
   Status ensure(Slot& slot, std::size_t bytes);
 
   Device device_;

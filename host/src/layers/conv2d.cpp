@@ -6,10 +6,14 @@
 //   weights      dW   = dy^T col                    [filters x patch]
 //   bias         db   = 1^T dy
 //   input        dcol = dy W, scattered back by col2im
-// run on the array; the host only gathers and scatters. Weights are kept as
-// torch.nn.Conv2d's [filters, channels, kh, kw]. Chunks bound the host
-// memory of `col`; their boundaries fall on the executor's K block, so dW
-// chained over chunks has the bits of one product.
+// run on the array; the host only gathers and scatters. `col` is never
+// stored on the host: the executor asks for it (PatchRows) and the device
+// path gathers it in bf16 from the input rounded once, straight into
+// device memory (the same bits as rounding col, as f32_to_bf16 is per
+// value). Weights are kept as torch.nn.Conv2d's [filters, channels, kh,
+// kw]. Chunks bound the memory `col` takes on the device; their boundaries
+// fall on the executor's K block, so dW chained over chunks has the bits
+// of one product.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -21,6 +25,24 @@ namespace {
 
 // Elements of `col` a chunk aims at (16 MiB of fp32).
 constexpr uint64_t kChunkElements = uint64_t(1) << 22;
+
+class Conv2D;
+
+// The rows of `col` for examples [first, first + count), made when the
+// executor asks: in fp32 from the input, in bf16 from its rounded copy.
+class PatchRows final : public OperandRows {
+ public:
+  PatchRows(const Conv2D& layer, const float* x, const uint16_t* x_bf16, uint32_t first, uint32_t count)
+      : layer_(layer), x_(x), x_bf16_(x_bf16), first_(first), count_(count) {}
+  void fp32(float* out) const override;
+  void bf16(uint16_t* out) const override;
+
+ private:
+  const Conv2D& layer_;
+  const float* x_;
+  const uint16_t* x_bf16_;
+  uint32_t first_, count_;
+};
 
 class Conv2D final : public Layer {
  public:
@@ -88,15 +110,16 @@ class Conv2D final : public Layer {
     output.shape = {oh_, ow_, filters_};
     output.values.resize(std::size_t(batch) * oh_ * ow_ * filters_);
     patch_weights(store.values(weight_));
+    round_input(input);
     const uint32_t chunk = chunk_examples(batch, context.matmul->k_block());
     for (uint32_t first = 0; first < batch; first += chunk) {
       const uint32_t count = std::min(chunk, batch - first);
-      im2col(input.values.data(), first, count);
+      const PatchRows col(*this, input.values.data(), input_bf16_.data(), first, count);
       MatmulCall call;
       call.m = count * oh_ * ow_;
       call.k = patch_;
       call.n = filters_;
-      call.a = col_.data();
+      call.a_rows = &col;
       call.b = weights_.data();
       call.b_transposed = true;
       call.bias = use_bias_ ? store.values(bias_) : nullptr;
@@ -119,6 +142,7 @@ class Conv2D final : public Layer {
       delta = masked_.data();
     }
     patch_weights(store.values(weight_));
+    round_input(input);
     weight_gradient_.assign(std::size_t(filters_) * patch_, 0.0f);
     if (input_gradient) zeros_like(input, *input_gradient);
     const uint32_t chunk = chunk_examples(batch, context.matmul->k_block());
@@ -126,7 +150,7 @@ class Conv2D final : public Layer {
       const uint32_t count = std::min(chunk, batch - first);
       const uint32_t positions = count * oh_ * ow_;
       const float* dy = delta + std::size_t(first) * oh_ * ow_ * filters_;
-      im2col(input.values.data(), first, count);
+      const PatchRows col(*this, input.values.data(), input_bf16_.data(), first, count);
       std::vector<MatmulCall> calls;
       MatmulCall dw;
       dw.m = filters_;
@@ -134,7 +158,7 @@ class Conv2D final : public Layer {
       dw.n = patch_;
       dw.a = dy;
       dw.a_transposed = true;
-      dw.b = col_.data();
+      dw.b_rows = &col;
       dw.accumulate = first > 0;
       dw.c = weight_gradient_.data();
       calls.push_back(dw);
@@ -234,14 +258,24 @@ class Conv2D final : public Layer {
             }
   }
 
-  void im2col(const float* x, uint32_t first, uint32_t count) {
-    col_.resize(std::size_t(count) * oh_ * ow_ * patch_);
+  friend class PatchRows;
+
+  // The rows of col for examples [first, first + count) from x (fp32, or
+  // bf16: a zero is +0 in both).
+  template <class T>
+  void im2col(const T* x, uint32_t first, uint32_t count, T* col) const {
     walk_patches(first, count, [&](std::size_t row, int64_t source) {
       if (source >= 0)
-        std::memcpy(col_.data() + row, x + source, c_ * sizeof(float));
+        std::memcpy(col + row, x + source, c_ * sizeof(T));
       else
-        std::fill_n(col_.data() + row, c_, 0.0f);
+        std::fill_n(col + row, c_, T(0));
     });
+  }
+
+  // input_bf16_: the input rounded to bf16, which col's bf16 rows gather.
+  void round_input(const Activations& input) {
+    input_bf16_.resize(input.values.size());
+    round_to_bf16(input.values.data(), input.values.size(), input_bf16_.data());
   }
 
   // dx += the rows of dcol_, each piece added back to the pixel it came
@@ -259,8 +293,12 @@ class Conv2D final : public Layer {
   uint32_t top_ = 0, left_ = 0, bottom_ = 0, right_ = 0;
   bool pad_module_ = false;
   std::size_t weight_ = 0, bias_ = 0;
-  std::vector<float> weights_, weight_gradient_, col_, dcol_, ones_, masked_;
+  std::vector<float> weights_, weight_gradient_, dcol_, ones_, masked_;
+  std::vector<uint16_t> input_bf16_;
 };
+
+void PatchRows::fp32(float* out) const { layer_.im2col(x_, first_, count_, out); }
+void PatchRows::bf16(uint16_t* out) const { layer_.im2col(x_bf16_, first_, count_, out); }
 
 }  // namespace
 
