@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -166,6 +167,64 @@ TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
   const Status refused = matmul->run(call);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("lda 12"), std::string::npos) << refused.message();
+}
+
+// An operand given as rows (made by the caller when asked, as a
+// convolution's patches are) gives the stored operand's bits; rows are
+// never transposed, and a call without an operand is refused.
+TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
+  const uint32_t seed = 12, m = 19, k = 37, n = 11;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(std::size_t(m) * k), b(std::size_t(k) * n);
+  for (float& v : a) v = normal(rng);
+  for (float& v : b) v = normal(rng);
+  // Rows that copy a stored matrix, counting the requests.
+  class Rows final : public OperandRows {
+   public:
+    explicit Rows(const std::vector<float>& x) : x_(x) {}
+    void fp32(float* out) const override { std::copy(x_.begin(), x_.end(), out); }
+    void bf16(uint16_t* out) const override {
+      ++requests;
+      round_to_bf16(x_.data(), x_.size(), out);
+    }
+    mutable int requests = 0;
+
+   private:
+    const std::vector<float>& x_;
+  };
+  const Rows a_rows(a), b_rows(b);
+  DeviceOptions options;
+  options.array_rows = options.array_cols = 8;
+  Device device = Device::open("sw_emu", 0, options).value();
+  auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
+  MatmulCall call;
+  call.m = m;
+  call.n = n;
+  call.k = k;
+  call.a = a.data();
+  call.b = b.data();
+  std::vector<float> stored(std::size_t(m) * n), made(stored.size());
+  call.c = stored.data();
+  ASSERT_TRUE(matmul->run(call).ok());
+  call.a = call.b = nullptr;
+  call.a_rows = &a_rows;
+  call.b_rows = &b_rows;
+  call.c = made.data();
+  ASSERT_TRUE(matmul->run(call).ok());
+  EXPECT_EQ(a_rows.requests, 1);
+  EXPECT_EQ(b_rows.requests, 1);
+  EXPECT_EQ(std::memcmp(stored.data(), made.data(), stored.size() * 4), 0) << "seed " << seed;
+
+  call.b_transposed = true;
+  Status refused = matmul->run(call);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("not transposed"), std::string::npos) << refused.message();
+  call.b_transposed = false;
+  call.a_rows = nullptr;
+  refused = matmul->run(call);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("operand is missing"), std::string::npos) << refused.message();
 }
 
 }  // namespace
