@@ -18,20 +18,17 @@ float element(const float* x, bool transposed, uint32_t stride, uint32_t r, uint
 
 // `call` with an operand given as rows made into fp32 in `a` (or `b`).
 MatmulCall stored(MatmulCall call, std::vector<float>& a, std::vector<float>& b) {
-  if (call.a_rows) {
-    a.resize(std::size_t(call.m) * call.k);
-    call.a_rows->fp32(a.data());
-    call.a = a.data();
-    call.a_rows = nullptr;
-    call.lda = 0;
-  }
-  if (call.b_rows) {
-    b.resize(std::size_t(call.k) * call.n);
-    call.b_rows->fp32(b.data());
-    call.b = b.data();
-    call.b_rows = nullptr;
-    call.ldb = 0;
-  }
+  auto store = [](const OperandRows*& rows, const float*& x, uint32_t& stride, std::size_t size,
+                  std::vector<float>& storage) {
+    if (!rows) return;
+    storage.resize(size);
+    rows->fp32(storage.data());
+    x = storage.data();
+    rows = nullptr;
+    stride = 0;
+  };
+  store(call.a_rows, call.a, call.lda, std::size_t(call.m) * call.k, a);
+  store(call.b_rows, call.b, call.ldb, std::size_t(call.k) * call.n, b);
   return call;
 }
 

@@ -123,6 +123,14 @@ TEST(GemmPlan, ATiledGemmOnTheDeviceEqualsOneLongDescriptor) {
   EXPECT_EQ(testing::first_difference(expected, device.memory), "") << "seed " << seed;
 }
 
+// A DeviceMatmul on unit 0 of an 8x8 sw_emu device (which it keeps open).
+std::unique_ptr<DeviceMatmul> small_matmul() {
+  DeviceOptions options;
+  options.array_rows = options.array_cols = 8;
+  return DeviceMatmul::create(Device::open("sw_emu", 0, options).value(), 0, std::chrono::seconds(60))
+      .value();
+}
+
 // Operands read with a row stride (a slice of a wider matrix, as NumPy
 // views give them), plain or stored transposed, give the packed operands'
 // bits; a stride shorter than a stored row is refused.
@@ -140,10 +148,7 @@ TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
       a_wide[std::size_t(i) * wide + offset + p] = a[std::size_t(i) * k + p];
       a_t_wide[std::size_t(p) * wide + offset + i] = a[std::size_t(i) * k + p];
     }
-  DeviceOptions options;
-  options.array_rows = options.array_cols = 8;
-  Device device = Device::open("sw_emu", 0, options).value();
-  auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
+  auto matmul = small_matmul();
   MatmulCall call;
   call.m = m;
   call.n = n;
@@ -194,10 +199,7 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
     const std::vector<float>& x_;
   };
   const Rows a_rows(a), b_rows(b);
-  DeviceOptions options;
-  options.array_rows = options.array_cols = 8;
-  Device device = Device::open("sw_emu", 0, options).value();
-  auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
+  auto matmul = small_matmul();
   MatmulCall call;
   call.m = m;
   call.n = n;

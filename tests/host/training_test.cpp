@@ -667,13 +667,17 @@ TEST(Training, TwoTowerLearnsPlantedFactors) {
 
 // A traced step: every replica's phases on its own track, every launch on
 // its unit's track with the kernel's counters, valid trace-event JSON.
-TEST(Training, ATraceHoldsEveryPhaseAndLaunch) {
-  const Dataset data = synthetic(64, 3);
-  Device device = open_device(2);
+// The small model on two replicas (units 0 and 1), a global batch of 64.
+std::unique_ptr<Trainer> small_trainer_on_two_units() {
   TrainerConfig config;
   config.model = small_shape().spec();
   config.global_batch = 64;
-  auto trainer = Trainer::create(device, {0, 1}, config).value();
+  return Trainer::create(open_device(2), {0, 1}, config).value();
+}
+
+TEST(Training, ATraceHoldsEveryPhaseAndLaunch) {
+  const Dataset data = synthetic(64, 3);
+  auto trainer = small_trainer_on_two_units();
   Trace trace;
   Trace::install(&trace);
   ASSERT_TRUE(trainer->step(whole(data)).ok());
@@ -717,11 +721,7 @@ TEST(Training, ATraceHoldsEveryPhaseAndLaunch) {
 // device's part inside the passes, and since() the later steps only.
 TEST(Training, StepTimesAccountForEachPart) {
   const Dataset data = synthetic(64, 3);
-  Device device = open_device(2);
-  TrainerConfig config;
-  config.model = small_shape().spec();
-  config.global_batch = 64;
-  auto trainer = Trainer::create(device, {0, 1}, config).value();
+  auto trainer = small_trainer_on_two_units();
   const auto begun = std::chrono::steady_clock::now();
   ASSERT_TRUE(trainer->step(whole(data)).ok());
   const StepTimes first = trainer->step_times();
