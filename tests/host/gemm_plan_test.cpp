@@ -131,6 +131,18 @@ std::unique_ptr<DeviceMatmul> small_matmul() {
       .value();
 }
 
+// C = A B from packed row-major A (m x k) and B (k x n); C still to set.
+MatmulCall packed_call(uint32_t m, uint32_t n, uint32_t k, const std::vector<float>& a,
+                       const std::vector<float>& b) {
+  MatmulCall call;
+  call.m = m;
+  call.n = n;
+  call.k = k;
+  call.a = a.data();
+  call.b = b.data();
+  return call;
+}
+
 // Operands read with a row stride (a slice of a wider matrix, as NumPy
 // views give them), plain or stored transposed, give the packed operands'
 // bits; a stride shorter than a stored row is refused.
@@ -149,12 +161,7 @@ TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
       a_t_wide[std::size_t(p) * wide + offset + i] = a[std::size_t(i) * k + p];
     }
   auto matmul = small_matmul();
-  MatmulCall call;
-  call.m = m;
-  call.n = n;
-  call.k = k;
-  call.a = a.data();
-  call.b = b.data();
+  MatmulCall call = packed_call(m, n, k, a, b);
   std::vector<float> packed(std::size_t(m) * n), strided(packed.size()), transposed(packed.size());
   call.c = packed.data();
   ASSERT_TRUE(matmul->run(call).ok());
@@ -200,12 +207,7 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
   };
   const Rows a_rows(a), b_rows(b);
   auto matmul = small_matmul();
-  MatmulCall call;
-  call.m = m;
-  call.n = n;
-  call.k = k;
-  call.a = a.data();
-  call.b = b.data();
+  MatmulCall call = packed_call(m, n, k, a, b);
   std::vector<float> stored(std::size_t(m) * n), made(stored.size());
   call.c = stored.data();
   ASSERT_TRUE(matmul->run(call).ok());
