@@ -94,21 +94,17 @@ Status DeviceMatmul::ensure(Slot& slot, std::size_t bytes) {
   return ok_status();
 }
 
-Result<uint64_t> DeviceMatmul::stage(Slot& slot, const float* x, uint32_t rows, uint32_t cols,
-                                     bool transposed, uint32_t stride) {
+Result<uint64_t> DeviceMatmul::stage(Slot& slot, const float* x, const OperandRows* made, uint32_t rows,
+                                     uint32_t cols, bool transposed, uint32_t stride) {
   const std::size_t bytes = std::size_t(rows) * cols * sizeof(uint16_t);
   SYSTOLE_RETURN_IF_ERROR(ensure(slot, bytes));
-  // Converted straight into the buffer's host view: on the emulators that
-  // is device memory, and the sync moves nothing.
-  to_bf16(x, rows, cols, transposed, stride, transposed_, slot.buffer.map<uint16_t>());
-  SYSTOLE_RETURN_IF_ERROR(slot.buffer.sync(Buffer::SyncDirection::kToDevice, bytes, 0));
-  return slot.buffer.address();
-}
-
-Result<uint64_t> DeviceMatmul::stage(Slot& slot, const OperandRows& x, uint32_t rows, uint32_t cols) {
-  const std::size_t bytes = std::size_t(rows) * cols * sizeof(uint16_t);
-  SYSTOLE_RETURN_IF_ERROR(ensure(slot, bytes));
-  x.bf16(slot.buffer.map<uint16_t>());
+  // Written straight into the buffer's host view: on the emulators that is
+  // device memory, and the sync moves nothing.
+  uint16_t* view = slot.buffer.map<uint16_t>();
+  if (made)
+    made->bf16(view);
+  else
+    to_bf16(x, rows, cols, transposed, stride, transposed_, view);
   SYSTOLE_RETURN_IF_ERROR(slot.buffer.sync(Buffer::SyncDirection::kToDevice, bytes, 0));
   return slot.buffer.address();
 }
@@ -148,13 +144,11 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.relu = call.relu;
     problem.accumulate = call.accumulate;
 
-    auto a = call.a_rows ? stage(a_[i], *call.a_rows, call.m, call.k)
-                         : stage(a_[i], call.a, call.m, call.k, call.a_transposed, call.a_stride());
+    auto a = stage(a_[i], call.a, call.a_rows, call.m, call.k, call.a_transposed, call.a_stride());
     if (!a.ok()) return a.status();
     problem.a = {*a, call.k};
 
-    auto b = call.b_rows ? stage(b_[i], *call.b_rows, call.k, call.n)
-                         : stage(b_[i], call.b, call.k, call.n, call.b_transposed, call.b_stride());
+    auto b = stage(b_[i], call.b, call.b_rows, call.k, call.n, call.b_transposed, call.b_stride());
     if (!b.ok()) return b.status();
     problem.b = {*b, call.n};
 

@@ -108,11 +108,10 @@ class DeviceMatmul final : public MatmulExecutor {
     uint32_t bank = 0;
   };
   DeviceMatmul() = default;
-  // op(X) (rows x cols) to bf16 in the slot's buffer, on the device.
-  Result<uint64_t> stage(Slot& slot, const float* x, uint32_t rows, uint32_t cols, bool transposed,
-                         uint32_t stride);
-  // The rows' bf16 in the slot's buffer, on the device.
-  Result<uint64_t> stage(Slot& slot, const OperandRows& x, uint32_t rows, uint32_t cols);
+  // op(X) (rows x cols) as bf16 in the slot's buffer, on the device: X
+  // rounded, or the bf16 rows `made` gives when it is set.
+  Result<uint64_t> stage(Slot& slot, const float* x, const OperandRows* made, uint32_t rows, uint32_t cols,
+                         bool transposed, uint32_t stride);
   Status ensure(Slot& slot, std::size_t bytes);
 
   Device device_;
