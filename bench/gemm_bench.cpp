@@ -32,7 +32,6 @@
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/matmul.h"
-#include "systole/numerics.h"
 
 namespace {
 
@@ -187,7 +186,7 @@ void BM_SystoleKernel(benchmark::State& state) {
   Buffer data = device.allocate(m * k * 2 + k * n * 2 + m * n * 4, 0).value();
   std::vector<uint16_t> operands(m * k + k * n);
   const std::vector<float> values = random_matrix(operands.size(), 3);
-  for (std::size_t i = 0; i < operands.size(); ++i) operands[i] = numerics::f32_to_bf16(values[i]);
+  round_to_bf16(values.data(), values.size(), operands.data());
   check(data.write(operands.data(), operands.size() * 2));
   check(data.sync(Buffer::SyncDirection::kToDevice));
   GemmProblem problem;

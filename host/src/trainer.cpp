@@ -181,15 +181,25 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
   return combine(results);
 }
 
+namespace {
+
+// Every timed field of a StepTimes, for since() and the mean over replicas.
+template <class Op>
+void each_time(StepTimes& into, const StepTimes& other, Op op) {
+  op(into.forward, other.forward);
+  op(into.backward, other.backward);
+  op(into.device.staging_seconds, other.device.staging_seconds);
+  op(into.device.launch_seconds, other.device.launch_seconds);
+  op(into.all_reduce, other.all_reduce);
+  op(into.optimizer, other.optimizer);
+}
+
+}  // namespace
+
 StepTimes StepTimes::since(const StepTimes& before) const {
   StepTimes delta = *this;
   delta.steps -= before.steps;
-  delta.forward -= before.forward;
-  delta.backward -= before.backward;
-  delta.device.staging_seconds -= before.device.staging_seconds;
-  delta.device.launch_seconds -= before.device.launch_seconds;
-  delta.all_reduce -= before.all_reduce;
-  delta.optimizer -= before.optimizer;
+  each_time(delta, before, [](double& a, double b) { a -= b; });
   return delta;
 }
 
@@ -197,15 +207,8 @@ StepTimes Trainer::step_times() const {
   StepTimes mean;
   mean.steps = replicas_[0].times.steps;
   const double share = 1.0 / double(replicas_.size());
-  for (const ReplicaState& replica : replicas_) {
-    const StepTimes& t = replica.times;
-    mean.forward += t.forward * share;
-    mean.backward += t.backward * share;
-    mean.device.staging_seconds += t.device.staging_seconds * share;
-    mean.device.launch_seconds += t.device.launch_seconds * share;
-    mean.all_reduce += t.all_reduce * share;
-    mean.optimizer += t.optimizer * share;
-  }
+  for (const ReplicaState& replica : replicas_)
+    each_time(mean, replica.times, [&](double& a, double b) { a += b * share; });
   return mean;
 }
 
