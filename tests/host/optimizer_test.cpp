@@ -2,9 +2,10 @@
 // The optimizers against their published update rules, written here as
 // plainly as the papers and Keras' docs state them, over a few steps of
 // random gradients on tensors of awkward sizes (to the bit); gradient
-// clipping; the registry; restoring state.
+// clipping; the registry; restoring state; learning-rate schedules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -306,6 +307,64 @@ TEST(Optimizers, RestoredStateContinuesToTheSameBits) {
   saved.pop_back();
   EXPECT_EQ(second->restore(saved, 3).message(),
             "optimizer state: 2 slot(s) given, adamw keeps 3 (m, v, accumulator)");
+}
+
+TEST(Optimizers, CosineDecayFollowsKeras) {
+  // Keras' CosineDecay(1e-3, decay_steps=8, alpha=0): the step counted from
+  // 0 sets the rate; after decay_steps it stays at 0.
+  OptimizerConfig config;
+  config.name = "sgd";
+  config.momentum = 0;
+  config.schedule.kind = LearningRateSchedule::Kind::kCosine;
+  config.schedule.decay_steps = 8;
+  ParameterStore store;
+  store.declare("w", {1}, Region::kTrainable);
+  auto sgd = make_optimizer(config, store).value();
+  for (uint64_t step = 0; step < 10; ++step) {
+    const double expected = step >= 8 ? 0.0 : 1e-3 * 0.5 * (1 + std::cos(M_PI * double(step) / 8));
+    EXPECT_FLOAT_EQ(sgd->learning_rate(), float(expected)) << "step " << step;
+    store.values(0)[0] = 0.0f;
+    store.gradient(0)[0] = 1.0f;
+    sgd->apply(store);
+    EXPECT_FLOAT_EQ(-store.values(0)[0], float(expected)) << "step " << step;
+  }
+}
+
+// Each schedule, with and without warmup, against its formula; the
+// optimizer's step uses the rate of its step count.
+TEST(Optimizers, LearningRateSchedulesFollowTheirFormulas) {
+  using Kind = LearningRateSchedule::Kind;
+  const double lr = 0.5;
+  for (uint64_t warmup : {0u, 3u}) {
+    for (Kind kind : {Kind::kConstant, Kind::kCosine, Kind::kExponential, Kind::kStep}) {
+      LearningRateSchedule schedule;
+      schedule.kind = kind;
+      schedule.decay_steps = 4;
+      schedule.decay_rate = 0.5;
+      schedule.warmup_steps = warmup;
+      for (uint64_t t = 0; t < 12; ++t) {
+        double expected = lr;
+        if (t < warmup) {
+          expected = lr * double(t + 1) / double(warmup);
+        } else {
+          const double u = double(t - warmup);
+          if (kind == Kind::kCosine) expected = lr * 0.5 * (1 + std::cos(M_PI * std::min(u, 4.0) / 4));
+          if (kind == Kind::kExponential) expected = lr * std::pow(0.5, u / 4);
+          if (kind == Kind::kStep) expected = lr * std::pow(0.5, std::floor(u / 4));
+        }
+        EXPECT_DOUBLE_EQ(schedule.rate(lr, t), expected)
+            << LearningRateSchedule::name(kind) << ", warmup " << warmup << ", step " << t;
+      }
+    }
+  }
+  EXPECT_EQ(LearningRateSchedule::parse("linear").status().message(),
+            "expected constant, cosine, exponential or step, got 'linear'");
+  OptimizerConfig config;
+  config.schedule.kind = Kind::kStep;
+  EXPECT_EQ(validate_optimizer(config).message(), "schedule step: decay_steps must be >= 1");
+  config.schedule.decay_steps = 2;
+  config.schedule.decay_rate = 1.5;
+  EXPECT_EQ(validate_optimizer(config).message(), "decay_rate must be in (0, 1]");
 }
 
 }  // namespace
