@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "systole/descriptor.h"
 #include "systole/driver.h"
 
 namespace systole {
@@ -85,6 +86,8 @@ Result<DeviceInfo> identify(detail::DeviceBackend& backend, const std::string& b
   info.max_k = backend.read_register(0, reg::kMaxK);
   info.max_descriptors = backend.read_register(0, reg::kMaxDescriptors);
   info.beat_bytes = backend.read_register(0, reg::kBeatBytes);
+  // A kernel of interface 2.0 has no Features register (it reads as 0).
+  info.features = backend.read_register(0, reg::kFeatures);
   info.compute_units = backend.compute_units();
   info.hbm_banks = backend.hbm_banks();
   info.bank_bytes = backend.bank_bytes();
@@ -366,9 +369,18 @@ Status Run::wait(std::chrono::milliseconds timeout) {
     state_->finished = true;
   }
   if (state_->error == spec::ErrorCode::kOk) return ok_status();
-  const std::string where = state_->error_index == spec::kHeaderErrorIndex
-                                ? std::string("the command-list header")
-                                : "descriptor " + std::to_string(state_->error_index);
+  std::string where = "the command-list header";
+  if (state_->error_index != spec::kHeaderErrorIndex) {
+    where = "descriptor " + std::to_string(state_->error_index);
+    // Its opcode, from the list as the host wrote it: "descriptor 2 (adam)".
+    const detail::BufferState& list = *state_->command_list;
+    const uint64_t at = spec::command_list_bytes(state_->error_index);
+    if (at < list.size) {
+      const uint8_t opcode = list.host[at];
+      const char* name = spec::opcode_name(opcode);
+      where += name ? std::string(" (") + name + ")" : " (opcode " + std::to_string(opcode) + ")";
+    }
+  }
   return Status(StatusCode::kDeviceError,
                 std::string("kernel error ") + spec::error_code_name(state_->error) + " (" +
                     std::to_string(static_cast<uint32_t>(state_->error)) + ") in " + where);

@@ -36,11 +36,13 @@ class KernelEngine {
 template <uint32_t Rows, uint32_t Cols>
 class HlsEngine final : public KernelEngine {
  public:
+  explicit HlsEngine(uint32_t features) : features_(features) {}
   LaunchResult run(const hls_kernel::Ports& ports, uint64_t mem_bytes) override {
-    return hls_kernel::systole_kernel(ports, mem_bytes, *onchip_);
+    return hls_kernel::systole_kernel(ports, mem_bytes, *onchip_, features_);
   }
 
  private:
+  uint32_t features_;
   std::unique_ptr<hls_kernel::OnChip<Rows, Cols>> onchip_ =
       std::make_unique<hls_kernel::OnChip<Rows, Cols>>();
 };
@@ -53,7 +55,7 @@ class FastEngine final : public KernelEngine {
   LaunchResult run(const hls_kernel::Ports& ports, uint64_t mem_bytes) override {
     auto bytes = [](const Beat* port) { return reinterpret_cast<const uint8_t*>(port); };
     return hls_kernel::run_command_list(
-        ports.cmd, mem_bytes, shape_, [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
+        ports, mem_bytes, shape_, [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
           const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(
               d, bytes(ports.a[0]), bytes(ports.b[0]), reinterpret_cast<uint8_t*>(ports.c[0]), shape_.rows);
           sw_emu::fast_gemm(args, threads_);
@@ -70,14 +72,14 @@ class FastEngine final : public KernelEngine {
 
 std::unique_ptr<KernelEngine> make_hls_engine(spec::ArrayShape shape) {
 #define SYSTOLE_BOARD_ENGINE(r, c) \
-  if (shape.rows == r && shape.cols == c) return std::make_unique<HlsEngine<r, c>>();
+  if (shape.rows == r && shape.cols == c) return std::make_unique<HlsEngine<r, c>>(shape.features);
   SYSTOLE_BOARD_SHAPES(SYSTOLE_BOARD_ENGINE)
 #undef SYSTOLE_BOARD_ENGINE
   if (shape.rows != shape.cols) return nullptr;
   switch (shape.rows) {
 #define SYSTOLE_HLS_ENGINE(size) \
   case size:                     \
-    return std::make_unique<HlsEngine<size, size>>();
+    return std::make_unique<HlsEngine<size, size>>(shape.features);
     SYSTOLE_ARRAY_SIZES(SYSTOLE_HLS_ENGINE)
 #undef SYSTOLE_HLS_ENGINE
     default:
@@ -100,7 +102,7 @@ class SwEmuBackend final : public EmulatedBackend {
  public:
   SwEmuBackend(uint32_t index, const DeviceOptions& options)
       : EmulatedBackend(options.hbm_banks, options.bank_bytes),
-        shape_{options.array_rows, options.array_cols} {
+        shape_{options.array_rows, options.array_cols, spec::ArrayShape{}.m_limit, options.sw_emu_features} {
     const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
     const uint32_t threads = options.threads_per_unit
                                  ? options.threads_per_unit
@@ -158,6 +160,8 @@ class SwEmuBackend final : public EmulatedBackend {
         return spec::kBeatBytes;
       case reg::kMaxDescriptors:
         return shape_.max_descriptors();
+      case reg::kFeatures:
+        return shape_.features;
       default:
         return offset < reg::kMapEnd && offset % 4 == 0 ? unit.registers[offset / 4] : 0;
     }

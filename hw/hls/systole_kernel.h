@@ -353,16 +353,132 @@ N_TILES:
   counters.busy_cycles += array_schedule_cycles(d, OnChip<Rows, Cols>::kShape);
 }
 
+// ---------------------------------------------------------------------------
+// The vector engine: fp32 elementwise operations (NUMERICS.md, "The vector
+// engine"), a block of kVectorBlock elements at a time. x arrives on the a
+// ports; y, z and w are read and written on c ports 0, 1 and 2. Every input
+// of a block is read before any of its outputs is written, which is what
+// makes an output that is the same buffer as an input well defined.
+inline constexpr uint32_t kVectorBlock = 256;
+inline constexpr uint32_t kVectorLanes = kBeatBytes / sizeof(float);
+
+// The engine's schedule without memory stalls: one beat (kVectorLanes
+// elements) of every operand per cycle, rows times over for sum.
+constexpr uint64_t vector_schedule_cycles(const spec::VectorDescriptor& d) {
+  const uint64_t passes = d.opcode == uint8_t(spec::Opcode::kSum) ? d.rows : 1;
+  return passes * ceil_div(d.n, kVectorLanes);
+}
+
+// `count` fp32 values at `addr`, canonicalised as they are read.
+inline void read_vector(const Beat* port, uint64_t addr, uint32_t count, float* out, uint64_t& bus_bytes) {
+  uint8_t bytes[kVectorBlock * sizeof(float)];
+  dma_read(port, addr, count * uint32_t(sizeof(float)), bytes, bus_bytes);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, bytes + i * sizeof(float), sizeof bits);
+    out[i] = numerics::f32_from_bits(numerics::f32_canonical_bits(bits));
+  }
+}
+
+inline void write_vector(Beat* port, uint64_t addr, uint32_t count, const float* in, uint64_t& bus_bytes) {
+  uint8_t bytes[kVectorBlock * sizeof(float)];
+  std::memcpy(bytes, in, count * sizeof(float));
+  dma_write(port, addr, count * uint32_t(sizeof(float)), bytes, bus_bytes);
+}
+
+// One validated vector descriptor.
+inline void execute_vector(const Ports& ports, const spec::VectorDescriptor& d,
+                           spec::PerfCounters& counters) {
+  using numerics::vadd;
+  using numerics::vdiv;
+  using numerics::vmul;
+  using numerics::vsqrt;
+  using numerics::vsub;
+  using spec::Opcode;
+  const Opcode op = Opcode(d.opcode);
+  const spec::VectorOperands operands = spec::vector_operands(op);
+  const float alpha = numerics::f32_canonical(d.alpha), beta = numerics::f32_canonical(d.beta);
+  const float gamma = numerics::f32_canonical(d.gamma), delta = numerics::f32_canonical(d.delta);
+  const bool nesterov = (d.flags & spec::vector_flag::kNesterov) != 0;
+  // axpby with beta +0 does not read y.
+  const bool read_y = operands.read[1] && !(op == Opcode::kAxpby && numerics::f32_bits(beta) == 0);
+  const uint64_t addr[4] = {d.x_addr, d.y_addr, d.z_addr, d.w_addr};
+  uint64_t& read_bytes = counters.dma_read_bytes;
+  uint64_t& write_bytes = counters.dma_write_bytes;
+  float x[kVectorBlock], v[3][kVectorBlock];  // v: y, z, w
+  uint32_t transfer = 0;
+BLOCKS:
+  for (uint32_t i0 = 0; i0 < d.n; i0 += kVectorBlock) {
+    const uint32_t count = min_u32(kVectorBlock, d.n - i0);
+    auto at = [&](uint64_t base) { return base + uint64_t(i0) * sizeof(float); };
+    if (op == Opcode::kSum) {
+      for (uint32_t i = 0; i < count; ++i) v[1][i] = 0.0f;
+    SUM_ROWS:
+      for (uint32_t r = 0; r < d.rows; ++r, ++transfer) {
+        read_vector(ports.a[transfer % spec::kAPorts], at(d.x_addr + uint64_t(r) * d.stride * sizeof(float)),
+                    count, x, read_bytes);
+        for (uint32_t i = 0; i < count; ++i) v[1][i] = vadd(v[1][i], x[i]);
+      }
+      write_vector(ports.c[1], at(d.z_addr), count, v[1], write_bytes);
+      continue;
+    }
+    read_vector(ports.a[transfer++ % spec::kAPorts], at(d.x_addr), count, x, read_bytes);
+    for (int j = 0; j < 3; ++j)
+      if (operands.read[1 + j] && (j != 0 || read_y))
+        read_vector(ports.c[j], at(addr[1 + j]), count, v[j], read_bytes);
+  ELEMENTS:
+    for (uint32_t i = 0; i < count; ++i) {
+#pragma HLS PIPELINE II = 1
+      float& y = v[0][i];
+      float& z = v[1][i];
+      float& w = v[2][i];
+      switch (op) {
+        case Opcode::kAxpby:
+          y = read_y ? vadd(vmul(alpha, x[i]), vmul(beta, y)) : vmul(alpha, x[i]);
+          break;
+        case Opcode::kMul:
+          z = vmul(x[i], y);
+          break;
+        case Opcode::kRelu:
+          z = numerics::relu(x[i]);
+          break;
+        case Opcode::kReluGrad:
+          z = y > 0.0f ? x[i] : 0.0f;
+          break;
+        case Opcode::kSgd: {
+          y = vsub(vmul(beta, y), vmul(alpha, x[i]));
+          z = vadd(z, nesterov ? vsub(vmul(beta, y), vmul(alpha, x[i])) : y);
+          break;
+        }
+        case Opcode::kAdam: {
+          const float g = x[i];
+          y = vadd(vmul(beta, y), vmul(vsub(1.0f, beta), g));
+          z = vadd(vmul(gamma, z), vmul(vmul(vsub(1.0f, gamma), g), g));
+          w = vsub(w, vdiv(vmul(alpha, y), vadd(vsqrt(z), delta)));
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    for (int j = 0; j < 3; ++j)
+      if (operands.written[1 + j]) write_vector(ports.c[j], at(addr[1 + j]), count, v[j], write_bytes);
+  }
+  counters.busy_cycles += vector_schedule_cycles(d);
+}
+
 // Fetches and validates the whole command list, then executes it. Nothing is
-// written unless every descriptor is valid. `execute` runs one descriptor and
-// adds to the counters; the HLS kernel passes execute_gemm, the fast sw_emu
-// path its own engine, so both share the fetch, validation and accounting of
-// the list itself.
-template <class ExecuteDescriptor>
-LaunchResult run_command_list(const Beat* cmd_port, uint64_t mem_bytes, const spec::ArrayShape& shape,
-                              ExecuteDescriptor&& execute) {
+// written unless every descriptor is valid. `gemm` runs one GEMM descriptor
+// and adds to the counters (the HLS kernel passes execute_gemm, the fast
+// sw_emu path its own engine); vector descriptors run on execute_vector. So
+// every model shares the fetch, the validation and the accounting of the
+// list itself. `shape.features` says whether the vector engine is there.
+template <class ExecuteGemm>
+LaunchResult run_command_list(const Ports& ports, uint64_t mem_bytes, const spec::ArrayShape& shape,
+                              ExecuteGemm&& gemm) {
   LaunchResult result;
   spec::PerfCounters& counters = result.counters;
+  const Beat* cmd_port = ports.cmd;
   const auto header = spec::decode<spec::CommandListHeader>(cmd_port[0].bytes);
   counters.dma_read_bytes += kBeatBytes;
   result.status = spec::validate_header(header, shape);
@@ -372,9 +488,8 @@ LaunchResult run_command_list(const Beat* cmd_port, uint64_t mem_bytes, const sp
   }
 VALIDATE:
   for (uint32_t i = 0; i < header.count; ++i) {
-    const auto d = spec::decode<spec::GemmDescriptor>(cmd_port[1 + i].bytes);
     counters.dma_read_bytes += kBeatBytes;
-    result.status = spec::validate_descriptor(d, mem_bytes, shape);
+    result.status = spec::validate_record(cmd_port[1 + i].bytes, mem_bytes, shape);
     if (result.status != spec::ErrorCode::kOk) {
       result.error_index = i;
       return result;
@@ -382,18 +497,26 @@ VALIDATE:
   }
 EXECUTE:
   for (uint32_t i = 0; i < header.count; ++i) {
-    const auto d = spec::decode<spec::GemmDescriptor>(cmd_port[1 + i].bytes);
+    const uint8_t* record = cmd_port[1 + i].bytes;
     counters.dma_read_bytes += kBeatBytes;
-    execute(d, counters);
+    if (spec::is_vector_opcode(record[0]))
+      execute_vector(ports, spec::decode<spec::VectorDescriptor>(record), counters);
+    else
+      gemm(spec::decode<spec::GemmDescriptor>(record), counters);
     ++counters.descriptors_done;
   }
   return result;
 }
 
-// The kernel: runs a command list on an array of Rows x Cols PEs.
+// The kernel: runs a command list on an array of Rows x Cols PEs, with the
+// vector engine unless `features` leaves it out (the RTL's tests compare
+// with a kernel that has only what the RTL has).
 template <uint32_t Rows, uint32_t Cols>
-LaunchResult systole_kernel(const Ports& ports, uint64_t mem_bytes, OnChip<Rows, Cols>& onchip) {
-  return run_command_list(ports.cmd, mem_bytes, OnChip<Rows, Cols>::kShape,
+LaunchResult systole_kernel(const Ports& ports, uint64_t mem_bytes, OnChip<Rows, Cols>& onchip,
+                            uint32_t features = spec::feature::kAll) {
+  spec::ArrayShape shape = OnChip<Rows, Cols>::kShape;
+  shape.features = features;
+  return run_command_list(ports, mem_bytes, shape,
                           [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
                             execute_gemm(ports, d, onchip, counters);
                           });

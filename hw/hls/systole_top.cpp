@@ -26,7 +26,7 @@ extern "C" void systole_top(const Beat* cmd, const Beat* a0, const Beat* a1, con
                             uint64_t* dma_read_bytes, uint64_t* dma_write_bytes, uint64_t* stall_cycles,
                             uint32_t* id, uint32_t* version, uint32_t* array_rows, uint32_t* array_cols,
                             uint32_t* max_m, uint32_t* max_n, uint32_t* max_k, uint32_t* beat_bytes,
-                            uint32_t* max_descriptors) {
+                            uint32_t* max_descriptors, uint32_t* features) {
 #pragma HLS INTERFACE mode = m_axi port = cmd bundle = gmem_cmd offset = slave max_read_burst_length = 16
 #pragma HLS INTERFACE mode = m_axi port = a0 bundle = gmem_a0 offset = slave num_read_outstanding = 8
 #pragma HLS INTERFACE mode = m_axi port = a1 bundle = gmem_a1 offset = slave num_read_outstanding = 8
@@ -56,6 +56,7 @@ extern "C" void systole_top(const Beat* cmd, const Beat* a0, const Beat* a1, con
 #pragma HLS INTERFACE mode = s_axilite port = max_k
 #pragma HLS INTERFACE mode = s_axilite port = beat_bytes
 #pragma HLS INTERFACE mode = s_axilite port = max_descriptors
+#pragma HLS INTERFACE mode = s_axilite port = features
 #pragma HLS INTERFACE mode = s_axilite port = return
   constexpr systole::spec::ArrayShape shape{SYSTOLE_ROWS, SYSTOLE_COLS};
   *id = systole::spec::kDeviceId;
@@ -67,6 +68,7 @@ extern "C" void systole_top(const Beat* cmd, const Beat* a0, const Beat* a1, con
   *max_k = shape.max_k();
   *beat_bytes = systole::spec::kBeatBytes;
   *max_descriptors = shape.max_descriptors();
+  *features = systole::spec::feature::kAll;
   static_assert(SYSTOLE_ROWS >= 1 && SYSTOLE_COLS >= 1, "array is empty");
   static systole::hls_kernel::OnChip<SYSTOLE_ROWS, SYSTOLE_COLS> onchip;
   static_assert(systole::spec::kAPorts == 4 && systole::spec::kBPorts == 2 && systole::spec::kCPorts == 4,

@@ -119,6 +119,8 @@ module systole_axil_regs #(
       12'(systole_pkg::RegMaxK): read_value = systole_pkg::MaxKPerRow * Rows;
       12'(systole_pkg::RegBeatBytes): read_value = systole_pkg::BeatBytes;
       12'(systole_pkg::RegMaxDescriptors): read_value = systole_pkg::MaxDescriptors;
+      // No vector engine yet: its opcodes end a launch with ErrBadOpcode.
+      12'(systole_pkg::RegFeatures): read_value = '0;
       default:
         read_value = (axil_req_i.ar_addr[1:0] == '0 && axil_req_i.ar_addr >= 12'(4 * FirstArg) &&
                       axil_req_i.ar_addr <= 12'(4 * LastArg)) ? args_q[axil_req_i.ar_addr[11:2]] : 32'b0;

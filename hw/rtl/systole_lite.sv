@@ -215,6 +215,7 @@ module systole_lite #(
       12'(systole_pkg::RegMaxK):            rd_data = MaxK;
       12'(systole_pkg::RegBeatBytes):       rd_data = 4;
       12'(systole_pkg::RegMaxDescriptors):  rd_data = MaxDesc;
+      12'(systole_pkg::RegFeatures):        rd_data = '0;  // no vector engine
       default: begin
         // The high words of the address registers and the port bases read
         // 0; beyond the map is an error.

@@ -7,7 +7,7 @@ package systole_pkg;
 
   // Identification
   localparam int unsigned DeviceId = 'h53595354;
-  localparam int unsigned Version = 'h20000;
+  localparam int unsigned Version = 'h20001;
   localparam int unsigned VersionMajor = 'h2;
   localparam int unsigned BeatBytes = 'h40;  // AXI data width in bytes
   localparam int unsigned AxiBoundaryBytes = 'h1000;
@@ -59,16 +59,28 @@ package systole_pkg;
   localparam int unsigned RegMaxK = 'hD8;
   localparam int unsigned RegBeatBytes = 'hDC;
   localparam int unsigned RegMaxDescriptors = 'hE0;
-  localparam int unsigned RegMapEnd = 'hE4;
+  localparam int unsigned RegFeatures = 'hE4;
+  localparam int unsigned RegMapEnd = 'hE8;
   localparam int unsigned CtrlApStart = 'h1;
   localparam int unsigned CtrlApDone = 'h2;
   localparam int unsigned CtrlApIdle = 'h4;
   localparam int unsigned CtrlApReady = 'h8;
   localparam int unsigned HeaderErrorIndex = 'hFFFFFFFF;
+  localparam int unsigned FeatureVectorEngine = 'h1;
 
-  // Command list: header and GEMM descriptor (one beat each)
+  // Command list: header and descriptors (one beat each)
   localparam int unsigned CommandListMagic = 'h4C434D53;
   localparam int unsigned OpcodeGemm = 'h1;
+  localparam int unsigned OpcodeAxpby = 'h2;
+  localparam int unsigned OpcodeMul = 'h3;
+  localparam int unsigned OpcodeRelu = 'h4;
+  localparam int unsigned OpcodeReluGrad = 'h5;
+  localparam int unsigned OpcodeSum = 'h6;
+  localparam int unsigned OpcodeSgd = 'h7;
+  localparam int unsigned OpcodeAdam = 'h8;
+  localparam int unsigned VectorFlagNesterov = 'h1;
+  localparam int unsigned MaxVectorElements = 'h4000000;
+  localparam int unsigned MaxVectorRows = 'h10000;
   localparam int unsigned FlagAccumulate = 'h1;
   localparam int unsigned FlagBias = 'h2;
   localparam int unsigned FlagRelu = 'h4;
@@ -92,6 +104,17 @@ package systole_pkg;
   localparam int unsigned DescBAddrByte = 'h28;
   localparam int unsigned DescCAddrByte = 'h30;
   localparam int unsigned DescBiasAddrByte = 'h38;
+  localparam int unsigned VecNByte = 'h4;
+  localparam int unsigned VecRowsByte = 'h8;
+  localparam int unsigned VecStrideByte = 'hC;
+  localparam int unsigned VecAlphaByte = 'h10;
+  localparam int unsigned VecBetaByte = 'h14;
+  localparam int unsigned VecGammaByte = 'h18;
+  localparam int unsigned VecDeltaByte = 'h1C;
+  localparam int unsigned VecXAddrByte = 'h20;
+  localparam int unsigned VecYAddrByte = 'h28;
+  localparam int unsigned VecZAddrByte = 'h30;
+  localparam int unsigned VecWAddrByte = 'h38;
 
   // The UART host link of the small boards (hw/spec/systole/uart_link.h)
   localparam int unsigned UartRequestSync = 'hA5;
@@ -122,7 +145,8 @@ package systole_pkg;
     ErrBadLeadingDim = 32'd7,
     ErrMisalignedAddress = 32'd8,
     ErrAddressOutOfRange = 32'd9,
-    ErrAxiError = 32'd10
+    ErrAxiError = 32'd10,
+    ErrOverlappingBuffers = 32'd11
   } error_code_e;
 
   // AXI4 buses (BeatBytes wide): a master port is one request struct

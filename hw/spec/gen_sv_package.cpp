@@ -152,9 +152,16 @@ int main() {
   param("CtrlApReady", ctrl::kApReady);
   param("HeaderErrorIndex", kHeaderErrorIndex);
 
-  std::printf("\n  // Command list: header and GEMM descriptor (one beat each)\n");
+  param("FeatureVectorEngine", feature::kVectorEngine);
+
+  std::printf("\n  // Command list: header and descriptors (one beat each)\n");
   param("CommandListMagic", kCommandListMagic);
-  param("OpcodeGemm", unsigned(Opcode::kGemm));
+#define SYSTOLE_OPCODE_PARAM(Name, name, value) param("Opcode" #Name, value);
+  SYSTOLE_OPCODES(SYSTOLE_OPCODE_PARAM)
+#undef SYSTOLE_OPCODE_PARAM
+  param("VectorFlagNesterov", vector_flag::kNesterov);
+  param("MaxVectorElements", kMaxVectorElements);
+  param("MaxVectorRows", kMaxVectorRows);
 #define SYSTOLE_FLAG_PARAM(Name, name, bit) param("Flag" #Name, flag::k##Name);
   SYSTOLE_FLAGS(SYSTOLE_FLAG_PARAM)
 #undef SYSTOLE_FLAG_PARAM
@@ -181,6 +188,17 @@ int main() {
       {"DescBAddrByte", offsetof(GemmDescriptor, b_addr)},
       {"DescCAddrByte", offsetof(GemmDescriptor, c_addr)},
       {"DescBiasAddrByte", offsetof(GemmDescriptor, bias_addr)},
+      {"VecNByte", offsetof(VectorDescriptor, n)},
+      {"VecRowsByte", offsetof(VectorDescriptor, rows)},
+      {"VecStrideByte", offsetof(VectorDescriptor, stride)},
+      {"VecAlphaByte", offsetof(VectorDescriptor, alpha)},
+      {"VecBetaByte", offsetof(VectorDescriptor, beta)},
+      {"VecGammaByte", offsetof(VectorDescriptor, gamma)},
+      {"VecDeltaByte", offsetof(VectorDescriptor, delta)},
+      {"VecXAddrByte", offsetof(VectorDescriptor, x_addr)},
+      {"VecYAddrByte", offsetof(VectorDescriptor, y_addr)},
+      {"VecZAddrByte", offsetof(VectorDescriptor, z_addr)},
+      {"VecWAddrByte", offsetof(VectorDescriptor, w_addr)},
   };
   for (const auto& f : fields) param(f.name, f.offset);
 

@@ -2,6 +2,8 @@
 // Out-of-line parts of the hardware spec.
 #include "systole/spec.h"
 
+#include "systole/descriptor.h"
+
 namespace systole::spec {
 
 const char* error_code_name(ErrorCode code) {
@@ -13,6 +15,17 @@ const char* error_code_name(ErrorCode code) {
 #undef SYSTOLE_ERROR_NAME
   }
   return "unknown_error";
+}
+
+const char* opcode_name(uint8_t opcode) {
+  switch (opcode) {
+#define SYSTOLE_OPCODE_NAME(Name, name, value) \
+  case value:                                  \
+    return #name;
+    SYSTOLE_OPCODES(SYSTOLE_OPCODE_NAME)
+#undef SYSTOLE_OPCODE_NAME
+  }
+  return nullptr;
 }
 
 }  // namespace systole::spec

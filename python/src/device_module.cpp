@@ -130,6 +130,7 @@ class PyDevice {
     d["max_n"] = info.max_n;
     d["max_k"] = info.max_k;
     d["max_descriptors"] = info.max_descriptors;
+    d["vector_engine"] = info.has_vector_engine();
     d["compute_units"] = info.compute_units;
     d["hbm_banks"] = info.hbm_banks;
     d["bank_bytes"] = info.bank_bytes;

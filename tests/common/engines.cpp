@@ -19,6 +19,7 @@ DeviceOptions emu_options(spec::ArrayShape shape, EmuEngine engine, uint32_t thr
   options.array_cols = shape.cols;
   options.engine = engine;
   options.threads_per_unit = threads;
+  options.sw_emu_features = shape.features;  // what the test's kernel has
   options.hbm_banks = 2;
   options.bank_bytes = 64ull << 20;
   return options;

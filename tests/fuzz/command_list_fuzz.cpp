@@ -5,7 +5,8 @@
 // hang, no out-of-bounds access) with the same status, error code and error
 // index, and leave the same memory image byte for byte, unless a
 // descriptor's C overlaps its own A, B or bias (the interface leaves C
-// unspecified then).
+// unspecified then). Vector descriptors, whose overlaps the kernel
+// refuses, run the same code (execute_vector) in both.
 #include <algorithm>
 #include <cstring>
 

@@ -21,7 +21,7 @@ extern "C" void systole_top(const systole::hls_kernel::Beat* cmd, const systole:
                             uint64_t* macs, uint64_t* dma_read_bytes, uint64_t* dma_write_bytes,
                             uint64_t* stall_cycles, uint32_t* id, uint32_t* version, uint32_t* array_rows,
                             uint32_t* array_cols, uint32_t* max_m, uint32_t* max_n, uint32_t* max_k,
-                            uint32_t* beat_bytes, uint32_t* max_descriptors);
+                            uint32_t* beat_bytes, uint32_t* max_descriptors, uint32_t* features);
 
 namespace systole {
 namespace {
@@ -42,16 +42,23 @@ TEST(HlsTop, RunsCommandListsThroughItsPorts) {
 
     uint32_t status = 99, error_index = 99, done = 0;
     uint64_t busy = 0, macs = 0, read = 0, written = 0, stalls = 1;
-    uint32_t id[9] = {};            // the identification outputs, in kKernelArgs order
+    uint32_t id[10] = {};           // the identification outputs, in kKernelArgs order
     Beat* const m = memory.data();  // every operand port at address 0
     systole_top(commands.data(), m, m, m, m, m, m, m, m, m, m, memory.size() * 64, &status, &error_index,
                 &done, &busy, &macs, &read, &written, &stalls, &id[0], &id[1], &id[2], &id[3], &id[4], &id[5],
-                &id[6], &id[7], &id[8]);
+                &id[6], &id[7], &id[8], &id[9]);
     constexpr spec::ArrayShape shape{8, 8};
-    const uint32_t expected_id[9] = {
-        spec::kDeviceId,  spec::kVersion,         8, 8, shape.max_m(), shape.max_n(), shape.max_k(),
-        spec::kBeatBytes, shape.max_descriptors()};
-    for (int i = 0; i < 9; ++i) EXPECT_EQ(id[i], expected_id[i]) << "identification output " << i;
+    const uint32_t expected_id[10] = {spec::kDeviceId,
+                                      spec::kVersion,
+                                      8,
+                                      8,
+                                      shape.max_m(),
+                                      shape.max_n(),
+                                      shape.max_k(),
+                                      spec::kBeatBytes,
+                                      shape.max_descriptors(),
+                                      spec::feature::kVectorEngine};
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(id[i], expected_id[i]) << "identification output " << i;
     EXPECT_EQ(status, 0u) << "seed " << seed;
     EXPECT_EQ(done, workload.descriptors.size());
     EXPECT_GT(busy, 0u);

@@ -214,4 +214,161 @@ void gemm(const spec::GemmDescriptor& d, uint32_t rows, std::vector<uint8_t>& me
   }
 }
 
+namespace {
+
+// An exact nonzero magnitude significand * 2^exponent, plus `sticky` when
+// the true value lies strictly between that and the next integer
+// significand: rounded by the vector engine's rules. The significand must
+// hold at least 26 bits when sticky is set.
+uint32_t round32(bool negative, unsigned __int128 significand, int exponent, bool sticky) {
+  int length = 0;
+  for (unsigned __int128 s = significand; s != 0; s >>= 1) ++length;
+  int top = length - 1 + exponent;  // value in [2^top, 2^(top + 1))
+  if (top < -126) return zero32(negative);
+  const int shift = length - 24;
+  uint64_t kept;
+  if (shift > 0) {
+    kept = uint64_t(significand >> shift);
+    const unsigned __int128 rest = significand & ((unsigned __int128)(1) << shift) - 1;
+    const unsigned __int128 half = (unsigned __int128)(1) << (shift - 1);
+    if (rest > half || (rest == half && (sticky || (kept & 1)))) ++kept;
+  } else {
+    kept = uint64_t(significand) << -shift;  // exact (sticky needs 26 bits)
+  }
+  if (kept == (uint64_t(1) << 24)) kept >>= 1, ++top;
+  if (top > 127) return inf32(negative);
+  return (negative ? 0x80000000u : 0u) | uint32_t(top + 127) << 23 | uint32_t(kept & 0x7FFFFF);
+}
+
+// A normal fp32 value as significand * 2^exponent (24-bit significand).
+struct Exact {
+  uint32_t significand;
+  int exponent;
+};
+Exact exact32(uint32_t bits) {
+  const Fields f = fields32(bits);
+  return {0x800000u | f.fraction, f.exponent - 127 - 23};
+}
+
+bool is_zero32(uint32_t bits) { return (bits & 0x7FFFFFFF) == 0; }
+bool sign32(uint32_t bits) { return (bits >> 31) != 0; }
+
+}  // namespace
+
+uint32_t fmul(uint32_t a, uint32_t b) {
+  const bool negative = sign32(a) != sign32(b);
+  if (is_nan32(a) || is_nan32(b)) return kNan32;
+  if (is_inf32(a) || is_inf32(b)) return (is_zero32(a) || is_zero32(b)) ? kNan32 : inf32(negative);
+  if (is_zero32(a) || is_zero32(b)) return zero32(negative);
+  const Exact x = exact32(a), y = exact32(b);
+  return round32(negative, (unsigned __int128)(x.significand) * y.significand, x.exponent + y.exponent,
+                 false);
+}
+
+uint32_t fsub(uint32_t a, uint32_t b) { return add(a, is_nan32(b) ? b : b ^ 0x80000000u); }
+
+uint32_t fdiv(uint32_t a, uint32_t b) {
+  const bool negative = sign32(a) != sign32(b);
+  if (is_nan32(a) || is_nan32(b)) return kNan32;
+  if (is_inf32(a)) return is_inf32(b) ? kNan32 : inf32(negative);
+  if (is_inf32(b)) return zero32(negative);
+  if (is_zero32(b)) return is_zero32(a) ? kNan32 : inf32(negative);
+  if (is_zero32(a)) return zero32(negative);
+  const Exact x = exact32(a), y = exact32(b);
+  // 2^60 * Mx / My has at least 36 bits; the remainder decides the sticky bit.
+  const unsigned __int128 numerator = (unsigned __int128)(x.significand) << 60;
+  const unsigned __int128 quotient = numerator / y.significand;
+  const bool sticky = numerator % y.significand != 0;
+  return round32(negative, quotient, x.exponent - y.exponent - 60, sticky);
+}
+
+uint32_t fsqrt(uint32_t a) {
+  if (is_nan32(a)) return kNan32;
+  if (is_zero32(a)) return a;  // sqrt(-0) = -0
+  if (sign32(a)) return kNan32;
+  if (is_inf32(a)) return a;
+  Exact x = exact32(a);
+  // sqrt(M * 2^e) = sqrt(M * 2^(2s) * 2^(e - 2s)): scale M by an even shift
+  // that leaves an even exponent and about 100 bits, then take the integer
+  // square root bit by bit.
+  int shift = 76;
+  if ((x.exponent - shift) % 2 != 0) ++shift;
+  const unsigned __int128 n = (unsigned __int128)(x.significand) << shift;
+  unsigned __int128 root = 0;
+  for (int bit = 63; bit >= 0; --bit) {
+    const unsigned __int128 candidate = root | ((unsigned __int128)(1) << bit);
+    if (candidate * candidate <= n) root = candidate;
+  }
+  return round32(false, root, (x.exponent - shift) / 2, root * root != n);
+}
+
+void vector(const spec::VectorDescriptor& d, std::vector<uint8_t>& memory) {
+  using spec::Opcode;
+  auto load = [&](uint64_t address) {
+    uint32_t v;
+    std::memcpy(&v, memory.data() + address, 4);
+    return canonical(v);
+  };
+  auto scalar = [](float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    return canonical(bits);
+  };
+  const uint32_t alpha = scalar(d.alpha), beta = scalar(d.beta), gamma = scalar(d.gamma),
+                 delta = scalar(d.delta);
+  const uint32_t one = 0x3F800000;
+  const Opcode op = Opcode(d.opcode);
+  // Every result first, then the writes: an output that is an input's
+  // buffer reads the input as it was.
+  std::vector<std::pair<uint64_t, uint32_t>> writes;
+  for (uint64_t i = 0; i < d.n; ++i) {
+    const uint64_t xi = d.x_addr + 4 * i, yi = d.y_addr + 4 * i, zi = d.z_addr + 4 * i, wi = d.w_addr + 4 * i;
+    switch (op) {
+      case Opcode::kAxpby:
+        writes.push_back(
+            {yi, beta == 0 ? fmul(alpha, load(xi)) : add(fmul(alpha, load(xi)), fmul(beta, load(yi)))});
+        break;
+      case Opcode::kMul:
+        writes.push_back({zi, fmul(load(xi), load(yi))});
+        break;
+      case Opcode::kRelu:
+        writes.push_back({zi, relu(load(xi))});
+        break;
+      case Opcode::kReluGrad: {
+        const uint32_t y = load(yi);
+        const bool positive = !is_nan32(y) && !sign32(y) && !is_zero32(y);
+        writes.push_back({zi, positive ? load(xi) : 0u});
+        break;
+      }
+      case Opcode::kSum: {
+        uint32_t s = 0;
+        for (uint64_t r = 0; r < d.rows; ++r) s = add(s, load(d.x_addr + 4 * (r * d.stride + i)));
+        writes.push_back({zi, s});
+        break;
+      }
+      case Opcode::kSgd: {
+        const uint32_t g = load(xi);
+        const uint32_t v = fsub(fmul(beta, load(yi)), fmul(alpha, g));
+        const uint32_t step =
+            (d.flags & spec::vector_flag::kNesterov) ? fsub(fmul(beta, v), fmul(alpha, g)) : v;
+        writes.push_back({yi, v});
+        writes.push_back({zi, add(load(zi), step)});
+        break;
+      }
+      case Opcode::kAdam: {
+        const uint32_t g = load(xi);
+        const uint32_t m = add(fmul(beta, load(yi)), fmul(fsub(one, beta), g));
+        const uint32_t v = add(fmul(gamma, load(zi)), fmul(fmul(fsub(one, gamma), g), g));
+        writes.push_back({yi, m});
+        writes.push_back({zi, v});
+        writes.push_back({wi, fsub(load(wi), fdiv(fmul(alpha, m), add(fsqrt(v), delta)))});
+        break;
+      }
+      case Opcode::kGemm:
+        break;
+    }
+  }
+  for (const auto& [address, value] : writes) std::memcpy(memory.data() + address, &value, 4);
+}
+
 }  // namespace systole::reference

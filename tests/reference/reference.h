@@ -26,6 +26,17 @@ uint32_t add(uint32_t a, uint32_t b);
 uint32_t canonical(uint32_t f32);
 uint32_t relu(uint32_t f32);
 
+// The vector engine's fp32 operations on canonical fp32 values: the exact
+// result, below 2^-126 a zero of its sign, else rounded to nearest even.
+// Integer significands here: no double rounding, no host fp32 arithmetic.
+uint32_t fmul(uint32_t a, uint32_t b);
+uint32_t fsub(uint32_t a, uint32_t b);
+uint32_t fdiv(uint32_t a, uint32_t b);
+uint32_t fsqrt(uint32_t a);
+
+// One vector descriptor, against `memory` (ports at base 0).
+void vector(const spec::VectorDescriptor& d, std::vector<uint8_t>& memory);
+
 // One GEMM descriptor executed in the order of NUMERICS.md, on an array with
 // `rows` PE rows, against `memory` (byte-addressed, ports at base 0).
 void gemm(const spec::GemmDescriptor& d, uint32_t rows, std::vector<uint8_t>& memory);

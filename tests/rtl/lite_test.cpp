@@ -126,7 +126,8 @@ testing::Outcome run_hls(const std::vector<uint8_t>& memory, const std::vector<u
   uint64_t bases[spec::kMemoryPorts] = {kMemBytes};
   auto onchip = std::make_unique<hls_kernel::OnChip<kShape.rows, kShape.cols>>();
   const hls_kernel::LaunchResult result =
-      hls_kernel::systole_kernel(hls_kernel::ports_at(image.data(), bases), kMemBytes, *onchip);
+      hls_kernel::systole_kernel(hls_kernel::ports_at(image.data(), bases), kMemBytes, *onchip,
+                                 /*features=*/0);  // the compact kernel has no vector engine
   testing::Outcome outcome;
   outcome.memory.assign(image.begin(), image.begin() + memory.size());
   outcome.error = result.status;

@@ -140,7 +140,7 @@ TEST(InterfaceDoc, ErrorCodesAreTheSpecs) {
   uint32_t code = 0;
   for (; std::string(error_code_name(ErrorCode(code))) != "unknown_error"; ++code)
     expected.emplace_back(std::to_string(code), error_code_name(ErrorCode(code)));
-  EXPECT_EQ(code, uint32_t(ErrorCode::kAxiError) + 1);
+  EXPECT_EQ(code, uint32_t(ErrorCode::kOverlappingBuffers) + 1);
   EXPECT_EQ(first_two(table_under("## Error codes")), expected);
 }
 

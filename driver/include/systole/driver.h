@@ -75,10 +75,12 @@ struct DeviceOptions {
   uint64_t bank_bytes = 512ull << 20;   // per bank: 16 GiB in all, as a U55C
   EmuEngine engine = EmuEngine::kFast;  // sw_emu only
   uint32_t threads_per_unit = 0;        // fast engine; 0 = cores / units
-  std::string xclbin;                   // xrt: the bitstream to load
-  HwEmuOptions hw_emu;                  // hw_emu: the memory model
-  UartOptions uart;                     // uart: the board's serial link
-  PerfOptions perf;                     // perf: the board modelled
+  // sw_emu: what its kernel has besides the array (spec::feature::k*).
+  uint32_t sw_emu_features = spec::feature::kAll;
+  std::string xclbin;   // xrt: the bitstream to load
+  HwEmuOptions hw_emu;  // hw_emu: the memory model
+  UartOptions uart;     // uart: the board's serial link
+  PerfOptions perf;     // perf: the board modelled
 };
 
 // What a modelled device (the perf backend) projects for the work done on it
@@ -136,9 +138,12 @@ struct DeviceInfo {
   uint32_t max_m = 0, max_n = 0, max_k = 0;
   uint32_t max_descriptors = 0;
   uint32_t beat_bytes = 0;
+  uint32_t features = 0;  // spec::feature::k* (the Features register)
   uint32_t compute_units = 0;
   uint32_t hbm_banks = 0;
   uint64_t bank_bytes = 0;
+
+  bool has_vector_engine() const { return (features & spec::feature::kVectorEngine) != 0; }
 };
 
 // A buffer object in one HBM bank with a host view (as xrt::bo and its

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Binary format of a command list in device memory: a 64-byte header followed
-// by 64-byte GEMM descriptors. Little-endian, one AXI beat per record.
+// by 64-byte descriptors (GEMM, or an operation of the vector engine).
+// Little-endian, one AXI beat per record; byte 0 of a descriptor is its
+// opcode.
 #pragma once
 
 #include <cstddef>
@@ -21,9 +23,27 @@ struct CommandListHeader {
   uint32_t reserved[13];   // must be zero
 };
 
+// The operations, one row each: X(Name, name, value). kGemm runs on the
+// array; the others on the vector engine (VectorDescriptor below), which a
+// kernel has when its Features register says feature::kVectorEngine.
+#define SYSTOLE_OPCODES(X)  \
+  X(Gemm, gemm, 1)          \
+  X(Axpby, axpby, 2)        \
+  X(Mul, mul, 3)            \
+  X(Relu, relu, 4)          \
+  X(ReluGrad, relu_grad, 5) \
+  X(Sum, sum, 6)            \
+  X(Sgd, sgd, 7)            \
+  X(Adam, adam, 8)
+
 enum class Opcode : uint8_t {
-  kGemm = 1,
+#define SYSTOLE_OPCODE_ENUM(Name, name, value) k##Name = value,
+  SYSTOLE_OPCODES(SYSTOLE_OPCODE_ENUM)
+#undef SYSTOLE_OPCODE_ENUM
 };
+
+// Name of an opcode ("relu_grad"), or nullptr for an unknown one.
+const char* opcode_name(uint8_t opcode);
 
 // Flags of a GEMM descriptor, one row each: X(Name, name, bit). The
 // constants flag::k<Name>, the names and the SV package's Flag<Name> are
@@ -81,8 +101,53 @@ struct GemmDescriptor {
   uint64_t bias_addr;  // read only with flag::kBias
 };
 
+// One operation of the vector engine: fp32 elementwise work over vectors of
+// `n` elements in device memory (NUMERICS.md gives each operation's
+// arithmetic, in order). x is read through the a ports; y, z and w are read
+// and written through the c ports (addresses are offsets from their group's
+// base, as a GEMM's are). Which operands an opcode uses, and whether it
+// writes them (an output may be the same buffer as one of its inputs; any
+// other overlap with an output is kOverlappingBuffers):
+//
+//   axpby      y = alpha*x + beta*y      (beta = +0: y = alpha*x, y not read)
+//   mul        z = x*y
+//   relu       z = relu(x)
+//   relu_grad  z = y > 0 ? x : +0        (x the gradient, y the layer's output)
+//   sum        z[i] = x_0[i] + ... + x_{rows-1}[i], x_r at x + r*stride
+//                                        (column sums of a rows x n matrix,
+//                                        or the sum of rows equal buffers)
+//   sgd        x gradient, y velocity, z weights; alpha learning rate,
+//              beta momentum; flag kNesterov
+//   adam       x gradient, y m, z v, w weights; alpha the step size with
+//              both bias corrections, beta beta1, gamma beta2, delta epsilon
+//
+// Fields an opcode does not use (scalars, addresses, rows and stride
+// outside sum) must be zero (kBadFlags).
+struct VectorDescriptor {
+  uint8_t opcode;      // an Opcode other than kGemm
+  uint8_t flags;       // vector_flag::*
+  uint16_t reserved0;  // must be zero
+  uint32_t n;          // elements per vector, 1 .. kMaxVectorElements
+  uint32_t rows;       // sum: vectors summed, 1 .. kMaxVectorRows
+  uint32_t stride;     // sum: elements from one to the next, >= n
+  float alpha, beta, gamma, delta;
+  uint64_t x_addr, y_addr, z_addr, w_addr;
+};
+
+// Limits of a vector descriptor (every kernel with the engine).
+inline constexpr uint32_t kMaxVectorElements = 1u << 26;  // 256 MiB of fp32
+inline constexpr uint32_t kMaxVectorRows = 65536;
+
+namespace vector_flag {
+inline constexpr uint8_t kNesterov = 1u << 0;  // sgd only
+}  // namespace vector_flag
+
 static_assert(sizeof(CommandListHeader) == kBeatBytes, "header is one beat");
 static_assert(sizeof(GemmDescriptor) == kBeatBytes, "descriptor is one beat");
+static_assert(sizeof(VectorDescriptor) == kBeatBytes, "descriptor is one beat");
+static_assert(offsetof(VectorDescriptor, n) == 4);
+static_assert(offsetof(VectorDescriptor, alpha) == 16);
+static_assert(offsetof(VectorDescriptor, x_addr) == 32);
 static_assert(offsetof(GemmDescriptor, m) == 4);
 static_assert(offsetof(GemmDescriptor, lda) == 16);
 static_assert(offsetof(GemmDescriptor, a_addr) == 32);

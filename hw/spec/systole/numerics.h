@@ -10,6 +10,7 @@
 // whether or not the hardware already did.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -93,5 +94,30 @@ inline float relu(float value) {
   if (f32_bits_is_nan(f32_bits(value))) return value;
   return value > 0.0f ? value : 0.0f;
 }
+
+// ---------------------------------------------------------------------------
+// The vector engine's fp32 arithmetic (NUMERICS.md, "The vector engine"): an
+// operation on canonical operands gives its exact result; a result of
+// magnitude below 2^-126 becomes a zero of its sign (before rounding), any
+// other is rounded to nearest, ties to even (past the largest finite: Inf);
+// a NaN result is the canonical NaN.
+//
+// The exact result is computed in double: exactly for the product, and for
+// the sum, quotient and square root within double's 53 bits, which round to
+// fp32 as the exact value does (53 >= 2 * 24 + 2), and which are below
+// 2^-126 exactly when the exact value is (a quotient of fp32 values is never
+// within 2^-53 of a power of two without being one). The conversion sees
+// only normal results, so the thread's FTZ/DAZ mode does not matter.
+inline float f32_round(double exact) {
+  if (std::isnan(exact)) return f32_from_bits(kF32CanonicalNan);
+  if (std::fabs(exact) < 0x1p-126) return std::signbit(exact) ? -0.0f : 0.0f;
+  return float(exact);
+}
+
+inline float vadd(float a, float b) { return f32_round(double(a) + double(b)); }
+inline float vsub(float a, float b) { return f32_round(double(a) - double(b)); }
+inline float vmul(float a, float b) { return f32_round(double(a) * double(b)); }
+inline float vdiv(float a, float b) { return f32_round(double(a) / double(b)); }
+inline float vsqrt(float a) { return f32_round(std::sqrt(double(a))); }
 
 }  // namespace systole::numerics

@@ -13,7 +13,7 @@ namespace systole::spec {
 // Version of the kernel interface (register map + command-list format).
 // Bump the major number on any incompatible change.
 inline constexpr uint32_t kVersionMajor = 2;
-inline constexpr uint32_t kVersionMinor = 0;
+inline constexpr uint32_t kVersionMinor = 1;  // 1: the vector engine's opcodes
 inline constexpr uint32_t kVersion = (kVersionMajor << 16) | kVersionMinor;
 inline constexpr uint32_t kDeviceId = 0x53595354;  // "SYST"
 
@@ -33,6 +33,9 @@ struct ArrayShape {
   // The compact kernel of the small boards (hw/rtl/systole_lite.sv) holds
   // fewer accumulator rows.
   uint32_t m_limit = 1024;
+  // What the kernel implements besides the array (feature::k* bits), as
+  // its Features register reports it.
+  uint32_t features = 0;
 
   constexpr uint32_t max_m() const { return m_limit; }
   constexpr uint32_t max_k() const { return 8 * rows; }
@@ -70,18 +73,19 @@ inline constexpr ArrayShape kSupportedShapes[] = {
 // can strike mid-list. One row per code: X(Name, name, value); the enum
 // (k<Name>), error_code_name() ("name") and the SV package's error_code_e
 // (Err<Name>) are made from it.
-#define SYSTOLE_ERROR_CODES(X)                                                              \
-  X(Ok, ok, 0)                                                                              \
-  X(BadMagic, bad_magic, 1)                     /* header magic is not kCommandListMagic */ \
-  X(BadVersion, bad_version, 2)                 /* header version major != kVersionMajor */ \
-  X(BadCount, bad_count, 3)                     /* zero or > max_descriptors() */           \
-  X(BadOpcode, bad_opcode, 4)                   /* descriptor opcode unknown */             \
-  X(BadFlags, bad_flags, 5)                     /* reserved flag or field bits set */       \
-  X(BadDimension, bad_dimension, 6)             /* M, N or K zero or above the limit */     \
-  X(BadLeadingDim, bad_leading_dim, 7)          /* a leading dimension < its row */         \
-  X(MisalignedAddress, misaligned_address, 8)   /* not a multiple of the element size */    \
-  X(AddressOutOfRange, address_out_of_range, 9) /* an operand or the list leaves memory */  \
-  X(AxiError, axi_error, 10)                    /* the memory answered SLVERR/DECERR */
+#define SYSTOLE_ERROR_CODES(X)                                                               \
+  X(Ok, ok, 0)                                                                               \
+  X(BadMagic, bad_magic, 1)                      /* header magic is not kCommandListMagic */ \
+  X(BadVersion, bad_version, 2)                  /* header version major != kVersionMajor */ \
+  X(BadCount, bad_count, 3)                      /* zero or > max_descriptors() */           \
+  X(BadOpcode, bad_opcode, 4)                    /* descriptor opcode unknown */             \
+  X(BadFlags, bad_flags, 5)                      /* reserved flag or field bits set */       \
+  X(BadDimension, bad_dimension, 6)              /* M, N or K zero or above the limit */     \
+  X(BadLeadingDim, bad_leading_dim, 7)           /* a leading dimension < its row */         \
+  X(MisalignedAddress, misaligned_address, 8)    /* not a multiple of the element size */    \
+  X(AddressOutOfRange, address_out_of_range, 9)  /* an operand or the list leaves memory */  \
+  X(AxiError, axi_error, 10)                     /* the memory answered SLVERR/DECERR */     \
+  X(OverlappingBuffers, overlapping_buffers, 11) /* a vector output overlaps another operand */
 
 enum class ErrorCode : uint32_t {
 #define SYSTOLE_ERROR_ENUM(Name, name, value) k##Name = value,
@@ -152,7 +156,8 @@ static_assert(std::size(kPortNames) == kMemoryPorts, "a name per port");
   X(MaxN, max_n, 0xD4, 4, kOutput)                                                \
   X(MaxK, max_k, 0xD8, 4, kOutput)                                                \
   X(BeatBytes, beat_bytes, 0xDC, 4, kOutput)                                      \
-  X(MaxDescriptors, max_descriptors, 0xE0, 4, kOutput)
+  X(MaxDescriptors, max_descriptors, 0xE0, 4, kOutput)                            \
+  X(Features, features, 0xE4, 4, kOutput) /* feature::k* bits */
 
 enum class RegisterRole : uint8_t { kControl, kInput, kOutput };
 
@@ -187,7 +192,7 @@ inline constexpr uint32_t kPortBaseLo = 0x10;  // port p: kPortBaseLo + 8 p
 constexpr uint32_t port_base(uint32_t port) { return kPortBaseLo + 8 * port; }
 inline constexpr uint32_t kCommandAddrLo = kPortBaseLo;  // command list (port cmd)
 inline constexpr uint32_t kCommandAddrHi = kPortBaseLo + 4;
-inline constexpr uint32_t kMapEnd = 0xE4;  // first unused offset
+inline constexpr uint32_t kMapEnd = 0xE8;  // first unused offset
 }  // namespace reg
 
 // The table's invariants: ascending, word-aligned offsets that do not
@@ -241,6 +246,15 @@ inline constexpr auto kKernelArgs = detail::kernel_args();
 // (hw/hls/systole_top.cpp).
 inline constexpr const char* kRtlKernelName = "systole_rtl";
 inline constexpr const char* kHlsKernelName = "systole_top";
+
+// Bits of reg::kFeatures: what a kernel implements besides the array. A
+// kernel without a feature ends a list that uses it with kBadOpcode, so a
+// driver reads this register instead of finding out from a failed launch.
+namespace feature {
+// The vector engine: the fp32 elementwise opcodes of descriptor.h.
+inline constexpr uint32_t kVectorEngine = 1u << 0;
+inline constexpr uint32_t kAll = kVectorEngine;
+}  // namespace feature
 
 // Bits of reg::kControl (Vitis ap_ctrl_hs).
 namespace ctrl {

@@ -57,4 +57,112 @@ constexpr ErrorCode validate_descriptor(const GemmDescriptor& d, uint64_t mem_by
   return ErrorCode::kOk;
 }
 
+// The operands of a vector descriptor, as validation and the models see
+// them: which of x, y, z, w an opcode reads and writes.
+struct VectorOperands {
+  bool read[4] = {};
+  bool written[4] = {};
+  bool uses(int i) const { return read[i] || written[i]; }
+};
+
+constexpr VectorOperands vector_operands(Opcode op) {
+  // x, y, z, w
+  switch (op) {
+    case Opcode::kAxpby:
+      return {{true, true, false, false}, {false, true, false, false}};
+    case Opcode::kMul:
+    case Opcode::kReluGrad:
+      return {{true, true, false, false}, {false, false, true, false}};
+    case Opcode::kRelu:
+    case Opcode::kSum:
+      return {{true, false, false, false}, {false, false, true, false}};
+    case Opcode::kSgd:
+      return {{true, true, true, false}, {false, true, true, false}};
+    case Opcode::kAdam:
+      return {{true, true, true, true}, {false, true, true, true}};
+    case Opcode::kGemm:
+      break;
+  }
+  return {};
+}
+
+// The scalars an opcode reads (alpha, beta, gamma, delta); the rest must be
+// zero.
+constexpr uint32_t vector_scalar_count(Opcode op) {
+  switch (op) {
+    case Opcode::kAxpby:
+    case Opcode::kSgd:
+      return 2;
+    case Opcode::kAdam:
+      return 4;
+    default:
+      return 0;
+  }
+}
+
+constexpr bool is_vector_opcode(uint8_t opcode) {
+  return opcode >= uint8_t(Opcode::kAxpby) && opcode <= uint8_t(Opcode::kAdam);
+}
+
+// Bytes each operand of a vector descriptor spans (x of sum spans its rows).
+constexpr uint64_t vector_operand_bytes(const VectorDescriptor& d, int operand) {
+  if (operand == 0 && d.opcode == uint8_t(Opcode::kSum))
+    return matrix_span_bytes(d.rows, d.n, d.stride, kFp32Bytes);
+  return uint64_t(d.n) * kFp32Bytes;
+}
+
+// Checks one vector descriptor, in the order GEMM's checks run: opcode
+// (and the engine's presence), flags and unused fields, dimensions, the
+// stride, alignment, address ranges; last, that each output is either the
+// same buffer as an input or overlaps no other operand.
+constexpr ErrorCode validate_vector_descriptor(const VectorDescriptor& d, uint64_t mem_bytes,
+                                               const ArrayShape& shape) {
+  if (!is_vector_opcode(d.opcode) || (shape.features & feature::kVectorEngine) == 0)
+    return ErrorCode::kBadOpcode;
+  const Opcode op = Opcode(d.opcode);
+  const VectorOperands operands = vector_operands(op);
+  const uint64_t addr[4] = {d.x_addr, d.y_addr, d.z_addr, d.w_addr};
+  const float scalars[4] = {d.alpha, d.beta, d.gamma, d.delta};
+  const uint8_t allowed_flags = op == Opcode::kSgd ? vector_flag::kNesterov : 0;
+  if ((d.flags & ~allowed_flags) != 0 || d.reserved0 != 0) return ErrorCode::kBadFlags;
+  for (uint32_t i = vector_scalar_count(op); i < 4; ++i)
+    if (__builtin_bit_cast(uint32_t, scalars[i]) != 0) return ErrorCode::kBadFlags;  // -0 and NaN too
+  for (int i = 0; i < 4; ++i)
+    if (!operands.uses(i) && addr[i] != 0) return ErrorCode::kBadFlags;
+  const bool sum = op == Opcode::kSum;
+  if (!sum && (d.rows != 0 || d.stride != 0)) return ErrorCode::kBadFlags;
+
+  if (d.n == 0 || d.n > kMaxVectorElements || (sum && (d.rows == 0 || d.rows > kMaxVectorRows)))
+    return ErrorCode::kBadDimension;
+  if (sum && d.stride < d.n) return ErrorCode::kBadLeadingDim;
+  for (int i = 0; i < 4; ++i)
+    if (operands.uses(i) && addr[i] % kFp32Bytes != 0) return ErrorCode::kMisalignedAddress;
+  for (int i = 0; i < 4; ++i)
+    if (operands.uses(i) && !in_range(addr[i], vector_operand_bytes(d, i), mem_bytes))
+      return ErrorCode::kAddressOutOfRange;
+
+  for (int out = 0; out < 4; ++out) {
+    if (!operands.written[out]) continue;
+    for (int other = 0; other < 4; ++other) {
+      if (other == out || !operands.uses(other)) continue;
+      // An output may be the very buffer an input is (in place), not a
+      // part of one, and never another output.
+      const bool same =
+          addr[other] == addr[out] && vector_operand_bytes(d, other) == vector_operand_bytes(d, out);
+      if (same && !operands.written[other]) continue;
+      const bool disjoint = addr[other] + vector_operand_bytes(d, other) <= addr[out] ||
+                            addr[out] + vector_operand_bytes(d, out) <= addr[other];
+      if (!disjoint) return ErrorCode::kOverlappingBuffers;
+    }
+  }
+  return ErrorCode::kOk;
+}
+
+// Checks one descriptor of either kind, by its opcode byte.
+inline ErrorCode validate_record(const uint8_t* record, uint64_t mem_bytes, const ArrayShape& shape) {
+  if (is_vector_opcode(record[0]))
+    return validate_vector_descriptor(decode<VectorDescriptor>(record), mem_bytes, shape);
+  return validate_descriptor(decode<GemmDescriptor>(record), mem_bytes, shape);
+}
+
 }  // namespace systole::spec

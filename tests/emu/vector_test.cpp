@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: Apache-2.0
+// The vector engine (label emu): its fp32 operations against the test
+// reference's integer arithmetic, its descriptors on both sw_emu engines
+// against the reference bit for bit, and every malformed vector descriptor
+// ending the launch with the spec's code and index, nothing written.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "common/engines.h"
+#include "reference/reference.h"
+#include "systole/descriptor.h"
+#include "systole/numerics.h"
+#include "systole/validate.h"
+
+namespace systole::testing {
+namespace {
+
+using spec::Opcode;
+
+// The vector engine at 8x8 (the array size does not matter to it).
+constexpr spec::ArrayShape kShape{8, 8, 1024, spec::feature::kVectorEngine};
+
+uint32_t bits_of(float value) { return numerics::f32_bits(value); }
+
+// fp32 patterns that exercise every rule: both zeros, subnormals, the
+// smallest normals and the values just under them, the largest finite
+// values, infinities, NaNs with payloads and signs, and ordinary numbers.
+uint32_t awkward_bits(std::mt19937_64& rng) {
+  static const uint32_t kSpecial[] = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000,
+                                      0x00800001, 0x00FFFFFF, 0x01000000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000,
+                                      0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 0x3F800000, 0xBF800000,
+                                      0x3F7FFFFF, 0x1F800000, 0x5F800000, 0x20000000, 0x1FFFFFFF};
+  switch (rng() % 8) {
+    case 0:
+      return kSpecial[rng() % std::size(kSpecial)];
+    case 1:  // exponents at both ends, where products and quotients leave the range
+      return uint32_t(rng() & 0x807FFFFF) | uint32_t((rng() % 2 ? 1 + rng() % 40 : 214 + rng() % 40) << 23);
+    case 2:  // exponents around 2^-63 and 2^63, whose squares land at the edges
+      return uint32_t(rng() & 0x807FFFFF) | uint32_t((rng() % 2 ? 60 + rng() % 8 : 186 + rng() % 8) << 23);
+    default:  // ordinary training values, 2^-20 .. 2^4
+      return uint32_t(rng() & 0x807FFFFF) | uint32_t((107 + rng() % 24) << 23);
+  }
+}
+
+TEST(VectorNumerics, OperationsMatchTheReferenceBitForBit) {
+  const uint32_t seed = 2026;
+  std::printf("seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  using Op = float (*)(float, float);
+  using Ref = uint32_t (*)(uint32_t, uint32_t);
+  const struct {
+    const char* name;
+    Op op;
+    Ref ref;
+  } ops[] = {{"add", numerics::vadd, reference::add},
+             {"sub", numerics::vsub, reference::fsub},
+             {"mul", numerics::vmul, reference::fmul},
+             {"div", numerics::vdiv, reference::fdiv}};
+  for (int i = 0; i < 3'000'000; ++i) {
+    const uint32_t a = reference::canonical(awkward_bits(rng)), b = reference::canonical(awkward_bits(rng));
+    for (const auto& op : ops) {
+      const uint32_t got = bits_of(op.op(numerics::f32_from_bits(a), numerics::f32_from_bits(b)));
+      ASSERT_EQ(got, op.ref(a, b)) << op.name << std::hex << " of 0x" << a << " and 0x" << b;
+    }
+    ASSERT_EQ(bits_of(numerics::vsqrt(numerics::f32_from_bits(a))), reference::fsqrt(a))
+        << "sqrt of 0x" << std::hex << a;
+  }
+}
+
+TEST(VectorNumerics, TinyResultsFlushOnTheExactValue) {
+  // 2^-126 * (1 - 2^-25) rounds up to 2^-126 but is below it exactly: zero.
+  const float just_under = numerics::vmul(numerics::f32_from_bits(0x3F7FFFFF),   // 1 - 2^-24
+                                          numerics::f32_from_bits(0x00800000));  // 2^-126
+  EXPECT_EQ(bits_of(just_under), 0u);
+  EXPECT_EQ(reference::fmul(0x3F7FFFFF, 0x00800000), 0u);
+  EXPECT_EQ(bits_of(numerics::vmul(-1.0f, numerics::f32_from_bits(0x00800000))), 0x80800000u);
+  EXPECT_EQ(bits_of(numerics::vdiv(numerics::f32_from_bits(0x00800000), -2.0f)), 0x80000000u);
+  EXPECT_EQ(bits_of(numerics::vsub(1.0f, 1.0f)), 0u);
+  EXPECT_EQ(bits_of(numerics::vsqrt(-0.0f)), 0x80000000u);
+  EXPECT_EQ(bits_of(numerics::vsqrt(-1.0f)), numerics::kF32CanonicalNan);
+  EXPECT_EQ(bits_of(numerics::vmul(numerics::f32_from_bits(0x7F7FFFFF), 2.0f)), 0x7F800000u);
+}
+
+// A command list of vector descriptors over a data image at address 0.
+std::vector<uint8_t> encode_list(const std::vector<spec::VectorDescriptor>& descriptors) {
+  std::vector<uint8_t> list(spec::command_list_bytes(descriptors.size()));
+  spec::CommandListHeader header{};
+  header.magic = spec::kCommandListMagic;
+  header.version_major = spec::kVersionMajor;
+  header.version_minor = spec::kVersionMinor;
+  header.count = uint32_t(descriptors.size());
+  spec::encode(header, list.data());
+  for (std::size_t i = 0; i < descriptors.size(); ++i)
+    spec::encode(descriptors[i], list.data() + spec::kBeatBytes * (i + 1));
+  return list;
+}
+
+// A random, valid descriptor of opcode `op` whose operands lie in separate
+// regions of `bytes` bytes, some of its outputs in place on an input.
+spec::VectorDescriptor random_descriptor(Opcode op, std::mt19937_64& rng, uint64_t bytes) {
+  static const uint32_t kSizes[] = {1, 3, 15, 16, 17, 255, 256, 257, 511, 1000, 1031};
+  spec::VectorDescriptor d{};
+  d.opcode = uint8_t(op);
+  d.n = kSizes[rng() % std::size(kSizes)];
+  const bool sum = op == Opcode::kSum;
+  if (sum) {
+    d.rows = 1 + uint32_t(rng() % 9);
+    d.stride = d.n + uint32_t(rng() % 5);
+  }
+  // Four regions, each starting at an address that is a multiple of 4 but
+  // rarely of 64, so the transfers' first and last beats are partial.
+  const uint64_t region = bytes / 4;
+  uint64_t addr[4];
+  for (int i = 0; i < 4; ++i) addr[i] = i * region + 4 * (rng() % 40);
+  const spec::VectorOperands operands = spec::vector_operands(op);
+  // In place: an output on the buffer of a read-only input (x).
+  if (!sum && rng() % 4 == 0)
+    for (int i = 1; i < 4; ++i)
+      if (operands.written[i]) {
+        addr[i] = addr[0];
+        break;
+      }
+  auto pick = [&](int i) { return operands.uses(i) ? addr[i] : 0; };
+  d.x_addr = pick(0), d.y_addr = pick(1), d.z_addr = pick(2), d.w_addr = pick(3);
+  auto scalar = [&]() {
+    switch (rng() % 6) {
+      case 0:
+        return numerics::f32_from_bits(awkward_bits(rng));
+      case 1:
+        return 0.0f;
+      default:
+        return float(std::uniform_real_distribution<double>(0.0, 1.0)(rng));
+    }
+  };
+  const uint32_t scalars = spec::vector_scalar_count(op);
+  if (scalars > 0) d.alpha = scalar(), d.beta = scalar();
+  if (scalars > 2) d.gamma = scalar(), d.delta = float(1e-7);
+  if (op == Opcode::kSgd && rng() % 2) d.flags = spec::vector_flag::kNesterov;
+  return d;
+}
+
+std::vector<uint8_t> random_image(std::mt19937_64& rng, uint64_t bytes) {
+  std::vector<uint8_t> image(bytes);
+  for (uint64_t i = 0; i + 4 <= bytes; i += 4) {
+    const uint32_t value = awkward_bits(rng);
+    std::memcpy(image.data() + i, &value, 4);
+  }
+  return image;
+}
+
+constexpr Opcode kVectorOpcodes[] = {Opcode::kAxpby, Opcode::kMul, Opcode::kRelu, Opcode::kReluGrad,
+                                     Opcode::kSum,   Opcode::kSgd, Opcode::kAdam};
+
+class VectorEngine : public ::testing::TestWithParam<EmuEngine> {};
+
+TEST_P(VectorEngine, DescriptorsMatchTheReferenceBitForBit) {
+  const EmuEngine engine = GetParam();
+  constexpr uint64_t kBytes = 4 * 48 * 1024;  // four regions of 48 KiB
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed);
+    const std::vector<uint8_t> image = random_image(rng, kBytes);
+    // One list of every opcode, twice, in a random order: later descriptors
+    // read what earlier ones wrote.
+    std::vector<spec::VectorDescriptor> list;
+    for (int round = 0; round < 2; ++round)
+      for (Opcode op : kVectorOpcodes) list.push_back(random_descriptor(op, rng, kBytes));
+    std::shuffle(list.begin(), list.end(), rng);
+    std::vector<uint8_t> expected = image;
+    for (const auto& d : list) reference::vector(d, expected);
+
+    const Outcome outcome = run_sw_emu_list(image, encode_list(list), kShape, engine);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    ASSERT_TRUE(outcome.status.ok()) << outcome.status.to_string();
+    EXPECT_EQ(outcome.counters.descriptors_done, list.size());
+    EXPECT_GT(outcome.counters.busy_cycles, 0u);
+    EXPECT_EQ(first_difference(expected, outcome.memory), "");
+  }
+}
+
+TEST_P(VectorEngine, AnAdamStepIsKerasAdam) {
+  // One element against Keras' formula in double: the same step to fp32's
+  // precision (the bits are the differential test's business), and m to
+  // the bit: its float expression below rounds each operation as the engine.
+  const EmuEngine engine = GetParam();
+  std::vector<uint8_t> image(256);
+  const float values[] = {0.5f /*g*/, 0.1f /*m*/, 0.01f /*v*/, 2.0f /*w*/};
+  for (int i = 0; i < 4; ++i) std::memcpy(image.data() + 64 * i, &values[i], 4);
+  spec::VectorDescriptor adam{};
+  adam.opcode = uint8_t(Opcode::kAdam);
+  adam.n = 1;
+  adam.alpha = 0.001f, adam.beta = 0.9f, adam.gamma = 0.999f, adam.delta = 1e-7f;
+  adam.x_addr = 0, adam.y_addr = 64, adam.z_addr = 128, adam.w_addr = 192;
+  const Outcome outcome = run_sw_emu_list(image, encode_list({adam}), kShape, engine);
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status.to_string();
+  float m, v, w;
+  std::memcpy(&m, outcome.memory.data() + 64, 4);
+  std::memcpy(&v, outcome.memory.data() + 128, 4);
+  std::memcpy(&w, outcome.memory.data() + 192, 4);
+  const float expected_m = float(double(0.9f * 0.1f) + double(float(1.0f - 0.9f) * 0.5f));
+  EXPECT_EQ(m, expected_m);
+  EXPECT_NEAR(v, 0.999 * 0.01 + 0.001 * 0.25, 1e-8);
+  EXPECT_NEAR(w, 2.0 - 0.001 * expected_m / (std::sqrt(double(v)) + 1e-7), 1e-7);
+}
+
+INSTANTIATE_TEST_SUITE_P(Emu, VectorEngine, ::testing::Values(EmuEngine::kHls, EmuEngine::kFast),
+                         [](const auto& info) { return info.param == EmuEngine::kHls ? "hls" : "fast"; });
+
+// ---------------------------------------------------------------------------
+// Malformed vector descriptors.
+
+constexpr uint64_t kDeviceBytes = 2 * (64ull << 20);  // as engines.cpp opens it
+constexpr uint64_t kImageBytes = 4096;
+
+spec::VectorDescriptor good_adam() {
+  spec::VectorDescriptor d{};
+  d.opcode = uint8_t(Opcode::kAdam);
+  d.n = 100;
+  d.alpha = 0.001f, d.beta = 0.9f, d.gamma = 0.999f, d.delta = 1e-7f;
+  d.x_addr = 0, d.y_addr = 1024, d.z_addr = 2048, d.w_addr = 3072;
+  return d;
+}
+
+spec::VectorDescriptor good_sum() {
+  spec::VectorDescriptor d{};
+  d.opcode = uint8_t(Opcode::kSum);
+  d.n = 10, d.rows = 4, d.stride = 16;
+  d.x_addr = 0, d.z_addr = 2048;
+  return d;
+}
+
+struct VectorCorruption {
+  const char* name;
+  std::function<spec::VectorDescriptor()> make;
+  spec::ErrorCode expected;
+};
+
+const VectorCorruption kVectorCorruptions[] = {
+    {"unknown_opcode",
+     [] {
+       auto d = good_adam();
+       d.opcode = 9;
+       return d;
+     },
+     spec::ErrorCode::kBadOpcode},
+    {"nesterov_on_adam",
+     [] {
+       auto d = good_adam();
+       d.flags = spec::vector_flag::kNesterov;
+       return d;
+     },
+     spec::ErrorCode::kBadFlags},
+    {"reserved0",
+     [] {
+       auto d = good_adam();
+       d.reserved0 = 4;
+       return d;
+     },
+     spec::ErrorCode::kBadFlags},
+    {"rows_outside_sum",
+     [] {
+       auto d = good_adam();
+       d.rows = 1;
+       return d;
+     },
+     spec::ErrorCode::kBadFlags},
+    {"unused_scalar",
+     [] {
+       auto d = good_sum();
+       d.alpha = -0.0f;
+       return d;
+     },
+     spec::ErrorCode::kBadFlags},
+    {"unused_address",
+     [] {
+       auto d = good_sum();
+       d.w_addr = 64;
+       return d;
+     },
+     spec::ErrorCode::kBadFlags},
+    {"n_zero",
+     [] {
+       auto d = good_adam();
+       d.n = 0;
+       return d;
+     },
+     spec::ErrorCode::kBadDimension},
+    {"n_too_big",
+     [] {
+       auto d = good_adam();
+       d.n = spec::kMaxVectorElements + 1;
+       return d;
+     },
+     spec::ErrorCode::kBadDimension},
+    {"rows_zero",
+     [] {
+       auto d = good_sum();
+       d.rows = 0;
+       return d;
+     },
+     spec::ErrorCode::kBadDimension},
+    {"rows_too_many",
+     [] {
+       auto d = good_sum();
+       d.rows = spec::kMaxVectorRows + 1;
+       return d;
+     },
+     spec::ErrorCode::kBadDimension},
+    {"stride_short",
+     [] {
+       auto d = good_sum();
+       d.stride = 9;
+       return d;
+     },
+     spec::ErrorCode::kBadLeadingDim},
+    {"misaligned",
+     [] {
+       auto d = good_adam();
+       d.z_addr += 2;
+       return d;
+     },
+     spec::ErrorCode::kMisalignedAddress},
+    {"past_the_end",
+     [] {
+       auto d = good_adam();
+       d.w_addr = kDeviceBytes - 200;
+       return d;
+     },
+     spec::ErrorCode::kAddressOutOfRange},
+    {"near_2_64",
+     [] {
+       auto d = good_adam();
+       d.x_addr = ~uint64_t(0) - 3;
+       return d;
+     },
+     spec::ErrorCode::kAddressOutOfRange},
+    {"sum_rows_past_the_end",
+     [] {
+       auto d = good_sum();
+       d.stride = uint32_t(kDeviceBytes / 8);
+       return d;
+     },
+     spec::ErrorCode::kAddressOutOfRange},
+    {"outputs_overlap",
+     [] {
+       auto d = good_adam();
+       d.z_addr = d.y_addr + 8;
+       return d;
+     },
+     spec::ErrorCode::kOverlappingBuffers},
+    {"two_outputs_on_one_buffer",
+     [] {
+       auto d = good_adam();
+       d.w_addr = d.y_addr;
+       return d;
+     },
+     spec::ErrorCode::kOverlappingBuffers},
+    {"output_on_part_of_an_input",
+     [] {
+       auto d = good_adam();
+       d.y_addr = d.x_addr + 4;
+       return d;
+     },
+     spec::ErrorCode::kOverlappingBuffers},
+    {"sum_output_inside_its_rows",
+     [] {
+       auto d = good_sum();
+       d.z_addr = 16 * 4;
+       return d;
+     },
+     spec::ErrorCode::kOverlappingBuffers},
+};
+
+class VectorErrors : public ::testing::TestWithParam<std::tuple<EmuEngine, VectorCorruption>> {};
+
+TEST_P(VectorErrors, ReportCodeAndIndexAndWriteNothing) {
+  const auto& [engine, corruption] = GetParam();
+  const uint32_t seed = 17;
+  std::mt19937_64 rng(seed);
+  const std::vector<uint8_t> image = random_image(rng, kImageBytes);
+  // Two good descriptors, then the bad one: nothing may run.
+  const std::vector<spec::VectorDescriptor> list = {good_sum(), good_adam(), corruption.make()};
+  const Outcome outcome = run_sw_emu_list(image, encode_list(list), kShape, engine);
+  SCOPED_TRACE(std::string("seed ") + std::to_string(seed) + ", corruption " + corruption.name);
+  EXPECT_EQ(outcome.status.code(), StatusCode::kDeviceError) << outcome.status.to_string();
+  EXPECT_EQ(outcome.error, corruption.expected)
+      << spec::error_code_name(outcome.error) << " instead of " << spec::error_code_name(corruption.expected);
+  EXPECT_EQ(outcome.error_index, 2u);
+  // The message names the descriptor and its opcode as the list has it.
+  const uint8_t opcode = list[2].opcode;
+  const std::string named =
+      spec::opcode_name(opcode) ? spec::opcode_name(opcode) : "opcode " + std::to_string(opcode);
+  EXPECT_NE(outcome.status.message().find("in descriptor 2 (" + named + ")"), std::string::npos)
+      << outcome.status.message();
+  EXPECT_EQ(outcome.counters.descriptors_done, 0u);
+  EXPECT_EQ(first_difference(image, outcome.memory), "") << "memory was written";
+}
+
+INSTANTIATE_TEST_SUITE_P(Emu, VectorErrors,
+                         ::testing::Combine(::testing::Values(EmuEngine::kHls, EmuEngine::kFast),
+                                            ::testing::ValuesIn(kVectorCorruptions)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == EmuEngine::kHls ? "hls_" : "fast_") +
+                                  std::get<1>(info.param).name;
+                         });
+
+TEST(VectorEngine, AKernelWithoutTheEngineRefusesItsOpcodes) {
+  // As the RTL today and the perf backend's model: Features reads 0, and a
+  // vector descriptor is an unknown opcode there.
+  std::mt19937_64 rng(3);
+  const std::vector<uint8_t> image = random_image(rng, kImageBytes);
+  const spec::ArrayShape without{8, 8};
+  for (EmuEngine engine : {EmuEngine::kHls, EmuEngine::kFast}) {
+    const Outcome outcome = run_sw_emu_list(image, encode_list({good_sum(), good_adam()}), without, engine);
+    EXPECT_EQ(outcome.error, spec::ErrorCode::kBadOpcode);
+    EXPECT_EQ(outcome.error_index, 0u);
+    EXPECT_EQ(first_difference(image, outcome.memory), "");
+  }
+  DeviceOptions options;
+  options.array_rows = options.array_cols = 8;
+  EXPECT_TRUE(Device::open("sw_emu", 0, options)->info().has_vector_engine());
+  options.sw_emu_features = 0;
+  EXPECT_FALSE(Device::open("sw_emu", 0, options)->info().has_vector_engine());
+}
+
+}  // namespace
+}  // namespace systole::testing
