@@ -234,143 +234,40 @@ spec::VectorDescriptor good_sum() {
 
 struct VectorCorruption {
   const char* name;
-  std::function<spec::VectorDescriptor()> make;
+  spec::VectorDescriptor (*good)();  // the valid descriptor it breaks
+  std::function<void(spec::VectorDescriptor&)> apply;
   spec::ErrorCode expected;
 };
 
 const VectorCorruption kVectorCorruptions[] = {
-    {"unknown_opcode",
-     [] {
-       auto d = good_adam();
-       d.opcode = 9;
-       return d;
-     },
-     spec::ErrorCode::kBadOpcode},
-    {"nesterov_on_adam",
-     [] {
-       auto d = good_adam();
-       d.flags = spec::vector_flag::kNesterov;
-       return d;
-     },
+    {"unknown_opcode", good_adam, [](auto& d) { d.opcode = 9; }, spec::ErrorCode::kBadOpcode},
+    {"nesterov_on_adam", good_adam, [](auto& d) { d.flags = spec::vector_flag::kNesterov; },
      spec::ErrorCode::kBadFlags},
-    {"reserved0",
-     [] {
-       auto d = good_adam();
-       d.reserved0 = 4;
-       return d;
-     },
-     spec::ErrorCode::kBadFlags},
-    {"rows_outside_sum",
-     [] {
-       auto d = good_adam();
-       d.rows = 1;
-       return d;
-     },
-     spec::ErrorCode::kBadFlags},
-    {"unused_scalar",
-     [] {
-       auto d = good_sum();
-       d.alpha = -0.0f;
-       return d;
-     },
-     spec::ErrorCode::kBadFlags},
-    {"unused_address",
-     [] {
-       auto d = good_sum();
-       d.w_addr = 64;
-       return d;
-     },
-     spec::ErrorCode::kBadFlags},
-    {"n_zero",
-     [] {
-       auto d = good_adam();
-       d.n = 0;
-       return d;
-     },
+    {"reserved0", good_adam, [](auto& d) { d.reserved0 = 4; }, spec::ErrorCode::kBadFlags},
+    {"rows_outside_sum", good_adam, [](auto& d) { d.rows = 1; }, spec::ErrorCode::kBadFlags},
+    {"unused_scalar", good_sum, [](auto& d) { d.alpha = -0.0f; }, spec::ErrorCode::kBadFlags},
+    {"unused_address", good_sum, [](auto& d) { d.w_addr = 64; }, spec::ErrorCode::kBadFlags},
+    {"n_zero", good_adam, [](auto& d) { d.n = 0; }, spec::ErrorCode::kBadDimension},
+    {"n_too_big", good_adam, [](auto& d) { d.n = spec::kMaxVectorElements + 1; },
      spec::ErrorCode::kBadDimension},
-    {"n_too_big",
-     [] {
-       auto d = good_adam();
-       d.n = spec::kMaxVectorElements + 1;
-       return d;
-     },
+    {"rows_zero", good_sum, [](auto& d) { d.rows = 0; }, spec::ErrorCode::kBadDimension},
+    {"rows_too_many", good_sum, [](auto& d) { d.rows = spec::kMaxVectorRows + 1; },
      spec::ErrorCode::kBadDimension},
-    {"rows_zero",
-     [] {
-       auto d = good_sum();
-       d.rows = 0;
-       return d;
-     },
-     spec::ErrorCode::kBadDimension},
-    {"rows_too_many",
-     [] {
-       auto d = good_sum();
-       d.rows = spec::kMaxVectorRows + 1;
-       return d;
-     },
-     spec::ErrorCode::kBadDimension},
-    {"stride_short",
-     [] {
-       auto d = good_sum();
-       d.stride = 9;
-       return d;
-     },
-     spec::ErrorCode::kBadLeadingDim},
-    {"misaligned",
-     [] {
-       auto d = good_adam();
-       d.z_addr += 2;
-       return d;
-     },
-     spec::ErrorCode::kMisalignedAddress},
-    {"past_the_end",
-     [] {
-       auto d = good_adam();
-       d.w_addr = kDeviceBytes - 200;
-       return d;
-     },
+    {"stride_short", good_sum, [](auto& d) { d.stride = 9; }, spec::ErrorCode::kBadLeadingDim},
+    {"misaligned", good_adam, [](auto& d) { d.z_addr += 2; }, spec::ErrorCode::kMisalignedAddress},
+    {"past_the_end", good_adam, [](auto& d) { d.w_addr = kDeviceBytes - 200; },
      spec::ErrorCode::kAddressOutOfRange},
-    {"near_2_64",
-     [] {
-       auto d = good_adam();
-       d.x_addr = ~uint64_t(0) - 3;
-       return d;
-     },
+    {"near_2_64", good_adam, [](auto& d) { d.x_addr = ~uint64_t(0) - 3; },
      spec::ErrorCode::kAddressOutOfRange},
-    {"sum_rows_past_the_end",
-     [] {
-       auto d = good_sum();
-       d.stride = uint32_t(kDeviceBytes / 8);
-       return d;
-     },
+    {"sum_rows_past_the_end", good_sum, [](auto& d) { d.stride = uint32_t(kDeviceBytes / 8); },
      spec::ErrorCode::kAddressOutOfRange},
-    {"outputs_overlap",
-     [] {
-       auto d = good_adam();
-       d.z_addr = d.y_addr + 8;
-       return d;
-     },
+    {"outputs_overlap", good_adam, [](auto& d) { d.z_addr = d.y_addr + 8; },
      spec::ErrorCode::kOverlappingBuffers},
-    {"two_outputs_on_one_buffer",
-     [] {
-       auto d = good_adam();
-       d.w_addr = d.y_addr;
-       return d;
-     },
+    {"two_outputs_on_one_buffer", good_adam, [](auto& d) { d.w_addr = d.y_addr; },
      spec::ErrorCode::kOverlappingBuffers},
-    {"output_on_part_of_an_input",
-     [] {
-       auto d = good_adam();
-       d.y_addr = d.x_addr + 4;
-       return d;
-     },
+    {"output_on_part_of_an_input", good_adam, [](auto& d) { d.y_addr = d.x_addr + 4; },
      spec::ErrorCode::kOverlappingBuffers},
-    {"sum_output_inside_its_rows",
-     [] {
-       auto d = good_sum();
-       d.z_addr = 16 * 4;
-       return d;
-     },
+    {"sum_output_inside_its_rows", good_sum, [](auto& d) { d.z_addr = 16 * 4; },
      spec::ErrorCode::kOverlappingBuffers},
 };
 
@@ -382,7 +279,9 @@ TEST_P(VectorErrors, ReportCodeAndIndexAndWriteNothing) {
   std::mt19937_64 rng(seed);
   const std::vector<uint8_t> image = random_image(rng, kImageBytes);
   // Two good descriptors, then the bad one: nothing may run.
-  const std::vector<spec::VectorDescriptor> list = {good_sum(), good_adam(), corruption.make()};
+  spec::VectorDescriptor bad = corruption.good();
+  corruption.apply(bad);
+  const std::vector<spec::VectorDescriptor> list = {good_sum(), good_adam(), bad};
   const Outcome outcome = run_sw_emu_list(image, encode_list(list), kShape, engine);
   SCOPED_TRACE(std::string("seed ") + std::to_string(seed) + ", corruption " + corruption.name);
   EXPECT_EQ(outcome.status.code(), StatusCode::kDeviceError) << outcome.status.to_string();
