@@ -120,20 +120,6 @@ void portable_gemm(const FastGemmArgs& args) {
 
 #if SYSTOLE_HAVE_X86
 
-// Sets MXCSR FTZ and DAZ for the lifetime of the guard, on this thread.
-class FlushToZeroGuard {
- public:
-  FlushToZeroGuard() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtz | kDaz); }
-  ~FlushToZeroGuard() { _mm_setcsr(saved_); }
-  FlushToZeroGuard(const FlushToZeroGuard&) = delete;
-  FlushToZeroGuard& operator=(const FlushToZeroGuard&) = delete;
-
- private:
-  static constexpr unsigned kFtz = 1u << 15;
-  static constexpr unsigned kDaz = 1u << 6;
-  unsigned saved_;
-};
-
 // The K rows of tile t that hold data: the array pads the last tile with
 // zero rows, whose products (+0 x +0) leave a column sum as it is (a sum
 // from +0 is never -0), so the fast engine stops before them.
@@ -352,7 +338,7 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
   // region when there is one. One thread calls it directly: an OpenMP
   // region costs a few microseconds even for a team of one.
   auto work = [&] {
-    FlushToZeroGuard flush_to_zero;
+    const numerics::FlushToZero flush_to_zero;
     thread_local Workspace accumulator_workspace;
     float* const accumulators = accumulator_workspace.get(std::size_t(kMc) * kNc);
 

@@ -18,26 +18,29 @@ Status check_momentum(const OptimizerConfig& config) {
 }
 
 // Keras' SGD: velocity = momentum * velocity - lr * g; then w += velocity,
-// or with Nesterov w += momentum * velocity - lr * g.
+// or with Nesterov w += momentum * velocity - lr * g: the vector engine's
+// sgd.
 class Sgd final : public Optimizer {
  public:
   explicit Sgd(const OptimizerConfig& config) : Optimizer(config) { add_slot("velocity"); }
 
- protected:
-  void update(const Tensor& tensor, float lr) override {
-    const float momentum = config().momentum;
-    float* velocity = tensor.slots[0];
-    for (std::size_t i = 0; i < tensor.size; ++i) {
-      const float g = tensor.gradient[i];
-      velocity[i] = momentum * velocity[i] - lr * g;
-      tensor.values[i] += config().nesterov ? momentum * velocity[i] - lr * g : velocity[i];
-    }
+  std::optional<VectorUpdate> vector_update(float lr) const override {
+    spec::VectorScalars scalars;
+    scalars.alpha = lr;
+    scalars.beta = config().momentum;
+    scalars.nesterov = config().nesterov;
+    return VectorUpdate{spec::Opcode::kSgd, scalars};
   }
+
+ protected:
+  void update(const Tensor& tensor, float lr) override { run_vector_update(tensor, *vector_update(lr)); }
 };
 
-// Adam: m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
-// w -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + epsilon). AdamW is
-// the same with a decoupled weight decay of 0.004 by default (Keras').
+// Adam as Keras computes it, with both bias corrections in the step size:
+// alpha = lr * sqrt(1 - b2^t) / (1 - b1^t) (in double, rounded once),
+// m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+// w -= alpha * m / (sqrt(v) + epsilon): the vector engine's adam. AdamW
+// is the same with a decoupled weight decay of 0.004 by default (Keras').
 class Adam final : public Optimizer {
  public:
   Adam(const OptimizerConfig& config, float default_decay)
@@ -46,24 +49,20 @@ class Adam final : public Optimizer {
     add_slot("v");
   }
 
+  std::optional<VectorUpdate> vector_update(float lr) const override {
+    const double t = double(steps());
+    spec::VectorScalars scalars;
+    scalars.alpha = float(double(lr) * std::sqrt(1.0 - std::pow(double(config().beta2), t)) /
+                          (1.0 - std::pow(double(config().beta1), t)));
+    scalars.beta = config().beta1;
+    scalars.gamma = config().beta2;
+    scalars.delta = config().epsilon;
+    return VectorUpdate{spec::Opcode::kAdam, scalars};
+  }
+
  protected:
   float default_weight_decay() const override { return default_decay_; }
-  void update(const Tensor& tensor, float lr) override {
-    const float b1 = config().beta1, b2 = config().beta2, epsilon = config().epsilon;
-    const double t = double(steps());
-    const float correction1 = float(1.0 - std::pow(double(b1), t));
-    const float correction2 = float(1.0 - std::pow(double(b2), t));
-    float* m = tensor.slots[0];
-    float* v = tensor.slots[1];
-    for (std::size_t i = 0; i < tensor.size; ++i) {
-      const float g = tensor.gradient[i];
-      m[i] = b1 * m[i] + (1.0f - b1) * g;
-      v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-      const float m_hat = m[i] / correction1;
-      const float v_hat = v[i] / correction2;
-      tensor.values[i] -= lr * m_hat / (std::sqrt(v_hat) + epsilon);
-    }
-  }
+  void update(const Tensor& tensor, float lr) override { run_vector_update(tensor, *vector_update(lr)); }
 
  private:
   float default_decay_;

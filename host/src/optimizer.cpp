@@ -159,8 +159,13 @@ void Optimizer::apply(ParameterStore& store) {
     if (config_.clipnorm > 0)
       clip(gradient, entry.size, std::sqrt(squares(gradient, entry.size)), config_.clipnorm);
     float* values = store.values(t);
-    if (decay > 0)
-      for (std::size_t i = 0; i < entry.size; ++i) values[i] -= lr * decay * values[i];
+    if (decay > 0) {
+      // w -= (lr * decay) * w, as the engine's axpby(-(lr * decay), 1).
+      spec::VectorScalars shrink;
+      shrink.alpha = -(lr * decay);
+      shrink.beta = 1.0f;
+      spec::vector_apply(spec::Opcode::kAxpby, shrink, entry.size, values, values, nullptr, nullptr);
+    }
     for (std::size_t k = 0; k < slots_.size(); ++k)
       slot_pointers_[k] = slots_[k].values.data() + entry.offset;
     update({entry, values, gradient, entry.size, slot_pointers_.data()}, lr);
@@ -183,6 +188,15 @@ void Optimizer::apply(ParameterStore& store) {
       }
     }
   }
+}
+
+void Optimizer::run_vector_update(const Tensor& tensor, const VectorUpdate& form) const {
+  float* operands[3] = {nullptr, nullptr, nullptr};  // y, z, w: the slots, then the values
+  const std::size_t slots = std::min<std::size_t>(slots_.size(), 2);
+  for (std::size_t k = 0; k < slots; ++k) operands[k] = tensor.slots[k];
+  operands[slots] = tensor.values;
+  spec::vector_apply(form.opcode, form.scalars, tensor.size, tensor.gradient, operands[0], operands[1],
+                     operands[2]);
 }
 
 std::vector<OptimizerSlot> Optimizer::state() const {

@@ -14,6 +14,7 @@
 #include "systole/numerics.h"
 #include "systole/spec.h"
 #include "systole/validate.h"
+#include "systole/vector_ops.h"
 
 namespace systole::hls_kernel {
 
@@ -380,28 +381,24 @@ inline void read_vector(const Beat* port, uint64_t addr, uint32_t count, float* 
   }
 }
 
+// `count` fp32 values to `addr`, canonicalised as they are written (a NaN
+// result of the arithmetic becomes the canonical NaN here).
 inline void write_vector(Beat* port, uint64_t addr, uint32_t count, const float* in, uint64_t& bus_bytes) {
   uint8_t bytes[kVectorBlock * sizeof(float)];
-  std::memcpy(bytes, in, count * sizeof(float));
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t bits = numerics::f32_canonical_bits(numerics::f32_bits(in[i]));
+    std::memcpy(bytes + i * sizeof(float), &bits, sizeof bits);
+  }
   dma_write(port, addr, count * uint32_t(sizeof(float)), bytes, bus_bytes);
 }
 
 // One validated vector descriptor.
 inline void execute_vector(const Ports& ports, const spec::VectorDescriptor& d,
                            spec::PerfCounters& counters) {
-  using numerics::vadd;
-  using numerics::vdiv;
-  using numerics::vmul;
-  using numerics::vsqrt;
-  using numerics::vsub;
-  using spec::Opcode;
-  const Opcode op = Opcode(d.opcode);
+  const spec::FlushToZero flush_to_zero;  // the engine's arithmetic (vector_ops.h)
+  const spec::Opcode op = spec::Opcode(d.opcode);
   const spec::VectorOperands operands = spec::vector_operands(op);
-  const float alpha = numerics::f32_canonical(d.alpha), beta = numerics::f32_canonical(d.beta);
-  const float gamma = numerics::f32_canonical(d.gamma), delta = numerics::f32_canonical(d.delta);
-  const bool nesterov = (d.flags & spec::vector_flag::kNesterov) != 0;
-  // axpby with beta +0 does not read y.
-  const bool read_y = operands.read[1] && !(op == Opcode::kAxpby && numerics::f32_bits(beta) == 0);
+  const spec::VectorScalars scalars = spec::VectorScalars::of(d);
   const uint64_t addr[4] = {d.x_addr, d.y_addr, d.z_addr, d.w_addr};
   uint64_t& read_bytes = counters.dma_read_bytes;
   uint64_t& write_bytes = counters.dma_write_bytes;
@@ -411,56 +408,22 @@ BLOCKS:
   for (uint32_t i0 = 0; i0 < d.n; i0 += kVectorBlock) {
     const uint32_t count = min_u32(kVectorBlock, d.n - i0);
     auto at = [&](uint64_t base) { return base + uint64_t(i0) * sizeof(float); };
-    if (op == Opcode::kSum) {
+    if (op == spec::Opcode::kSum) {
       for (uint32_t i = 0; i < count; ++i) v[1][i] = 0.0f;
     SUM_ROWS:
       for (uint32_t r = 0; r < d.rows; ++r, ++transfer) {
         read_vector(ports.a[transfer % spec::kAPorts], at(d.x_addr + uint64_t(r) * d.stride * sizeof(float)),
                     count, x, read_bytes);
-        for (uint32_t i = 0; i < count; ++i) v[1][i] = vadd(v[1][i], x[i]);
+        for (uint32_t i = 0; i < count; ++i) v[1][i] = spec::vector_math::add(v[1][i], x[i]);
       }
       write_vector(ports.c[1], at(d.z_addr), count, v[1], write_bytes);
       continue;
     }
     read_vector(ports.a[transfer++ % spec::kAPorts], at(d.x_addr), count, x, read_bytes);
     for (int j = 0; j < 3; ++j)
-      if (operands.read[1 + j] && (j != 0 || read_y))
+      if (operands.read[1 + j] && (j != 0 || scalars.reads_y(op)))
         read_vector(ports.c[j], at(addr[1 + j]), count, v[j], read_bytes);
-  ELEMENTS:
-    for (uint32_t i = 0; i < count; ++i) {
-#pragma HLS PIPELINE II = 1
-      float& y = v[0][i];
-      float& z = v[1][i];
-      float& w = v[2][i];
-      switch (op) {
-        case Opcode::kAxpby:
-          y = read_y ? vadd(vmul(alpha, x[i]), vmul(beta, y)) : vmul(alpha, x[i]);
-          break;
-        case Opcode::kMul:
-          z = vmul(x[i], y);
-          break;
-        case Opcode::kRelu:
-          z = numerics::relu(x[i]);
-          break;
-        case Opcode::kReluGrad:
-          z = y > 0.0f ? x[i] : 0.0f;
-          break;
-        case Opcode::kSgd: {
-          y = vsub(vmul(beta, y), vmul(alpha, x[i]));
-          z = vadd(z, nesterov ? vsub(vmul(beta, y), vmul(alpha, x[i])) : y);
-          break;
-        }
-        case Opcode::kAdam: {
-          const float g = x[i];
-          y = vadd(vmul(beta, y), vmul(vsub(1.0f, beta), g));
-          z = vadd(vmul(gamma, z), vmul(vmul(vsub(1.0f, gamma), g), g));
-          w = vsub(w, vdiv(vmul(alpha, y), vadd(vsqrt(z), delta)));
-          break;
-        }
-        default:
-          break;
-      }
-    }
+    spec::vector_block(op, scalars, count, x, v[0], v[1], v[2]);
     for (int j = 0; j < 3; ++j)
       if (operands.written[1 + j]) write_vector(ports.c[j], at(addr[1 + j]), count, v[j], write_bytes);
   }

@@ -107,9 +107,11 @@ TEST(Optimizers, SgdWithMomentumAndNesterovFollowKeras) {
   }
 }
 
-// Adam as Kingma and Ba write it; AdamW adds Loshchilov and Hutter's
-// decoupled decay (w -= lr * decay * w) before it.
-TEST(Optimizers, AdamAndAdamWFollowThePapers) {
+// Adam as Keras computes it: Kingma and Ba's update with both bias
+// corrections folded into the step size (their section 2's "more efficient
+// order"), alpha = lr sqrt(1 - b2^t) / (1 - b1^t). AdamW adds Loshchilov
+// and Hutter's decoupled decay (w -= lr * decay * w) before it.
+TEST(Optimizers, AdamAndAdamWFollowKeras) {
   for (const char* name : {"adam", "adamw"}) {
     OptimizerConfig config;
     config.name = name;
@@ -122,13 +124,13 @@ TEST(Optimizers, AdamAndAdamWFollowThePapers) {
                 [&](uint64_t t, std::size_t k, std::vector<float>& w, const std::vector<float>& g, float lr) {
                   m[k].resize(w.size());
                   v[k].resize(w.size());
-                  const float c1 = float(1.0 - std::pow(0.85f, double(t))),
-                              c2 = float(1.0 - std::pow(0.99f, double(t)));
+                  const float alpha = float(double(lr) * std::sqrt(1.0 - std::pow(double(0.99f), double(t))) /
+                                            (1.0 - std::pow(double(0.85f), double(t))));
                   for (std::size_t i = 0; i < w.size(); ++i) {
                     if (decay > 0) w[i] -= lr * decay * w[i];
                     m[k][i] = 0.85f * m[k][i] + (1.0f - 0.85f) * g[i];
                     v[k][i] = 0.99f * v[k][i] + (1.0f - 0.99f) * g[i] * g[i];
-                    w[i] -= lr * (m[k][i] / c1) / (std::sqrt(v[k][i] / c2) + 1e-7f);
+                    w[i] -= alpha * m[k][i] / (std::sqrt(v[k][i]) + 1e-7f);
                   }
                 });
   }

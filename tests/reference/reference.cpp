@@ -218,13 +218,13 @@ namespace {
 
 // An exact nonzero magnitude significand * 2^exponent, plus `sticky` when
 // the true value lies strictly between that and the next integer
-// significand: rounded by the vector engine's rules. The significand must
-// hold at least 26 bits when sticky is set.
+// significand: rounded by the vector engine's rules (to 24 bits with an
+// unbounded exponent, then a zero if that is below 2^-126). The significand
+// must hold at least 26 bits when sticky is set.
 uint32_t round32(bool negative, unsigned __int128 significand, int exponent, bool sticky) {
   int length = 0;
   for (unsigned __int128 s = significand; s != 0; s >>= 1) ++length;
   int top = length - 1 + exponent;  // value in [2^top, 2^(top + 1))
-  if (top < -126) return zero32(negative);
   const int shift = length - 24;
   uint64_t kept;
   if (shift > 0) {
@@ -236,6 +236,7 @@ uint32_t round32(bool negative, unsigned __int128 significand, int exponent, boo
     kept = uint64_t(significand) << -shift;  // exact (sticky needs 26 bits)
   }
   if (kept == (uint64_t(1) << 24)) kept >>= 1, ++top;
+  if (top < -126) return zero32(negative);  // tiny after rounding
   if (top > 127) return inf32(negative);
   return (negative ? 0x80000000u : 0u) | uint32_t(top + 127) << 23 | uint32_t(kept & 0x7FFFFF);
 }

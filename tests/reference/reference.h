@@ -27,7 +27,8 @@ uint32_t canonical(uint32_t f32);
 uint32_t relu(uint32_t f32);
 
 // The vector engine's fp32 operations on canonical fp32 values: the exact
-// result, below 2^-126 a zero of its sign, else rounded to nearest even.
+// result rounded to nearest even to 24 bits, then a zero of its sign if
+// that is below 2^-126 (tiny after rounding), past the largest finite Inf.
 // Integer significands here: no double rounding, no host fp32 arithmetic.
 uint32_t fmul(uint32_t a, uint32_t b);
 uint32_t fsub(uint32_t a, uint32_t b);

@@ -20,6 +20,7 @@
 
 #include "systole/parameters.h"
 #include "systole/status.h"
+#include "systole/vector_ops.h"
 
 namespace systole {
 
@@ -120,6 +121,19 @@ class Optimizer {
   // Restores every slot of state(), by name and in its order.
   Status restore(const std::vector<std::pair<std::string, std::vector<float>>>& slots, uint64_t steps);
 
+  // The vector engine's form of the update of one tensor at learning rate
+  // `lr` in the step steps() counts, for an optimizer that has one: an
+  // opcode whose x is the gradient, whose next operands are the slots in
+  // their declared order and then the values, and its scalars. Such an
+  // optimizer updates on the host through the engine's own arithmetic
+  // (run_vector_update), so a card that runs the update gives the same
+  // bits. The others (Adagrad, LARS, a program's own) return none.
+  struct VectorUpdate {
+    spec::Opcode opcode;
+    spec::VectorScalars scalars;
+  };
+  virtual std::optional<VectorUpdate> vector_update(float /*lr*/) const { return std::nullopt; }
+
  protected:
   explicit Optimizer(const OptimizerConfig& config) : config_(config) {}
 
@@ -138,6 +152,9 @@ class Optimizer {
   // Updates one tensor at learning rate `lr`; steps() counts this step
   // (1 on the first).
   virtual void update(const Tensor& tensor, float lr) = 0;
+  // update() for an optimizer with a vector_update: runs `form` over the
+  // tensor with the engine's arithmetic.
+  void run_vector_update(const Tensor& tensor, const VectorUpdate& form) const;
   // Whether the base applies weight decay (decoupled) before update().
   virtual bool decoupled_weight_decay() const { return true; }
   // The weight decay when the config leaves it unset.

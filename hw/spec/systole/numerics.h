@@ -10,9 +10,12 @@
 // whether or not the hardware already did.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__SYNTHESIS__)
+#include <xmmintrin.h>
+#endif
 
 namespace systole::numerics {
 
@@ -37,10 +40,10 @@ constexpr bool f32_bits_is_nan(uint32_t bits) { return (bits & 0x7FFFFFFFu) > 0x
 
 // An fp32 value as the hardware sees it entering an operation or leaving
 // one: subnormal -> zero of the same sign, any NaN -> the canonical NaN.
+// (Selects, not branches: loops of it vectorise.)
 constexpr uint32_t f32_canonical_bits(uint32_t bits) {
-  if (f32_bits_is_nan(bits)) return kF32CanonicalNan;
-  if ((bits & 0x7F800000u) == 0) return bits & 0x80000000u;
-  return bits;
+  const uint32_t flushed = (bits & 0x7F800000u) == 0 ? bits & 0x80000000u : bits;
+  return f32_bits_is_nan(bits) ? kF32CanonicalNan : flushed;
 }
 
 inline float f32_canonical(float value) { return f32_from_bits(f32_canonical_bits(f32_bits(value))); }
@@ -95,29 +98,25 @@ inline float relu(float value) {
   return value > 0.0f ? value : 0.0f;
 }
 
-// ---------------------------------------------------------------------------
-// The vector engine's fp32 arithmetic (NUMERICS.md, "The vector engine"): an
-// operation on canonical operands gives its exact result; a result of
-// magnitude below 2^-126 becomes a zero of its sign (before rounding), any
-// other is rounded to nearest, ties to even (past the largest finite: Inf);
-// a NaN result is the canonical NaN.
-//
-// The exact result is computed in double: exactly for the product, and for
-// the sum, quotient and square root within double's 53 bits, which round to
-// fp32 as the exact value does (53 >= 2 * 24 + 2), and which are below
-// 2^-126 exactly when the exact value is (a quotient of fp32 values is never
-// within 2^-53 of a power of two without being one). The conversion sees
-// only normal results, so the thread's FTZ/DAZ mode does not matter.
-inline float f32_round(double exact) {
-  if (std::isnan(exact)) return f32_from_bits(kF32CanonicalNan);
-  if (std::fabs(exact) < 0x1p-126) return std::signbit(exact) ? -0.0f : 0.0f;
-  return float(exact);
-}
+// x86's MXCSR flush-to-zero (FTZ) and denormals-are-zero (DAZ) bits, set
+// on this thread for the guard's lifetime (elsewhere it does nothing). The
+// fast GEMM's FMA runs under it, and the vector engine's arithmetic, which
+// is x86's under this mode (vector_ops.h).
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__SYNTHESIS__)
+class FlushToZero {
+ public:
+  FlushToZero() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtz | kDaz); }
+  ~FlushToZero() { _mm_setcsr(saved_); }
+  FlushToZero(const FlushToZero&) = delete;
+  FlushToZero& operator=(const FlushToZero&) = delete;
 
-inline float vadd(float a, float b) { return f32_round(double(a) + double(b)); }
-inline float vsub(float a, float b) { return f32_round(double(a) - double(b)); }
-inline float vmul(float a, float b) { return f32_round(double(a) * double(b)); }
-inline float vdiv(float a, float b) { return f32_round(double(a) / double(b)); }
-inline float vsqrt(float a) { return f32_round(std::sqrt(double(a))); }
+ private:
+  static constexpr unsigned kFtz = 1u << 15;
+  static constexpr unsigned kDaz = 1u << 6;
+  unsigned saved_;
+};
+#else
+class FlushToZero {};
+#endif
 
 }  // namespace systole::numerics

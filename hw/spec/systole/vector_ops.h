@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// The vector engine's arithmetic, one element at a time (NUMERICS.md, "The
+// vector engine"). Every C++ model of the engine calls it, and so do the
+// host's optimizers whose update the engine can run: a model trained with
+// its parameters on the card and one trained on the host get the same bits
+// because both run this code (tests/reference checks it separately).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+#include "systole/descriptor.h"
+#include "systole/numerics.h"
+#include "systole/validate.h"
+
+namespace systole::spec {
+
+// The vector engine's fp32 arithmetic (NUMERICS.md, "The vector engine"):
+// IEEE-754 operations, round to nearest even, with subnormal operands read
+// as zeros and a result that is tiny after rounding (below 2^-126 once
+// rounded to 24 bits with an unbounded exponent) flushed to a zero of its
+// sign. NaNs keep whatever payload an operation gives them until the engine
+// canonicalises what it writes (every later operation keeps a NaN a NaN,
+// so that is the same as canonicalising after every operation). Nothing is
+// fused: the project builds with -ffp-contract=off.
+//
+// vector_math holds the operations every model calls, under FlushToZero.
+// On x86 they are the processor's own: its SSE arithmetic with MXCSR's
+// flush-to-zero and denormals-are-zero bits set is exactly these rules (x86
+// judges tininess after rounding), and loops of them vectorise. Elsewhere
+// they are portable_math's.
+
+// The rules without the FTZ mode, on any host: the result computed in
+// double (exactly for a product; for a sum, quotient or square root,
+// double's 53 bits round to 24 as the exact value would, 53 >= 2 * 24 + 2)
+// and its tininess judged on it scaled by 2^100, which is a normal float
+// unless the result is far below 2^-126. Slower; the tests check it against
+// the reference too.
+namespace portable_math {
+inline float round(double exact) {
+  const float rounded = float(exact);
+  const bool tiny = std::fabs(float(exact * 0x1p100)) < 0x1p-26f;
+  return tiny ? std::copysign(0.0f, rounded) : rounded;
+}
+inline float add(float a, float b) { return round(double(a) + double(b)); }
+inline float sub(float a, float b) { return round(double(a) - double(b)); }
+inline float mul(float a, float b) { return round(double(a) * double(b)); }
+inline float div(float a, float b) { return round(double(a) / double(b)); }
+inline float sqrt(float a) { return round(std::sqrt(double(a))); }
+}  // namespace portable_math
+
+using numerics::FlushToZero;
+
+#if defined(__x86_64__) || defined(__i386__) || defined(__SYNTHESIS__)
+// (In Vitis HLS the operators become the tool's floating-point cores, which
+// flush subnormals; that they judge tininess as x86 does is not yet checked.)
+namespace vector_math {
+inline float add(float a, float b) { return a + b; }
+inline float sub(float a, float b) { return a - b; }
+inline float mul(float a, float b) { return a * b; }
+inline float div(float a, float b) { return a / b; }
+inline float sqrt(float a) { return std::sqrt(a); }
+}  // namespace vector_math
+#else
+namespace vector_math = portable_math;
+#endif
+
+// The scalars of a vector descriptor, canonicalised as the engine reads
+// them, and its Nesterov flag.
+struct VectorScalars {
+  float alpha = 0.0f, beta = 0.0f, gamma = 0.0f, delta = 0.0f;
+  bool nesterov = false;
+
+  static VectorScalars of(const VectorDescriptor& d) {
+    using numerics::f32_canonical;
+    return {f32_canonical(d.alpha), f32_canonical(d.beta), f32_canonical(d.gamma), f32_canonical(d.delta),
+            (d.flags & vector_flag::kNesterov) != 0};
+  }
+  // axpby with beta +0 does not read y.
+  bool reads_y(Opcode op) const { return !(op == Opcode::kAxpby && numerics::f32_bits(beta) == 0); }
+};
+
+// The fused optimizer steps, one element each (canonical inputs, under
+// FlushToZero).
+inline void sgd_element(const VectorScalars& s, float g, float& velocity, float& weight) {
+  using namespace vector_math;
+  velocity = sub(mul(s.beta, velocity), mul(s.alpha, g));
+  weight = add(weight, s.nesterov ? sub(mul(s.beta, velocity), mul(s.alpha, g)) : velocity);
+}
+
+inline void adam_element(const VectorScalars& s, float g, float& m, float& v, float& weight) {
+  using namespace vector_math;
+  m = add(mul(s.beta, m), mul(sub(1.0f, s.beta), g));
+  v = add(mul(s.gamma, v), mul(mul(sub(1.0f, s.gamma), g), g));
+  weight = sub(weight, div(mul(s.alpha, m), add(sqrt(v), s.delta)));
+}
+
+inline float axpby_element(const VectorScalars& s, float x, float y) {
+  return vector_math::add(vector_math::mul(s.alpha, x), vector_math::mul(s.beta, y));
+}
+
+// An elementwise opcode (every one but sum) over `count` canonical values:
+// x is read, y, z and w are read and written as descriptor.h's table says
+// (an operand the opcode does not read may hold anything; a NaN result is
+// canonicalised where it is written), under FlushToZero. One loop per
+// opcode over a scalars'
+// copy that no store can alias, so that each loop vectorises.
+inline void vector_block(Opcode op, const VectorScalars& scalars, std::size_t count, const float* x, float* y,
+                         float* z, float* w) {
+  const VectorScalars s = scalars;
+  switch (op) {
+    case Opcode::kAxpby:
+      if (s.reads_y(op)) {
+        for (std::size_t i = 0; i < count; ++i) y[i] = axpby_element(s, x[i], y[i]);
+      } else {
+        for (std::size_t i = 0; i < count; ++i) y[i] = vector_math::mul(s.alpha, x[i]);
+      }
+      break;
+    case Opcode::kMul:
+      for (std::size_t i = 0; i < count; ++i) z[i] = vector_math::mul(x[i], y[i]);
+      break;
+    case Opcode::kRelu:
+      for (std::size_t i = 0; i < count; ++i) z[i] = numerics::relu(x[i]);
+      break;
+    case Opcode::kReluGrad:
+      for (std::size_t i = 0; i < count; ++i) z[i] = y[i] > 0.0f ? x[i] : 0.0f;
+      break;
+    case Opcode::kSgd:
+      for (std::size_t i = 0; i < count; ++i) sgd_element(s, x[i], y[i], z[i]);
+      break;
+    case Opcode::kAdam:
+      for (std::size_t i = 0; i < count; ++i) adam_element(s, x[i], y[i], z[i], w[i]);
+      break;
+    case Opcode::kSum:
+    case Opcode::kGemm:
+      break;
+  }
+}
+
+// An elementwise opcode over `n` elements of host arrays, reading and
+// writing what the engine would, a block at a time as the engine does
+// (inputs canonicalised as they are read, outputs as they are written):
+// the host's run of the update a descriptor would make. Arrays the opcode
+// does not use may be null; an output may be the same array as an input.
+inline void vector_apply(Opcode op, const VectorScalars& s, std::size_t n, const float* x, float* y, float* z,
+                         float* w) {
+  constexpr std::size_t kBlock = 256;
+  const FlushToZero flush_to_zero;
+  const VectorOperands operands = vector_operands(op);
+  float* const arrays[3] = {y, z, w};
+  const bool read[3] = {operands.read[1] && s.reads_y(op), operands.read[2], operands.read[3]};
+  float block_x[kBlock], block[3][kBlock] = {};
+  auto canonical_copy = [](const float* from, float* to, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) to[i] = numerics::f32_canonical(from[i]);
+  };
+  for (std::size_t i0 = 0; i0 < n; i0 += kBlock) {
+    const std::size_t count = std::min(kBlock, n - i0);
+    canonical_copy(x + i0, block_x, count);
+    for (int j = 0; j < 3; ++j)
+      if (read[j]) canonical_copy(arrays[j] + i0, block[j], count);
+    vector_block(op, s, count, block_x, block[0], block[1], block[2]);
+    for (int j = 0; j < 3; ++j)
+      if (operands.written[1 + j]) canonical_copy(block[j], arrays[j] + i0, count);
+  }
+}
+
+}  // namespace systole::spec
