@@ -19,6 +19,8 @@
 // shifted element by element: Verilator then simulates a 128-long skew as
 // one wide shift, and yosys 0.23 reads them (no multi-dimensional packed
 // ports or signals).
+`include "systole_assert.svh"
+
 module systole_array #(
   parameter int unsigned Rows = 4,
   parameter int unsigned Cols = 4
@@ -121,8 +123,8 @@ module systole_array #(
   end
   assign reload_ok = (weight_bank_i ? since_use_q[1] : since_use_q[0]) >= Rows + Cols;
   assign use_ok    = (act_bank_i ? rows_in_q[1] : rows_in_q[0]) == '0;
-  a_bank_idle_when_reloaded: assert property (@(posedge clk_i) weight_shift_i |-> reload_ok);
-  a_bank_loaded_when_used: assert property (@(posedge clk_i) act_valid_i |-> use_ok);
+  `ASSERT_NORESET(a_bank_idle_when_reloaded, weight_shift_i |-> reload_ok)
+  `ASSERT_NORESET(a_bank_loaded_when_used, act_valid_i |-> use_ok)
 `endif
 
   // Unused by design: weights leave at the bottom, and the valid bits of

@@ -10,6 +10,8 @@
 //   arguments (read/write, byte strobes), results (read-only, latched when
 //   the kernel reports done), identification (read-only constants).
 // Unmapped addresses read as 0 and ignore writes; every response is OKAY.
+`include "systole_assert.svh"
+
 module systole_axil_regs #(
   parameter int unsigned Rows = 128,
   parameter int unsigned Cols = 128
@@ -207,9 +209,7 @@ module systole_axil_regs #(
   assign mem_bytes_o    = {args_q[systole_pkg::RegMemBytesHi / 4], args_q[systole_pkg::RegMemBytesLo / 4]};
   assign interrupt_o    = ctrl_q.gie && (ctrl_q.ier & ctrl_q.isr) != '0;
 
-`ifndef SYNTHESIS
   // A response held until it is taken does not change.
-  a_read_stable: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      axil_rsp_o.r_valid && !axil_req_i.r_ready |=> axil_rsp_o.r_valid && $stable(axil_rsp_o.r_data));
-`endif
+  `ASSERT(a_read_stable,
+      axil_rsp_o.r_valid && !axil_req_i.r_ready |=> axil_rsp_o.r_valid && $stable(axil_rsp_o.r_data))
 endmodule

@@ -13,6 +13,8 @@
 // tile); one of the last K tile raises row_done_o (that row is final), and
 // the last one of an N tile also tile_done_o. The controller never fills a
 // bank the sums accumulate into, and reads a row out only once it is final.
+`include "systole_assert.svh"
+
 module systole_core #(
   parameter int unsigned Rows = 4,
   parameter int unsigned Cols = 4,
@@ -117,9 +119,7 @@ module systole_core #(
     end
     assign acc_operand[b] = acc_fwd_q ? fwd_data_q : acc_q;
     assign out_operand[b] = out_fwd_q ? fwd_data_q : out_q;
-`ifndef SYNTHESIS
-    a_one_writer: assert property (@(posedge clk_i) disable iff (!rst_ni) !(sum_hit && init_hit));
-`endif
+    `ASSERT(a_one_writer, !(sum_hit && init_hit))
   end
 
   // The readout's settings travel with its read.
@@ -167,6 +167,6 @@ module systole_core #(
   // A vector's tag leaves the line in the cycle its sums leave the array.
   logic [Latency-1:0] pending_q;
   always_ff @(posedge clk_i) pending_q <= !rst_ni ? '0 : {pending_q[Latency-2:0], act_valid_i};
-  a_tags_beside_sums: assert property (@(posedge clk_i) disable iff (!rst_ni) sum_valid == pending_q[Latency-1]);
+  `ASSERT(a_tags_beside_sums, sum_valid == pending_q[Latency-1])
 `endif
 endmodule

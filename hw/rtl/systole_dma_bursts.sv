@@ -5,6 +5,8 @@
 // awaiting completion (RLAST or a B response). It asks while the current
 // request has beats left to ask for (none after reset); the DMAs start a
 // request only once the previous one is all asked.
+`include "systole_assert.svh"
+
 module systole_dma_bursts #(
   parameter int unsigned MaxOutstanding = 8,
   localparam int unsigned CountBits = $clog2(MaxOutstanding + 1),
@@ -80,17 +82,14 @@ module systole_dma_bursts #(
 `ifndef SYNTHESIS
   // A request asks for at least one beat, and only once the previous one
   // is all asked.
-  a_request_beats: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      start_i |-> beats_i != '0 && asked_all_o);
+  `ASSERT(a_request_beats, start_i |-> beats_i != '0 && asked_all_o)
   // An address held until it is taken does not change.
   systole_hold_check #(.Width($bits(systole_pkg::axi_ax_t))) u_address_held (
     .clk_i, .rst_ni, .valid_i(valid_o), .ready_i, .payload_i(ax_o)
   );
   // A burst stays inside one page and inside the burst-length limit.
-  a_no_page_crossing: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      valid_o |-> 32'(next_beat_q[PageBits-1:0]) + 32'(ax_o.len) < PageBeats);
+  `ASSERT(a_no_page_crossing, valid_o |-> 32'(next_beat_q[PageBits-1:0]) + 32'(ax_o.len) < PageBeats)
   // Completions never outnumber the bursts asked for.
-  a_completion_counted: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      burst_done_i |-> outstanding_q != '0);
+  `ASSERT(a_completion_counted, burst_done_i |-> outstanding_q != '0)
 `endif
 endmodule

@@ -9,6 +9,8 @@
 // pay the memory's latency. A SLVERR or DECERR response sets error_o
 // (sticky until clear_error_i); the beats are still delivered, so the bus
 // and every request always complete. The port's write channels are idle.
+`include "systole_assert.svh"
+
 module systole_dma_read #(
   parameter int unsigned MaxOutstanding = 8
 ) (
@@ -114,14 +116,9 @@ module systole_dma_read #(
   // The queue's entries need no reset: queued_q says which are live.
   always_ff @(posedge clk_i) if (start) beats_q[tail_q] <= beats;
 
-`ifndef SYNTHESIS
-  a_request_bytes: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      req_valid_i |-> req_bytes_i != '0);
+  `ASSERT(a_request_bytes, req_valid_i |-> req_bytes_i != '0)
   // Every beat belongs to a queued request.
-  a_beat_expected: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      axi_rsp_i.r_valid |-> queued_q != '0);
+  `ASSERT(a_beat_expected, axi_rsp_i.r_valid |-> queued_q != '0)
   // A request's last beat is its last burst's last beat.
-  a_last_agrees: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      r_fire && beat_last_o |-> axi_rsp_i.r.last);
-`endif
+  `ASSERT(a_last_agrees, r_fire && beat_last_o |-> axi_rsp_i.r.last)
 endmodule

@@ -11,6 +11,8 @@
 // waiting for the memory's responses; idle_o says
 // that nothing is pending and every response has arrived (the launch waits
 // for it before it ends). The port's read channels are idle.
+`include "systole_assert.svh"
+
 module systole_dma_write #(
   parameter int unsigned MaxOutstanding = 8
 ) (
@@ -141,8 +143,7 @@ module systole_dma_write #(
   always_ff @(posedge clk_i) previous_q <= previous_d;
 
 `ifndef SYNTHESIS
-  a_request_bytes: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      req_valid_i |-> req_bytes_i != '0);
+  `ASSERT(a_request_bytes, req_valid_i |-> req_bytes_i != '0)
   // Write data held until it is taken does not change. Known gap: WVALID
   // follows data_valid_i, so a producer that withdraws its data withdraws
   // WVALID (the kernel's write engine never does); only the payload of a
@@ -151,7 +152,6 @@ module systole_dma_write #(
     .clk_i, .rst_ni, .valid_i(axi_req_o.w_valid), .ready_i(axi_rsp_i.w_ready), .payload_i(axi_req_o.w)
   );
   // Every response answers a burst whose address was sent.
-  a_response_expected: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      axi_rsp_i.b_valid |-> outstanding != '0);
+  `ASSERT(a_response_expected, axi_rsp_i.b_valid |-> outstanding != '0)
 `endif
 endmodule

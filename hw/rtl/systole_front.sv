@@ -6,6 +6,8 @@
 // SLVERR/DECERR ends the launch with ErrAxiError at the descriptor it
 // happened in (or at the header), after every request of that descriptor
 // has completed.
+`include "systole_assert.svh"
+
 module systole_front #(
   parameter int unsigned Rows = 4,
   parameter int unsigned Cols = 4
@@ -189,9 +191,6 @@ module systole_front #(
     desc_q    <= desc_d;
   end
 
-`ifndef SYNTHESIS
   // The command port is asked for one beat at a time.
-  a_one_fetch: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      cmd_row_valid_i |-> fetching && s_q.cmd_asked);
-`endif
+  `ASSERT(a_one_fetch, cmd_row_valid_i |-> fetching && s_q.cmd_asked)
 endmodule

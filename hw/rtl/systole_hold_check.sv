@@ -5,6 +5,8 @@
 // The copy and the comparison are registers (5.006, Debian's Verilator,
 // cannot sample wide signals in an assertion), so a violation is reported
 // one cycle late.
+`include "systole_assert.svh"
+
 module systole_hold_check #(
   parameter int unsigned Width = 1,
   parameter bit          ValidHeld = 1'b1
@@ -23,6 +25,6 @@ module systole_hold_check #(
     waiting_q <= valid_i && !ready_i;
     kept_q    <= !rst_ni || !waiting_q || (valid_i ? payload_i == past_q : !ValidHeld);
   end
-  a_held: assert property (@(posedge clk_i) disable iff (!rst_ni) kept_q);
+  `ASSERT(a_held, kept_q)
 `endif
 endmodule

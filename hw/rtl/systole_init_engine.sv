@@ -4,6 +4,8 @@
 // the bank's M rows with C read through port c (when accumulating; a bf16
 // C widens to fp32) or with +0, one row per cycle, and reads the tile's
 // bias row into the bank's bias register for the output stage.
+`include "systole_assert.svh"
+
 module systole_init_engine #(
   parameter int unsigned Cols = 4,
   parameter int unsigned MaxM = 256,
@@ -102,9 +104,6 @@ module systole_init_engine #(
   // The bias registers are data, read only for tiles this engine set up.
   always_ff @(posedge clk_i) if (take_bias) bias_q[s_q.j[0]] <= bias_row;
 
-`ifndef SYNTHESIS
   // Every row arriving on port c was asked for by this tile.
-  a_row_asked: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      active && row_valid_i |-> s_q.got < s_q.asked);
-`endif
+  `ASSERT(a_row_asked, active && row_valid_i |-> s_q.got < s_q.asked)
 endmodule

@@ -23,6 +23,8 @@
 // while the array accumulates another. This module only connects them.
 // A group's ports sit side by side in one vector, port p of the group at
 // [p * AxiReqBits +: AxiReqBits] (systole_rtl names them one by one).
+`include "systole_assert.svh"
+
 module systole_kernel #(
   parameter int unsigned Rows = 4,
   parameter int unsigned Cols = 4,
@@ -226,10 +228,8 @@ module systole_kernel #(
     .word_o(word)
   );
 
-`ifndef SYNTHESIS
   // The bus widths the package states are the structs' (ports side by
   // side rely on them).
-  a_bus_widths: assert property (@(posedge clk_i)
-      $bits(systole_pkg::axi_req_t) == ReqBits && $bits(systole_pkg::axi_rsp_t) == RspBits);
-`endif
+  `ASSERT_INIT(a_bus_widths,
+      $bits(systole_pkg::axi_req_t) == ReqBits && $bits(systole_pkg::axi_rsp_t) == RspBits)
 endmodule

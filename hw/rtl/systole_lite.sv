@@ -25,6 +25,8 @@
 // anything else, or of a 64-bit register's high word other than 0, gets
 // SLVERR); the counters are CounterBits wide (their high words read the
 // bits above 32); the DMA counters count the bytes of each 32-bit access.
+`include "systole_assert.svh"
+
 module systole_lite #(
   parameter int unsigned Rows        = 2,
   parameter int unsigned Cols        = 1,
@@ -776,10 +778,7 @@ module systole_lite #(
     end
   end
 
-`ifndef SYNTHESIS
   // One access at a time: no request while a read is outstanding.
-  a_one_access: assert property (@(posedge clk_i) disable iff (!rst_ni) s_q.issued |-> !mem_valid_o);
-  a_no_write_beyond: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      mem_valid_o && mem_write_o |-> s_q.ptr < mem_bytes_q);
-`endif
+  `ASSERT(a_one_access, s_q.issued |-> !mem_valid_o)
+  `ASSERT(a_no_write_beyond, mem_valid_o && mem_write_o |-> s_q.ptr < mem_bytes_q)
 endmodule

@@ -5,6 +5,8 @@
 // values, fewer in the last K tile), stored zero-padded to Rows values.
 // It runs while the first N tile computes; the stream engine lets row m
 // of K tile t enter once chunk t * M + m is stored (loaded_o counts them).
+`include "systole_assert.svh"
+
 module systole_load_engine #(
   parameter int unsigned Rows = 4,
   parameter int unsigned MaxM = 256,
@@ -67,9 +69,8 @@ module systole_load_engine #(
 
   logic unused;
   assign unused = ^{ask_g, st_g};
-`ifndef SYNTHESIS
   // Only asked-for chunks arrive, none past the block.
-  a_chunk_asked: assert property (@(posedge clk_i) disable iff (!rst_ni || clear_i)
-      row_valid_i |-> st_j == '0 && (st_t < ask_t || (st_t == ask_t && st_m < ask_m) || ask_j != '0));
-`endif
+  `ASSERT_DISABLE(a_chunk_asked,
+      row_valid_i |-> st_j == '0 && (st_t < ask_t || (st_t == ask_t && st_m < ask_m) || ask_j != '0),
+      !rst_ni || clear_i)
 endmodule

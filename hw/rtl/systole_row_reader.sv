@@ -7,6 +7,8 @@
 // request order, one held at a time (valid until row_ready_i). The next
 // row's first beat may arrive in the cycle the held row is taken, so a
 // stream of one-beat rows runs at one row per cycle.
+`include "systole_assert.svh"
+
 module systole_row_reader #(
   parameter int unsigned RowBytes = 64,
   parameter int unsigned MaxOutstanding = 8
@@ -96,8 +98,7 @@ module systole_row_reader #(
   end
 
 `ifndef SYNTHESIS
-  a_row_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      req_valid_i |-> req_bytes_i <= RowBytes);
+  `ASSERT(a_row_fits, req_valid_i |-> req_bytes_i <= RowBytes)
   // A held row stays, unchanged, until it is taken.
   systole_hold_check #(.Width(8*RowBytes)) u_row_held (
     .clk_i, .rst_ni, .valid_i(row_valid_o), .ready_i(row_ready_i), .payload_i(row_o)

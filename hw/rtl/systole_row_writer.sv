@@ -5,6 +5,8 @@
 // taken in the cycle the last beat goes). The row is taken in one cycle,
 // so a group of these (systole_striped_writer) takes a row per cycle from
 // one producer.
+`include "systole_assert.svh"
+
 module systole_row_writer #(
   parameter int unsigned RowBytes = 64,
   localparam int unsigned RowBeats = (RowBytes + systole_pkg::BeatBytes - 1) / systole_pkg::BeatBytes
@@ -72,8 +74,5 @@ module systole_row_writer #(
   // The row is data, qualified by sending_q.
   always_ff @(posedge clk_i) if (start) row_q <= req_row_i;
 
-`ifndef SYNTHESIS
-  a_row_fits: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      req_valid_i |-> req_bytes_i != '0 && req_bytes_i <= RowBytes);
-`endif
+  `ASSERT(a_row_fits, req_valid_i |-> req_bytes_i != '0 && req_bytes_i <= RowBytes)
 endmodule

@@ -8,6 +8,7 @@
 // kernel.xml. Read-only ports have no write channels; IDs, locks, caches,
 // QoS and regions are left to their defaults (Vitis ties off what a master
 // does not drive).
+`include "systole_assert.svh"
 `include "systole_axi.svh"
 
 module systole_rtl #(
@@ -69,9 +70,7 @@ module systole_rtl #(
     .c_req_o({c3_req, c2_req, c1_req, c0_req}), .c_rsp_i({c3_rsp, c2_rsp, c1_rsp, c0_rsp})
   );
 
-`ifndef SYNTHESIS
   // The ports named above are the spec's groups.
-  a_port_groups: assert property (@(posedge ap_clk)
-      systole_pkg::APorts == 4 && systole_pkg::BPorts == 2 && systole_pkg::CPorts == 4);
-`endif
+  `ASSERT_INIT(a_port_groups,
+      systole_pkg::APorts == 4 && systole_pkg::BPorts == 2 && systole_pkg::CPorts == 4)
 endmodule

@@ -6,6 +6,8 @@
 // that tile's accumulator bank is initialised; there is no gap when all
 // are ready ahead. Each row carries its tag: the accumulator
 // bank and row its sums go to, and whether it is the N tile's last.
+`include "systole_assert.svh"
+
 module systole_stream_engine #(
   parameter int unsigned MaxM = 256,
   localparam int unsigned RowBits = $clog2(MaxM)
@@ -59,8 +61,5 @@ module systole_stream_engine #(
     else chunk_q <= chunk_d;
   end
 
-`ifndef SYNTHESIS
-  a_row_in_buffer: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      valid_o |-> m < MaxM);
-`endif
+  `ASSERT(a_row_in_buffer, valid_o |-> m < MaxM)
 endmodule

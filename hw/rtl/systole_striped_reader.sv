@@ -5,6 +5,8 @@
 // stream of rows of b beats each therefore arrives at up to Ports / b rows
 // per cycle. The interface is systole_row_reader's, so an engine does not
 // know how many ports feed it.
+`include "systole_assert.svh"
+
 module systole_striped_reader #(
   parameter int unsigned Ports = 2,
   parameter int unsigned RowBytes = 64,
@@ -76,9 +78,6 @@ module systole_striped_reader #(
     end
   end
 
-`ifndef SYNTHESIS
   // Rows are taken from the port whose turn it is, never from another.
-  a_ports_in_turn: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      idle_o |-> ask_q == take_q);
-`endif
+  `ASSERT(a_ports_in_turn, idle_o |-> ask_q == take_q)
 endmodule

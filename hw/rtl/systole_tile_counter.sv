@@ -5,6 +5,8 @@
 // then t, then j. g = j * k_tiles + t counts K tiles over all N tiles
 // (its parity names the weight bank). One step per step_i; clear_i starts
 // over at the descriptor's first step.
+`include "systole_assert.svh"
+
 module systole_tile_counter (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -44,8 +46,5 @@ module systole_tile_counter (
 
   assign {j_o, t_o, i_o, g_o} = {j_q, t_q, i_q, g_q};
 
-`ifndef SYNTHESIS
-  a_step_in_tile: assert property (@(posedge clk_i) disable iff (!rst_ni || clear_i)
-      step_i |-> i_q < steps_i && t_q < k_tiles_i);
-`endif
+  `ASSERT_DISABLE(a_step_in_tile, step_i |-> i_q < steps_i && t_q < k_tiles_i, !rst_ni || clear_i)
 endmodule

@@ -16,6 +16,8 @@
 // the line has been idle for UartIdleBitTimes bit times; a frame cut short
 // is dropped, unanswered, after the same idle time. No input leaves the
 // bridge waiting for a byte that never comes.
+`include "systole_assert.svh"
+
 module systole_uart_bridge #(
   parameter int unsigned ClksPerBit = 104,
   parameter int unsigned MemWords   = 32768,  // device memory, in 32-bit words
@@ -305,10 +307,6 @@ module systole_uart_bridge #(
     buf_rdata_q <= buffer_q[buf_raddr];
   end
 
-`ifndef SYNTHESIS
-  a_one_target: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      !(mem_valid_o && (axil_req_o.aw_valid || axil_req_o.w_valid || axil_req_o.ar_valid)));
-  a_tx_held: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      tx_valid_o && !tx_ready_i |=> tx_valid_o && $stable(tx_data_o));
-`endif
+  `ASSERT(a_one_target, !(mem_valid_o && (axil_req_o.aw_valid || axil_req_o.w_valid || axil_req_o.ar_valid)))
+  `ASSERT(a_tx_held, tx_valid_o && !tx_ready_i |=> tx_valid_o && $stable(tx_data_o))
 endmodule

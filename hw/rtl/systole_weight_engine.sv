@@ -10,6 +10,8 @@
 // K tile g goes into bank g % 2 once tile g - 2, the bank's last user, has
 // streamed and left the PEs: Quiet (Rows + Cols) cycles after its last
 // activation entered. Its rows shift as they arrive.
+`include "systole_assert.svh"
+
 module systole_weight_engine #(
   parameter int unsigned Rows = 4,
   parameter int unsigned Cols = 4,
@@ -109,11 +111,8 @@ module systole_weight_engine #(
   logic unused;
   assign unused = ^ask_g;
 
-`ifndef SYNTHESIS
   // A row is taken only when one is there.
-  a_take_valid: assert property (@(posedge clk_i) disable iff (!rst_ni) take_o |-> row_valid_i);
+  `ASSERT(a_take_valid, take_o |-> row_valid_i)
   // The shifter never passes the requester (rows are shifted in request order).
-  a_shift_after_ask: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      run_i |-> sh_g <= ask_g);
-`endif
+  `ASSERT(a_shift_after_ask, run_i |-> sh_g <= ask_g)
 endmodule

@@ -6,6 +6,8 @@
 // systole_striped_writer sends its beats). The core's word_i holds the
 // named row's output-stage words, so a request takes them and names the
 // next row in the same cycle: a row per cycle while ports are free.
+`include "systole_assert.svh"
+
 module systole_write_engine #(
   parameter int unsigned Cols = 4,
   parameter int unsigned MaxM = 256,
@@ -88,9 +90,6 @@ module systole_write_engine #(
     end
   end
 
-`ifndef SYNTHESIS
   // The array finishes no more N tiles than the descriptor has.
-  a_tiles_counted: assert property (@(posedge clk_i) disable iff (!rst_ni || clear_i)
-      tile_done_i |-> s_q.summed < desc_i.n_tiles);
-`endif
+  `ASSERT_DISABLE(a_tiles_counted, tile_done_i |-> s_q.summed < desc_i.n_tiles, !rst_ni || clear_i)
 endmodule
