@@ -52,6 +52,14 @@ inline float sqrt(float a) { return round(std::sqrt(double(a))); }
 
 using numerics::FlushToZero;
 
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__SYNTHESIS__)
+// Under FlushToZero the processor reads subnormal operands as zeros (DAZ),
+// comparisons included, so operands need no canonicalising before use.
+inline constexpr bool kOperandsFlushInHardware = true;
+#else
+inline constexpr bool kOperandsFlushInHardware = false;
+#endif
+
 #if defined(__x86_64__) || defined(__i386__) || defined(__SYNTHESIS__)
 // (In Vitis HLS the operators become the tool's floating-point cores, which
 // flush subnormals; that they judge tininess as x86 does is not yet checked.)
@@ -100,37 +108,49 @@ inline float axpby_element(const VectorScalars& s, float x, float y) {
   return vector_math::add(vector_math::mul(s.alpha, x), vector_math::mul(s.beta, y));
 }
 
-// An elementwise opcode (every one but sum) over `count` canonical values:
-// x is read, y, z and w are read and written as descriptor.h's table says
-// (an operand the opcode does not read may hold anything; a NaN result is
-// canonicalised where it is written), under FlushToZero. One loop per
-// opcode over a scalars'
+// An elementwise opcode (every one but sum) over `count` values, under
+// FlushToZero: x is read, y, z and w are read and written as descriptor.h's
+// table says (an operand the opcode does not read may hold anything), and
+// what is written is canonicalised. The operands must be canonical unless
+// kOperandsFlushInHardware. One loop per opcode over a scalars'
 // copy that no store can alias, so that each loop vectorises.
 inline void vector_block(Opcode op, const VectorScalars& scalars, std::size_t count, const float* x, float* y,
                          float* z, float* w) {
+  using numerics::f32_canonical;
   const VectorScalars s = scalars;
   switch (op) {
     case Opcode::kAxpby:
       if (s.reads_y(op)) {
-        for (std::size_t i = 0; i < count; ++i) y[i] = axpby_element(s, x[i], y[i]);
+        for (std::size_t i = 0; i < count; ++i) y[i] = f32_canonical(axpby_element(s, x[i], y[i]));
       } else {
-        for (std::size_t i = 0; i < count; ++i) y[i] = vector_math::mul(s.alpha, x[i]);
+        for (std::size_t i = 0; i < count; ++i) y[i] = f32_canonical(vector_math::mul(s.alpha, x[i]));
       }
       break;
     case Opcode::kMul:
-      for (std::size_t i = 0; i < count; ++i) z[i] = vector_math::mul(x[i], y[i]);
+      for (std::size_t i = 0; i < count; ++i) z[i] = f32_canonical(vector_math::mul(x[i], y[i]));
       break;
     case Opcode::kRelu:
-      for (std::size_t i = 0; i < count; ++i) z[i] = numerics::relu(x[i]);
+      for (std::size_t i = 0; i < count; ++i) z[i] = f32_canonical(numerics::relu(x[i]));
       break;
     case Opcode::kReluGrad:
-      for (std::size_t i = 0; i < count; ++i) z[i] = y[i] > 0.0f ? x[i] : 0.0f;
+      for (std::size_t i = 0; i < count; ++i) z[i] = f32_canonical(y[i] > 0.0f ? x[i] : 0.0f);
       break;
     case Opcode::kSgd:
-      for (std::size_t i = 0; i < count; ++i) sgd_element(s, x[i], y[i], z[i]);
+      for (std::size_t i = 0; i < count; ++i) {
+        float velocity = y[i], weight = z[i];
+        sgd_element(s, x[i], velocity, weight);
+        y[i] = f32_canonical(velocity);
+        z[i] = f32_canonical(weight);
+      }
       break;
     case Opcode::kAdam:
-      for (std::size_t i = 0; i < count; ++i) adam_element(s, x[i], y[i], z[i], w[i]);
+      for (std::size_t i = 0; i < count; ++i) {
+        float m = y[i], v = z[i], weight = w[i];
+        adam_element(s, x[i], m, v, weight);
+        y[i] = f32_canonical(m);
+        z[i] = f32_canonical(v);
+        w[i] = f32_canonical(weight);
+      }
       break;
     case Opcode::kSum:
     case Opcode::kGemm:
@@ -139,14 +159,20 @@ inline void vector_block(Opcode op, const VectorScalars& scalars, std::size_t co
 }
 
 // An elementwise opcode over `n` elements of host arrays, reading and
-// writing what the engine would, a block at a time as the engine does
-// (inputs canonicalised as they are read, outputs as they are written):
-// the host's run of the update a descriptor would make. Arrays the opcode
-// does not use may be null; an output may be the same array as an input.
+// writing what the engine would (operands read as canonical values, outputs
+// canonicalised as they are written): the host's run of the update a
+// descriptor would make. Arrays the opcode does not use may be null; an
+// output may be the same array as an input. Where the hardware reads
+// subnormals as zeros the arrays are worked in place; elsewhere a block at
+// a time through canonical copies.
 inline void vector_apply(Opcode op, const VectorScalars& s, std::size_t n, const float* x, float* y, float* z,
                          float* w) {
-  constexpr std::size_t kBlock = 256;
   const FlushToZero flush_to_zero;
+  if (kOperandsFlushInHardware) {
+    vector_block(op, s, n, x, y, z, w);
+    return;
+  }
+  constexpr std::size_t kBlock = 256;
   const VectorOperands operands = vector_operands(op);
   float* const arrays[3] = {y, z, w};
   const bool read[3] = {operands.read[1] && s.reads_y(op), operands.read[2], operands.read[3]};
@@ -161,7 +187,7 @@ inline void vector_apply(Opcode op, const VectorScalars& s, std::size_t n, const
       if (read[j]) canonical_copy(arrays[j] + i0, block[j], count);
     vector_block(op, s, count, block_x, block[0], block[1], block[2]);
     for (int j = 0; j < 3; ++j)
-      if (operands.written[1 + j]) canonical_copy(block[j], arrays[j] + i0, count);
+      if (operands.written[1 + j]) std::copy(block[j], block[j] + count, arrays[j] + i0);
   }
 }
 
