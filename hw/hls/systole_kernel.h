@@ -364,9 +364,10 @@ inline constexpr uint32_t kVectorBlock = 256;
 inline constexpr uint32_t kVectorLanes = kBeatBytes / sizeof(float);
 
 // The engine's schedule without memory stalls: one beat (kVectorLanes
-// elements) of every operand per cycle, rows times over for sum.
+// elements) of every operand per cycle, rows times over for sum and
+// to_bf16.
 constexpr uint64_t vector_schedule_cycles(const spec::VectorDescriptor& d) {
-  const uint64_t passes = d.opcode == uint8_t(spec::Opcode::kSum) ? d.rows : 1;
+  const uint64_t passes = spec::vector_reads_rows(spec::Opcode(d.opcode)) ? d.rows : 1;
   return passes * ceil_div(d.n, kVectorLanes);
 }
 
@@ -392,11 +393,55 @@ inline void write_vector(Beat* port, uint64_t addr, uint32_t count, const float*
   dma_write(port, addr, count * uint32_t(sizeof(float)), bytes, bus_bytes);
 }
 
+// to_bf16: x's rows rounded to bf16 (f32_to_bf16, as the host rounds
+// operands), written packed on c port 1, or transposed. Transposed,
+// kVectorLanes rows are converted together, so that each column's values
+// for those rows leave in one write.
+inline void execute_to_bf16(const Ports& ports, const spec::VectorDescriptor& d,
+                            spec::PerfCounters& counters) {
+  const bool transpose = (d.flags & spec::vector_flag::kTranspose) != 0;
+  const uint32_t group = transpose ? kVectorLanes : 1;
+  float x[kVectorLanes][kVectorBlock];
+  bf16_t out[kVectorLanes][kVectorBlock];
+  uint8_t bytes[kVectorBlock * sizeof(bf16_t)];
+  uint32_t transfer = 0;
+ROW_GROUPS:
+  for (uint32_t r0 = 0; r0 < d.rows; r0 += group) {
+    const uint32_t rows = min_u32(group, d.rows - r0);
+  BLOCKS:
+    for (uint32_t i0 = 0; i0 < d.n; i0 += kVectorBlock) {
+      const uint32_t count = min_u32(kVectorBlock, d.n - i0);
+      for (uint32_t r = 0; r < rows; ++r, ++transfer) {
+        const uint64_t row = d.x_addr + (uint64_t(r0 + r) * d.stride + i0) * sizeof(float);
+        read_vector(ports.a[transfer % spec::kAPorts], row, count, x[r], counters.dma_read_bytes);
+        numerics::f32_to_bf16_array(x[r], out[r], count);
+      }
+      if (!transpose) {
+        std::memcpy(bytes, out[0], count * sizeof(bf16_t));
+        dma_write(ports.c[1], d.z_addr + (uint64_t(r0) * d.n + i0) * sizeof(bf16_t),
+                  count * uint32_t(sizeof(bf16_t)), bytes, counters.dma_write_bytes);
+        continue;
+      }
+      for (uint32_t c = 0; c < count; ++c) {
+        for (uint32_t r = 0; r < rows; ++r)
+          std::memcpy(bytes + r * sizeof(bf16_t), &out[r][c], sizeof(bf16_t));
+        dma_write(ports.c[1], d.z_addr + (uint64_t(i0 + c) * d.rows + r0) * sizeof(bf16_t),
+                  rows * uint32_t(sizeof(bf16_t)), bytes, counters.dma_write_bytes);
+      }
+    }
+  }
+  counters.busy_cycles += vector_schedule_cycles(d);
+}
+
 // One validated vector descriptor.
 inline void execute_vector(const Ports& ports, const spec::VectorDescriptor& d,
                            spec::PerfCounters& counters) {
-  const spec::FlushToZero flush_to_zero;  // the engine's arithmetic (vector_ops.h)
   const spec::Opcode op = spec::Opcode(d.opcode);
+  if (op == spec::Opcode::kToBf16) {
+    execute_to_bf16(ports, d, counters);
+    return;
+  }
+  const spec::FlushToZero flush_to_zero;  // the engine's arithmetic (vector_ops.h)
   const spec::VectorOperands operands = spec::vector_operands(op);
   const spec::VectorScalars scalars = spec::VectorScalars::of(d);
   const uint64_t addr[4] = {d.x_addr, d.y_addr, d.z_addr, d.w_addr};

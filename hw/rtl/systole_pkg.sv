@@ -7,7 +7,7 @@ package systole_pkg;
 
   // Identification
   localparam int unsigned DeviceId = 'h53595354;
-  localparam int unsigned Version = 'h20001;
+  localparam int unsigned Version = 'h20002;
   localparam int unsigned VersionMajor = 'h2;
   localparam int unsigned BeatBytes = 'h40;  // AXI data width in bytes
   localparam int unsigned AxiBoundaryBytes = 'h1000;
@@ -78,7 +78,9 @@ package systole_pkg;
   localparam int unsigned OpcodeSum = 'h6;
   localparam int unsigned OpcodeSgd = 'h7;
   localparam int unsigned OpcodeAdam = 'h8;
+  localparam int unsigned OpcodeToBf16 = 'h9;
   localparam int unsigned VectorFlagNesterov = 'h1;
+  localparam int unsigned VectorFlagTranspose = 'h2;
   localparam int unsigned MaxVectorElements = 'h4000000;
   localparam int unsigned MaxVectorRows = 'h10000;
   localparam int unsigned FlagAccumulate = 'h1;

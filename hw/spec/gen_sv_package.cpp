@@ -160,6 +160,7 @@ int main() {
   SYSTOLE_OPCODES(SYSTOLE_OPCODE_PARAM)
 #undef SYSTOLE_OPCODE_PARAM
   param("VectorFlagNesterov", vector_flag::kNesterov);
+  param("VectorFlagTranspose", vector_flag::kTranspose);
   param("MaxVectorElements", kMaxVectorElements);
   param("MaxVectorRows", kMaxVectorRows);
 #define SYSTOLE_FLAG_PARAM(Name, name, bit) param("Flag" #Name, flag::k##Name);

@@ -23,7 +23,7 @@ struct Corruption {
 };
 
 const Corruption kDescriptorCorruptions[] = {
-    {"opcode", [](auto& d) { d.opcode = 9; }, spec::ErrorCode::kBadOpcode},
+    {"opcode", [](auto& d) { d.opcode = 10; }, spec::ErrorCode::kBadOpcode},
     {"opcode_high", [](auto& d) { d.opcode = 0x81; }, spec::ErrorCode::kBadOpcode},
     {"opcode_zero", [](auto& d) { d.opcode = 0; }, spec::ErrorCode::kBadOpcode},
     {"unknown_flag", [](auto& d) { d.flags |= 0x10; }, spec::ErrorCode::kBadFlags},

@@ -138,19 +138,22 @@ spec::VectorDescriptor random_descriptor(Opcode op, std::mt19937_64& rng, uint64
   spec::VectorDescriptor d{};
   d.opcode = uint8_t(op);
   d.n = kSizes[rng() % std::size(kSizes)];
-  const bool sum = op == Opcode::kSum;
-  if (sum) {
-    d.rows = 1 + uint32_t(rng() % 9);
+  const bool sum = op == Opcode::kSum, to_bf16 = op == Opcode::kToBf16;
+  if (spec::vector_reads_rows(op)) {
+    d.rows = 1 + uint32_t(rng() % (to_bf16 ? 37 : 9));
+    if (to_bf16) d.n = 1 + uint32_t(rng() % 300);  // rows x n fits a region as bf16 and as fp32
     d.stride = d.n + uint32_t(rng() % 5);
   }
+  if (to_bf16 && rng() % 2) d.flags = spec::vector_flag::kTranspose;
   // Four regions, each starting at an address that is a multiple of 4 but
   // rarely of 64, so the transfers' first and last beats are partial.
   const uint64_t region = bytes / 4;
   uint64_t addr[4];
-  for (int i = 0; i < 4; ++i) addr[i] = i * region + 4 * (rng() % 40);
+  // (to_bf16's bf16 output at a multiple of 2.)
+  for (int i = 0; i < 4; ++i) addr[i] = i * region + (to_bf16 && i == 2 ? 2 : 4) * (rng() % 40);
   const spec::VectorOperands operands = spec::vector_operands(op);
   // In place: an output on the buffer of a read-only input (x).
-  if (!sum && rng() % 4 == 0)
+  if (!sum && !to_bf16 && rng() % 4 == 0)
     for (int i = 1; i < 4; ++i)
       if (operands.written[i]) {
         addr[i] = addr[0];
@@ -185,7 +188,7 @@ std::vector<uint8_t> random_image(std::mt19937_64& rng, uint64_t bytes) {
 }
 
 constexpr Opcode kVectorOpcodes[] = {Opcode::kAxpby, Opcode::kMul, Opcode::kRelu, Opcode::kReluGrad,
-                                     Opcode::kSum,   Opcode::kSgd, Opcode::kAdam};
+                                     Opcode::kSum,   Opcode::kSgd, Opcode::kAdam, Opcode::kToBf16};
 
 class VectorEngine : public ::testing::TestWithParam<EmuEngine> {};
 
@@ -361,6 +364,15 @@ spec::VectorDescriptor good_sum() {
   return d;
 }
 
+spec::VectorDescriptor good_to_bf16() {
+  spec::VectorDescriptor d{};
+  d.opcode = uint8_t(Opcode::kToBf16);
+  d.flags = spec::vector_flag::kTranspose;
+  d.n = 10, d.rows = 6, d.stride = 12;
+  d.x_addr = 0, d.z_addr = 2050;
+  return d;
+}
+
 struct VectorCorruption {
   const char* name;
   spec::VectorDescriptor (*good)();  // the valid descriptor it breaks
@@ -369,7 +381,17 @@ struct VectorCorruption {
 };
 
 const VectorCorruption kVectorCorruptions[] = {
-    {"unknown_opcode", good_adam, [](auto& d) { d.opcode = 9; }, spec::ErrorCode::kBadOpcode},
+    {"unknown_opcode", good_adam, [](auto& d) { d.opcode = 10; }, spec::ErrorCode::kBadOpcode},
+    {"transpose_on_sum", good_sum, [](auto& d) { d.flags = spec::vector_flag::kTranspose; },
+     spec::ErrorCode::kBadFlags},
+    {"to_bf16_rows_zero", good_to_bf16, [](auto& d) { d.rows = 0; }, spec::ErrorCode::kBadDimension},
+    {"to_bf16_stride_short", good_to_bf16, [](auto& d) { d.stride = 9; }, spec::ErrorCode::kBadLeadingDim},
+    {"to_bf16_output_odd", good_to_bf16, [](auto& d) { d.z_addr = 2051; },
+     spec::ErrorCode::kMisalignedAddress},
+    {"to_bf16_output_past_the_end", good_to_bf16, [](auto& d) { d.z_addr = kDeviceBytes - 100; },
+     spec::ErrorCode::kAddressOutOfRange},
+    {"to_bf16_output_on_its_input", good_to_bf16, [](auto& d) { d.z_addr = d.x_addr; },
+     spec::ErrorCode::kOverlappingBuffers},
     {"nesterov_on_adam", good_adam, [](auto& d) { d.flags = spec::vector_flag::kNesterov; },
      spec::ErrorCode::kBadFlags},
     {"reserved0", good_adam, [](auto& d) { d.reserved0 = 4; }, spec::ErrorCode::kBadFlags},

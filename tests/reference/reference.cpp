@@ -319,6 +319,17 @@ void vector(const spec::VectorDescriptor& d, std::vector<uint8_t>& memory) {
                  delta = scalar(d.delta);
   const uint32_t one = 0x3F800000;
   const Opcode op = Opcode(d.opcode);
+  if (op == Opcode::kToBf16) {
+    // x and z never overlap (validation), so the order of writes is free.
+    const bool transpose = (d.flags & spec::vector_flag::kTranspose) != 0;
+    for (uint64_t r = 0; r < d.rows; ++r)
+      for (uint64_t c = 0; c < d.n; ++c) {
+        const uint16_t value = f32_to_bf16(load(d.x_addr + 4 * (r * d.stride + c)));
+        const uint64_t at = transpose ? c * d.rows + r : r * d.n + c;
+        std::memcpy(memory.data() + d.z_addr + 2 * at, &value, 2);
+      }
+    return;
+  }
   // Every result first, then the writes: an output that is an input's
   // buffer reads the input as it was.
   std::vector<std::pair<uint64_t, uint32_t>> writes;
@@ -365,6 +376,7 @@ void vector(const spec::VectorDescriptor& d, std::vector<uint8_t>& memory) {
         writes.push_back({wi, fsub(load(wi), fdiv(fmul(alpha, m), add(fsqrt(v), delta)))});
         break;
       }
+      case Opcode::kToBf16:
       case Opcode::kGemm:
         break;
     }

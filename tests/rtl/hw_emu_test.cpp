@@ -86,7 +86,7 @@ TEST(HwEmu, BadDescriptorsAndTimeoutsBehaveAsOnSwEmu) {
   options.max_m = 6;
   const testing::Workload workload = testing::make_workload(21, options);
   std::vector<spec::GemmDescriptor> descriptors = workload.rebased(0);
-  descriptors[1].opcode = 9;
+  descriptors[1].opcode = 10;  // no such opcode
   const testing::Outcome bad =
       testing::run_on_device(device, workload.memory, encode_command_lists(descriptors, 100).at(0));
   EXPECT_EQ(bad.status.code(), StatusCode::kDeviceError);

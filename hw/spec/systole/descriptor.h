@@ -34,7 +34,8 @@ struct CommandListHeader {
   X(ReluGrad, relu_grad, 5) \
   X(Sum, sum, 6)            \
   X(Sgd, sgd, 7)            \
-  X(Adam, adam, 8)
+  X(Adam, adam, 8)          \
+  X(ToBf16, to_bf16, 9)
 
 enum class Opcode : uint8_t {
 #define SYSTOLE_OPCODE_ENUM(Name, name, value) k##Name = value,
@@ -120,16 +121,20 @@ struct GemmDescriptor {
 //              beta momentum; flag kNesterov
 //   adam       x gradient, y m, z v, w weights; alpha the step size with
 //              both bias corrections, beta beta1, gamma beta2, delta epsilon
+//   to_bf16    z = f32_to_bf16(x) of a rows x n matrix whose rows are
+//              stride apart, written packed as bf16: rows x n, or n x rows
+//              with flag kTranspose (z[c][r] = x_r[c]); the array's
+//              operands made on the card from fp32 values kept there
 //
 // Fields an opcode does not use (scalars, addresses, rows and stride
-// outside sum) must be zero (kBadFlags).
+// outside sum and to_bf16) must be zero (kBadFlags).
 struct VectorDescriptor {
   uint8_t opcode;      // an Opcode other than kGemm
   uint8_t flags;       // vector_flag::*
   uint16_t reserved0;  // must be zero
   uint32_t n;          // elements per vector, 1 .. kMaxVectorElements
-  uint32_t rows;       // sum: vectors summed, 1 .. kMaxVectorRows
-  uint32_t stride;     // sum: elements from one to the next, >= n
+  uint32_t rows;       // sum, to_bf16: vectors (rows), 1 .. kMaxVectorRows
+  uint32_t stride;     // sum, to_bf16: elements from one to the next, >= n
   float alpha, beta, gamma, delta;
   uint64_t x_addr, y_addr, z_addr, w_addr;
 };
@@ -139,7 +144,8 @@ inline constexpr uint32_t kMaxVectorElements = 1u << 26;  // 256 MiB of fp32
 inline constexpr uint32_t kMaxVectorRows = 65536;
 
 namespace vector_flag {
-inline constexpr uint8_t kNesterov = 1u << 0;  // sgd only
+inline constexpr uint8_t kNesterov = 1u << 0;   // sgd only
+inline constexpr uint8_t kTranspose = 1u << 1;  // to_bf16 only
 }  // namespace vector_flag
 
 static_assert(sizeof(CommandListHeader) == kBeatBytes, "header is one beat");

@@ -13,7 +13,7 @@ namespace systole::spec {
 // Version of the kernel interface (register map + command-list format).
 // Bump the major number on any incompatible change.
 inline constexpr uint32_t kVersionMajor = 2;
-inline constexpr uint32_t kVersionMinor = 1;  // 1: the vector engine's opcodes
+inline constexpr uint32_t kVersionMinor = 2;  // 1: the vector engine; 2: to_bf16
 inline constexpr uint32_t kVersion = (kVersionMajor << 16) | kVersionMinor;
 inline constexpr uint32_t kDeviceId = 0x53595354;  // "SYST"
 

@@ -75,6 +75,7 @@ constexpr VectorOperands vector_operands(Opcode op) {
       return {{true, true, false, false}, {false, false, true, false}};
     case Opcode::kRelu:
     case Opcode::kSum:
+    case Opcode::kToBf16:
       return {{true, false, false, false}, {false, false, true, false}};
     case Opcode::kSgd:
       return {{true, true, true, false}, {false, true, true, false}};
@@ -101,14 +102,29 @@ constexpr uint32_t vector_scalar_count(Opcode op) {
 }
 
 constexpr bool is_vector_opcode(uint8_t opcode) {
-  return opcode >= uint8_t(Opcode::kAxpby) && opcode <= uint8_t(Opcode::kAdam);
+  return opcode >= uint8_t(Opcode::kAxpby) && opcode <= uint8_t(Opcode::kToBf16);
 }
 
-// Bytes each operand of a vector descriptor spans (x of sum spans its rows).
+// Whether an opcode reads x as `rows` vectors `stride` apart.
+constexpr bool vector_reads_rows(Opcode op) { return op == Opcode::kSum || op == Opcode::kToBf16; }
+
+// Bytes of one element of an operand: fp32, but to_bf16's output.
+constexpr uint32_t vector_element_bytes(Opcode op, int operand) {
+  return op == Opcode::kToBf16 && operand == 2 ? kBf16Bytes : kFp32Bytes;
+}
+
+// Bytes each operand of a vector descriptor spans (x of sum and to_bf16
+// spans its rows; to_bf16's z holds every row, packed).
 constexpr uint64_t vector_operand_bytes(const VectorDescriptor& d, int operand) {
-  if (operand == 0 && d.opcode == uint8_t(Opcode::kSum))
-    return matrix_span_bytes(d.rows, d.n, d.stride, kFp32Bytes);
+  const Opcode op = Opcode(d.opcode);
+  if (operand == 0 && vector_reads_rows(op)) return matrix_span_bytes(d.rows, d.n, d.stride, kFp32Bytes);
+  if (operand == 2 && op == Opcode::kToBf16) return uint64_t(d.rows) * d.n * kBf16Bytes;
   return uint64_t(d.n) * kFp32Bytes;
+}
+
+// The flags an opcode takes.
+constexpr uint8_t vector_allowed_flags(Opcode op) {
+  return op == Opcode::kSgd ? vector_flag::kNesterov : op == Opcode::kToBf16 ? vector_flag::kTranspose : 0;
 }
 
 // Checks one vector descriptor, in the order GEMM's checks run: opcode
@@ -123,20 +139,19 @@ constexpr ErrorCode validate_vector_descriptor(const VectorDescriptor& d, uint64
   const VectorOperands operands = vector_operands(op);
   const uint64_t addr[4] = {d.x_addr, d.y_addr, d.z_addr, d.w_addr};
   const float scalars[4] = {d.alpha, d.beta, d.gamma, d.delta};
-  const uint8_t allowed_flags = op == Opcode::kSgd ? vector_flag::kNesterov : 0;
-  if ((d.flags & ~allowed_flags) != 0 || d.reserved0 != 0) return ErrorCode::kBadFlags;
+  if ((d.flags & ~vector_allowed_flags(op)) != 0 || d.reserved0 != 0) return ErrorCode::kBadFlags;
   for (uint32_t i = vector_scalar_count(op); i < 4; ++i)
     if (__builtin_bit_cast(uint32_t, scalars[i]) != 0) return ErrorCode::kBadFlags;  // -0 and NaN too
   for (int i = 0; i < 4; ++i)
     if (!operands.uses(i) && addr[i] != 0) return ErrorCode::kBadFlags;
-  const bool sum = op == Opcode::kSum;
-  if (!sum && (d.rows != 0 || d.stride != 0)) return ErrorCode::kBadFlags;
+  const bool rows = vector_reads_rows(op);
+  if (!rows && (d.rows != 0 || d.stride != 0)) return ErrorCode::kBadFlags;
 
-  if (d.n == 0 || d.n > kMaxVectorElements || (sum && (d.rows == 0 || d.rows > kMaxVectorRows)))
+  if (d.n == 0 || d.n > kMaxVectorElements || (rows && (d.rows == 0 || d.rows > kMaxVectorRows)))
     return ErrorCode::kBadDimension;
-  if (sum && d.stride < d.n) return ErrorCode::kBadLeadingDim;
+  if (rows && d.stride < d.n) return ErrorCode::kBadLeadingDim;
   for (int i = 0; i < 4; ++i)
-    if (operands.uses(i) && addr[i] % kFp32Bytes != 0) return ErrorCode::kMisalignedAddress;
+    if (operands.uses(i) && addr[i] % vector_element_bytes(op, i) != 0) return ErrorCode::kMisalignedAddress;
   for (int i = 0; i < 4; ++i)
     if (operands.uses(i) && !in_range(addr[i], vector_operand_bytes(d, i), mem_bytes))
       return ErrorCode::kAddressOutOfRange;

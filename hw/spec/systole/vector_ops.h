@@ -108,7 +108,7 @@ inline float axpby_element(const VectorScalars& s, float x, float y) {
   return vector_math::add(vector_math::mul(s.alpha, x), vector_math::mul(s.beta, y));
 }
 
-// An elementwise opcode (every one but sum) over `count` values, under
+// An elementwise opcode (every one but sum and to_bf16) over `count` values, under
 // FlushToZero: x is read, y, z and w are read and written as descriptor.h's
 // table says (an operand the opcode does not read may hold anything), and
 // what is written is canonicalised. The operands must be canonical unless
@@ -153,6 +153,7 @@ inline void vector_block(Opcode op, const VectorScalars& scalars, std::size_t co
       }
       break;
     case Opcode::kSum:
+    case Opcode::kToBf16:
     case Opcode::kGemm:
       break;
   }
