@@ -185,6 +185,7 @@ Result<std::shared_ptr<DeviceBackend>> open_perf(uint32_t index, const DeviceOpt
   card::CardConfig config;
   config.board = *board;
   config.shape = {options.array_rows, options.array_cols};
+  config.shape.features = spec::feature::kVectorEngine;
   config.compute_units = options.compute_units;
   config.clock_mhz = options.perf.clock_mhz;
   config.pcie_gen = options.perf.pcie_gen;
@@ -200,10 +201,6 @@ Result<std::shared_ptr<DeviceBackend>> open_perf(uint32_t index, const DeviceOpt
                       "; board 'hypothetical' models a part that fits 128x128)");
   DeviceOptions functional_options = options;
   functional_options.engine = EmuEngine::kFast;
-  // The card's timing model has no schedule for the vector engine yet, so
-  // the modelled kernel reports none: the runtime keeps that work on the
-  // host, where the projection counts its traffic.
-  functional_options.sw_emu_features = 0;
   auto functional = open_sw_emu(index, functional_options);
   if (!functional.ok()) return Status(functional.status().code(), "perf: " + functional.status().message());
   std::ostringstream name;

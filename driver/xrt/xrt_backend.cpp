@@ -200,11 +200,7 @@ class XrtBackend final : public DeviceBackend {
 
   Status identify_by_launch(uint32_t u) {
     const uint32_t bank = topology_.units[u].banks[0].front();  // the cmd port's first bank
-    spec::CommandListHeader header{};
-    header.magic = spec::kCommandListMagic;
-    header.version_major = spec::kVersionMajor;
-    header.version_minor = spec::kVersionMinor;
-    header.count = 0;
+    const spec::CommandListHeader header = spec::command_list_header(0);
     auto address = allocate(sizeof header, bank);
     if (!address.ok()) return address.status();
     SYSTOLE_RETURN_IF_ERROR(write_memory(*address, &header, sizeof header));

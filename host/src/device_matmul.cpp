@@ -109,6 +109,101 @@ Result<uint64_t> DeviceMatmul::stage(Slot& slot, const float* x, const OperandRo
   return slot.buffer.address();
 }
 
+void Intervals::add(std::size_t begin, std::size_t end) {
+  if (begin >= end) return;
+  // Merge with every span it touches; the list stays sorted and disjoint.
+  auto first = std::lower_bound(spans_.begin(), spans_.end(), begin,
+                                [](const auto& span, std::size_t at) { return span.second < at; });
+  auto last = first;
+  while (last != spans_.end() && last->first <= end) {
+    begin = std::min(begin, last->first);
+    end = std::max(end, last->second);
+    ++last;
+  }
+  first = spans_.erase(first, last);
+  spans_.insert(first, {begin, end});
+}
+
+bool Intervals::contains(std::size_t begin, std::size_t end) const {
+  auto span = std::lower_bound(spans_.begin(), spans_.end(), begin,
+                               [](const auto& s, std::size_t at) { return s.second <= at; });
+  return begin >= end || (span != spans_.end() && span->first <= begin && end <= span->second);
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> Intervals::gaps(std::size_t count) const {
+  std::vector<std::pair<std::size_t, std::size_t>> gaps;
+  std::size_t at = 0;
+  for (const auto& [begin, end] : spans_) {
+    if (begin >= count) break;
+    if (begin > at) gaps.push_back({at, begin});
+    at = std::max(at, end);
+  }
+  if (at < count) gaps.push_back({at, count});
+  return gaps;
+}
+
+void DeviceMatmul::keep_resident(const ResidentParameters& resident) {
+  resident_ = resident;
+  copies_.clear();
+  card_read_.clear();
+  card_written_.clear();
+}
+
+void DeviceMatmul::values_changed() {
+  for (Copy& copy : copies_) copy.current = false;
+}
+
+std::optional<std::size_t> DeviceMatmul::offset_in(const float* base, std::size_t size, const float* p,
+                                                   std::size_t count) {
+  // Compared as addresses: p need not point into base's array.
+  const auto at = reinterpret_cast<std::uintptr_t>(p), from = reinterpret_cast<std::uintptr_t>(base);
+  if (!base || at < from || at >= from + size * sizeof(float)) return std::nullopt;
+  const std::size_t offset = (at - from) / sizeof(float);
+  if (count > size - offset) return SIZE_MAX;  // runs past the region's end
+  return offset;
+}
+
+Result<std::optional<uint64_t>> DeviceMatmul::resident_operand(const float* x, uint32_t rows, uint32_t cols,
+                                                               bool transposed, uint32_t stride,
+                                                               Operand operand,
+                                                               std::vector<spec::CommandRecord>& records) {
+  if (!resident_ || !x) return std::optional<uint64_t>();
+  // X as stored: transposed, op(X)'s columns are its rows.
+  const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
+  const std::size_t span = std::size_t(stored_rows - 1) * stride + stored_cols;
+  const std::optional<std::size_t> offset = offset_in(resident_->values, resident_->count, x, span);
+  if (!offset) return std::optional<uint64_t>();
+  if (*offset == SIZE_MAX)
+    return Status(StatusCode::kInvalidArgument, "matmul: an operand of " + std::to_string(rows) + " x " +
+                                                    std::to_string(cols) +
+                                                    " runs past the end of the parameters kept on the card");
+  card_read_.add(*offset, *offset + span);
+  auto found = std::find_if(copies_.begin(), copies_.end(), [&](const Copy& copy) {
+    return copy.offset == *offset && copy.rows == rows && copy.cols == cols && copy.stride == stride &&
+           copy.transposed == transposed && copy.operand == operand;
+  });
+  if (found == copies_.end()) {
+    Copy copy{*offset, rows, cols, stride, transposed, operand, {}, false};
+    copy.slot.bank = spec::operand_bank(unit_, operand, device_.info().hbm_banks);
+    copies_.push_back(std::move(copy));
+    found = copies_.end() - 1;
+  }
+  if (!found->current) {
+    SYSTOLE_RETURN_IF_ERROR(ensure(found->slot, std::size_t(rows) * cols * sizeof(uint16_t)));
+    spec::VectorDescriptor d{};
+    d.opcode = uint8_t(spec::Opcode::kToBf16);
+    d.flags = transposed ? spec::vector_flag::kTranspose : 0;
+    d.n = stored_cols;
+    d.rows = stored_rows;
+    d.stride = stride;
+    d.x_addr = resident_->values_buffer.address() + resident_->values_offset + *offset * sizeof(float);
+    d.z_addr = found->slot.buffer.address();
+    records.push_back(spec::record_of(d));
+    found->current = true;
+  }
+  return std::optional<uint64_t>(found->slot.buffer.address());
+}
+
 Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   const DeviceInfo& info = device_.info();
   const uint32_t banks = info.hbm_banks;
@@ -120,9 +215,11 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   using Clock = Trace::Clock;
   const Clock::time_point begun = Clock::now();
   double launch_seconds = 0;
-  Trace* trace = Trace::installed();
   const uint32_t track = Trace::unit_track(unit_);
-  std::vector<spec::GemmDescriptor> descriptors;
+  // The copies the card makes first, then the products.
+  std::vector<spec::CommandRecord> records, products;
+  // Products whose C stays in the card's gradients (not downloaded).
+  std::vector<bool> on_card(calls.size(), false);
   std::optional<TraceScope> upload(std::in_place, "upload", "device", track);  // until the first launch
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const MatmulCall& call = calls[i];
@@ -144,35 +241,103 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.relu = call.relu;
     problem.accumulate = call.accumulate;
 
-    auto a = stage(a_[i], call.a, call.a_rows, call.m, call.k, call.a_transposed, call.a_stride());
+    auto a_card = resident_operand(call.a_rows ? nullptr : call.a, call.m, call.k, call.a_transposed,
+                                   call.a_stride(), Operand::kA, records);
+    if (!a_card.ok()) return a_card.status();
+    auto a = *a_card ? Result<uint64_t>(**a_card)
+                     : stage(a_[i], call.a, call.a_rows, call.m, call.k, call.a_transposed, call.a_stride());
     if (!a.ok()) return a.status();
     problem.a = {*a, call.k};
 
-    auto b = stage(b_[i], call.b, call.b_rows, call.k, call.n, call.b_transposed, call.b_stride());
+    auto b_card = resident_operand(call.b_rows ? nullptr : call.b, call.k, call.n, call.b_transposed,
+                                   call.b_stride(), Operand::kB, records);
+    if (!b_card.ok()) return b_card.status();
+    auto b = *b_card ? Result<uint64_t>(**b_card)
+                     : stage(b_[i], call.b, call.b_rows, call.k, call.n, call.b_transposed, call.b_stride());
     if (!b.ok()) return b.status();
     problem.b = {*b, call.n};
 
-    // C, then the bias behind it; C is uploaded only when accumulated into.
-    const std::size_t c_bytes = std::size_t(call.m) * call.n * sizeof(float);
-    SYSTOLE_RETURN_IF_ERROR(ensure(c_[i], c_bytes + (call.bias ? call.n * sizeof(float) : 0)));
-    Buffer* c = &c_[i].buffer;
-    if (call.accumulate) {
-      SYSTOLE_RETURN_IF_ERROR(c->write(call.c, c_bytes));
-      SYSTOLE_RETURN_IF_ERROR(c->sync(Buffer::SyncDirection::kToDevice, c_bytes, 0));
+    const std::size_t c_count = std::size_t(call.m) * call.n, c_bytes = c_count * sizeof(float);
+    const std::optional<std::size_t> bias_at =
+        resident_ && call.bias ? offset_in(resident_->values, resident_->count, call.bias, call.n)
+                               : std::nullopt;
+    const std::optional<std::size_t> c_at =
+        resident_ ? offset_in(resident_->gradients, resident_->count, call.c, c_count) : std::nullopt;
+    if (bias_at == SIZE_MAX || c_at == SIZE_MAX)
+      return Status(StatusCode::kInvalidArgument,
+                    "matmul: a bias or result runs past the end of the parameters kept on the card");
+    if (c_at) {
+      // The product lands in the card's gradients. Accumulating into what
+      // the host wrote there, the host's values go up first.
+      const uint64_t at = resident_->gradient_offset + *c_at * sizeof(float);
+      Buffer& gradients = resident_->gradient_buffer;
+      if (call.accumulate && !card_written_.contains(*c_at, *c_at + c_count)) {
+        SYSTOLE_RETURN_IF_ERROR(gradients.write(call.c, c_bytes, at));
+        SYSTOLE_RETURN_IF_ERROR(gradients.sync(Buffer::SyncDirection::kToDevice, c_bytes, at));
+      }
+      card_written_.add(*c_at, *c_at + c_count);
+      problem.c = {gradients.address() + at, call.n};
+      on_card[i] = true;
+    } else {
+      // C, then the bias behind it; C is uploaded only when accumulated into.
+      const bool bias_here = call.bias && !bias_at;
+      SYSTOLE_RETURN_IF_ERROR(ensure(c_[i], c_bytes + (bias_here ? call.n * sizeof(float) : 0)));
+      Buffer* c = &c_[i].buffer;
+      if (call.accumulate) {
+        SYSTOLE_RETURN_IF_ERROR(c->write(call.c, c_bytes));
+        SYSTOLE_RETURN_IF_ERROR(c->sync(Buffer::SyncDirection::kToDevice, c_bytes, 0));
+      }
+      if (bias_here) {
+        SYSTOLE_RETURN_IF_ERROR(c->write(call.bias, call.n * sizeof(float), c_bytes));
+        SYSTOLE_RETURN_IF_ERROR(c->sync(Buffer::SyncDirection::kToDevice, call.n * sizeof(float), c_bytes));
+      }
+      problem.c = {c->address(), call.n};
+      problem.bias_address = c->address() + c_bytes;
     }
-    if (call.bias) {
-      SYSTOLE_RETURN_IF_ERROR(c->write(call.bias, call.n * sizeof(float), c_bytes));
-      SYSTOLE_RETURN_IF_ERROR(c->sync(Buffer::SyncDirection::kToDevice, call.n * sizeof(float), c_bytes));
+    if (bias_at) {
+      card_read_.add(*bias_at, *bias_at + call.n);
+      problem.bias_address =
+          resident_->values_buffer.address() + resident_->values_offset + *bias_at * sizeof(float);
     }
-    problem.c = {c->address(), call.n};
-    problem.bias_address = c->address() + c_bytes;
 
     auto planned = plan_gemm(info, problem);
     if (!planned.ok()) return planned.status();
-    descriptors.insert(descriptors.end(), planned->begin(), planned->end());
+    for (const spec::GemmDescriptor& d : *planned) products.push_back(spec::record_of(d));
   }
+  records.insert(records.end(), products.begin(), products.end());
+  SYSTOLE_RETURN_IF_ERROR(launch(records, upload, launch_seconds));
 
-  for (const std::vector<uint8_t>& list : encode_command_lists(descriptors, info.max_descriptors)) {
+  TraceScope download("download", "device", track);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (on_card[i]) continue;
+    const std::size_t bytes = std::size_t(calls[i].m) * calls[i].n * sizeof(float);
+    SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, 0));
+    SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.read(calls[i].c, bytes));
+  }
+  times_.launch_seconds += launch_seconds;
+  times_.staging_seconds += std::chrono::duration<double>(Clock::now() - begun).count() - launch_seconds;
+  return ok_status();
+}
+
+Status DeviceMatmul::run_vector(const std::vector<spec::VectorDescriptor>& descriptors) {
+  using Clock = Trace::Clock;
+  const Clock::time_point begun = Clock::now();
+  double launch_seconds = 0;
+  std::vector<spec::CommandRecord> records;
+  for (const spec::VectorDescriptor& d : descriptors) records.push_back(spec::record_of(d));
+  std::optional<TraceScope> upload(std::in_place, "upload", "device", Trace::unit_track(unit_));
+  SYSTOLE_RETURN_IF_ERROR(launch(records, upload, launch_seconds));
+  times_.launch_seconds += launch_seconds;
+  times_.staging_seconds += std::chrono::duration<double>(Clock::now() - begun).count() - launch_seconds;
+  return ok_status();
+}
+
+Status DeviceMatmul::launch(const std::vector<spec::CommandRecord>& records,
+                            std::optional<TraceScope>& upload, double& launch_seconds) {
+  using Clock = Trace::Clock;
+  Trace* trace = Trace::installed();
+  const uint32_t track = Trace::unit_track(unit_);
+  for (const std::vector<uint8_t>& list : encode_command_lists(records, device_.info().max_descriptors)) {
     SYSTOLE_RETURN_IF_ERROR(ensure(commands_, list.size()));
     SYSTOLE_RETURN_IF_ERROR(commands_.buffer.write(list.data(), list.size()));
     SYSTOLE_RETURN_IF_ERROR(commands_.buffer.sync(Buffer::SyncDirection::kToDevice, list.size(), 0));
@@ -202,15 +367,6 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
                    {"dma_write_bytes", double(counters.dma_write_bytes)}});
     }
   }
-
-  TraceScope download("download", "device", track);
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    const std::size_t bytes = std::size_t(calls[i].m) * calls[i].n * sizeof(float);
-    SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, 0));
-    SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.read(calls[i].c, bytes));
-  }
-  times_.launch_seconds += launch_seconds;
-  times_.staging_seconds += std::chrono::duration<double>(Clock::now() - begun).count() - launch_seconds;
   return ok_status();
 }
 

@@ -55,23 +55,27 @@ Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device, co
   return descriptors;
 }
 
-std::vector<std::vector<uint8_t>> encode_command_lists(const std::vector<spec::GemmDescriptor>& descriptors,
+std::vector<std::vector<uint8_t>> encode_command_lists(const std::vector<spec::CommandRecord>& records,
                                                        uint32_t max_descriptors) {
   std::vector<std::vector<uint8_t>> lists;
-  for (std::size_t first = 0; first < descriptors.size(); first += max_descriptors) {
-    const std::size_t count = std::min<std::size_t>(max_descriptors, descriptors.size() - first);
+  for (std::size_t first = 0; first < records.size(); first += max_descriptors) {
+    const std::size_t count = std::min<std::size_t>(max_descriptors, records.size() - first);
     std::vector<uint8_t> bytes(spec::command_list_bytes(count));
-    spec::CommandListHeader header{};
-    header.magic = spec::kCommandListMagic;
-    header.version_major = spec::kVersionMajor;
-    header.version_minor = spec::kVersionMinor;
-    header.count = uint32_t(count);
-    spec::encode(header, bytes.data());
+    spec::encode(spec::command_list_header(uint32_t(count)), bytes.data());
     for (std::size_t i = 0; i < count; ++i)
-      spec::encode(descriptors[first + i], bytes.data() + sizeof(header) + i * sizeof(spec::GemmDescriptor));
+      std::copy(records[first + i].begin(), records[first + i].end(),
+                bytes.begin() + spec::kBeatBytes * (i + 1));
     lists.push_back(std::move(bytes));
   }
   return lists;
+}
+
+std::vector<std::vector<uint8_t>> encode_command_lists(const std::vector<spec::GemmDescriptor>& descriptors,
+                                                       uint32_t max_descriptors) {
+  std::vector<spec::CommandRecord> records;
+  records.reserve(descriptors.size());
+  for (const spec::GemmDescriptor& d : descriptors) records.push_back(spec::record_of(d));
+  return encode_command_lists(records, max_descriptors);
 }
 
 }  // namespace systole

@@ -170,7 +170,25 @@ void Optimizer::apply(ParameterStore& store) {
       slot_pointers_[k] = slots_[k].values.data() + entry.offset;
     update({entry, values, gradient, entry.size, slot_pointers_.data()}, lr);
   }
-  // The tables' Adagrad, on the rows a step touched.
+  apply_tables(store);
+}
+
+bool Optimizer::steps_on_engine() const {
+  return vector_update(learning_rate()).has_value() && config_.clipnorm == 0 && config_.global_clipnorm == 0;
+}
+
+Optimizer::EngineStep Optimizer::take_engine_step() {
+  const float lr = learning_rate();
+  ++steps_;
+  EngineStep step;
+  const float decay = decoupled_weight_decay() ? weight_decay() : 0.0f;
+  if (decay > 0) step.decay_alpha = -(lr * decay);
+  step.update = *vector_update(lr);
+  return step;
+}
+
+void Optimizer::apply_tables(ParameterStore& store) {
+  const std::vector<ParameterStore::Entry>& entries = store.entries();
   const float table_lr = config_.table_learning_rate, epsilon = config_.epsilon;
   for (std::size_t t = 0; t < entries.size(); ++t) {
     const ParameterStore::Entry& entry = entries[t];

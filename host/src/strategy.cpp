@@ -2,6 +2,8 @@
 // The ordered all-reduce among threads (and processes) and the replica runner.
 #include "systole/strategy.h"
 
+#include "systole/vector_ops.h"
+
 #include <algorithm>
 #include <string>
 
@@ -9,21 +11,23 @@ namespace systole {
 
 void ordered_sum(const float* start, const float* const* inputs, std::size_t n, std::size_t begin,
                  std::size_t end, float* out) {
+  // The vector engine's arithmetic (NUMERICS.md), so that a card's units
+  // summing their gradients give these bits: the first term copied as the
+  // engine reads it (a subnormal as a zero of its sign, a NaN canonical),
+  // then each add rounded to nearest, flushed when tiny, NaN canonical.
+  const spec::FlushToZero flush_to_zero;
   // Blocks small enough that `out` stays in L1 across the n passes.
   constexpr std::size_t kBlock = 2048;
   for (std::size_t block = begin; block < end; block += kBlock) {
     const std::size_t stop = std::min(end, block + kBlock);
     std::size_t k = 0;
-    if (start) {
-      for (std::size_t i = block; i < stop; ++i) out[i] = start[i];
-    } else {
-      const float* __restrict first = inputs[k++];
-      for (std::size_t i = block; i < stop; ++i) out[i] = first[i];
-    }
+    const float* __restrict first = start ? start : inputs[k++];
+    for (std::size_t i = block; i < stop; ++i) out[i] = numerics::f32_canonical(first[i]);
     for (; k < n; ++k) {
       const float* __restrict in = inputs[k];
       float* __restrict acc = out;
-      for (std::size_t i = block; i < stop; ++i) acc[i] = acc[i] + in[i];
+      for (std::size_t i = block; i < stop; ++i)
+        acc[i] = numerics::f32_canonical(spec::vector_math::add(acc[i], in[i]));
     }
   }
 }
@@ -71,6 +75,11 @@ void AllReduce::prepare() {
 
 Status AllReduce::failure() const {
   return Status(StatusCode::kUnavailable, "all-reduce aborted: another replica failed");
+}
+
+Status AllReduce::wait_for_all(uint32_t) {
+  if (participants_ == 1) return ok_status();
+  return barrier() ? ok_status() : failure();
 }
 
 Status AllReduce::sum(uint32_t me, std::vector<float>& values) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "systole/trace.h"
 
@@ -95,9 +96,241 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
     }
     auto optimizer = make_optimizer(config.optimizer, model->parameters());
     if (!optimizer.ok()) return optimizer.status();
-    trainer->replicas_.push_back({std::move(matmul).value(), std::move(model), std::move(optimizer).value()});
+    trainer->replicas_.push_back(
+        {std::move(matmul).value(), std::move(model), std::move(optimizer).value(), {}, {}});
   }
+  if (config.placement == Placement::kDevice) SYSTOLE_RETURN_IF_ERROR(trainer->place_on_card(device, units));
   return trainer;
+}
+
+namespace {
+
+// Bytes of `count` floats, and of the float at `index`.
+constexpr uint64_t floats(std::size_t count) { return uint64_t(count) * sizeof(float); }
+
+Status upload(Buffer& buffer, const float* values, std::size_t count, uint64_t offset) {
+  SYSTOLE_RETURN_IF_ERROR(buffer.write(values, floats(count), offset));
+  return buffer.sync(Buffer::SyncDirection::kToDevice, floats(count), offset);
+}
+
+Status download(Buffer buffer, float* values, std::size_t count, uint64_t offset) {
+  SYSTOLE_RETURN_IF_ERROR(buffer.sync(Buffer::SyncDirection::kFromDevice, floats(count), offset));
+  return buffer.read(values, floats(count), offset);
+}
+
+// A vector descriptor over elements [begin, begin + n) of the operands at
+// `addresses` (x, y, z, w; those the opcode does not use are left zero).
+spec::VectorDescriptor vector_op(spec::Opcode op, const spec::VectorScalars& s, std::size_t begin,
+                                 std::size_t n, const uint64_t (&addresses)[4]) {
+  spec::VectorDescriptor d{};
+  d.opcode = uint8_t(op);
+  d.flags = s.nesterov ? spec::vector_flag::kNesterov : 0;
+  d.n = uint32_t(n);
+  const uint32_t scalars = spec::vector_scalar_count(op);
+  const float values[4] = {s.alpha, s.beta, s.gamma, s.delta};
+  float* fields[4] = {&d.alpha, &d.beta, &d.gamma, &d.delta};
+  for (uint32_t i = 0; i < scalars; ++i) *fields[i] = values[i];
+  uint64_t* out[4] = {&d.x_addr, &d.y_addr, &d.z_addr, &d.w_addr};
+  const spec::VectorOperands operands = spec::vector_operands(op);
+  for (int i = 0; i < 4; ++i) *out[i] = operands.uses(i) ? addresses[i] + floats(begin) : 0;
+  return d;
+}
+
+}  // namespace
+
+Status Trainer::place_on_card(Device device, const std::vector<uint32_t>& units) {
+  const std::size_t count = replicas_[0].model->parameters().trainable().size();
+  if (count == 0) return ok_status();  // nothing to keep there
+  if (!device.info().has_vector_engine()) {
+    notices_.push_back(
+        "placement: device: the compute units of this device have no vector engine, so "
+        "the parameters stay on the host (placement: host)");
+    return ok_status();
+  }
+  const uint32_t banks = device.info().hbm_banks;
+  update_on_card_ = replicas_[0].optimizer->steps_on_engine();
+  if (!update_on_card_)
+    notices_.push_back("placement: device: optimizer " + config_.optimizer.name +
+                       (config_.optimizer.clipnorm > 0 || config_.optimizer.global_clipnorm > 0
+                            ? " with gradient clipping"
+                            : "") +
+                       " has no vector-engine form, so its steps run on the host and move the gradients "
+                       "and the weights over the host link each step");
+  shared_ = update_on_card_ && replicas_.size() > 1 && strategy_.processes() == 1;
+  on_card_ = true;
+  for (uint32_t r = 0; r < replicas_.size(); ++r) {
+    ReplicaState& replica = replicas_[r];
+    Card& card = replica.card;
+    auto allocate = [&](Buffer& buffer, spec::Operand bank) -> Status {
+      auto made = device.allocate(floats(count), spec::operand_bank(units[r], bank, banks));
+      if (!made.ok()) return made.status();
+      buffer = std::move(made).value();
+      return ok_status();
+    };
+    using spec::Operand;
+    SYSTOLE_RETURN_IF_ERROR(allocate(card.values, Operand::kC));
+    SYSTOLE_RETURN_IF_ERROR(allocate(card.gradient, Operand::kA));
+    if (shared_) SYSTOLE_RETURN_IF_ERROR(allocate(card.reduced, Operand::kA));
+    const Operand slot_banks[] = {Operand::kB, Operand::kCommands};
+    std::size_t k = 0;
+    if (update_on_card_)
+      for (const OptimizerSlot& slot : replica.optimizer->state())
+        if (slot.region == Region::kTrainable)
+          SYSTOLE_RETURN_IF_ERROR(allocate(card.slots.emplace_back(), slot_banks[k++ % 2]));
+    ParameterStore& store = replica.model->parameters();
+    ResidentParameters resident;
+    resident.values = store.trainable().data();
+    resident.gradients = store.gradients().data();
+    resident.count = count;
+    resident.values_buffer = card.values;
+    resident.gradient_buffer = card.gradient;
+    replica.matmul->keep_resident(resident);
+    SYSTOLE_RETURN_IF_ERROR(upload_card(r));
+  }
+  return ok_status();
+}
+
+std::pair<std::size_t, std::size_t> Trainer::share(uint32_t r) const {
+  const std::size_t count = replicas_[0].model->parameters().trainable().size();
+  if (!shared_) return {0, count};
+  // Whole 64-byte beats, but for the last share's end.
+  const std::size_t n = replicas_.size();
+  auto edge = [&](std::size_t q) { return std::min(count, count * q / n / 16 * 16); };
+  return {edge(r), r + 1 == n ? count : edge(r + 1)};
+}
+
+Status Trainer::upload_card(uint32_t r) {
+  ReplicaState& replica = replicas_[r];
+  const std::vector<float>& values = replica.model->parameters().trainable();
+  SYSTOLE_RETURN_IF_ERROR(upload(replica.card.values, values.data(), values.size(), 0));
+  std::size_t k = 0;
+  for (const OptimizerSlot& slot : replica.optimizer->state())
+    if (slot.region == Region::kTrainable && k < replica.card.slots.size())
+      SYSTOLE_RETURN_IF_ERROR(upload(replica.card.slots[k++], slot.values->data(), slot.values->size(), 0));
+  replica.matmul->values_changed();
+  return ok_status();
+}
+
+Status Trainer::step_on_card(uint32_t r) {
+  ReplicaState& replica = replicas_[r];
+  ParameterStore& store = replica.model->parameters();
+  DeviceMatmul& unit = *replica.matmul;
+  Card& card = replica.card;
+  const std::size_t count = store.trainable().size();
+  // The gradients the host wrote (host layers') go up beside the
+  // products'.
+  for (const auto& [begin, end] : unit.card_written().gaps(count))
+    SYSTOLE_RETURN_IF_ERROR(
+        upload(card.gradient, store.gradients().data() + begin, end - begin, floats(begin)));
+  unit.clear_written();
+  Optimizer& optimizer = *replica.optimizer;
+  const bool across_processes = strategy_.processes() > 1;
+  if (!update_on_card_ || across_processes) {
+    // The gradients cross to the host's all-reduce (the job's order over
+    // every replica of every process, in the engine's arithmetic) and the
+    // sum comes back; or, for an optimizer without an engine form, the
+    // host updates and the new values go up.
+    SYSTOLE_RETURN_IF_ERROR(download(card.gradient, store.gradients().data(), count, 0));
+    SYSTOLE_RETURN_IF_ERROR(strategy_.all_reduce_sum(r, store.gradients()));
+    if (!update_on_card_) {
+      SYSTOLE_RETURN_IF_ERROR(download(card.values, store.trainable().data(), count, 0));
+      optimizer.apply(store);
+      SYSTOLE_RETURN_IF_ERROR(upload(card.values, store.trainable().data(), count, 0));
+    } else {
+      SYSTOLE_RETURN_IF_ERROR(upload(card.gradient, store.gradients().data(), count, 0));
+    }
+  }
+  if (update_on_card_) {
+    // Each replica sums its share of every replica's gradients, in replica
+    // order (the all-reduce's ((g_0 + g_1) + g_2) + ...: a copy, then adds),
+    // and updates that share of the values.
+    const auto [begin, end] = share(r);
+    std::vector<spec::VectorDescriptor> work;
+    auto each_piece = [&](std::size_t from, std::size_t to, const auto& add) {
+      for (std::size_t at = from; at < to; at += spec::kMaxVectorElements)
+        add(at, std::min<std::size_t>(spec::kMaxVectorElements, to - at));
+    };
+    spec::VectorScalars copy, add;
+    copy.alpha = 1.0f;  // beta +0: y = x
+    add.alpha = add.beta = 1.0f;
+    uint64_t gradient = card.gradient.address();
+    if (shared_) {
+      SYSTOLE_RETURN_IF_ERROR(strategy_.barrier(r));  // every replica's gradients are in
+      const uint64_t sum = card.reduced.address();
+      each_piece(begin, end, [&](std::size_t at, std::size_t n) {
+        for (uint32_t q = 0; q < replicas_.size(); ++q)
+          work.push_back(vector_op(spec::Opcode::kAxpby, q == 0 ? copy : add, at, n,
+                                   {replicas_[q].card.gradient.address(), sum, 0, 0}));
+      });
+      gradient = sum;
+    }
+    const Optimizer::EngineStep step = optimizer.take_engine_step();
+    uint64_t update[4] = {gradient, 0, 0, 0};
+    std::size_t k = 1;
+    for (const Buffer& slot : card.slots) update[k++] = slot.address();
+    const uint64_t values = card.values.address();
+    update[k] = values;
+    each_piece(begin, end, [&](std::size_t at, std::size_t n) {
+      if (step.decay_alpha != 0) {
+        spec::VectorScalars shrink;
+        shrink.alpha = step.decay_alpha;
+        shrink.beta = 1.0f;
+        work.push_back(vector_op(spec::Opcode::kAxpby, shrink, at, n, {values, values, 0, 0}));
+      }
+      work.push_back(vector_op(step.update.opcode, step.update.scalars, at, n, update));
+    });
+    SYSTOLE_RETURN_IF_ERROR(unit.run_vector(work));
+    if (shared_) {
+      // Then the others' shares of the values, copied from their units.
+      SYSTOLE_RETURN_IF_ERROR(strategy_.barrier(r));
+      work.clear();
+      for (uint32_t q = 0; q < replicas_.size(); ++q) {
+        if (q == r) continue;
+        const auto [from, to] = share(q);
+        each_piece(from, to, [&](std::size_t at, std::size_t n) {
+          work.push_back(vector_op(spec::Opcode::kAxpby, copy, at, n,
+                                   {replicas_[q].card.values.address(), values, 0, 0}));
+        });
+      }
+      if (!work.empty()) SYSTOLE_RETURN_IF_ERROR(unit.run_vector(work));
+    }
+    optimizer.apply_tables(store);
+    host_behind_ = true;
+  }
+  unit.values_changed();
+  // What host layers read of the values comes back (the rest only when
+  // asked for).
+  for (const auto& [begin, end] : unit.card_read().gaps(count))
+    SYSTOLE_RETURN_IF_ERROR(
+        download(card.values, store.trainable().data() + begin, end - begin, floats(begin)));
+  return ok_status();
+}
+
+void Trainer::sync_to_host() const {
+  if (!host_behind_) return;
+  host_behind_ = false;
+  // Each share of a slot from the replica that updates it.
+  std::vector<std::pair<std::string, std::vector<float>>> slots;
+  Status status;
+  std::size_t k = 0;
+  for (const OptimizerSlot& slot : replicas_[0].optimizer->state()) {
+    slots.push_back({slot.name, *slot.values});
+    if (slot.region != Region::kTrainable || k >= replicas_[0].card.slots.size()) continue;
+    for (uint32_t q = 0; q < replicas_.size() && status.ok(); ++q) {
+      const auto [begin, end] = share(q);
+      status = download(replicas_[q].card.slots[k], slots.back().second.data() + begin, end - begin,
+                        floats(begin));
+    }
+    ++k;
+  }
+  for (const ReplicaState& replica : replicas_) {
+    ParameterStore& store = replica.model->parameters();
+    if (status.ok())
+      status = download(replica.card.values, store.trainable().data(), store.trainable().size(), 0);
+    if (status.ok()) status = replica.optimizer->restore(slots, replica.optimizer->steps());
+    if (!status.ok() && sync_status_.ok())
+      sync_status_ = Status(status.code(), "bringing the parameters from the card: " + status.message());
+  }
 }
 
 LayerContext Trainer::context(uint32_t r, bool training) {
@@ -120,6 +353,7 @@ Result<StepResult> Trainer::step(const Batch& batch) { return train_step(batch, 
 Result<StepResult> Trainer::step_local(const Batch& local) { return train_step(local, true); }
 
 Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
+  if (!sync_status_.ok()) return std::exchange(sync_status_, ok_status());
   const std::size_t features = shape_elements(config_.model.input_shape);
   const uint32_t per_replica = per_replica_batch();
   const uint32_t examples = (local ? local_replicas() : replicas()) * per_replica;
@@ -164,6 +398,15 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
     times.device.staging_seconds += device.staging_seconds - device_before.staging_seconds;
     times.device.launch_seconds += device.launch_seconds - device_before.launch_seconds;
     ParameterStore& store = replica.model->parameters();
+    if (on_card_) {
+      // placement: device: the reduction and the update run on the card
+      // (their launches count as the optimizer's time).
+      TraceScope span("optimizer", "device", track);
+      SYSTOLE_RETURN_IF_ERROR(step_on_card(r));
+      times.optimizer += lap.next();
+      ++times.steps;
+      return ok_status();
+    }
     {
       TraceScope span("all-reduce", "host", track);
       SYSTOLE_RETURN_IF_ERROR(strategy_.all_reduce_sum(r, store.gradients()));
@@ -308,6 +551,7 @@ Result<bool> Trainer::replicas_identical() const {
     return a.size() == b.size() &&
            (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
   };
+  sync_to_host();
   const ParameterStore& first = parameters();
   for (const ReplicaState& replica : replicas_) {
     const ParameterStore& store = replica.model->parameters();
@@ -331,6 +575,7 @@ Result<bool> Trainer::replicas_identical() const {
 }
 
 Status Trainer::restore(const ModelValues& values, uint64_t optimizer_steps) {
+  sync_to_host();  // the slots restore() leaves alone are the card's
   for (ReplicaState& replica : replicas_) {
     ParameterStore& store = replica.model->parameters();
     for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable})
@@ -341,11 +586,14 @@ Status Trainer::restore(const ModelValues& values, uint64_t optimizer_steps) {
                 std::to_string(values.buffers.size()) + " + " + std::to_string(values.tables.size()) +
                 " values, the model " + std::to_string(store.trainable().size()) + " + " +
                 std::to_string(store.buffers().size()) + " + " + std::to_string(store.tables().size()));
+    // Copied into place: a card's matmul keeps pointers into the regions.
     for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable})
-      store.region(region) = values.region(region);
+      std::copy(values.region(region).begin(), values.region(region).end(), store.region(region).begin());
     if (!values.optimizer_state.empty())
       SYSTOLE_RETURN_IF_ERROR(replica.optimizer->restore(values.optimizer_state, optimizer_steps));
   }
+  if (on_card_)
+    for (uint32_t r = 0; r < replicas_.size(); ++r) SYSTOLE_RETURN_IF_ERROR(upload_card(r));
   return ok_status();
 }
 

@@ -11,6 +11,7 @@
 #include <deque>
 
 #include "systole/validate.h"
+#include "systole/vector_ops.h"
 
 namespace systole::timing {
 namespace {
@@ -267,6 +268,151 @@ class StripedWriter {
   uint32_t ask_ = 0;
 };
 
+// The vector engine's schedule (the RTL has no engine yet: this is the
+// schedule it is to meet, as hw/hls/systole_kernel.h runs it). A
+// descriptor is worked in blocks of kBlock elements: a block's reads (x
+// through the a ports, then y, z and w as the opcode reads them through the
+// c ports, one request each, striped over the ports), then its writes
+// through the c ports once all its reads are in. Reads run up to kAhead
+// blocks ahead of the writes (the engine's buffers). sum reads its rows'
+// blocks one request each; to_bf16 with transpose reads kLanes rows per
+// block and writes each column's kLanes values as one request.
+class VectorEngine {
+ public:
+  static constexpr uint32_t kBlock = 256;
+  static constexpr uint32_t kLanes = kBeatBytes / 4;
+  static constexpr uint32_t kAhead = 8;
+
+  struct Request {
+    bool valid = false;
+    uint64_t address = 0;
+    uint32_t bytes = 0;
+  };
+  struct Requests {
+    Request x, c, w;
+  };
+
+  void start(const spec::VectorDescriptor& d) {
+    d_ = d;
+    op_ = spec::Opcode(d.opcode);
+    operands_ = spec::vector_operands(op_);
+    const spec::VectorScalars scalars = spec::VectorScalars::of(d);
+    c_reads_ = 0;
+    for (int i = 1; i < 4; ++i)
+      if (operands_.read[i] && (i != 1 || scalars.reads_y(op_))) c_read_[c_reads_++] = i;
+    transpose_ = op_ == spec::Opcode::kToBf16 && (d.flags & spec::vector_flag::kTranspose);
+    group_ = op_ == spec::Opcode::kSum ? d.rows : transpose_ ? kLanes : 1;
+    const uint32_t row_passes = op_ == spec::Opcode::kToBf16 ? (d.rows + group_ - 1) / group_ : 1;
+    column_blocks_ = (d.n + kBlock - 1) / kBlock;
+    blocks_ = uint64_t(row_passes) * column_blocks_;
+    x_block_ = c_block_ = w_block_ = 0;
+    x_asked_ = c_asked_ = w_asked_ = 0;
+    x_in_ = c_in_ = 0;
+    x_due_.clear();
+    c_due_.clear();
+  }
+
+  bool done() const { return w_block_ == blocks_; }
+
+  Requests requests() const {
+    Requests r;
+    if (x_block_ < blocks_ && x_block_ < w_block_ + kAhead) {
+      r.x.valid = true;
+      const uint32_t row = first_row(x_block_) + x_asked_;
+      r.x.address = d_.x_addr + (uint64_t(row) * d_.stride + first_column(x_block_)) * 4;
+      r.x.bytes = columns(x_block_) * 4;
+    }
+    if (c_reads_ > 0 && c_block_ < blocks_ && c_block_ < w_block_ + kAhead) {
+      r.c.valid = true;
+      r.c.address = address(c_read_[c_asked_]) + uint64_t(first_column(c_block_)) * 4;
+      r.c.bytes = columns(c_block_) * 4;
+    }
+    if (w_block_ < blocks_ && arrived(w_block_)) {
+      r.w.valid = true;
+      if (op_ == spec::Opcode::kToBf16) {
+        const uint64_t row = first_row(w_block_), column = first_column(w_block_);
+        r.w.address = transpose_ ? d_.z_addr + ((column + w_asked_) * d_.rows + row) * 2
+                                 : d_.z_addr + (row * d_.n + column) * 2;
+        r.w.bytes = (transpose_ ? rows(w_block_) : columns(w_block_)) * 2;
+      } else {
+        r.w.address = address(written(w_asked_)) + uint64_t(first_column(w_block_)) * 4;
+        r.w.bytes = columns(w_block_) * 4;
+      }
+    }
+    return r;
+  }
+
+  // The edge: which requests were taken, which rows came in.
+  void edge(bool x_start, bool x_row, bool c_start, bool c_row, bool w_start) {
+    if (x_row) ++x_in_;
+    if (c_row) ++c_in_;
+    if (x_start && ++x_asked_ == rows(x_block_)) {
+      x_due_.push_back(x_asked_);
+      x_asked_ = 0;
+      ++x_block_;
+    }
+    if (c_start && ++c_asked_ == c_reads_) {
+      c_due_.push_back(c_asked_);
+      c_asked_ = 0;
+      ++c_block_;
+    }
+    if (w_start && ++w_asked_ == writes(w_block_)) {
+      x_in_ -= x_due_.front();
+      x_due_.pop_front();
+      if (c_reads_ > 0) {
+        c_in_ -= c_due_.front();
+        c_due_.pop_front();
+      }
+      w_asked_ = 0;
+      ++w_block_;
+    }
+  }
+
+ private:
+  uint32_t first_row(uint64_t block) const {
+    return op_ == spec::Opcode::kSum ? 0 : uint32_t(block / column_blocks_) * group_;
+  }
+  uint32_t rows(uint64_t block) const {
+    return op_ == spec::Opcode::kSum ? d_.rows : std::min(group_, d_.rows ? d_.rows - first_row(block) : 1);
+  }
+  uint32_t first_column(uint64_t block) const { return uint32_t(block % column_blocks_) * kBlock; }
+  uint32_t columns(uint64_t block) const { return std::min(kBlock, d_.n - first_column(block)); }
+  uint32_t writes(uint64_t block) const {
+    if (op_ == spec::Opcode::kToBf16) return transpose_ ? columns(block) : 1;
+    uint32_t count = 0;
+    for (int i = 1; i < 4; ++i) count += operands_.written[i];
+    return count;
+  }
+  // The k-th operand the opcode writes.
+  int written(uint32_t k) const {
+    for (int i = 1; i < 4; ++i)
+      if (operands_.written[i] && k-- == 0) return i;
+    return 2;
+  }
+  uint64_t address(int operand) const {
+    const uint64_t addresses[4] = {d_.x_addr, d_.y_addr, d_.z_addr, d_.w_addr};
+    return addresses[operand];
+  }
+  // Every read of the block is in (the blocks before it are written).
+  bool arrived(uint64_t block) const {
+    return block < x_block_ && x_in_ >= x_due_.front() &&
+           (c_reads_ == 0 || (block < c_block_ && c_in_ >= c_due_.front()));
+  }
+
+  spec::VectorDescriptor d_{};
+  spec::Opcode op_ = spec::Opcode::kAxpby;
+  spec::VectorOperands operands_;
+  int c_read_[3] = {};
+  uint32_t c_reads_ = 0, group_ = 1;
+  bool transpose_ = false;
+  uint32_t column_blocks_ = 0;
+  uint64_t blocks_ = 0;
+  uint64_t x_block_ = 0, c_block_ = 0, w_block_ = 0;  // the next block to ask, to ask, to write
+  uint32_t x_asked_ = 0, c_asked_ = 0, w_asked_ = 0;  // requests of those blocks made
+  uint64_t x_in_ = 0, c_in_ = 0;                      // rows in, of blocks not yet written
+  std::deque<uint32_t> x_due_, c_due_;                // rows each asked block waits for
+};
+
 // systole_tile_counter: an engine's place in a descriptor.
 struct TileCounter {
   uint32_t j = 0, t = 0, i = 0, g = 0;
@@ -282,18 +428,28 @@ struct TileCounter {
   }
 };
 
-enum class State { kFetchHeader, kCheckHeader, kFetchCheck, kCheck, kFetchRun, kDecode, kCompute, kFinish };
+enum class State {
+  kFetchHeader,
+  kCheckHeader,
+  kFetchCheck,
+  kCheck,
+  kFetchRun,
+  kDecode,
+  kCompute,
+  kVector,
+  kFinish
+};
 
 class Kernel {
  public:
   Kernel(spec::ArrayShape shape, const spec::CommandListHeader& header,
-         const std::vector<spec::GemmDescriptor>& descriptors, const LaunchArguments& arguments,
+         const std::vector<spec::CommandRecord>& records, const LaunchArguments& arguments,
          BurstMemory& memory)
       : rows_(shape.rows),
         cols_(shape.cols),
         shape_(shape),
         header_(header),
-        list_(descriptors),
+        list_(records),
         args_(arguments),
         cmd_(memory),
         a_(spec::kAPorts, args_.base + spec::kFirstAPort, memory),
@@ -389,13 +545,23 @@ class Kernel {
     const bool cmd_row = cmd_.row_valid();
     const bool all_idle = cmd_.idle() && a_.idle() && b_.idle() && c_.idle() && write_.idle();
 
+    // The vector engine (its requests instead of the array's engines').
+    const bool vector = state_ == State::kVector;
+    const VectorEngine::Requests v = vector ? vector_.requests() : VectorEngine::Requests{};
+    const bool v_x_start = v.x.valid && a_.req_ready();
+    const bool v_c_start = v.c.valid && c_.req_ready();
+    const bool v_w_start = v.w.valid && write_.req_ready();
+
     // ---- the edge: ports and core first (they read the inputs above) ----
     uint32_t beats = 0;
     beats += cmd_.edge(now_, cmd_valid, cmd_addr, 64, fetching);
-    beats += a_.edge(now_, la_valid, la_addr, la_values * 2, true);
+    beats += vector ? a_.edge(now_, v.x.valid, v.x.address, v.x.bytes, true)
+                    : a_.edge(now_, la_valid, la_addr, la_values * 2, true);
     beats += b_.edge(now_, wq_asks, weight_addr, weight_bytes, take_b);
-    beats += c_.edge(now_, c_req_valid, in_addr, in_bytes, in_active);
-    const uint32_t w_beats = write_.edge(now_, wr_req_valid, c_row_addr(wb_m_, wb_j_), wr_bytes);
+    beats += vector ? c_.edge(now_, v.c.valid, v.c.address, v.c.bytes, true)
+                    : c_.edge(now_, c_req_valid, in_addr, in_bytes, in_active);
+    const uint32_t w_beats = vector ? write_.edge(now_, v.w.valid, v.w.address, v.w.bytes)
+                                    : write_.edge(now_, wr_req_valid, c_row_addr(wb_m_, wb_j_), wr_bytes);
     result_.counters.dma_read_bytes += uint64_t(beats) * kBeatBytes;
     result_.counters.dma_write_bytes += uint64_t(w_beats) * kBeatBytes;
     if (row_done) final_due_.pop_front();
@@ -424,7 +590,8 @@ class Kernel {
         }
         break;
       case State::kCheck:
-        if (const spec::ErrorCode error = spec::validate_descriptor(list_[index_], args_.mem_bytes, shape_);
+        if (const spec::ErrorCode error =
+                spec::validate_record(list_[index_].data(), args_.mem_bytes, shape_);
             error != spec::ErrorCode::kOk) {
           finish(error, index_);
         } else if (index_ + 1 == header_.count) {
@@ -436,7 +603,12 @@ class Kernel {
         }
         break;
       case State::kDecode:
-        d_ = list_[index_];
+        if (spec::is_vector_opcode(list_[index_][0])) {
+          vector_.start(spec::decode<spec::VectorDescriptor>(list_[index_].data()));
+          state_ = State::kVector;
+          break;
+        }
+        d_ = spec::decode<spec::GemmDescriptor>(list_[index_].data());
         n_tiles_ = (d_.n + cols_ - 1) / cols_;
         k_tiles_ = (d_.k + rows_ - 1) / rows_;
         c_esize_ = d_.flags & spec::flag::kOutputBf16 ? 2 : 4;
@@ -465,6 +637,18 @@ class Kernel {
         }
         break;
       }
+      case State::kVector:
+        vector_.edge(v_x_start, a_row, v_c_start, c_row, v_w_start);
+        if (vector_.done() && all_idle) {
+          ++result_.counters.descriptors_done;
+          if (index_ + 1 == header_.count) {
+            finish(spec::ErrorCode::kOk, 0);
+          } else {
+            ++index_;
+            state_ = State::kFetchRun;
+          }
+        }
+        break;
       case State::kFinish:
         ++now_;
         return false;
@@ -513,7 +697,7 @@ class Kernel {
   uint32_t rows_, cols_;
   spec::ArrayShape shape_;
   const spec::CommandListHeader& header_;
-  const std::vector<spec::GemmDescriptor>& list_;
+  const std::vector<spec::CommandRecord>& list_;
   LaunchArguments args_;
   ReadPort cmd_;
   StripedReader a_, b_, c_;
@@ -521,6 +705,7 @@ class Kernel {
   LaunchTiming result_;
   uint64_t now_ = 0;
 
+  VectorEngine vector_;
   State state_ = State::kFetchHeader;
   bool cmd_asked_ = false;
   uint32_t index_ = 0;
@@ -551,13 +736,13 @@ LaunchTiming simulate_launch(spec::ArrayShape shape, const uint8_t* list, uint64
   };
   spec::CommandListHeader header;
   read(0, &header, sizeof header);
-  std::vector<spec::GemmDescriptor> descriptors;
+  std::vector<spec::CommandRecord> records;
   if (spec::validate_header(header, shape) == spec::ErrorCode::kOk) {
-    descriptors.resize(header.count);
+    records.resize(header.count);
     for (uint32_t i = 0; i < header.count; ++i)
-      read(spec::command_list_bytes(i), &descriptors[i], sizeof descriptors[i]);
+      read(spec::command_list_bytes(i), records[i].data(), spec::kBeatBytes);
   }
-  return Kernel(shape, header, descriptors, arguments, memory).run();
+  return Kernel(shape, header, records, arguments, memory).run();
 }
 
 }  // namespace systole::timing

@@ -146,10 +146,8 @@ TEST(SwEmu, ACommandListRunningOffDeviceMemoryIsRejected) {
   // Fill bank 1 so that the list buffer is its last 4 KiB.
   Buffer filler = device.allocate((1 << 20) - 4096, 1).value();
   Buffer list = device.allocate(4096, 1).value();
-  spec::CommandListHeader header{};
-  header.magic = spec::kCommandListMagic;
-  header.version_major = spec::kVersionMajor;
-  header.count = 1000;  // 64 KB of descriptors past a 4 KiB buffer
+  // 64 KB of descriptors past a 4 KiB buffer.
+  const spec::CommandListHeader header = spec::command_list_header(1000);
   ASSERT_TRUE(list.write(&header, sizeof header).ok());
   ASSERT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
   systole::Run run = device.start(0, list).value();

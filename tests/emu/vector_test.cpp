@@ -120,12 +120,7 @@ TEST(VectorNumerics, TinyIsJudgedAfterRounding) {
 // A command list of vector descriptors over a data image at address 0.
 std::vector<uint8_t> encode_list(const std::vector<spec::VectorDescriptor>& descriptors) {
   std::vector<uint8_t> list(spec::command_list_bytes(descriptors.size()));
-  spec::CommandListHeader header{};
-  header.magic = spec::kCommandListMagic;
-  header.version_major = spec::kVersionMajor;
-  header.version_minor = spec::kVersionMinor;
-  header.count = uint32_t(descriptors.size());
-  spec::encode(header, list.data());
+  spec::encode(spec::command_list_header(uint32_t(descriptors.size())), list.data());
   for (std::size_t i = 0; i < descriptors.size(); ++i)
     spec::encode(descriptors[i], list.data() + spec::kBeatBytes * (i + 1));
   return list;

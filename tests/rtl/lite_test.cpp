@@ -238,10 +238,7 @@ TEST(Lite, MalformedListsGetTheSpecsErrorAndWriteNothing) {
     // A descriptor's case breaks descriptor 0, then 1; a header's once.
     bool header_case = false;
     for (uint32_t which = 0; which < 2 && !(which == 1 && header_case); ++which) {
-      spec::CommandListHeader header{};
-      header.magic = spec::kCommandListMagic;
-      header.version_major = spec::kVersionMajor;
-      header.count = 2;
+      spec::CommandListHeader header = spec::command_list_header(2);
       const spec::CommandListHeader intact = header;
       spec::GemmDescriptor d[2] = {good, good};
       c.mutate(header, d[which]);

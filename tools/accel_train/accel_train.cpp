@@ -127,6 +127,9 @@ int train(const TrainConfig& config) {
   auto created = make_trainer(config, *opened, *trainer_config, group.get());
   if (!created.ok()) return fail(created.status());
   Trainer& trainer = **created;
+  if (lead)
+    for (const std::string& notice : trainer.notices())
+      std::fprintf(stderr, "accel_train: %s\n", notice.c_str());
 
   auto lock = lead ? lock_checkpoint_dir(config) : Result<std::optional<DirectoryLock>>(std::nullopt);
   if (!lock.ok()) return fail(lock.status());

@@ -529,6 +529,9 @@ std::vector<ConfigField> make_fields() {
                   .with_flag("--global-batch"));
   f.push_back(choice("train.optimizer", &C::optimizer, optimizer_names, "the optimizer of the dense tensors")
                   .with_flag("--optimizer"));
+  f.push_back(choice("train.placement", &C::placement, fixed({"host", "device"}),
+                     "where parameters, gradients and optimizer state live between steps")
+                  .with_flag("--placement"));
   f.push_back(loss_field());
   f.push_back(metrics_field());
   f.push_back(number("train.learning_rate", &C::learning_rate, positive(), "the base learning rate")

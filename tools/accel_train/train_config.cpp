@@ -231,6 +231,7 @@ Result<TrainerConfig> trainer_settings(const TrainConfig& config, const ModelSpe
   settings.global_batch = config.global_batch;
   settings.seed = config.seed;
   settings.steps_per_execution = config.steps_per_execution;
+  settings.placement = config.placement == "device" ? Placement::kDevice : Placement::kHost;
   return settings;
 }
 

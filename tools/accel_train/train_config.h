@@ -94,6 +94,9 @@ struct TrainConfig {
   uint32_t log_every = 0;
   uint64_t seed = TrainerConfig().seed;
   uint32_t steps_per_execution = TrainerConfig().steps_per_execution;  // evaluation batches per command list
+  // host, or device: the parameters, gradients and optimizer state stay on
+  // the card between steps (Placement::kDevice).
+  std::string placement = "host";
   // ranking: after training, a two-tower model (its inputs [user id, item
   // id], its last layer a dot) is ranked on the test set's interactions:
   // AUC over the test pairs and recall@k over its positives, against the

@@ -39,7 +39,10 @@ struct GemmProblem {
 // accumulate-into-C; bias and ReLU on the last.
 Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device, const GemmProblem& problem);
 
-// Command lists of at most `max_descriptors` each, encoded for the device.
+// Command lists of at most `max_descriptors` each, encoded for the device:
+// of GEMM descriptors, or of records of either kind (spec::record_of).
+std::vector<std::vector<uint8_t>> encode_command_lists(const std::vector<spec::CommandRecord>& records,
+                                                       uint32_t max_descriptors);
 std::vector<std::vector<uint8_t>> encode_command_lists(const std::vector<spec::GemmDescriptor>& descriptors,
                                                        uint32_t max_descriptors);
 

@@ -9,11 +9,15 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
+#include "systole/boards.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/status.h"
+#include "systole/trace.h"
 
 namespace systole {
 
@@ -81,6 +85,32 @@ class MatmulExecutor {
   virtual MatmulTimes times() const { return {}; }
 };
 
+// A model's trainable parameters kept on a card (placement: device): the
+// fp32 values and their gradients, in the store's layout, in device
+// buffers at byte offsets; `values` and `gradients` are the host's copies
+// (the store's regions) that a layer's operands point into.
+struct ResidentParameters {
+  const float* values = nullptr;
+  const float* gradients = nullptr;
+  std::size_t count = 0;
+  Buffer values_buffer, gradient_buffer;
+  uint64_t values_offset = 0, gradient_offset = 0;
+};
+
+// Elements [begin, end) of a region, as a sorted list of disjoint
+// intervals.
+class Intervals {
+ public:
+  void add(std::size_t begin, std::size_t end);
+  bool contains(std::size_t begin, std::size_t end) const;
+  // [0, count) less these intervals.
+  std::vector<std::pair<std::size_t, std::size_t>> gaps(std::size_t count) const;
+  void clear() { spans_.clear(); }
+
+ private:
+  std::vector<std::pair<std::size_t, std::size_t>> spans_;
+};
+
 // Products on one compute unit of a device. Operands are rounded to bf16
 // (NUMERICS.md) straight into the host views of buffers in the unit's HBM
 // banks (on the emulators, mapped: device memory itself, so nothing else
@@ -101,6 +131,28 @@ class DeviceMatmul final : public MatmulExecutor {
   const spec::PerfCounters& counters() const { return counters_; }
   MatmulTimes times() const override { return times_; }
 
+  // Keeps `resident`'s parameters on the card from now on: an operand that
+  // points into its values is read from bf16 copies the card makes from
+  // its own fp32 values with to_bf16 (made again on first use after
+  // values_changed()), a bias from the card's values themselves, and a
+  // product into its gradients stays in the card's gradients (nothing is
+  // downloaded). An operand that only partly lies in the values is an
+  // error.
+  void keep_resident(const ResidentParameters& resident);
+  // The card's values changed (the optimizer ran there, or they were
+  // uploaded): the bf16 copies are made again before their next use.
+  void values_changed();
+  // Elements of the values the card has read from its own copy so far (a
+  // host layer reads the rest on the host), and of the gradients products
+  // have written on the card since clear_written() (the host wrote the
+  // rest).
+  const Intervals& card_read() const { return card_read_; }
+  const Intervals& card_written() const { return card_written_; }
+  void clear_written() { card_written_.clear(); }
+  // Vector-engine descriptors on the unit, in order, in as few launches as
+  // the device allows.
+  Status run_vector(const std::vector<spec::VectorDescriptor>& descriptors);
+
  private:
   // One operand's device buffer, reallocated larger when a call needs it.
   struct Slot {
@@ -113,6 +165,30 @@ class DeviceMatmul final : public MatmulExecutor {
   Result<uint64_t> stage(Slot& slot, const float* x, const OperandRows* made, uint32_t rows, uint32_t cols,
                          bool transposed, uint32_t stride);
   Status ensure(Slot& slot, std::size_t bytes);
+  // A bf16 copy of op(X) made on the card from the resident values, when X
+  // lies in them (its to_bf16 descriptor appended to `records` when the
+  // copy must be made first); none when X is not resident.
+  Result<std::optional<uint64_t>> resident_operand(const float* x, uint32_t rows, uint32_t cols,
+                                                   bool transposed, uint32_t stride, spec::Operand operand,
+                                                   std::vector<spec::CommandRecord>& records);
+  // The element offset of [p, p + count) in a resident region of `size`
+  // elements at `base`, if it lies there.
+  static std::optional<std::size_t> offset_in(const float* base, std::size_t size, const float* p,
+                                              std::size_t count);
+  // Runs the records as command lists; adds the launches' time.
+  Status launch(const std::vector<spec::CommandRecord>& records, std::optional<TraceScope>& upload,
+                double& launch_seconds);
+
+  // A bf16 copy of a resident operand: where it comes from, and whether it
+  // is current.
+  struct Copy {
+    std::size_t offset = 0;
+    uint32_t rows = 0, cols = 0, stride = 0;
+    bool transposed = false;
+    spec::Operand operand = spec::Operand::kB;
+    Slot slot;
+    bool current = false;
+  };
 
   Device device_;
   uint32_t unit_ = 0;
@@ -124,6 +200,9 @@ class DeviceMatmul final : public MatmulExecutor {
   std::vector<Slot> a_, b_, c_;
   Slot commands_;
   std::vector<float> transposed_;
+  std::optional<ResidentParameters> resident_;
+  std::vector<Copy> copies_;
+  Intervals card_read_, card_written_;
 };
 
 }  // namespace systole

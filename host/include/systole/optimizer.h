@@ -134,6 +134,25 @@ class Optimizer {
   };
   virtual std::optional<VectorUpdate> vector_update(float /*lr*/) const { return std::nullopt; }
 
+  // A step as a card runs it (placement: device): the decoupled weight
+  // decay, axpby(decay_alpha, 1) of the weights onto themselves when
+  // decay_alpha is not zero, then the update, each over the whole
+  // trainable region at once (the scalars are the same for every tensor,
+  // so this is apply()'s dense part, bit for bit).
+  struct EngineStep {
+    float decay_alpha = 0.0f;
+    VectorUpdate update;
+  };
+  // Whether the dense part of a step can run on the engine: the optimizer
+  // has a vector_update and clips no gradients (a norm is host work).
+  bool steps_on_engine() const;
+  // The next step's engine form; counts the step as apply() does. Only
+  // when steps_on_engine(). The tables' part stays apply_tables().
+  EngineStep take_engine_step();
+  // apply()'s last part: the tables' sparse Adagrad on the rows a step
+  // touched (apply() runs it; a step taken on the engine calls it).
+  void apply_tables(ParameterStore& store);
+
  protected:
   explicit Optimizer(const OptimizerConfig& config) : config_(config) {}
 

@@ -40,8 +40,11 @@ class ProcessGroup {
 };
 
 // out[i] = ((start[i] + inputs[0][i]) + inputs[1][i]) + ... for i in
-// [begin, end), or from inputs[0][i] when start is null. `out` may alias
-// `start`, not the inputs. The one place the summation order is written.
+// [begin, end), or from inputs[0][i] when start is null, in the vector
+// engine's arithmetic (NUMERICS.md: a subnormal term reads as a zero of its
+// sign, a tiny sum flushes, NaNs are canonical), so a card that sums its
+// units' gradients gives the same bits. `out` may alias `start`, not the
+// inputs. The one place the summation order is written.
 void ordered_sum(const float* start, const float* const* inputs, std::size_t n, std::size_t begin,
                  std::size_t end, float* out);
 

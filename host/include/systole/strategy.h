@@ -38,6 +38,10 @@ class AllReduce {
   // Called by every participant (0..N-1) with its own vector; returns when
   // all hold the sum. Fails for everyone if any participant aborts.
   Status sum(uint32_t participant, std::vector<float>& values);
+  // Returns when every participant of this process has called it (the
+  // cards' own reduction waits here for every row). Fails for everyone if
+  // any participant aborts.
+  Status wait_for_all(uint32_t participant);
   // Wakes every waiting participant with an error (a replica failed).
   void abort();
   void reset();  // clears an abort for the next step
@@ -91,6 +95,8 @@ class Strategy {
   Status all_reduce_sum(uint32_t replica, std::vector<float>& values) {
     return all_reduce_.sum(replica, values);
   }
+  // Inside run(): waits for this process's other replicas.
+  Status barrier(uint32_t replica) { return all_reduce_.wait_for_all(replica); }
 
   // Combines per-replica values of this process's replicas over the whole
   // job, in global replica order (TensorFlow's Strategy.reduce).

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "systole/checkpoint.h"
@@ -25,8 +26,23 @@
 
 namespace systole {
 
+// Where the trainable parameters, their gradients and the optimizer's
+// state live between steps.
+enum class Placement {
+  // On the host: each step stages the weights to every unit, brings every
+  // gradient back, all-reduces and updates on the host.
+  kHost,
+  // On the card (the units' vector engine): the fp32 values, gradients and
+  // optimizer slots stay in device memory; the units' gradients are summed
+  // there (one sum descriptor, replica order) and the update runs there.
+  // The host link carries the batches, what host layers read and write and
+  // what a user asks to see. The same bits as kHost.
+  kDevice,
+};
+
 struct TrainerConfig {
   ModelSpec model;
+  Placement placement = Placement::kHost;
   OptimizerConfig optimizer;
   // Keras' compile(loss=..., metrics=[...]): registered losses and metrics
   // by type, and the labels each example has (0: one, or one per position
@@ -52,6 +68,8 @@ struct StepTimes {
   double forward = 0;   // the forward pass and the loss
   double backward = 0;  // the backward pass
   MatmulTimes device;   // of both passes: the array's products and their staging
+  // The all-reduce and the update; with placement: device the update's
+  // time holds the card's reduction and its launches.
   double all_reduce = 0, optimizer = 0;
 
   // The layers' and the loss's own host work (im2col, softmax, pooling,
@@ -101,10 +119,21 @@ class Trainer {
   Result<std::vector<float>> predict(const float* inputs, uint32_t count, std::size_t layers = SIZE_MAX);
 
   // Replica 0's model and fp32 master parameters (all replicas hold the
-  // same bits).
-  const Model& model() const { return *replicas_[0].model; }
-  const ParameterStore& parameters() const { return replicas_[0].model->parameters(); }
-  const Optimizer& optimizer() const { return *replicas_[0].optimizer; }
+  // same bits). With placement: device these bring the card's values and
+  // optimizer state to the host first (a failure there fails the next
+  // step).
+  const Model& model() const {
+    sync_to_host();
+    return *replicas_[0].model;
+  }
+  const ParameterStore& parameters() const { return model().parameters(); }
+  const Optimizer& optimizer() const {
+    sync_to_host();
+    return *replicas_[0].optimizer;
+  }
+  // What the user should know once about where the work runs (an
+  // optimizer placement: device cannot run on the card), one line each.
+  const std::vector<std::string>& notices() const { return notices_; }
   // Whether every replica of the job holds the same parameter bits.
   Result<bool> replicas_identical() const;
 
@@ -115,12 +144,37 @@ class Trainer {
   Status restore(const ModelValues& values, uint64_t optimizer_steps);
 
  private:
+  // What a replica keeps on its unit with placement: device, spread over
+  // the unit's banks so that an update's four streams use four of them: the
+  // values, its gradients, the optimizer's slots and, with several
+  // replicas, its share of their summed gradients.
+  struct Card {
+    Buffer values, gradient, reduced;
+    std::vector<Buffer> slots;
+  };
   struct ReplicaState {
     std::unique_ptr<DeviceMatmul> matmul;
     std::unique_ptr<Model> model;
     std::unique_ptr<Optimizer> optimizer;
     StepTimes times;
+    Card card;
   };
+
+  // placement: device. Allocates the cards' buffers and uploads the
+  // values and slots.
+  Status place_on_card(Device device, const std::vector<uint32_t>& units);
+  // Uploads replica r's values and slots (after create or restore).
+  Status upload_card(uint32_t r);
+  // The end of replica r's step on the card: the gradients the host wrote
+  // go up, the replicas' are summed, the optimizer runs, and the values
+  // host layers read come back.
+  Status step_on_card(uint32_t r);
+  // Brings every replica's values and slots from the card when the host's
+  // copy is behind.
+  void sync_to_host() const;
+  // The elements of the values replica r updates on the card: a share of
+  // them when its unit's peers take the rest, else all.
+  std::pair<std::size_t, std::size_t> share(uint32_t r) const;
 
   // A step on the global batch, or (local) on this process's share.
   Result<StepResult> train_step(const Batch& batch, bool local);
@@ -145,6 +199,13 @@ class Trainer {
   std::vector<std::unique_ptr<Metric>> metrics_;
   std::size_t metric_sums_ = 0;
   std::vector<ReplicaState> replicas_;
+  // placement: device: the parameters are on the cards; the optimizer
+  // runs there (it has an engine form); each replica updates its share
+  // and gathers the others' (the replicas of one process, one card).
+  bool on_card_ = false, update_on_card_ = false, shared_ = false;
+  mutable bool host_behind_ = false;
+  mutable Status sync_status_;
+  std::vector<std::string> notices_;
 };
 
 }  // namespace systole

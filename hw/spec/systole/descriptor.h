@@ -5,6 +5,7 @@
 // opcode.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -160,6 +161,16 @@ static_assert(offsetof(GemmDescriptor, a_addr) == 32);
 static_assert(offsetof(GemmDescriptor, bias_addr) == 56);
 static_assert(offsetof(CommandListHeader, count) == 8);
 
+// The header of a list of `count` descriptors in this version.
+constexpr CommandListHeader command_list_header(uint32_t count) {
+  CommandListHeader header{};
+  header.magic = kCommandListMagic;
+  header.version_major = uint16_t(kVersionMajor);
+  header.version_minor = uint16_t(kVersionMinor);
+  header.count = count;
+  return header;
+}
+
 // Byte size of a command list holding `count` descriptors.
 constexpr uint64_t command_list_bytes(uint64_t count) {
   return sizeof(CommandListHeader) + count * sizeof(GemmDescriptor);
@@ -187,6 +198,17 @@ template <class Record>
 inline Record decode(const uint8_t* in) {
   Record record;
   std::memcpy(&record, in, sizeof(Record));
+  return record;
+}
+
+// One encoded descriptor of either kind, as a list holds it.
+using CommandRecord = std::array<uint8_t, kBeatBytes>;
+
+template <class Descriptor>
+inline CommandRecord record_of(const Descriptor& descriptor) {
+  static_assert(sizeof(Descriptor) == kBeatBytes, "a descriptor is one beat");
+  CommandRecord record;
+  encode(descriptor, record.data());
   return record;
 }
 
