@@ -11,10 +11,10 @@ namespace systole {
 
 void ordered_sum(const float* start, const float* const* inputs, std::size_t n, std::size_t begin,
                  std::size_t end, float* out) {
-  // The vector engine's arithmetic (NUMERICS.md), so that a card's units
-  // summing their gradients give these bits: the first term copied as the
-  // engine reads it (a subnormal as a zero of its sign, a NaN canonical),
-  // then each add rounded to nearest, flushed when tiny, NaN canonical.
+  // The vector engine's sum (NUMERICS.md), so that a card's units summing
+  // their gradients give these bits: from +0, each term added in order,
+  // read as the engine reads it (a subnormal as a zero), the sum rounded
+  // to nearest, flushed when tiny, its NaN canonical.
   const spec::FlushToZero flush_to_zero;
   // Blocks small enough that `out` stays in L1 across the n passes.
   constexpr std::size_t kBlock = 2048;
@@ -22,7 +22,8 @@ void ordered_sum(const float* start, const float* const* inputs, std::size_t n, 
     const std::size_t stop = std::min(end, block + kBlock);
     std::size_t k = 0;
     const float* __restrict first = start ? start : inputs[k++];
-    for (std::size_t i = block; i < stop; ++i) out[i] = numerics::f32_canonical(first[i]);
+    for (std::size_t i = block; i < stop; ++i)
+      out[i] = numerics::f32_canonical(spec::vector_math::add(0.0f, first[i]));
     for (; k < n; ++k) {
       const float* __restrict in = inputs[k];
       float* __restrict acc = out;

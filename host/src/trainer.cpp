@@ -159,6 +159,10 @@ Status Trainer::place_on_card(Device device, const std::vector<uint32_t>& units)
   shared_ = update_on_card_ && replicas_.size() > 1 && strategy_.processes() == 1;
   on_card_ = true;
   for (uint32_t r = 0; r < replicas_.size(); ++r) {
+    const auto [begin, end] = share(r);
+    share_stride_ = std::max(share_stride_, (end - begin + 15) / 16 * 16);
+  }
+  for (uint32_t r = 0; r < replicas_.size(); ++r) {
     ReplicaState& replica = replicas_[r];
     Card& card = replica.card;
     auto allocate = [&](Buffer& buffer, spec::Operand bank) -> Status {
@@ -170,7 +174,13 @@ Status Trainer::place_on_card(Device device, const std::vector<uint32_t>& units)
     using spec::Operand;
     SYSTOLE_RETURN_IF_ERROR(allocate(card.values, Operand::kC));
     SYSTOLE_RETURN_IF_ERROR(allocate(card.gradient, Operand::kA));
-    if (shared_) SYSTOLE_RETURN_IF_ERROR(allocate(card.reduced, Operand::kA));
+    if (shared_) {
+      SYSTOLE_RETURN_IF_ERROR(allocate(card.reduced, Operand::kA));
+      auto rows = device.allocate(floats(share_stride_ * replicas_.size()),
+                                  spec::operand_bank(units[r], Operand::kCommands, banks));
+      if (!rows.ok()) return rows.status();
+      card.rows = std::move(rows).value();
+    }
     const Operand slot_banks[] = {Operand::kB, Operand::kCommands};
     std::size_t k = 0;
     if (update_on_card_)
@@ -242,27 +252,39 @@ Status Trainer::step_on_card(uint32_t r) {
   }
   if (update_on_card_) {
     // Each replica sums its share of every replica's gradients, in replica
-    // order (the all-reduce's ((g_0 + g_1) + g_2) + ...: a copy, then adds),
-    // and updates that share of the values.
+    // order (the all-reduce's ((+0 + g_0) + g_1) + ...), and updates that
+    // share of the values. The shares are first copied into rows of its
+    // own, replica r + k's in the k-th copy, so that each unit's
+    // gradients are read by one unit at a time.
     const auto [begin, end] = share(r);
     std::vector<spec::VectorDescriptor> work;
     auto each_piece = [&](std::size_t from, std::size_t to, const auto& add) {
       for (std::size_t at = from; at < to; at += spec::kMaxVectorElements)
         add(at, std::min<std::size_t>(spec::kMaxVectorElements, to - at));
     };
-    spec::VectorScalars copy, add;
-    copy.alpha = 1.0f;  // beta +0: y = x
-    add.alpha = add.beta = 1.0f;
+    spec::VectorScalars copy;
+    copy.alpha = 1.0f;  // beta +0: y = x, which keeps -0 and reads a subnormal as the sum does
     uint64_t gradient = card.gradient.address();
     if (shared_) {
       SYSTOLE_RETURN_IF_ERROR(strategy_.barrier(r));  // every replica's gradients are in
-      const uint64_t sum = card.reduced.address();
+      const uint32_t n_rows = uint32_t(replicas_.size());
       each_piece(begin, end, [&](std::size_t at, std::size_t n) {
-        for (uint32_t q = 0; q < replicas_.size(); ++q)
-          work.push_back(vector_op(spec::Opcode::kAxpby, q == 0 ? copy : add, at, n,
-                                   {replicas_[q].card.gradient.address(), sum, 0, 0}));
+        const uint64_t rows = card.rows.address() + floats(at - begin);
+        for (uint32_t k = 0; k < n_rows; ++k) {
+          const uint32_t q = (r + k) % n_rows;
+          spec::VectorDescriptor gather =
+              vector_op(spec::Opcode::kAxpby, copy, at, n, {replicas_[q].card.gradient.address(), 0, 0, 0});
+          gather.y_addr = rows + floats(q * share_stride_);
+          work.push_back(gather);
+        }
+        spec::VectorDescriptor sum =
+            vector_op(spec::Opcode::kSum, {}, at, n, {0, 0, card.reduced.address(), 0});
+        sum.x_addr = rows;
+        sum.rows = n_rows;
+        sum.stride = uint32_t(share_stride_);
+        work.push_back(sum);
       });
-      gradient = sum;
+      gradient = card.reduced.address();
     }
     const Optimizer::EngineStep step = optimizer.take_engine_step();
     uint64_t update[4] = {gradient, 0, 0, 0};
@@ -281,11 +303,13 @@ Status Trainer::step_on_card(uint32_t r) {
     });
     SYSTOLE_RETURN_IF_ERROR(unit.run_vector(work));
     if (shared_) {
-      // Then the others' shares of the values, copied from their units.
+      // Then the others' shares of the values, copied from their units,
+      // replica r + k's in the k-th copy (one reader per unit at a time).
       SYSTOLE_RETURN_IF_ERROR(strategy_.barrier(r));
       work.clear();
-      for (uint32_t q = 0; q < replicas_.size(); ++q) {
-        if (q == r) continue;
+      const uint32_t n_rows = uint32_t(replicas_.size());
+      for (uint32_t k = 1; k < n_rows; ++k) {
+        const uint32_t q = (r + k) % n_rows;
         const auto [from, to] = share(q);
         each_piece(from, to, [&](std::size_t at, std::size_t n) {
           work.push_back(vector_op(spec::Opcode::kAxpby, copy, at, n,

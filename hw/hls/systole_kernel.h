@@ -395,14 +395,16 @@ inline void write_vector(Beat* port, uint64_t addr, uint32_t count, const float*
 
 // to_bf16: x's rows rounded to bf16 (f32_to_bf16, as the host rounds
 // operands), written packed on c port 1, or transposed. Transposed,
-// kVectorLanes rows are converted together, so that each column's values
-// for those rows leave in one write.
+// kTransposeRows rows are converted together, so that each column's values
+// for those rows leave as one whole beat.
+inline constexpr uint32_t kTransposeRows = kBeatBytes / sizeof(bf16_t);
+
 inline void execute_to_bf16(const Ports& ports, const spec::VectorDescriptor& d,
                             spec::PerfCounters& counters) {
   const bool transpose = (d.flags & spec::vector_flag::kTranspose) != 0;
-  const uint32_t group = transpose ? kVectorLanes : 1;
-  float x[kVectorLanes][kVectorBlock];
-  bf16_t out[kVectorLanes][kVectorBlock];
+  const uint32_t group = transpose ? kTransposeRows : 1;
+  float x[kTransposeRows][kVectorBlock];
+  bf16_t out[kTransposeRows][kVectorBlock];
   uint8_t bytes[kVectorBlock * sizeof(bf16_t)];
   uint32_t transfer = 0;
 ROW_GROUPS:

@@ -275,12 +275,13 @@ class StripedWriter {
 // c ports, one request each, striped over the ports), then its writes
 // through the c ports once all its reads are in. Reads run up to kAhead
 // blocks ahead of the writes (the engine's buffers). sum reads its rows'
-// blocks one request each; to_bf16 with transpose reads kLanes rows per
-// block and writes each column's kLanes values as one request.
+// blocks one request each; to_bf16 with transpose reads kTransposeRows
+// rows per block and writes each column's values for them (a beat) as one
+// request.
 class VectorEngine {
  public:
   static constexpr uint32_t kBlock = 256;
-  static constexpr uint32_t kLanes = kBeatBytes / 4;
+  static constexpr uint32_t kTransposeRows = kBeatBytes / 2;
   static constexpr uint32_t kAhead = 8;
 
   struct Request {
@@ -301,7 +302,7 @@ class VectorEngine {
     for (int i = 1; i < 4; ++i)
       if (operands_.read[i] && (i != 1 || scalars.reads_y(op_))) c_read_[c_reads_++] = i;
     transpose_ = op_ == spec::Opcode::kToBf16 && (d.flags & spec::vector_flag::kTranspose);
-    group_ = op_ == spec::Opcode::kSum ? d.rows : transpose_ ? kLanes : 1;
+    group_ = op_ == spec::Opcode::kSum ? d.rows : transpose_ ? kTransposeRows : 1;
     const uint32_t row_passes = op_ == spec::Opcode::kToBf16 ? (d.rows + group_ - 1) / group_ : 1;
     column_blocks_ = (d.n + kBlock - 1) / kBlock;
     blocks_ = uint64_t(row_passes) * column_blocks_;

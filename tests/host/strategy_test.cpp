@@ -16,10 +16,14 @@
 #include <stdexcept>
 #include <thread>
 
+#include "reference/reference.h"
+#include "systole/descriptor.h"
+
 namespace systole {
 namespace {
 
-// Every element summed left to right in replica order.
+// Every element summed left to right in replica order (the inputs hold no
+// zeros, subnormals or NaNs, which the next test covers).
 std::vector<float> expected_sum(const std::vector<std::vector<float>>& inputs) {
   std::vector<float> out = inputs[0];
   for (std::size_t r = 1; r < inputs.size(); ++r)
@@ -45,6 +49,52 @@ TEST(AllReduce, SumsInTheDocumentedOrderOnEveryReplica) {
         ASSERT_EQ(std::memcmp(buffers[r].data(), expected.data(), length * sizeof(float)), 0)
             << "seed " << seed << ", " << replicas << " replicas, length " << length << ", replica " << r;
     }
+  }
+}
+
+// The all-reduce sums as the vector engine's sum descriptor does (the
+// test reference's, on the same rows): from +0, subnormal terms read as
+// zeros, tiny sums flushed, NaNs canonical. So a card's units summing
+// their gradients give its bits. Terms are drawn from the awkward ends:
+// signed zeros, subnormals, values near 2^-126, NaNs with payloads.
+TEST(AllReduce, SumsAsTheVectorEngineSums) {
+  const uint32_t seed = 12;
+  std::mt19937 rng(seed);
+  auto awkward = [&]() -> uint32_t {
+    const uint32_t sign = (rng() & 1u) << 31;
+    switch (rng() % 6) {
+      case 0:
+        return sign;  // +-0
+      case 1:
+        return sign | (1u + rng() % 0x7FFFFFu);  // subnormal
+      case 2:
+        return sign | (0x00800000u + rng() % 0x01000000u);  // 2^-126 .. 2^-124
+      case 3:
+        return sign | 0x7F800000u | (1u + rng() % 0x7FFFFFu);  // NaN
+      default:
+        return sign | (0x3E000000u + rng() % 0x02000000u);  // about 0.1
+    }
+  };
+  for (uint32_t replicas : {2u, 3u, 5u}) {
+    const std::size_t length = 1031;
+    std::vector<std::vector<float>> buffers(replicas, std::vector<float>(length));
+    std::vector<uint8_t> image((replicas + 1) * length * 4);
+    for (uint32_t r = 0; r < replicas; ++r)
+      for (std::size_t i = 0; i < length; ++i) {
+        const uint32_t bits = awkward();
+        std::memcpy(&buffers[r][i], &bits, 4);
+        std::memcpy(image.data() + (r * length + i) * 4, &bits, 4);
+      }
+    spec::VectorDescriptor sum{};
+    sum.opcode = uint8_t(spec::Opcode::kSum);
+    sum.n = uint32_t(length), sum.rows = replicas, sum.stride = uint32_t(length);
+    sum.z_addr = replicas * length * 4;
+    reference::vector(sum, image);
+    Strategy strategy(replicas);
+    ASSERT_TRUE(strategy.run([&](uint32_t r) { return strategy.all_reduce_sum(r, buffers[r]); }).ok());
+    for (uint32_t r = 0; r < replicas; ++r)
+      ASSERT_EQ(std::memcmp(buffers[r].data(), image.data() + sum.z_addr, length * 4), 0)
+          << "seed " << seed << ", " << replicas << " replicas, replica " << r;
   }
 }
 

@@ -39,9 +39,9 @@ class ProcessGroup {
   [[noreturn]] virtual void abort(int exit_code) = 0;
 };
 
-// out[i] = ((start[i] + inputs[0][i]) + inputs[1][i]) + ... for i in
-// [begin, end), or from inputs[0][i] when start is null, in the vector
-// engine's arithmetic (NUMERICS.md: a subnormal term reads as a zero of its
+// out[i] = (((+0 + start[i]) + inputs[0][i]) + inputs[1][i]) + ... for i
+// in [begin, end), without start when it is null, as the vector engine's
+// sum computes it (NUMERICS.md: a subnormal term reads as a zero of its
 // sign, a tiny sum flushes, NaNs are canonical), so a card that sums its
 // units' gradients gives the same bits. `out` may alias `start`, not the
 // inputs. The one place the summation order is written.

@@ -21,8 +21,9 @@ namespace systole {
 // given a ProcessGroup, by the threads of every process of the job. The
 // order is fixed and does not depend on how replicas are spread over
 // threads or processes: element i of the result is
-//   ((g_0[i] + g_1[i]) + g_2[i]) + ... + g_{N-1}[i]
-// over the global replicas in order (process_group.h numbers them). So
+//   (((+0 + g_0[i]) + g_1[i]) + g_2[i]) + ... + g_{N-1}[i]
+// over the global replicas in order (process_group.h numbers them), in the
+// vector engine's arithmetic (ordered_sum). So
 // every run gives the same bits, every participant ends with identical
 // values, and P processes of K replicas give the same sum as one process of
 // P * K replicas.

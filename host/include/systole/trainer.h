@@ -150,6 +150,9 @@ class Trainer {
   // replicas, its share of their summed gradients.
   struct Card {
     Buffer values, gradient, reduced;
+    // Shared: its share of every replica's gradients, one row each,
+    // share_stride_ floats apart, gathered before they are summed.
+    Buffer rows;
     std::vector<Buffer> slots;
   };
   struct ReplicaState {
@@ -203,6 +206,7 @@ class Trainer {
   // runs there (it has an engine form); each replica updates its share
   // and gathers the others' (the replicas of one process, one card).
   bool on_card_ = false, update_on_card_ = false, shared_ = false;
+  std::size_t share_stride_ = 0;  // the longest share, in whole beats
   mutable bool host_behind_ = false;
   mutable Status sync_status_;
   std::vector<std::string> notices_;
