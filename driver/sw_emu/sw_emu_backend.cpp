@@ -14,6 +14,7 @@
 #include "../src/bank_allocator.h"
 #include "../src/device_memory.h"
 #include "fast_gemm.h"
+#include "fast_vector.h"
 #include "systole_kernel.h"
 
 namespace systole::detail {
@@ -55,13 +56,17 @@ class FastEngine final : public KernelEngine {
   LaunchResult run(const hls_kernel::Ports& ports, uint64_t mem_bytes) override {
     auto bytes = [](const Beat* port) { return reinterpret_cast<const uint8_t*>(port); };
     return hls_kernel::run_command_list(
-        ports, mem_bytes, shape_, [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
+        ports, mem_bytes, shape_,
+        [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
           const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(
               d, bytes(ports.a[0]), bytes(ports.b[0]), reinterpret_cast<uint8_t*>(ports.c[0]), shape_.rows);
           sw_emu::fast_gemm(args, threads_);
           counters.macs += uint64_t(d.m) * d.n * d.k;
           counters.busy_cycles += hls_kernel::array_schedule_cycles(d, shape_);
           hls_kernel::add_descriptor_traffic(d, shape_, counters);
+        },
+        [&](const spec::VectorDescriptor& d, spec::PerfCounters& counters) {
+          sw_emu::fast_vector(d, bytes(ports.a[0]), reinterpret_cast<uint8_t*>(ports.c[0]), counters);
         });
   }
 

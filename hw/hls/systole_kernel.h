@@ -435,6 +435,53 @@ ROW_GROUPS:
   counters.busy_cycles += vector_schedule_cycles(d);
 }
 
+// Bus bytes one vector descriptor moves, following execute_vector's and
+// execute_to_bf16's requests (the fast sw_emu path reports this; a test
+// checks that both engines count the same).
+inline void add_vector_traffic(const spec::VectorDescriptor& d, spec::PerfCounters& counters) {
+  const spec::Opcode op = spec::Opcode(d.opcode);
+  auto read = [&](uint64_t addr, uint64_t bytes) {
+    counters.dma_read_bytes += beats_spanned(addr, bytes) * kBeatBytes;
+  };
+  auto write = [&](uint64_t addr, uint64_t bytes) {
+    counters.dma_write_bytes += beats_spanned(addr, bytes) * kBeatBytes;
+  };
+  const bool transpose = op == spec::Opcode::kToBf16 && (d.flags & spec::vector_flag::kTranspose) != 0;
+  if (op == spec::Opcode::kToBf16) {
+    const uint32_t group = transpose ? kTransposeRows : 1;
+    for (uint32_t r0 = 0; r0 < d.rows; r0 += group) {
+      const uint32_t rows = min_u32(group, d.rows - r0);
+      for (uint32_t i0 = 0; i0 < d.n; i0 += kVectorBlock) {
+        const uint32_t count = min_u32(kVectorBlock, d.n - i0);
+        for (uint32_t r = 0; r < rows; ++r)
+          read(d.x_addr + (uint64_t(r0 + r) * d.stride + i0) * 4, count * 4);
+        if (!transpose) {
+          write(d.z_addr + (uint64_t(r0) * d.n + i0) * 2, count * 2);
+          continue;
+        }
+        for (uint32_t c = 0; c < count; ++c) write(d.z_addr + (uint64_t(i0 + c) * d.rows + r0) * 2, rows * 2);
+      }
+    }
+    return;
+  }
+  const spec::VectorOperands operands = spec::vector_operands(op);
+  const spec::VectorScalars scalars = spec::VectorScalars::of(d);
+  const uint64_t addr[4] = {d.x_addr, d.y_addr, d.z_addr, d.w_addr};
+  for (uint32_t i0 = 0; i0 < d.n; i0 += kVectorBlock) {
+    const uint64_t at = uint64_t(i0) * 4, bytes = uint64_t(min_u32(kVectorBlock, d.n - i0)) * 4;
+    if (op == spec::Opcode::kSum) {
+      for (uint32_t r = 0; r < d.rows; ++r) read(d.x_addr + uint64_t(r) * d.stride * 4 + at, bytes);
+      write(d.z_addr + at, bytes);
+      continue;
+    }
+    read(d.x_addr + at, bytes);
+    for (int j = 1; j < 4; ++j)
+      if (operands.read[j] && (j != 1 || scalars.reads_y(op))) read(addr[j] + at, bytes);
+    for (int j = 1; j < 4; ++j)
+      if (operands.written[j]) write(addr[j] + at, bytes);
+  }
+}
+
 // One validated vector descriptor.
 inline void execute_vector(const Ports& ports, const spec::VectorDescriptor& d,
                            spec::PerfCounters& counters) {
@@ -479,13 +526,14 @@ BLOCKS:
 
 // Fetches and validates the whole command list, then executes it. Nothing is
 // written unless every descriptor is valid. `gemm` runs one GEMM descriptor
-// and adds to the counters (the HLS kernel passes execute_gemm, the fast
-// sw_emu path its own engine); vector descriptors run on execute_vector. So
-// every model shares the fetch, the validation and the accounting of the
-// list itself. `shape.features` says whether the vector engine is there.
-template <class ExecuteGemm>
+// and `vector` one vector descriptor, each adding to the counters (the HLS
+// kernel passes execute_gemm and execute_vector, the fast sw_emu path its
+// own engines). So every model shares the fetch, the validation and the
+// accounting of the list itself. `shape.features` says whether the vector
+// engine is there.
+template <class ExecuteGemm, class ExecuteVector>
 LaunchResult run_command_list(const Ports& ports, uint64_t mem_bytes, const spec::ArrayShape& shape,
-                              ExecuteGemm&& gemm) {
+                              ExecuteGemm&& gemm, ExecuteVector&& vector) {
   LaunchResult result;
   spec::PerfCounters& counters = result.counters;
   const Beat* cmd_port = ports.cmd;
@@ -510,7 +558,7 @@ EXECUTE:
     const uint8_t* record = cmd_port[1 + i].bytes;
     counters.dma_read_bytes += kBeatBytes;
     if (spec::is_vector_opcode(record[0]))
-      execute_vector(ports, spec::decode<spec::VectorDescriptor>(record), counters);
+      vector(spec::decode<spec::VectorDescriptor>(record), counters);
     else
       gemm(spec::decode<spec::GemmDescriptor>(record), counters);
     ++counters.descriptors_done;
@@ -526,10 +574,14 @@ LaunchResult systole_kernel(const Ports& ports, uint64_t mem_bytes, OnChip<Rows,
                             uint32_t features = spec::feature::kAll) {
   spec::ArrayShape shape = OnChip<Rows, Cols>::kShape;
   shape.features = features;
-  return run_command_list(ports, mem_bytes, shape,
-                          [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
-                            execute_gemm(ports, d, onchip, counters);
-                          });
+  return run_command_list(
+      ports, mem_bytes, shape,
+      [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
+        execute_gemm(ports, d, onchip, counters);
+      },
+      [&](const spec::VectorDescriptor& d, spec::PerfCounters& counters) {
+        execute_vector(ports, d, counters);
+      });
 }
 
 // Every port at the address base[p] (spec::kPortNames order) of `memory`.

@@ -336,6 +336,27 @@ TEST_P(VectorEngine, TheHostOptimizersStepAsTheEngine) {
 INSTANTIATE_TEST_SUITE_P(Emu, VectorEngine, ::testing::Values(EmuEngine::kHls, EmuEngine::kFast),
                          [](const auto& info) { return info.param == EmuEngine::kHls ? "hls" : "fast"; });
 
+// The fast engine works on whole arrays; it reports the bus traffic and
+// cycles of the HLS kernel's block schedule (add_vector_traffic), which the
+// perf backend's timing model checks against its own.
+TEST(VectorEngines, CountTheSameTrafficAndCycles) {
+  constexpr uint64_t kBytes = 4 * 48 * 1024;
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    std::mt19937_64 rng(100 + seed);
+    const std::vector<uint8_t> image = random_image(rng, kBytes);
+    std::vector<spec::VectorDescriptor> list;
+    for (Opcode op : kVectorOpcodes) list.push_back(random_descriptor(op, rng, kBytes));
+    const Outcome hls = run_sw_emu_list(image, encode_list(list), kShape, EmuEngine::kHls);
+    const Outcome fast = run_sw_emu_list(image, encode_list(list), kShape, EmuEngine::kFast);
+    SCOPED_TRACE("seed " + std::to_string(100 + seed));
+    ASSERT_TRUE(hls.status.ok() && fast.status.ok());
+    EXPECT_EQ(fast.counters.dma_read_bytes, hls.counters.dma_read_bytes);
+    EXPECT_EQ(fast.counters.dma_write_bytes, hls.counters.dma_write_bytes);
+    EXPECT_EQ(fast.counters.busy_cycles, hls.counters.busy_cycles);
+    EXPECT_EQ(first_difference(hls.memory, fast.memory), "");
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Malformed vector descriptors.
 
