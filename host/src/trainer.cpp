@@ -105,7 +105,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
 
 namespace {
 
-// Bytes of `count` floats, and of the float at `index`.
+// Bytes of `count` floats (the offset of element `count`).
 constexpr uint64_t floats(std::size_t count) { return uint64_t(count) * sizeof(float); }
 
 Status upload(Buffer& buffer, const float* values, std::size_t count, uint64_t offset) {

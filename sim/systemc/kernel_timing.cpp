@@ -478,6 +478,18 @@ class Kernel {
     state_ = State::kFinish;
   }
 
+  // The current descriptor has finished: the next one is fetched, or the
+  // list is done.
+  void descriptor_done() {
+    ++result_.counters.descriptors_done;
+    if (index_ + 1 == header_.count) {
+      finish(spec::ErrorCode::kOk, 0);
+    } else {
+      ++index_;
+      state_ = State::kFetchRun;
+    }
+  }
+
   // One cycle: false after the Finish cycle.
   bool step() {
     const bool fetching =
@@ -628,27 +640,13 @@ class Kernel {
         if (act_valid) ++result_.array_cycles;
         if (written_ == n_tiles_ && all_idle) {
           result_.counters.macs += uint64_t(d_.m) * d_.n * d_.k;
-          ++result_.counters.descriptors_done;
-          if (index_ + 1 == header_.count) {
-            finish(spec::ErrorCode::kOk, 0);
-          } else {
-            ++index_;
-            state_ = State::kFetchRun;
-          }
+          descriptor_done();
         }
         break;
       }
       case State::kVector:
         vector_.edge(v_x_start, a_row, v_c_start, c_row, v_w_start);
-        if (vector_.done() && all_idle) {
-          ++result_.counters.descriptors_done;
-          if (index_ + 1 == header_.count) {
-            finish(spec::ErrorCode::kOk, 0);
-          } else {
-            ++index_;
-            state_ = State::kFetchRun;
-          }
-        }
+        if (vector_.done() && all_idle) descriptor_done();
         break;
       case State::kFinish:
         ++now_;

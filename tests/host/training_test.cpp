@@ -402,12 +402,9 @@ TEST(Training, AGraphModelsReplicasEqualOneDeviceToTheBit) {
   ASSERT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0) << "2 replicas";
 }
 
-// A small Transformer encoder block (its products all on the array) trains
-// on replicas of one tile each to the bits of one device: a replica's 4
-// examples of 4 positions are 16 rows, one K tile of the weight gradients'
-// products (a replica of more rows chains several tiles, which one device
-// groups differently: equal only to rounding, as for any model).
-TEST(Training, ATransformerBlocksReplicasEqualOneDeviceToTheBit) {
+// A small Transformer encoder block over the synthetic data's 20 features
+// as 4 positions of 5; its products all run on the array.
+ModelSpec transformer_block() {
   ModelSpec block = small_shape().spec();
   block.layers = {{"reshape", {{"target_shape", "[4, 5]"}}},
                   {"dense", {{"name", "tokens"}, {"units", "8"}}},
@@ -417,6 +414,16 @@ TEST(Training, ATransformerBlocksReplicasEqualOneDeviceToTheBit) {
                   {"dense", {{"units", "16"}, {"activation", "relu"}}},
                   {"global_average_pooling1d", {}},
                   {"dense", {{"units", "3"}}}};
+  return block;
+}
+
+// The block trains on replicas of one tile each to the bits of one device:
+// a replica's 4 examples of 4 positions are 16 rows, one K tile of the
+// weight gradients' products (a replica of more rows chains several tiles,
+// which one device groups differently: equal only to rounding, as for any
+// model).
+TEST(Training, ATransformerBlocksReplicasEqualOneDeviceToTheBit) {
+  const ModelSpec block = transformer_block();
   const Dataset data = synthetic(3 * 8, 15);
   const std::vector<float> one = train_steps({0}, 8, data, 3, EmuEngine::kFast, block);
   const std::vector<float> two = train_steps({0, 1}, 8, data, 3, EmuEngine::kFast, block);
@@ -777,15 +784,6 @@ OptimizerConfig optimizer_named(const std::string& name, std::optional<float> de
 }
 
 std::vector<PlacementCase> placement_cases() {
-  ModelSpec block = small_shape().spec();
-  block.layers = {{"reshape", {{"target_shape", "[4, 5]"}}},
-                  {"dense", {{"name", "tokens"}, {"units", "8"}}},
-                  {"multi_head_attention", {{"name", "attention"}, {"num_heads", "2"}}},
-                  {"add", {{"inputs", "[tokens, attention]"}}},
-                  {"layer_normalization", {}},
-                  {"dense", {{"units", "16"}, {"activation", "relu"}}},
-                  {"global_average_pooling1d", {}},
-                  {"dense", {{"units", "3"}}}};
   OptimizerConfig clipped = optimizer_named("adam");
   clipped.clipnorm = 0.05f;
   return {
@@ -797,7 +795,7 @@ std::vector<PlacementCase> placement_cases() {
        true},
       {"mlp_adamw_two_units", small_shape().spec(), {1, 0}, optimizer_named("adamw"), true},
       {"cnn_sync_batchnorm_two_units", cnn_spec(true), {0, 1}, optimizer_named("adam"), true},
-      {"transformer_block_two_units", block, {0, 1}, optimizer_named("adam"), true},
+      {"transformer_block_two_units", transformer_block(), {0, 1}, optimizer_named("adam"), true},
       {"lars_on_the_host_two_units", small_shape().spec(), {0, 1}, optimizer_named("lars"), false},
       {"clipped_adam_on_the_host", small_shape().spec(), {0}, clipped, false},
   };

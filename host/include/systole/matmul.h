@@ -172,7 +172,8 @@ class DeviceMatmul final : public MatmulExecutor {
                                                    bool transposed, uint32_t stride, spec::Operand operand,
                                                    std::vector<spec::CommandRecord>& records);
   // The element offset of [p, p + count) in a resident region of `size`
-  // elements at `base`, if it lies there.
+  // elements at `base`: none when p is outside it, SIZE_MAX when it starts
+  // inside and runs past the end.
   static std::optional<std::size_t> offset_in(const float* base, std::size_t size, const float* p,
                                               std::size_t count);
   // Runs the records as command lists; adds the launches' time.
