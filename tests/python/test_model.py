@@ -82,6 +82,18 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(set(model.get_weights()), {"0.weight", "0.bias", "2.weight", "2.bias"})
         self.assertEqual(model.get_weights()["0.weight"].shape, (16, 12))
 
+    def test_placement_device_gives_the_same_bits(self):
+        # The parameters and Adam's slots kept on the card's two units give
+        # the weights the host path gives, to the bit.
+        x, y = clusters(self.rng, 320)
+        weights = {}
+        for placement in ("host", "device"):
+            model = systole.Model(CONFIG, {"train": {"epochs": 2, "placement": placement}})
+            model.fit(x, y, verbose=0)
+            weights[placement] = model.get_weights()
+        for name, value in weights["host"].items():
+            self.assertEqual(value.tobytes(), weights["device"][name].tobytes(), name)
+
     def test_a_callback_stops_training(self):
         class StopAfterFirst(systole.Callback):
             def on_epoch_end(self, epoch, logs):
