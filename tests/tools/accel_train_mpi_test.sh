@@ -45,6 +45,15 @@ for layout in "2 1" "2 2"; do
      grep -q "job: $processes processes x $local replica(s) = $total replicas in sync" <<<"$out"; then
     passes=$((passes + 1)); else echo "FAIL: log of mpirun -np $processes:"; echo "$out"; failures=$((failures + 1)); fi
 done
+# placement: device across processes: each unit updates on the card from
+# the job's all-reduce, and the checkpoint (weights and Adam's slots) is
+# the host path's, byte for byte.
+out=$("${mpi[@]}" -np 2 "$tool" "${small[@]}" --global-batch 48 --epochs 2 --devices 2 --placement device \
+      --checkpoint-dir "$work/mpi4_device" 2>&1) || {
+  echo "FAIL: mpirun -np 2 --placement device: $out"; failures=$((failures + 1)); }
+same_file "$work/mpi4_device/checkpoint.safetensors" "$work/one4/checkpoint.safetensors" \
+  "2 processes x 2 replicas with placement: device differ from placement: host"
+
 # The test must be able to fail: another replica count gives other bits.
 if cmp -s "$work/mpi2/checkpoint.safetensors" "$work/mpi4/checkpoint.safetensors"; then
   echo "FAIL: 2 and 4 replicas wrote identical checkpoints: the comparison proves nothing"
