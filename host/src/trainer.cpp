@@ -256,7 +256,9 @@ Status Trainer::step_on_card(uint32_t r) {
     // share of the values. The shares are first copied into rows of its
     // own, replica r + k's in the k-th copy, so that each unit's
     // gradients are read by one unit at a time.
-    const auto [begin, end] = share(r);
+    // (Not a structured binding: the lambdas below capture begin.)
+    const std::pair<std::size_t, std::size_t> mine = share(r);
+    const std::size_t begin = mine.first, end = mine.second;
     std::vector<spec::VectorDescriptor> work;
     auto each_piece = [&](std::size_t from, std::size_t to, const auto& add) {
       for (std::size_t at = from; at < to; at += spec::kMaxVectorElements)
