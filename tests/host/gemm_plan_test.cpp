@@ -231,5 +231,27 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
   EXPECT_NE(refused.message().find("operand is missing"), std::string::npos) << refused.message();
 }
 
+// The bookkeeping of what the card read and wrote: spans merge when they
+// touch or overlap, and the gaps are the rest of the region.
+TEST(Intervals, MergeTouchingSpansAndGiveTheGaps) {
+  Intervals spans;
+  spans.add(10, 20);
+  spans.add(30, 40);
+  spans.add(5, 5);  // empty: nothing
+  EXPECT_TRUE(spans.contains(12, 20));
+  EXPECT_FALSE(spans.contains(15, 31));
+  using Gaps = std::vector<std::pair<std::size_t, std::size_t>>;
+  EXPECT_EQ(spans.gaps(50), (Gaps{{0, 10}, {20, 30}, {40, 50}}));
+  spans.add(20, 30);  // touches both: one span
+  EXPECT_TRUE(spans.contains(10, 40));
+  EXPECT_EQ(spans.gaps(50), (Gaps{{0, 10}, {40, 50}}));
+  spans.add(0, 12);
+  spans.add(35, 60);  // past the region's end
+  EXPECT_EQ(spans.gaps(50), Gaps{});
+  EXPECT_EQ(spans.gaps(70), (Gaps{{60, 70}}));
+  spans.clear();
+  EXPECT_EQ(spans.gaps(3), (Gaps{{0, 3}}));
+}
+
 }  // namespace
 }  // namespace systole
