@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The vector engine's operations over whole arrays: the elementwise opcodes
 // through spec::vector_apply (the engine's arithmetic, in place under the
-// processor's flush-to-zero), sums a block of columns at a time, and
-// to_bf16 through the host's own rounding, transposing in tiles.
+// processor's flush-to-zero), sums through spec::vector_sum, and to_bf16
+// through the host's own rounding, transposing in tiles.
 #include "fast_vector.h"
 
 #include <algorithm>
@@ -15,23 +15,6 @@
 
 namespace systole::sw_emu {
 namespace {
-
-// z = the sum of `rows` rows of n values `stride` apart, from +0 in row
-// order (z does not overlap x: validation).
-void sum_rows(const float* x, uint32_t n, uint32_t rows, uint32_t stride, float* z) {
-  const spec::FlushToZero flush_to_zero;
-  constexpr uint32_t kBlock = 1024;  // the sums stay in L1 across the rows
-  float acc[kBlock];
-  for (uint32_t i0 = 0; i0 < n; i0 += kBlock) {
-    const uint32_t count = std::min(kBlock, n - i0);
-    std::fill_n(acc, count, 0.0f);
-    for (uint32_t r = 0; r < rows; ++r) {
-      const float* __restrict row = x + std::size_t(r) * stride + i0;
-      for (uint32_t i = 0; i < count; ++i) acc[i] = spec::vector_math::add(acc[i], row[i]);
-    }
-    for (uint32_t i = 0; i < count; ++i) z[i0 + i] = numerics::f32_canonical(acc[i]);
-  }
-}
 
 // z (bf16, 2-byte aligned) = f32_to_bf16 of rows x n values `stride` apart,
 // packed, or transposed to n x rows.
@@ -71,7 +54,8 @@ void fast_vector(const spec::VectorDescriptor& d, const uint8_t* a_port, uint8_t
   auto at = [&](uint64_t address) { return reinterpret_cast<float*>(c_port + address); };
   switch (op) {
     case spec::Opcode::kSum:
-      sum_rows(x, d.n, d.rows, d.stride, at(d.z_addr));
+      spec::vector_sum(
+          d.rows, [&](std::size_t r) { return x + r * d.stride; }, 0, d.n, at(d.z_addr));
       break;
     case spec::Opcode::kToBf16:
       to_bf16(x, d.n, d.rows, d.stride, (d.flags & spec::vector_flag::kTranspose) != 0, c_port + d.z_addr);

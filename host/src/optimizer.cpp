@@ -151,7 +151,7 @@ void Optimizer::apply(ParameterStore& store) {
       if (entries[t].region == Region::kTrainable)
         clip(store.gradient(t), entries[t].size, norm, config_.global_clipnorm);
   }
-  const float decay = decoupled_weight_decay() ? weight_decay() : 0.0f;
+  const float shrink_alpha = decay_alpha(lr);
   for (std::size_t t = 0; t < entries.size(); ++t) {
     const ParameterStore::Entry& entry = entries[t];
     if (entry.region != Region::kTrainable) continue;
@@ -159,10 +159,10 @@ void Optimizer::apply(ParameterStore& store) {
     if (config_.clipnorm > 0)
       clip(gradient, entry.size, std::sqrt(squares(gradient, entry.size)), config_.clipnorm);
     float* values = store.values(t);
-    if (decay > 0) {
+    if (shrink_alpha != 0) {
       // w -= (lr * decay) * w, as the engine's axpby(-(lr * decay), 1).
       spec::VectorScalars shrink;
-      shrink.alpha = -(lr * decay);
+      shrink.alpha = shrink_alpha;
       shrink.beta = 1.0f;
       spec::vector_apply(spec::Opcode::kAxpby, shrink, entry.size, values, values, nullptr, nullptr);
     }
@@ -181,10 +181,14 @@ Optimizer::EngineStep Optimizer::take_engine_step() {
   const float lr = learning_rate();
   ++steps_;
   EngineStep step;
-  const float decay = decoupled_weight_decay() ? weight_decay() : 0.0f;
-  if (decay > 0) step.decay_alpha = -(lr * decay);
+  step.decay_alpha = decay_alpha(lr);
   step.update = *vector_update(lr);
   return step;
+}
+
+float Optimizer::decay_alpha(float lr) const {
+  const float decay = decoupled_weight_decay() ? weight_decay() : 0.0f;
+  return decay > 0 ? -(lr * decay) : 0.0f;
 }
 
 void Optimizer::apply_tables(ParameterStore& store) {

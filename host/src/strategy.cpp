@@ -11,26 +11,11 @@ namespace systole {
 
 void ordered_sum(const float* start, const float* const* inputs, std::size_t n, std::size_t begin,
                  std::size_t end, float* out) {
-  // The vector engine's sum (NUMERICS.md), so that a card's units summing
-  // their gradients give these bits: from +0, each term added in order,
-  // read as the engine reads it (a subnormal as a zero), the sum rounded
-  // to nearest, flushed when tiny, its NaN canonical.
-  const spec::FlushToZero flush_to_zero;
-  // Blocks small enough that `out` stays in L1 across the n passes.
-  constexpr std::size_t kBlock = 2048;
-  for (std::size_t block = begin; block < end; block += kBlock) {
-    const std::size_t stop = std::min(end, block + kBlock);
-    std::size_t k = 0;
-    const float* __restrict first = start ? start : inputs[k++];
-    for (std::size_t i = block; i < stop; ++i)
-      out[i] = numerics::f32_canonical(spec::vector_math::add(0.0f, first[i]));
-    for (; k < n; ++k) {
-      const float* __restrict in = inputs[k];
-      float* __restrict acc = out;
-      for (std::size_t i = block; i < stop; ++i)
-        acc[i] = numerics::f32_canonical(spec::vector_math::add(acc[i], in[i]));
-    }
-  }
+  // The vector engine's sum, so that a card's units summing their
+  // gradients give these bits.
+  const std::size_t first = start ? 1 : 0;
+  spec::vector_sum(
+      n + first, [&](std::size_t k) { return k < first ? start : inputs[k - first]; }, begin, end, out);
 }
 
 AllReduce::AllReduce(uint32_t participants, ProcessGroup* group)

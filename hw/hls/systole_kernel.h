@@ -360,7 +360,7 @@ N_TILES:
 // ports; y, z and w are read and written on c ports 0, 1 and 2. Every input
 // of a block is read before any of its outputs is written, which is what
 // makes an output that is the same buffer as an input well defined.
-inline constexpr uint32_t kVectorBlock = 256;
+inline constexpr uint32_t kVectorBlock = spec::kVectorBlockElements;
 inline constexpr uint32_t kVectorLanes = kBeatBytes / sizeof(float);
 
 // The engine's schedule without memory stalls: one beat (kVectorLanes
@@ -397,7 +397,7 @@ inline void write_vector(Beat* port, uint64_t addr, uint32_t count, const float*
 // operands), written packed on c port 1, or transposed. Transposed,
 // kTransposeRows rows are converted together, so that each column's values
 // for those rows leave as one whole beat.
-inline constexpr uint32_t kTransposeRows = kBeatBytes / sizeof(bf16_t);
+using spec::kTransposeRows;
 
 inline void execute_to_bf16(const Ports& ports, const spec::VectorDescriptor& d,
                             spec::PerfCounters& counters) {

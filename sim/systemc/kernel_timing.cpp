@@ -280,8 +280,8 @@ class StripedWriter {
 // request.
 class VectorEngine {
  public:
-  static constexpr uint32_t kBlock = 256;
-  static constexpr uint32_t kTransposeRows = kBeatBytes / 2;
+  static constexpr uint32_t kBlock = spec::kVectorBlockElements;
+  static constexpr uint32_t kTransposeRows = spec::kTransposeRows;
   static constexpr uint32_t kAhead = 8;
 
   struct Request {

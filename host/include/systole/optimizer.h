@@ -178,6 +178,9 @@ class Optimizer {
   virtual bool decoupled_weight_decay() const { return true; }
   // The weight decay when the config leaves it unset.
   virtual float default_weight_decay() const { return 0.0f; }
+  // The decoupled weight decay's factor at learning rate `lr`:
+  // -(lr * decay), the engine's axpby alpha; 0 when there is none.
+  float decay_alpha(float lr) const;
 
  private:
   struct Slot {

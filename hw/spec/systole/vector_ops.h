@@ -159,6 +159,38 @@ inline void vector_block(Opcode op, const VectorScalars& scalars, std::size_t co
   }
 }
 
+// The engine's block schedule, which its models share (the HLS kernel, the
+// card's timing model, the traffic the fast sw_emu path reports): a
+// descriptor is worked kVectorBlockElements elements at a time, and a
+// transposed to_bf16 converts kTransposeRows rows together so that each
+// column's bf16 values for them fill one beat.
+inline constexpr uint32_t kVectorBlockElements = 256;
+inline constexpr uint32_t kTransposeRows = kBeatBytes / kBf16Bytes;
+
+// The sum opcode's arithmetic over host arrays: out[i] = ((+0 + term(0)[i])
+// + term(1)[i]) + ... + term(terms - 1)[i] for i in [begin, end), where
+// term(k) gives the k-th array (terms >= 1); a subnormal term reads as a zero, a tiny
+// sum flushes, NaNs are canonical. The host's all-reduce and the fast
+// sw_emu engine both sum through it. `out` may be term(0)'s array.
+template <class Term>
+inline void vector_sum(std::size_t terms, const Term& term, std::size_t begin, std::size_t end, float* out) {
+  const FlushToZero flush_to_zero;
+  // Blocks small enough that `out` stays in L1 across the passes.
+  constexpr std::size_t kBlock = 2048;
+  for (std::size_t block = begin; block < end; block += kBlock) {
+    const std::size_t stop = std::min(end, block + kBlock);
+    const float* first = term(0);  // may be out itself
+    for (std::size_t i = block; i < stop; ++i)
+      out[i] = numerics::f32_canonical(vector_math::add(0.0f, first[i]));
+    for (std::size_t k = 1; k < terms; ++k) {
+      const float* __restrict in = term(k);
+      float* __restrict acc = out;
+      for (std::size_t i = block; i < stop; ++i)
+        acc[i] = numerics::f32_canonical(vector_math::add(acc[i], in[i]));
+    }
+  }
+}
+
 // An elementwise opcode over `n` elements of host arrays, reading and
 // writing what the engine would (operands read as canonical values, outputs
 // canonicalised as they are written): the host's run of the update a
