@@ -9,7 +9,6 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <random>
 
 #include "reference/reference.h"
@@ -17,33 +16,14 @@
 #include "systole/ranking.h"
 #include "systole/trace.h"
 #include "systole/trainer.h"
+#include "training_models.h"
 
 namespace systole {
 namespace {
 
-constexpr uint32_t kArray = 16;  // per-replica batch 16 = one K tile
+using namespace testing::training;
 
-// The dense stack these tests train, and its parameters flattened layer by
-// layer as the plain references below want them: W (in x out, row-major),
-// then b.
-struct MlpShape {
-  uint32_t inputs = 20;
-  std::vector<uint32_t> hidden = {12, 9};
-  uint32_t outputs = 3;
-
-  std::vector<uint32_t> widths() const {
-    std::vector<uint32_t> widths{inputs};
-    widths.insert(widths.end(), hidden.begin(), hidden.end());
-    widths.push_back(outputs);
-    return widths;
-  }
-  uint32_t layers() const { return uint32_t(hidden.size()) + 1; }
-  ModelSpec spec() const { return dense_stack(inputs, hidden, outputs); }
-};
-
-MlpShape small_shape() { return MlpShape(); }
-
-// The store's Linear tensors (weight [out, in]) in the flat layout above;
+// The store's Linear tensors (weight [out, in]) in MlpShape's flat layout;
 // `gradients` takes the gradients instead of the values.
 std::vector<float> flatten_dense(const ParameterStore& store, const MlpShape& shape, bool gradients = false) {
   const std::vector<uint32_t> widths = shape.widths();
@@ -81,42 +61,6 @@ StepResult device_step(Model& model, Device device, const Dataset& data, float d
                         .value();
   EXPECT_TRUE(model.backward(context, logits_gradient).ok());
   return result;
-}
-
-// A learnable synthetic set: labels are the arg-max of a fixed linear map.
-Dataset synthetic(uint32_t examples, uint32_t seed) {
-  const MlpShape shape = small_shape();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
-  std::vector<float> map(shape.inputs * shape.outputs);
-  for (float& w : map) w = uniform(rng) - 0.5f;
-  Dataset data;
-  data.examples = examples;
-  data.features = shape.inputs;
-  data.classes = shape.outputs;
-  for (uint32_t e = 0; e < examples; ++e) {
-    std::vector<float> score(shape.outputs, 0.0f);
-    for (uint32_t f = 0; f < shape.inputs; ++f) {
-      const float x = uniform(rng);
-      data.images.push_back(x);
-      for (uint32_t c = 0; c < shape.outputs; ++c) score[c] += x * map[f * shape.outputs + c];
-    }
-    data.labels.push_back(uint8_t(std::max_element(score.begin(), score.end()) - score.begin()));
-  }
-  return data;
-}
-
-Batch whole(const Dataset& data) { return {data.images, data.labels, data.examples, 1}; }
-
-Device open_device(uint32_t units, EmuEngine engine = EmuEngine::kFast) {
-  DeviceOptions options;
-  options.array_rows = options.array_cols = kArray;
-  options.compute_units = units;
-  options.engine = engine;
-  options.threads_per_unit = 1;
-  options.hbm_banks = 8;
-  options.bank_bytes = 4 << 20;
-  return Device::open("sw_emu", 0, options).value();
 }
 
 // ---------------------------------------------------------------------------
@@ -402,21 +346,6 @@ TEST(Training, AGraphModelsReplicasEqualOneDeviceToTheBit) {
   ASSERT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0) << "2 replicas";
 }
 
-// A small Transformer encoder block over the synthetic data's 20 features
-// as 4 positions of 5; its products all run on the array.
-ModelSpec transformer_block() {
-  ModelSpec block = small_shape().spec();
-  block.layers = {{"reshape", {{"target_shape", "[4, 5]"}}},
-                  {"dense", {{"name", "tokens"}, {"units", "8"}}},
-                  {"multi_head_attention", {{"name", "attention"}, {"num_heads", "2"}}},
-                  {"add", {{"inputs", "[tokens, attention]"}}},
-                  {"layer_normalization", {}},
-                  {"dense", {{"units", "16"}, {"activation", "relu"}}},
-                  {"global_average_pooling1d", {}},
-                  {"dense", {{"units", "3"}}}};
-  return block;
-}
-
 // The block trains on replicas of one tile each to the bits of one device:
 // a replica's 4 examples of 4 positions are 16 rows, one K tile of the
 // weight gradients' products (a replica of more rows chains several tiles,
@@ -519,20 +448,6 @@ TEST(Training, LossFallsAndAccuracyRises) {
   EXPECT_LT(after.loss_sum, 0.6 * before.loss_sum);
   EXPECT_EQ(trainer->results(after)[1].first, "accuracy");
   EXPECT_GT(trainer->results(after)[1].second, 0.8);
-}
-
-// A CNN with BatchNormalization, its 20 features read as 4 x 5 images.
-ModelSpec cnn_spec(bool sync) {
-  ModelSpec spec;
-  spec.input_shape = {4, 5, 1};
-  spec.classes = 3;
-  spec.layers = {{"conv2d", {{"filters", "6"}, {"kernel_size", "3"}, {"padding", "same"}}},
-                 {"batch_normalization", {{"sync", sync ? "true" : "false"}}},
-                 {"relu", {}},
-                 {"max_pooling2d", {{"pool_size", "2"}}},
-                 {"flatten", {}},
-                 {"dense", {{"units", "3"}}}};
-  return spec;
 }
 
 std::vector<float> train_cnn(const std::vector<uint32_t>& units, bool sync, const Dataset& data,
@@ -696,7 +611,7 @@ TEST(Training, ATraceHoldsEveryPhaseAndLaunch) {
   ASSERT_TRUE(trainer->step(whole(data)).ok());
   Trace::install(nullptr);
   ASSERT_TRUE(trainer->step(whole(data)).ok());  // not traced
-  const std::string path = testing::TempDir() + "/step_trace.json";
+  const std::string path = ::testing::TempDir() + "/step_trace.json";
   ASSERT_TRUE(trace.write(path).ok());
   std::ifstream in(path);
   const nlohmann::json document = nlohmann::json::parse(in);
@@ -757,146 +672,6 @@ TEST(Training, StepTimesAccountForEachPart) {
   EXPECT_DOUBLE_EQ(later.forward, all.forward - first.forward);
   EXPECT_DOUBLE_EQ(later.device.launch_seconds, all.device.launch_seconds - first.device.launch_seconds);
   EXPECT_DOUBLE_EQ(later.optimizer, all.optimizer - first.optimizer);
-}
-
-// ---------------------------------------------------------------------------
-// placement: device keeps the parameters, gradients and optimizer state on
-// the card: the same bits as placement: host, for every kind of layer and
-// optimizer, however many replicas.
-
-struct PlacementCase {
-  const char* name;
-  ModelSpec model;
-  std::vector<uint32_t> units;
-  OptimizerConfig optimizer;
-  bool update_on_card;  // the optimizer has an engine form
-};
-
-void PrintTo(const PlacementCase& c, std::ostream* out) { *out << c.name; }
-
-OptimizerConfig optimizer_named(const std::string& name, std::optional<float> decay = std::nullopt) {
-  OptimizerConfig config;
-  config.name = name;
-  config.learning_rate = name == "sgd" || name == "lars" ? 0.1f : 0.01f;
-  config.nesterov = true;
-  config.weight_decay = decay;
-  return config;
-}
-
-std::vector<PlacementCase> placement_cases() {
-  OptimizerConfig clipped = optimizer_named("adam");
-  clipped.clipnorm = 0.05f;
-  return {
-      {"mlp_adam_one_unit", small_shape().spec(), {0}, optimizer_named("adam"), true},
-      {"mlp_nesterov_decay_three_units",
-       small_shape().spec(),
-       {0, 1, 2},
-       optimizer_named("sgd", 0.01f),
-       true},
-      {"mlp_adamw_two_units", small_shape().spec(), {1, 0}, optimizer_named("adamw"), true},
-      {"cnn_sync_batchnorm_two_units", cnn_spec(true), {0, 1}, optimizer_named("adam"), true},
-      {"transformer_block_two_units", transformer_block(), {0, 1}, optimizer_named("adam"), true},
-      {"lars_on_the_host_two_units", small_shape().spec(), {0, 1}, optimizer_named("lars"), false},
-      {"clipped_adam_on_the_host", small_shape().spec(), {0}, clipped, false},
-  };
-}
-
-std::unique_ptr<Trainer> placed_trainer(const PlacementCase& c, Placement placement) {
-  Device device = open_device(uint32_t(c.units.size()));
-  TrainerConfig config;
-  config.model = c.model;
-  config.optimizer = c.optimizer;
-  config.global_batch = 16 * uint32_t(c.units.size());
-  config.seed = 5;
-  config.placement = placement;
-  return Trainer::create(device, c.units, config).value();
-}
-
-class Placed : public ::testing::TestWithParam<PlacementCase> {};
-
-// Every region and every slot, bit for bit.
-void expect_same_state(const Trainer& a, const Trainer& b, const std::string& when) {
-  for (Region region : {Region::kTrainable, Region::kBuffer, Region::kTable}) {
-    const std::vector<float>& x = a.parameters().region(region);
-    const std::vector<float>& y = b.parameters().region(region);
-    ASSERT_EQ(x.size(), y.size());
-    std::size_t first = 0;
-    while (first < x.size() && std::memcmp(&x[first], &y[first], 4) == 0) ++first;
-    EXPECT_EQ(first, x.size()) << "region " << int(region) << " " << when << ": element " << first << " of "
-                               << x.size() << ", " << (first < x.size() ? x[first] : 0.0f) << " against "
-                               << (first < x.size() ? y[first] : 0.0f);
-  }
-  const std::vector<OptimizerSlot> x = a.optimizer().state(), y = b.optimizer().state();
-  ASSERT_EQ(x.size(), y.size());
-  for (std::size_t k = 0; k < x.size(); ++k)
-    EXPECT_EQ(std::memcmp(x[k].values->data(), y[k].values->data(), x[k].values->size() * 4), 0)
-        << "slot " << x[k].name << " " << when;
-  EXPECT_EQ(a.optimizer().steps(), b.optimizer().steps());
-}
-
-TEST_P(Placed, OnTheCardTheSameBitsAsOnTheHost) {
-  const PlacementCase& c = GetParam();
-  const uint32_t seed = 31;
-  SCOPED_TRACE(std::string("seed ") + std::to_string(seed));
-  const uint32_t batch = 16 * uint32_t(c.units.size());
-  const Dataset data = synthetic(5 * batch, seed);
-  auto host = placed_trainer(c, Placement::kHost);
-  auto card = placed_trainer(c, Placement::kDevice);
-  EXPECT_TRUE(host->notices().empty());
-  if (c.update_on_card) {
-    EXPECT_TRUE(card->notices().empty());
-  } else {
-    ASSERT_EQ(card->notices().size(), 1u);
-    EXPECT_NE(card->notices()[0].find("optimizer " + c.optimizer.name), std::string::npos)
-        << card->notices()[0];
-  }
-  ModelValues saved;
-  for (uint32_t s = 0; s < 4; ++s) {
-    const Batch step = whole(data.slice(s * batch, batch));
-    auto a = host->step(step), b = card->step(step);
-    ASSERT_TRUE(a.ok()) << a.status().to_string();
-    ASSERT_TRUE(b.ok()) << b.status().to_string();
-    EXPECT_EQ(a->loss_sum, b->loss_sum) << "step " << s;
-    if (s == 1) {
-      // What a checkpoint saves after step 1.
-      expect_same_state(*host, *card, "after step 1");
-      saved.trainable = card->parameters().trainable();
-      saved.buffers = card->parameters().buffers();
-      saved.tables = card->parameters().tables();
-      for (const OptimizerSlot& slot : card->optimizer().state())
-        saved.optimizer_state.push_back({slot.name, *slot.values});
-    }
-  }
-  expect_same_state(*host, *card, "after step 3");
-  EXPECT_TRUE(card->replicas_identical().value());
-  const Dataset held_out = synthetic(40, seed + 1);
-  const StepResult a = host->evaluate(held_out).value(), b = card->evaluate(held_out).value();
-  EXPECT_EQ(a.loss_sum, b.loss_sum);
-  EXPECT_EQ(a.metric_sums, b.metric_sums);
-
-  // Resumed on the card from step 1's state, steps 2 and 3 again give the
-  // same bits.
-  ASSERT_TRUE(card->restore(saved, 2).ok());
-  for (uint32_t s = 2; s < 4; ++s) ASSERT_TRUE(card->step(whole(data.slice(s * batch, batch))).ok());
-  expect_same_state(*host, *card, "resumed");
-}
-
-INSTANTIATE_TEST_SUITE_P(Training, Placed, ::testing::ValuesIn(placement_cases()),
-                         [](const auto& info) { return std::string(info.param.name); });
-
-TEST(Training, OnUnitsWithoutTheVectorEngineTheParametersStayOnTheHost) {
-  DeviceOptions options;
-  options.array_rows = options.array_cols = kArray;
-  options.sw_emu_features = 0;
-  Device device = Device::open("sw_emu", 0, options).value();
-  TrainerConfig config;
-  config.model = small_shape().spec();
-  config.global_batch = 16;
-  config.placement = Placement::kDevice;
-  auto trainer = Trainer::create(device, {0}, config).value();
-  ASSERT_EQ(trainer->notices().size(), 1u);
-  EXPECT_NE(trainer->notices()[0].find("no vector engine"), std::string::npos) << trainer->notices()[0];
-  EXPECT_TRUE(trainer->step(whole(synthetic(16, 2))).ok());
 }
 
 }  // namespace
