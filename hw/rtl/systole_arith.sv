@@ -133,6 +133,125 @@ package systole_arith;
     else fp32_add = {larger[31], exponent[7:0], rounded[22:0]};
   endfunction
 
+  // The vector engine's fp32 operations (NUMERICS.md, "The vector engine"):
+  // IEEE-754 with round to nearest even, operands with a zero exponent field
+  // read as zeros, and a result that is tiny after rounding (below 2^-126
+  // once rounded to 24 bits with an unbounded exponent) flushed to a zero of
+  // its sign; NaNs come out canonical. fp32_add above already follows these
+  // rules: a sum below 2^-126 is exact, so it is tiny before and after
+  // rounding alike.
+
+  // A 24-bit significand with its round and sticky bits, rounded to nearest
+  // even, and the exponent adjusted by a carry out of the significand; then
+  // flushed (tiny after rounding), saturated to Inf, or packed.
+  function automatic logic [31:0] fp32_pack(logic sign, logic signed [10:0] exponent,
+                                            logic [23:0] significand, logic round, logic sticky);
+    logic [24:0]       rounded;
+    logic signed [10:0] e;
+    rounded = {1'b0, significand} + 25'(round && (sticky || significand[0]));
+    e       = exponent;
+    if (rounded[24]) begin
+      rounded = rounded >> 1;
+      e       = e + 11'sd1;
+    end
+    if (e <= 0) fp32_pack = {sign, 31'b0};
+    else if (e >= 11'sd255) fp32_pack = {sign, 8'hFF, 23'b0};
+    else fp32_pack = {sign, e[7:0], rounded[22:0]};
+  endfunction
+
+  // Of a value's magnitude (bits 30..0).
+  function automatic logic fp32_is_nan(logic [30:0] magnitude);
+    fp32_is_nan = (magnitude[30:23] == 8'hFF) && (magnitude[22:0] != '0);
+  endfunction
+  function automatic logic fp32_is_inf(logic [30:0] magnitude);
+    fp32_is_inf = (magnitude[30:23] == 8'hFF) && (magnitude[22:0] == '0);
+  endfunction
+
+  // fp32 - fp32: the sum with b's sign turned (a NaN's sign does not matter,
+  // NaNs come out canonical).
+  function automatic logic [31:0] fp32_sub(logic [31:0] a, logic [31:0] b);
+    fp32_sub = fp32_add(a, {~b[31], b[30:0]});
+  endfunction
+
+  // fp32 x fp32: the 48-bit product of the significands, rounded once.
+  function automatic logic [31:0] fp32_mul(logic [31:0] a, logic [31:0] b);
+    logic               sign, a_zero, b_zero, a_inf, b_inf, nan;
+    logic [47:0]        product;  // in [2^46, 2^48)
+    logic signed [10:0] exponent;
+    sign     = a[31] ^ b[31];
+    a_zero   = a[30:23] == '0;
+    b_zero   = b[30:23] == '0;
+    product  = {1'b1, a[22:0]} * {1'b1, b[22:0]};
+    exponent = $signed({3'b000, a[30:23]}) + $signed({3'b000, b[30:23]}) - 11'sd127;
+    a_inf    = fp32_is_inf(a[30:0]);
+    b_inf    = fp32_is_inf(b[30:0]);
+    nan      = fp32_is_nan(a[30:0]) || fp32_is_nan(b[30:0]) || (a_inf && b_zero) || (b_inf && a_zero);
+    if (nan) fp32_mul = systole_pkg::Fp32CanonicalNan;
+    else if (a_inf || b_inf) fp32_mul = {sign, 8'hFF, 23'b0};
+    else if (a_zero || b_zero) fp32_mul = {sign, 31'b0};
+    else if (product[47])
+      fp32_mul = fp32_pack(sign, exponent + 11'sd1, product[47:24], product[23], product[22:0] != '0);
+    else fp32_mul = fp32_pack(sign, exponent, product[46:23], product[22], product[21:0] != '0);
+  endfunction
+
+  // fp32 / fp32: 26 quotient bits of the significands and the remainder
+  // (sticky), rounded once.
+  function automatic logic [31:0] fp32_div(logic [31:0] a, logic [31:0] b);
+    logic               sign, a_zero, b_zero, a_inf, b_inf, nan;
+    logic [48:0]        dividend;
+    logic [25:0]        quotient;  // (ma / mb) 2^25, in (2^24, 2^26)
+    logic               inexact;
+    logic signed [10:0] exponent;
+    sign     = a[31] ^ b[31];
+    a_zero   = a[30:23] == '0;
+    b_zero   = b[30:23] == '0;
+    dividend = {1'b1, a[22:0], 25'b0};
+    quotient = 26'(dividend / 49'({1'b1, b[22:0]}));
+    inexact  = (dividend % 49'({1'b1, b[22:0]})) != '0;
+    exponent = $signed({3'b000, a[30:23]}) - $signed({3'b000, b[30:23]}) + 11'sd127;
+    a_inf    = fp32_is_inf(a[30:0]);
+    b_inf    = fp32_is_inf(b[30:0]);
+    nan      = fp32_is_nan(a[30:0]) || fp32_is_nan(b[30:0]) || (a_inf && b_inf) || (a_zero && b_zero);
+    if (nan) fp32_div = systole_pkg::Fp32CanonicalNan;
+    else if (a_inf || b_zero) fp32_div = {sign, 8'hFF, 23'b0};
+    else if (a_zero || b_inf) fp32_div = {sign, 31'b0};
+    else if (quotient[25])
+      fp32_div = fp32_pack(sign, exponent, quotient[25:2], quotient[1], quotient[0] || inexact);
+    else fp32_div = fp32_pack(sign, exponent - 11'sd1, quotient[24:1], quotient[0], inexact);
+  endfunction
+
+  // sqrt(fp32): the significand scaled so that its exponent is even and its
+  // root has 26 bits, rooted digit by digit (the remainder is the sticky
+  // bit). A root is never tiny and never overflows; sqrt(-0) is -0, a
+  // negative number's root the canonical NaN.
+  function automatic logic [31:0] fp32_sqrt(logic [31:0] a);
+    logic [51:0]        radicand;  // in [2^50, 2^52)
+    logic [25:0]        root;
+    logic [29:0]        remainder, trial;  // a remainder stays below 2 root + 2
+    logic signed [10:0] unbiased;
+    unbiased  = $signed({3'b000, a[30:23]}) - 11'sd127;
+    // An odd exponent takes one more bit of the significand into the root.
+    radicand  = unbiased[0] ? {1'b1, a[22:0], 28'b0} : {1'b0, 1'b1, a[22:0], 27'b0};
+    root      = '0;
+    remainder = '0;
+    for (int i = 25; i >= 0; i--) begin
+      remainder = {remainder[27:0], radicand[2*i +: 2]};
+      trial     = 30'({root, 2'b01});
+      if (remainder >= trial) begin
+        remainder = remainder - trial;
+        root      = {root[24:0], 1'b1};
+      end else begin
+        root = {root[24:0], 1'b0};
+      end
+    end
+    if (fp32_is_nan(a[30:0])) fp32_sqrt = systole_pkg::Fp32CanonicalNan;
+    else if (a[30:23] == '0) fp32_sqrt = {a[31], 31'b0};
+    else if (a[31]) fp32_sqrt = systole_pkg::Fp32CanonicalNan;
+    else if (fp32_is_inf(a[30:0])) fp32_sqrt = a;
+    else
+      fp32_sqrt = fp32_pack(1'b0, (unbiased >>> 1) + 11'sd127, root[25:2], root[1], root[0] || remainder != '0);
+  endfunction
+
   // An fp32 value read from memory as the datapath sees it ("Input
   // canonicalisation"): subnormal -> zero of its sign, NaN -> the canonical NaN.
   function automatic logic [31:0] fp32_canonical(logic [31:0] value);

@@ -14,7 +14,8 @@
 
 module systole_axil_regs #(
   parameter int unsigned Rows = 128,
-  parameter int unsigned Cols = 128
+  parameter int unsigned Cols = 128,
+  parameter int unsigned Features = 0  // the FEATURES register (systole_pkg::Feature*)
 ) (
   input  logic                       clk_i,
   input  logic                       rst_ni,
@@ -122,7 +123,7 @@ module systole_axil_regs #(
       12'(systole_pkg::RegBeatBytes): read_value = systole_pkg::BeatBytes;
       12'(systole_pkg::RegMaxDescriptors): read_value = systole_pkg::MaxDescriptors;
       // No vector engine yet: its opcodes end a launch with ErrBadOpcode.
-      12'(systole_pkg::RegFeatures): read_value = '0;
+      12'(systole_pkg::RegFeatures): read_value = 32'(Features);
       default:
         read_value = (axil_req_i.ar_addr[1:0] == '0 && axil_req_i.ar_addr >= 12'(4 * FirstArg) &&
                       axil_req_i.ar_addr <= 12'(4 * LastArg)) ? args_q[axil_req_i.ar_addr[11:2]] : 32'b0;

@@ -4,8 +4,32 @@
 // generated systole_pkg, by name.
 package systole_ctrl_pkg;
 
-  // A GEMM descriptor as the engines use it (systole_front decodes it).
+  // A vector descriptor as systole_vector_engine uses it.
   typedef struct packed {
+    logic [7:0]  opcode;
+    logic        nesterov, transpose;     // the flags (sgd, to_bf16)
+    logic [31:0] n, rows, stride;         // rows is 1 for an elementwise opcode
+    logic [31:0] alpha, beta, gamma, delta;  // canonical, as the engine reads them
+    logic [63:0] x, y, z, w;              // offsets from the c ports' bases
+    logic [3:0]  reads, writes;           // operands read (y only when read) and written
+  } vec_t;
+
+  // A place in a vector descriptor's read sequence (systole_vector_walk):
+  // per group of rows, per chunk, per row of the group, per operand read.
+  typedef struct packed {
+    logic [31:0] r0;    // the group's first row
+    logic [31:0] i0;    // the chunk's first element
+    logic [31:0] r;     // the row within the group
+    logic [1:0]  op;    // x, y, z, w
+    logic        done;  // past the end
+  } vec_walk_t;
+
+  // A descriptor as the engines use it (systole_front decodes it): a GEMM
+  // descriptor, or (is_vector) a vector descriptor, whose GEMM fields are then
+  // zero so that the GEMM engines have nothing to do.
+  typedef struct packed {
+    logic        is_vector;
+    vec_t        vec;
     logic        accumulate;  // C = C + A B (else C = A B)
     logic        bias;        // + bias per column
     logic        relu;
@@ -18,6 +42,22 @@ package systole_ctrl_pkg;
   // True when a descriptor's flags byte sets `flag` (systole_pkg::Flag*).
   function automatic logic has_flag(logic [7:0] flags, logic [7:0] flag);
     has_flag = (flags & flag) != '0;
+  endfunction
+
+  // The vector engine's opcode tables (systole_pkg's, from validate.h),
+  // indexed by an opcode's low four bits (the others are zero for every
+  // vector opcode).
+  function automatic logic is_vector_opcode(logic [7:0] opcode);
+    is_vector_opcode = opcode < 8'd16 && systole_pkg::VectorReads[4*opcode[3:0] +: 4] != '0;
+  endfunction
+  function automatic logic [3:0] vector_reads(logic [3:0] op);
+    vector_reads = systole_pkg::VectorReads[4*op +: 4];
+  endfunction
+  function automatic logic [3:0] vector_writes(logic [3:0] op);
+    vector_writes = systole_pkg::VectorWrites[4*op +: 4];
+  endfunction
+  function automatic logic vector_reads_rows(logic [3:0] op);
+    vector_reads_rows = systole_pkg::VectorReadsRows[op];
   endfunction
 
   // Bytes per C element.

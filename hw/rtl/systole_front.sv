@@ -2,7 +2,7 @@
 // The kernel's front end: on start, fetch the command list's header and
 // check it, fetch and check every descriptor (nothing runs unless all are
 // valid), then per descriptor fetch it again, decode it and let the
-// engines load A and compute its N tiles. Any
+// engines run it: the GEMM engines, or the vector engine. Any
 // SLVERR/DECERR ends the launch with ErrAxiError at the descriptor it
 // happened in (or at the header), after every request of that descriptor
 // has completed.
@@ -10,7 +10,8 @@
 
 module systole_front #(
   parameter int unsigned Rows = 4,
-  parameter int unsigned Cols = 4
+  parameter int unsigned Cols = 4,
+  parameter bit          VectorEngine = 1'b1  // takes vector descriptors
 ) (
   input  logic                    clk_i,
   input  logic                    rst_ni,
@@ -58,7 +59,7 @@ module systole_front #(
   logic [31:0]             header_error, descriptor_error;
   logic                    fetching;
 
-  systole_validate #(.Rows(Rows)) u_validate (
+  systole_validate #(.Rows(Rows), .VectorEngine(VectorEngine)) u_validate (
     .beat_i(fetched_q), .mem_bytes_i,
     .header_error_o(header_error), .descriptor_error_o(descriptor_error)
   );
@@ -89,7 +90,38 @@ module systole_front #(
   assign flags   = fetched_q[8*systole_pkg::DescFlagsByte +: 8];
   assign field_n = fetched_q[8*systole_pkg::DescNByte +: 32];
   assign field_k = fetched_q[8*systole_pkg::DescKByte +: 32];
+  // A vector descriptor's fields.
+  systole_ctrl_pkg::vec_t vec;
+  logic [7:0]  opcode;
+  logic        is_vector, rows_op;
+  logic [31:0] beta;
+  assign opcode  = fetched_q[8*systole_pkg::DescOpcodeByte +: 8];
+  assign is_vector = systole_ctrl_pkg::is_vector_opcode(opcode);
+  assign rows_op = systole_ctrl_pkg::vector_reads_rows(opcode[3:0]);
+  assign beta    = systole_arith::fp32_canonical(fetched_q[8*systole_pkg::VecBetaByte +: 32]);
   always_comb begin
+    vec.opcode     = opcode;
+    vec.nesterov   = systole_ctrl_pkg::has_flag(flags, 8'(systole_pkg::VectorFlagNesterov));
+    vec.transpose  = systole_ctrl_pkg::has_flag(flags, 8'(systole_pkg::VectorFlagTranspose));
+    vec.n          = fetched_q[8*systole_pkg::VecNByte +: 32];
+    vec.rows       = rows_op ? fetched_q[8*systole_pkg::VecRowsByte +: 32] : 32'd1;
+    vec.stride     = fetched_q[8*systole_pkg::VecStrideByte +: 32];
+    vec.alpha      = systole_arith::fp32_canonical(fetched_q[8*systole_pkg::VecAlphaByte +: 32]);
+    vec.beta       = beta;
+    vec.gamma      = systole_arith::fp32_canonical(fetched_q[8*systole_pkg::VecGammaByte +: 32]);
+    vec.delta      = systole_arith::fp32_canonical(fetched_q[8*systole_pkg::VecDeltaByte +: 32]);
+    vec.x          = fetched_q[8*systole_pkg::VecXAddrByte +: 64];
+    vec.y          = fetched_q[8*systole_pkg::VecYAddrByte +: 64];
+    vec.z          = fetched_q[8*systole_pkg::VecZAddrByte +: 64];
+    vec.w          = fetched_q[8*systole_pkg::VecWAddrByte +: 64];
+    // axpby with beta +0 does not read y.
+    vec.reads      = systole_ctrl_pkg::vector_reads(opcode[3:0]) &
+        ~(opcode == 8'(systole_pkg::OpcodeAxpby) && beta == '0 ? 4'b0010 : 4'b0000);
+    vec.writes     = systole_ctrl_pkg::vector_writes(opcode[3:0]);
+  end
+  always_comb begin
+    decoded.is_vector  = is_vector;
+    decoded.vec        = vec;
     decoded.accumulate = systole_ctrl_pkg::has_flag(flags, 8'(systole_pkg::FlagAccumulate));
     decoded.bias       = systole_ctrl_pkg::has_flag(flags, 8'(systole_pkg::FlagBias));
     decoded.relu       = systole_ctrl_pkg::has_flag(flags, 8'(systole_pkg::FlagRelu));
@@ -106,6 +138,13 @@ module systole_front #(
     decoded.bias_addr  = fetched_q[8*systole_pkg::DescBiasAddrByte +: 64];
     decoded.n_tiles    = (field_n + Cols - 1) / Cols;
     decoded.k_tiles    = (field_k + Rows - 1) / Rows;
+    if (is_vector) begin  // nothing for the GEMM engines
+      decoded.m       = '0;
+      decoded.n       = '0;
+      decoded.k       = '0;
+      decoded.n_tiles = '0;
+      decoded.k_tiles = '0;
+    end
   end
 
 

@@ -18,7 +18,9 @@
 //   - systole_stream_engine: feeds the array one activation row per cycle,
 //                            K tile after K tile, N tile after N tile;
 //   - systole_write_engine:  reads finished rows through the output stage
-//                            and writes C (c, write).
+//                            and writes C (c, write);
+//   - systole_vector_engine: runs a vector descriptor instead (c, read and
+//                            write).
 // The core's two accumulator banks let init and write work on one N tile
 // while the array accumulates another. This module only connects them.
 // A group's ports sit side by side in one vector, port p of the group at
@@ -59,7 +61,7 @@ module systole_kernel #(
   logic [63:0]            mem_bytes, busy_cycles, macs, read_bytes, write_bytes, stall_cycles;
   logic [31:0]            status, error_index, descriptors_done;
 
-  systole_axil_regs #(.Rows(Rows), .Cols(Cols)) u_regs (
+  systole_axil_regs #(.Rows(Rows), .Cols(Cols), .Features(systole_pkg::FeatureVectorEngine)) u_regs (
     .clk_i, .rst_ni, .axil_req_i(ctrl_req_i), .axil_rsp_o(ctrl_rsp_o), .interrupt_o,
     .start_o(start), .port_base_o(port_base), .mem_bytes_o(mem_bytes),
     .done_i(done), .status_i(status), .error_index_i(error_index),
@@ -126,7 +128,8 @@ module systole_kernel #(
     .idle_o(wr_idle), .error_o(wr_error), .clear_error_i(launch), .beat_o(c_write_beat),
     .axi_req_o(c_write_req), .axi_rsp_i(c_rsp_i)
   );
-  // The c ports: the init engine's reads, the write engine's writes.
+  // The c ports: the init engine's reads and the write engine's writes, or
+  // the vector engine's.
   for (genvar p = 0; p < CPorts; p++) begin : g_c_port
     systole_axi_join u_join (
       .read_req_i(c_read_req[p*ReqBits +: ReqBits]), .write_req_i(c_write_req[p*ReqBits +: ReqBits]),
@@ -137,10 +140,14 @@ module systole_kernel #(
 
   // ---------------------------------------------------------------- front
   systole_ctrl_pkg::desc_t desc;
-  logic                    clear, run, engines_done;
+  logic                    clear, run, gemm_run, vector_run, vector_done, engines_done;
   logic [31:0]             written;
 
-  assign engines_done = written == desc.n_tiles && wr_idle && cmd_idle && a_idle && b_idle && c_idle;
+  // A descriptor runs on the GEMM engines or on the vector engine.
+  assign gemm_run     = run && !desc.is_vector;
+  assign vector_run   = run && desc.is_vector;
+  assign engines_done = (desc.is_vector ? vector_done : written == desc.n_tiles) &&
+                        wr_idle && cmd_idle && a_idle && b_idle && c_idle;
 
   systole_front #(.Rows(Rows), .Cols(Cols)) u_front (
     .clk_i, .rst_ni,
@@ -156,7 +163,7 @@ module systole_kernel #(
     .clk_i, .rst_ni, .launch_i(launch), .busy_i(busy),
     .read_beat_i({cmd_rsp_i.r_valid && cmd_req_o.r_ready, a_read_beat, b_read_beat, c_read_beat}),
     .write_beat_i(c_write_beat), .stall_i(stall),
-    .finished_i(finished), .macs_i(64'(desc.m) * 64'(desc.n) * 64'(desc.k)),
+    .finished_i(finished), .macs_i(64'(desc.m) * 64'(desc.n) * 64'(desc.k)),  // 0 for a vector descriptor
     .busy_cycles_o(busy_cycles), .macs_o(macs), .read_bytes_o(read_bytes), .write_bytes_o(write_bytes),
     .stall_cycles_o(stall_cycles), .descriptors_o(descriptors_done)
   );
@@ -164,6 +171,10 @@ module systole_kernel #(
   // ---------------------------------------------------------------- engines
   logic               weight_shift, weight_bank, act_valid, act_bank, act_acc_bank, act_final, act_last;
   logic               init_valid, init_bank, read_bank, row_done, tile_done, buf_write;
+  logic               init_req_valid, init_row_ready, out_req_valid;
+  systole_pkg::axi_addr_t init_addr, out_addr;
+  logic [31:0]        init_bytes, out_bytes;
+  logic [CRowBeats*systole_pkg::AxiDataBits-1:0] out_row;
   logic [31:0]        loaded, streamed, inited, act_k_tile, a_loaded, buf_k_tile;
   logic [Cols*16-1:0] weight;
   logic [Rows*16-1:0] act, buf_data;
@@ -171,7 +182,7 @@ module systole_kernel #(
   logic [Cols*32-1:0] init, bias, word;
 
   systole_load_engine #(.Rows(Rows), .MaxM(MaxM)) u_load (
-    .clk_i, .rst_ni, .clear_i(clear), .run_i(run), .desc_i(desc),
+    .clk_i, .rst_ni, .clear_i(clear), .run_i(gemm_run), .desc_i(desc),
     .req_valid_o(a_req_valid), .req_ready_i(a_req_ready), .req_addr_o(a_addr), .req_bytes_o(a_bytes),
     .row_valid_i(a_row_valid), .row_i(a_row), .row_ready_o(a_row_ready),
     .buf_write_o(buf_write), .buf_row_o(buf_row), .buf_k_tile_o(buf_k_tile), .buf_data_o(buf_data),
@@ -179,7 +190,7 @@ module systole_kernel #(
   );
 
   systole_weight_engine #(.Rows(Rows), .Cols(Cols)) u_weight (
-    .clk_i, .rst_ni, .clear_i(clear), .run_i(run), .desc_i(desc),
+    .clk_i, .rst_ni, .clear_i(clear), .run_i(gemm_run), .desc_i(desc),
     .ask_o(b_req_valid), .ask_ready_i(b_req_ready), .addr_o(b_addr), .bytes_o(b_bytes),
     .row_valid_i(b_row_valid), .row_i(b_row), .take_o(b_row_ready),
     .shift_o(weight_shift), .bank_o(weight_bank), .weight_o(weight), .loaded_o(loaded),
@@ -192,28 +203,54 @@ module systole_kernel #(
   );
 
   systole_stream_engine #(.MaxM(MaxM)) u_stream (
-    .clk_i, .rst_ni, .clear_i(clear), .run_i(run), .desc_i(desc),
+    .clk_i, .rst_ni, .clear_i(clear), .run_i(gemm_run), .desc_i(desc),
     .loaded_i(loaded), .inited_i(inited), .a_loaded_i(a_loaded),
     .valid_o(act_valid), .bank_o(act_bank), .acc_bank_o(act_acc_bank), .row_o(act_row),
     .k_tile_o(act_k_tile), .final_o(act_final), .last_o(act_last), .streamed_o(streamed), .stall_o(stall)
   );
 
   systole_init_engine #(.Cols(Cols), .MaxM(MaxM)) u_init (
-    .clk_i, .rst_ni, .clear_i(clear), .run_i(run), .desc_i(desc),
+    .clk_i, .rst_ni, .clear_i(clear), .run_i(gemm_run), .desc_i(desc),
     .written_i(written),
-    .req_valid_o(c_req_valid), .req_ready_i(c_req_ready), .req_addr_o(c_addr), .req_bytes_o(c_bytes),
-    .row_valid_i(c_row_valid), .row_i(c_row), .row_ready_o(c_row_ready),
+    .req_valid_o(init_req_valid), .req_ready_i(c_req_ready && !desc.is_vector), .req_addr_o(init_addr),
+    .req_bytes_o(init_bytes), .row_valid_i(c_row_valid && !desc.is_vector), .row_i(c_row),
+    .row_ready_o(init_row_ready),
     .init_valid_o(init_valid), .init_bank_o(init_bank), .init_row_o(init_row), .init_o(init),
     .bias_bank_i(read_bank), .bias_o(bias), .inited_o(inited)
   );
 
   systole_write_engine #(.Cols(Cols), .MaxM(MaxM)) u_write (
-    .clk_i, .rst_ni, .clear_i(clear), .run_i(run), .desc_i(desc),
+    .clk_i, .rst_ni, .clear_i(clear), .run_i(gemm_run), .desc_i(desc),
     .row_done_i(row_done), .tile_done_i(tile_done),
-    .req_valid_o(wr_req_valid), .req_ready_i(wr_req_ready), .req_addr_o(wr_addr), .req_bytes_o(wr_bytes),
-    .req_row_o(wr_row),
+    .req_valid_o(out_req_valid), .req_ready_i(wr_req_ready && !desc.is_vector), .req_addr_o(out_addr),
+    .req_bytes_o(out_bytes), .req_row_o(out_row),
     .read_bank_o(read_bank), .read_row_o(read_row), .word_i(word), .written_o(written)
   );
+
+  // ---------------------------------------------------------------- vector engine
+  logic                   vec_req_valid, vec_row_ready, vec_wr_valid;
+  systole_pkg::axi_addr_t vec_addr, vec_wr_addr;
+  logic [31:0]            vec_bytes, vec_wr_bytes;
+  logic [CRowBeats*systole_pkg::AxiDataBits-1:0] vec_wr_row;
+
+  systole_vector_engine #(.Cols(Cols)) u_vector (
+    .clk_i, .rst_ni, .clear_i(clear), .run_i(vector_run), .desc_i(desc.vec),
+    .req_valid_o(vec_req_valid), .req_ready_i(c_req_ready && desc.is_vector), .req_addr_o(vec_addr),
+    .req_bytes_o(vec_bytes), .row_valid_i(c_row_valid && desc.is_vector), .row_i(c_row),
+    .row_ready_o(vec_row_ready),
+    .wr_valid_o(vec_wr_valid), .wr_ready_i(wr_req_ready && desc.is_vector), .wr_addr_o(vec_wr_addr),
+    .wr_bytes_o(vec_wr_bytes), .wr_row_o(vec_wr_row), .done_o(vector_done)
+  );
+
+  // The c group's reader and writer serve whichever engines run.
+  assign c_req_valid  = desc.is_vector ? vec_req_valid : init_req_valid;
+  assign c_addr       = desc.is_vector ? vec_addr : init_addr;
+  assign c_bytes      = desc.is_vector ? vec_bytes : init_bytes;
+  assign c_row_ready  = desc.is_vector ? vec_row_ready : init_row_ready;
+  assign wr_req_valid = desc.is_vector ? vec_wr_valid : out_req_valid;
+  assign wr_addr      = desc.is_vector ? vec_wr_addr : out_addr;
+  assign wr_bytes     = desc.is_vector ? vec_wr_bytes : out_bytes;
+  assign wr_row       = desc.is_vector ? vec_wr_row : out_row;
 
   // ---------------------------------------------------------------- core
   systole_core #(.Rows(Rows), .Cols(Cols), .MaxM(MaxM)) u_core (

@@ -10,6 +10,7 @@
 #include "systole/descriptor.h"
 #include "systole/spec.h"
 #include "systole/uart_link.h"
+#include "systole/validate.h"
 
 namespace {
 
@@ -99,6 +100,35 @@ constexpr const char* kAxiTypes = R"sv(  // AXI4 buses (BeatBytes wide): a maste
 
 )sv";
 
+// validate.h's per-opcode tables of the vector engine as packed constants
+// indexed by opcode, so that the RTL checks and sequences descriptors from
+// the same table as the C++: bit 4 op + i of VectorReads says whether
+// opcode op reads operand i (x, y, z, w), and likewise VectorWrites;
+// VectorScalars[4 op +: 4] is how many of alpha, beta, gamma, delta it takes,
+// VectorFlags[8 op +: 8] the flags it allows, and bit op of VectorReadsRows
+// whether x is `rows` vectors.
+void vector_tables() {
+  constexpr unsigned kOpcodes = 16;
+  unsigned long long reads = 0, writes = 0, scalars = 0, rows = 0;
+  unsigned long long flags[2] = {};  // 128 bits
+  for (unsigned op = 0; op < kOpcodes; ++op) {
+    if (!is_vector_opcode(uint8_t(op))) continue;
+    const VectorOperands operands = vector_operands(Opcode(op));
+    for (unsigned i = 0; i < 4; ++i) {
+      reads |= (unsigned long long)(operands.read[i]) << (4 * op + i);
+      writes |= (unsigned long long)(operands.written[i]) << (4 * op + i);
+    }
+    scalars |= (unsigned long long)(vector_scalar_count(Opcode(op))) << (4 * op);
+    rows |= (unsigned long long)(vector_reads_rows(Opcode(op))) << op;
+    flags[op / 8] |= (unsigned long long)(vector_allowed_flags(Opcode(op))) << (8 * (op % 8));
+  }
+  std::printf("  localparam logic [63:0] VectorReads = 64'h%016llX;\n", reads);
+  std::printf("  localparam logic [63:0] VectorWrites = 64'h%016llX;\n", writes);
+  std::printf("  localparam logic [63:0] VectorScalars = 64'h%016llX;\n", scalars);
+  std::printf("  localparam logic [127:0] VectorFlags = 128'h%016llX%016llX;\n", flags[1], flags[0]);
+  std::printf("  localparam logic [15:0] VectorReadsRows = 16'h%04llX;\n", rows);
+}
+
 }  // namespace
 
 int main() {
@@ -163,6 +193,7 @@ int main() {
   param("VectorFlagTranspose", vector_flag::kTranspose);
   param("MaxVectorElements", kMaxVectorElements);
   param("MaxVectorRows", kMaxVectorRows);
+  vector_tables();
 #define SYSTOLE_FLAG_PARAM(Name, name, bit) param("Flag" #Name, flag::k##Name);
   SYSTOLE_FLAGS(SYSTOLE_FLAG_PARAM)
 #undef SYSTOLE_FLAG_PARAM

@@ -268,150 +268,161 @@ class StripedWriter {
   uint32_t ask_ = 0;
 };
 
-// The vector engine's schedule (the RTL has no engine yet: this is the
-// schedule it is to meet, as hw/hls/systole_kernel.h runs it). A
-// descriptor is worked in blocks of kBlock elements: a block's reads (x
-// through the a ports, then y, z and w as the opcode reads them through the
-// c ports, one request each, striped over the ports), then its writes
-// through the c ports once all its reads are in. Reads run up to kAhead
-// blocks ahead of the writes (the engine's buffers). sum reads its rows'
-// blocks one request each; to_bf16 with transpose reads kTransposeRows
-// rows per block and writes each column's values for them (a beat) as one
-// request.
+// systole_vector_engine, cycle for cycle: a request walker asks the c
+// group for every row the descriptor reads (per group of rows, per chunk of
+// Cols elements, per row of the group, per operand read); a consumer takes
+// the rows in the same order (Gather), computes a chunk min(Cols, 16)
+// elements a cycle (Compute; a sum after every row), and hands its outputs
+// to the c writers one request a cycle (Write), until every write is
+// handed over (Done).
 class VectorEngine {
  public:
-  static constexpr uint32_t kBlock = spec::kVectorBlockElements;
-  static constexpr uint32_t kTransposeRows = spec::kTransposeRows;
-  static constexpr uint32_t kAhead = 8;
-
   struct Request {
     bool valid = false;
     uint64_t address = 0;
     uint32_t bytes = 0;
   };
-  struct Requests {
-    Request x, c, w;
-  };
+
+  explicit VectorEngine(uint32_t cols)
+      : cols_(cols),
+        slices_(cols / std::min(cols, 16u)),
+        transpose_group_(std::min(2 * cols, spec::kTransposeRows)) {}
 
   void start(const spec::VectorDescriptor& d) {
     d_ = d;
     op_ = spec::Opcode(d.opcode);
-    operands_ = spec::vector_operands(op_);
+    const spec::VectorOperands operands = spec::vector_operands(op_);
     const spec::VectorScalars scalars = spec::VectorScalars::of(d);
-    c_reads_ = 0;
-    for (int i = 1; i < 4; ++i)
-      if (operands_.read[i] && (i != 1 || scalars.reads_y(op_))) c_read_[c_reads_++] = i;
+    for (int i = 0; i < 4; ++i) {
+      reads_[i] = operands.read[i] && (i != 1 || scalars.reads_y(op_));
+      writes_[i] = operands.written[i];
+    }
+    rows_ = spec::vector_reads_rows(op_) ? d.rows : 1;
     transpose_ = op_ == spec::Opcode::kToBf16 && (d.flags & spec::vector_flag::kTranspose);
-    group_ = op_ == spec::Opcode::kSum ? d.rows : transpose_ ? kTransposeRows : 1;
-    const uint32_t row_passes = op_ == spec::Opcode::kToBf16 ? (d.rows + group_ - 1) / group_ : 1;
-    column_blocks_ = (d.n + kBlock - 1) / kBlock;
-    blocks_ = uint64_t(row_passes) * column_blocks_;
-    x_block_ = c_block_ = w_block_ = 0;
-    x_asked_ = c_asked_ = w_asked_ = 0;
-    x_in_ = c_in_ = 0;
-    x_due_.clear();
-    c_due_.clear();
+    group_ = op_ == spec::Opcode::kSum ? d.rows : transpose_ ? transpose_group_ : 1;
+    ask_ = take_ = unit_ = Walk{};
+    phase_ = Phase::kGather;
+    slice_ = write_ = 0;
   }
 
-  bool done() const { return w_block_ == blocks_; }
+  bool done() const { return phase_ == Phase::kDone; }
 
-  Requests requests() const {
-    Requests r;
-    if (x_block_ < blocks_ && x_block_ < w_block_ + kAhead) {
-      r.x.valid = true;
-      const uint32_t row = first_row(x_block_) + x_asked_;
-      r.x.address = d_.x_addr + (uint64_t(row) * d_.stride + first_column(x_block_)) * 4;
-      r.x.bytes = columns(x_block_) * 4;
-    }
-    if (c_reads_ > 0 && c_block_ < blocks_ && c_block_ < w_block_ + kAhead) {
-      r.c.valid = true;
-      r.c.address = address(c_read_[c_asked_]) + uint64_t(first_column(c_block_)) * 4;
-      r.c.bytes = columns(c_block_) * 4;
-    }
-    if (w_block_ < blocks_ && arrived(w_block_)) {
-      r.w.valid = true;
-      if (op_ == spec::Opcode::kToBf16) {
-        const uint64_t row = first_row(w_block_), column = first_column(w_block_);
-        r.w.address = transpose_ ? d_.z_addr + ((column + w_asked_) * d_.rows + row) * 2
-                                 : d_.z_addr + (row * d_.n + column) * 2;
-        r.w.bytes = (transpose_ ? rows(w_block_) : columns(w_block_)) * 2;
-      } else {
-        r.w.address = address(written(w_asked_)) + uint64_t(first_column(w_block_)) * 4;
-        r.w.bytes = columns(w_block_) * 4;
-      }
-    }
-    return r;
+  Request read() const {
+    if (ask_.done) return {};
+    const uint64_t address = spec::vector_reads_rows(op_)
+                                 ? d_.x_addr + ((uint64_t(ask_.r0) + ask_.r) * d_.stride + ask_.i0) * 4
+                                 : operand_address(ask_.op) + uint64_t(ask_.i0) * 4;
+    return {true, address, count(ask_) * 4};
+  }
+  bool row_ready() const { return phase_ == Phase::kGather && !take_.done; }
+  Request write() const {
+    if (phase_ != Phase::kWrite) return {};
+    if (op_ != spec::Opcode::kToBf16)
+      return {true, operand_address(write_) + uint64_t(unit_.i0) * 4, count(unit_) * 4};
+    if (!transpose_) return {true, d_.z_addr + (uint64_t(unit_.r0) * d_.n + unit_.i0) * 2, count(unit_) * 2};
+    return {true, d_.z_addr + ((uint64_t(unit_.i0) + write_) * d_.rows + unit_.r0) * 2,
+            std::min(group_, rows_ - unit_.r0) * 2};
   }
 
-  // The edge: which requests were taken, which rows came in.
-  void edge(bool x_start, bool x_row, bool c_start, bool c_row, bool w_start) {
-    if (x_row) ++x_in_;
-    if (c_row) ++c_in_;
-    if (x_start && ++x_asked_ == rows(x_block_)) {
-      x_due_.push_back(x_asked_);
-      x_asked_ = 0;
-      ++x_block_;
-    }
-    if (c_start && ++c_asked_ == c_reads_) {
-      c_due_.push_back(c_asked_);
-      c_asked_ = 0;
-      ++c_block_;
-    }
-    if (w_start && ++w_asked_ == writes(w_block_)) {
-      x_in_ -= x_due_.front();
-      x_due_.pop_front();
-      if (c_reads_ > 0) {
-        c_in_ -= c_due_.front();
-        c_due_.pop_front();
+  // The edge: whether a read was asked for, a row taken, a write handed over.
+  void edge(bool asked, bool took, bool wrote) {
+    if (asked) ask_ = advance(ask_);
+    const bool sum = op_ == spec::Opcode::kSum, to_bf16 = op_ == spec::Opcode::kToBf16;
+    switch (phase_) {
+      case Phase::kGather:
+        if (!took) break;
+        unit_ = take_;
+        take_ = advance(take_);
+        slice_ = 0;
+        if (sum) {
+          phase_ = Phase::kCompute;
+        } else if (unit_end(unit_)) {
+          phase_ = to_bf16 ? Phase::kWrite : Phase::kCompute;
+          write_ = to_bf16 ? 0 : next_written(0);
+        }
+        break;
+      case Phase::kCompute:
+        if (++slice_ < slices_) break;
+        if (!sum || unit_end(unit_)) {
+          phase_ = Phase::kWrite;
+          write_ = next_written(0);
+        } else {
+          phase_ = Phase::kGather;
+        }
+        break;
+      case Phase::kWrite: {
+        if (!wrote) break;
+        const bool last = to_bf16 ? !transpose_ || write_ + 1 >= count(unit_) : next_written(write_ + 1) == 4;
+        write_ = to_bf16 ? write_ + 1 : next_written(write_ + 1);
+        if (last) phase_ = take_.done ? Phase::kDone : Phase::kGather;
+        break;
       }
-      w_asked_ = 0;
-      ++w_block_;
+      case Phase::kDone:
+        break;
     }
   }
 
  private:
-  uint32_t first_row(uint64_t block) const {
-    return op_ == spec::Opcode::kSum ? 0 : uint32_t(block / column_blocks_) * group_;
-  }
-  uint32_t rows(uint64_t block) const {
-    return op_ == spec::Opcode::kSum ? d_.rows : std::min(group_, d_.rows ? d_.rows - first_row(block) : 1);
-  }
-  uint32_t first_column(uint64_t block) const { return uint32_t(block % column_blocks_) * kBlock; }
-  uint32_t columns(uint64_t block) const { return std::min(kBlock, d_.n - first_column(block)); }
-  uint32_t writes(uint64_t block) const {
-    if (op_ == spec::Opcode::kToBf16) return transpose_ ? columns(block) : 1;
-    uint32_t count = 0;
-    for (int i = 1; i < 4; ++i) count += operands_.written[i];
-    return count;
-  }
-  // The k-th operand the opcode writes.
-  int written(uint32_t k) const {
-    for (int i = 1; i < 4; ++i)
-      if (operands_.written[i] && k-- == 0) return i;
-    return 2;
-  }
-  uint64_t address(int operand) const {
+  enum class Phase { kGather, kCompute, kWrite, kDone };
+  // A place in the read sequence (systole_vector_engine's walk_t).
+  struct Walk {
+    uint32_t r0 = 0, i0 = 0, r = 0;
+    uint32_t op = 0;
+    bool done = false;
+  };
+
+  uint32_t count(const Walk& w) const { return std::min(cols_, d_.n - w.i0); }
+  uint64_t operand_address(uint32_t operand) const {
     const uint64_t addresses[4] = {d_.x_addr, d_.y_addr, d_.z_addr, d_.w_addr};
     return addresses[operand];
   }
-  // Every read of the block is in (the blocks before it are written).
-  bool arrived(uint64_t block) const {
-    return block < x_block_ && x_in_ >= x_due_.front() &&
-           (c_reads_ == 0 || (block < c_block_ && c_in_ >= c_due_.front()));
+  uint32_t next_read(uint32_t op) const {
+    for (uint32_t i = op + 1; i < 4; ++i)
+      if (reads_[i]) return i;
+    return 4;
+  }
+  // The first operand from `from` on that the opcode writes, or 4.
+  uint32_t next_written(uint32_t from) const {
+    for (uint32_t i = std::max(from, 1u); i < 4; ++i)
+      if (writes_[i]) return i;
+    return 4;
+  }
+  bool unit_end(const Walk& w) const {
+    return next_read(w.op) == 4 && w.r + 1 >= std::min(group_, rows_ - w.r0);
+  }
+  Walk advance(Walk w) const {
+    if (const uint32_t op = next_read(w.op); op != 4) {
+      w.op = op;
+      return w;
+    }
+    const bool end = unit_end(w);
+    w.op = 0;
+    if (!end) {
+      ++w.r;
+      return w;
+    }
+    w.r = 0;
+    if (w.i0 + cols_ < d_.n) {
+      w.i0 += cols_;
+      return w;
+    }
+    w.i0 = 0;
+    if (w.r0 + group_ < rows_)
+      w.r0 += group_;
+    else
+      w.done = true;
+    return w;
   }
 
+  const uint32_t cols_, slices_, transpose_group_;
   spec::VectorDescriptor d_{};
   spec::Opcode op_ = spec::Opcode::kAxpby;
-  spec::VectorOperands operands_;
-  int c_read_[3] = {};
-  uint32_t c_reads_ = 0, group_ = 1;
+  bool reads_[4] = {}, writes_[4] = {};
   bool transpose_ = false;
-  uint32_t column_blocks_ = 0;
-  uint64_t blocks_ = 0;
-  uint64_t x_block_ = 0, c_block_ = 0, w_block_ = 0;  // the next block to ask, to ask, to write
-  uint32_t x_asked_ = 0, c_asked_ = 0, w_asked_ = 0;  // requests of those blocks made
-  uint64_t x_in_ = 0, c_in_ = 0;                      // rows in, of blocks not yet written
-  std::deque<uint32_t> x_due_, c_due_;                // rows each asked block waits for
+  uint32_t rows_ = 1, group_ = 1;
+  Walk ask_, take_, unit_;
+  Phase phase_ = Phase::kGather;
+  uint32_t slice_ = 0, write_ = 0;
 };
 
 // systole_tile_counter: an engine's place in a descriptor.
@@ -456,7 +467,8 @@ class Kernel {
         a_(spec::kAPorts, args_.base + spec::kFirstAPort, memory),
         b_(spec::kBPorts, args_.base + spec::kFirstBPort, memory),
         c_(spec::kCPorts, args_.base + spec::kFirstCPort, memory),
-        write_(spec::kCPorts, args_.base + spec::kFirstCPort, memory) {}
+        write_(spec::kCPorts, args_.base + spec::kFirstCPort, memory),
+        vector_(shape.cols) {}
 
   LaunchTiming run() {
     while (step()) {
@@ -558,22 +570,24 @@ class Kernel {
     const bool cmd_row = cmd_.row_valid();
     const bool all_idle = cmd_.idle() && a_.idle() && b_.idle() && c_.idle() && write_.idle();
 
-    // The vector engine (its requests instead of the array's engines').
+    // The vector engine (the c group's requests instead of the init and
+    // write engines').
     const bool vector = state_ == State::kVector;
-    const VectorEngine::Requests v = vector ? vector_.requests() : VectorEngine::Requests{};
-    const bool v_x_start = v.x.valid && a_.req_ready();
-    const bool v_c_start = v.c.valid && c_.req_ready();
-    const bool v_w_start = v.w.valid && write_.req_ready();
+    const VectorEngine::Request v_read = vector ? vector_.read() : VectorEngine::Request{};
+    const VectorEngine::Request v_write = vector ? vector_.write() : VectorEngine::Request{};
+    const bool v_row_ready = vector && vector_.row_ready();
+    const bool v_asked = v_read.valid && c_.req_ready();
+    const bool v_took = v_row_ready && c_row;
+    const bool v_wrote = v_write.valid && write_.req_ready();
 
     // ---- the edge: ports and core first (they read the inputs above) ----
     uint32_t beats = 0;
     beats += cmd_.edge(now_, cmd_valid, cmd_addr, 64, fetching);
-    beats += vector ? a_.edge(now_, v.x.valid, v.x.address, v.x.bytes, true)
-                    : a_.edge(now_, la_valid, la_addr, la_values * 2, true);
+    beats += a_.edge(now_, la_valid, la_addr, la_values * 2, true);
     beats += b_.edge(now_, wq_asks, weight_addr, weight_bytes, take_b);
-    beats += vector ? c_.edge(now_, v.c.valid, v.c.address, v.c.bytes, true)
+    beats += vector ? c_.edge(now_, v_read.valid, v_read.address, v_read.bytes, v_row_ready)
                     : c_.edge(now_, c_req_valid, in_addr, in_bytes, in_active);
-    const uint32_t w_beats = vector ? write_.edge(now_, v.w.valid, v.w.address, v.w.bytes)
+    const uint32_t w_beats = vector ? write_.edge(now_, v_write.valid, v_write.address, v_write.bytes)
                                     : write_.edge(now_, wr_req_valid, c_row_addr(wb_m_, wb_j_), wr_bytes);
     result_.counters.dma_read_bytes += uint64_t(beats) * kBeatBytes;
     result_.counters.dma_write_bytes += uint64_t(w_beats) * kBeatBytes;
@@ -644,10 +658,13 @@ class Kernel {
         }
         break;
       }
-      case State::kVector:
-        vector_.edge(v_x_start, a_row, v_c_start, c_row, v_w_start);
-        if (vector_.done() && all_idle) descriptor_done();
+      case State::kVector: {
+        // The front sees the engine's registered Done.
+        const bool finished = vector_.done() && all_idle;
+        vector_.edge(v_asked, v_took, v_wrote);
+        if (finished) descriptor_done();
         break;
+      }
       case State::kFinish:
         ++now_;
         return false;

@@ -77,64 +77,6 @@ TEST(Perf, ResultsAreTheKernelsBits) {
   }
 }
 
-// The vector engine's descriptors: the kernel's bits, and the model moves
-// exactly the bytes the HLS kernel moves (the same requests: blocks of 256
-// elements, a transposed to_bf16's columns one write each) in at least one
-// cycle per beat of its busiest port and close to that on hw_emu's ideal
-// memory.
-TEST(Perf, VectorDescriptorsMoveTheKernelsBytes) {
-  const uint32_t seed = 8;
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> memory(1 << 20);
-  for (std::size_t i = 0; i + 4 <= memory.size(); i += 4) {
-    const float value = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
-    std::memcpy(memory.data() + i, &value, 4);
-  }
-  std::vector<spec::CommandRecord> records;
-  spec::VectorDescriptor adam{};
-  adam.opcode = uint8_t(spec::Opcode::kAdam);
-  adam.n = 3001;
-  adam.alpha = 0.001f, adam.beta = 0.9f, adam.gamma = 0.999f, adam.delta = 1e-7f;
-  adam.x_addr = 4, adam.y_addr = 0x10004, adam.z_addr = 0x20008, adam.w_addr = 0x3000c;
-  records.push_back(spec::record_of(adam));
-  spec::VectorDescriptor sum{};
-  sum.opcode = uint8_t(spec::Opcode::kSum);
-  sum.n = 777, sum.rows = 5, sum.stride = 800;
-  sum.x_addr = 0x40000, sum.z_addr = 0x50004;
-  records.push_back(spec::record_of(sum));
-  spec::VectorDescriptor convert{};
-  convert.opcode = uint8_t(spec::Opcode::kToBf16);
-  convert.flags = spec::vector_flag::kTranspose;
-  convert.n = 300, convert.rows = 37, convert.stride = 301;
-  convert.x_addr = 0x60000, convert.z_addr = 0x80002;
-  records.push_back(spec::record_of(convert));
-  convert.flags = 0;
-  convert.z_addr = 0x90000;
-  records.push_back(spec::record_of(convert));
-  const auto list = encode_command_lists(records, 65536).at(0);
-
-  DeviceOptions options = perf_options("hw_emu");
-  Device perf = Device::open("perf", 0, options).value();
-  ASSERT_TRUE(perf.info().has_vector_engine());
-  options.perf = {};
-  Device sw_emu = Device::open("sw_emu", 0, options).value();
-  const testing::Outcome modelled = testing::run_on_device(perf, memory, list);
-  const testing::Outcome computed = testing::run_on_device(sw_emu, memory, list);
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  ASSERT_TRUE(modelled.status.ok()) << modelled.status.to_string();
-  ASSERT_TRUE(computed.status.ok()) << computed.status.to_string();
-  EXPECT_EQ(testing::first_difference(computed.memory, modelled.memory), "");
-  EXPECT_EQ(modelled.counters.descriptors_done, 4u);
-  EXPECT_EQ(modelled.counters.dma_read_bytes, computed.counters.dma_read_bytes);
-  EXPECT_EQ(modelled.counters.dma_write_bytes, computed.counters.dma_write_bytes);
-  // Adam's busiest port carries a third of its c traffic (3 reads and 3
-  // writes of 3001 values over 3 c ports); sum's x rows share 2 a ports.
-  const uint64_t adam_beats = 2 * (3001 * 4 / 64 + 1);
-  const uint64_t sum_beats = 5 * (777 * 4 / 64 + 1) / 2;
-  EXPECT_GE(modelled.counters.busy_cycles, adam_beats + sum_beats);
-  EXPECT_LE(modelled.counters.busy_cycles, 3 * computed.counters.busy_cycles);
-}
-
 TEST(Perf, TheHostLinkTakesItsBandwidth) {
   const std::size_t bytes = 64 << 20;
   std::vector<uint8_t> data(bytes, 1);

@@ -11,7 +11,9 @@
 #include <functional>
 #include <random>
 
+#include "common/awkward_fp32.h"
 #include "common/engines.h"
+#include "common/vector_workload.h"
 #include "reference/reference.h"
 #include "systole/descriptor.h"
 #include "systole/numerics.h"
@@ -28,26 +30,6 @@ using spec::Opcode;
 constexpr spec::ArrayShape kShape{8, 8, 1024, spec::feature::kVectorEngine};
 
 uint32_t bits_of(float value) { return numerics::f32_bits(value); }
-
-// fp32 patterns that exercise every rule: both zeros, subnormals, the
-// smallest normals and the values just under them, the largest finite
-// values, infinities, NaNs with payloads and signs, and ordinary numbers.
-uint32_t awkward_bits(std::mt19937_64& rng) {
-  static const uint32_t kSpecial[] = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000,
-                                      0x00800001, 0x00FFFFFF, 0x01000000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000,
-                                      0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 0x3F800000, 0xBF800000,
-                                      0x3F7FFFFF, 0x1F800000, 0x5F800000, 0x20000000, 0x1FFFFFFF};
-  switch (rng() % 8) {
-    case 0:
-      return kSpecial[rng() % std::size(kSpecial)];
-    case 1:  // exponents at both ends, where products and quotients leave the range
-      return uint32_t(rng() & 0x807FFFFF) | uint32_t((rng() % 2 ? 1 + rng() % 40 : 214 + rng() % 40) << 23);
-    case 2:  // exponents around 2^-63 and 2^63, whose squares land at the edges
-      return uint32_t(rng() & 0x807FFFFF) | uint32_t((rng() % 2 ? 60 + rng() % 8 : 186 + rng() % 8) << 23);
-    default:  // ordinary training values, 2^-20 .. 2^4
-      return uint32_t(rng() & 0x807FFFFF) | uint32_t((107 + rng() % 24) << 23);
-  }
-}
 
 // The engine's operations as a table, for one implementation.
 struct MathOps {
@@ -116,74 +98,6 @@ TEST(VectorNumerics, TinyIsJudgedAfterRounding) {
   EXPECT_EQ(reference::fmul(bits_of(a), bits_of(b)), 0x00800000u);
   EXPECT_EQ(reference::fmul(bits_of(c), bits_of(d)), 0x80000000u);
 }
-
-// A command list of vector descriptors over a data image at address 0.
-std::vector<uint8_t> encode_list(const std::vector<spec::VectorDescriptor>& descriptors) {
-  std::vector<uint8_t> list(spec::command_list_bytes(descriptors.size()));
-  spec::encode(spec::command_list_header(uint32_t(descriptors.size())), list.data());
-  for (std::size_t i = 0; i < descriptors.size(); ++i)
-    spec::encode(descriptors[i], list.data() + spec::kBeatBytes * (i + 1));
-  return list;
-}
-
-// A random, valid descriptor of opcode `op` whose operands lie in separate
-// regions of `bytes` bytes, some of its outputs in place on an input.
-spec::VectorDescriptor random_descriptor(Opcode op, std::mt19937_64& rng, uint64_t bytes) {
-  static const uint32_t kSizes[] = {1, 3, 15, 16, 17, 255, 256, 257, 511, 1000, 1031};
-  spec::VectorDescriptor d{};
-  d.opcode = uint8_t(op);
-  d.n = kSizes[rng() % std::size(kSizes)];
-  const bool sum = op == Opcode::kSum, to_bf16 = op == Opcode::kToBf16;
-  if (spec::vector_reads_rows(op)) {
-    d.rows = 1 + uint32_t(rng() % (to_bf16 ? 37 : 9));
-    if (to_bf16) d.n = 1 + uint32_t(rng() % 300);  // rows x n fits a region as bf16 and as fp32
-    d.stride = d.n + uint32_t(rng() % 5);
-  }
-  if (to_bf16 && rng() % 2) d.flags = spec::vector_flag::kTranspose;
-  // Four regions, each starting at an address that is a multiple of 4 but
-  // rarely of 64, so the transfers' first and last beats are partial.
-  const uint64_t region = bytes / 4;
-  uint64_t addr[4];
-  // (to_bf16's bf16 output at a multiple of 2.)
-  for (int i = 0; i < 4; ++i) addr[i] = i * region + (to_bf16 && i == 2 ? 2 : 4) * (rng() % 40);
-  const spec::VectorOperands operands = spec::vector_operands(op);
-  // In place: an output on the buffer of a read-only input (x).
-  if (!sum && !to_bf16 && rng() % 4 == 0)
-    for (int i = 1; i < 4; ++i)
-      if (operands.written[i]) {
-        addr[i] = addr[0];
-        break;
-      }
-  auto pick = [&](int i) { return operands.uses(i) ? addr[i] : 0; };
-  d.x_addr = pick(0), d.y_addr = pick(1), d.z_addr = pick(2), d.w_addr = pick(3);
-  auto scalar = [&]() {
-    switch (rng() % 6) {
-      case 0:
-        return numerics::f32_from_bits(awkward_bits(rng));
-      case 1:
-        return 0.0f;
-      default:
-        return float(std::uniform_real_distribution<double>(0.0, 1.0)(rng));
-    }
-  };
-  const uint32_t scalars = spec::vector_scalar_count(op);
-  if (scalars > 0) d.alpha = scalar(), d.beta = scalar();
-  if (scalars > 2) d.gamma = scalar(), d.delta = float(1e-7);
-  if (op == Opcode::kSgd && rng() % 2) d.flags = spec::vector_flag::kNesterov;
-  return d;
-}
-
-std::vector<uint8_t> random_image(std::mt19937_64& rng, uint64_t bytes) {
-  std::vector<uint8_t> image(bytes);
-  for (uint64_t i = 0; i + 4 <= bytes; i += 4) {
-    const uint32_t value = awkward_bits(rng);
-    std::memcpy(image.data() + i, &value, 4);
-  }
-  return image;
-}
-
-constexpr Opcode kVectorOpcodes[] = {Opcode::kAxpby, Opcode::kMul, Opcode::kRelu, Opcode::kReluGrad,
-                                     Opcode::kSum,   Opcode::kSgd, Opcode::kAdam, Opcode::kToBf16};
 
 class VectorEngine : public ::testing::TestWithParam<EmuEngine> {};
 
@@ -337,8 +251,8 @@ INSTANTIATE_TEST_SUITE_P(Emu, VectorEngine, ::testing::Values(EmuEngine::kHls, E
                          [](const auto& info) { return info.param == EmuEngine::kHls ? "hls" : "fast"; });
 
 // The fast engine works on whole arrays; it reports the bus traffic and
-// cycles of the HLS kernel's block schedule (add_vector_traffic), which the
-// perf backend's timing model checks against its own.
+// cycles of the HLS kernel's block schedule (add_vector_traffic), so that
+// sw_emu's counters are the HLS kernel's whichever engine runs.
 TEST(VectorEngines, CountTheSameTrafficAndCycles) {
   constexpr uint64_t kBytes = 4 * 48 * 1024;
   for (uint32_t seed = 1; seed <= 6; ++seed) {

@@ -121,9 +121,9 @@ class AxilHarness {
       result.status = spec::ErrorCode::kAddressOutOfRange;
       result.error_index = spec::kHeaderErrorIndex;
     } else {
-      // Without the vector engine, as the RTL's Features register says.
+      // With the vector engine, as the Features register says.
       result = hls_kernel::systole_kernel(hls_kernel::ports_at(memory_, bases), mem_bytes, *onchip_,
-                                          /*features=*/0);
+                                          spec::feature::kVectorEngine);
     }
     m.done_i = 1;
     m.status_i = uint32_t(result.status);
@@ -155,7 +155,7 @@ TEST(RtlAxiLite, ApCtrlHsStrobesAndInterrupts) {
   EXPECT_EQ(h.read(reg::kMaxM), kShape.max_m());
   EXPECT_EQ(h.read(reg::kMaxN), kShape.max_n());
   EXPECT_EQ(h.read(reg::kMaxDescriptors), kShape.max_descriptors());
-  EXPECT_EQ(h.read(reg::kFeatures), 0u) << "no vector engine in the RTL yet";
+  EXPECT_EQ(h.read(reg::kFeatures), spec::feature::kVectorEngine) << "the kernel's Features parameter";
   EXPECT_EQ(h.read(reg::kControl), spec::ctrl::kApIdle);
   EXPECT_EQ(h.read(0xFFC), 0u) << "unmapped reads as 0";
 

@@ -3,7 +3,9 @@
 // driver API as sw_emu. Random command lists on 4x4, 8x8, 16x16 and 32x32
 // equal the reference byte for byte; two compute units run side by side;
 // bad descriptors and waits behave as on sw_emu; training steps leave the
-// same weights, to the bit, as sw_emu.
+// same weights, to the bit, as sw_emu, and with the parameters kept on the
+// card (the optimizer and the replicas' reduction on the RTL's vector
+// engine) the same as with them on the host.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -30,9 +32,10 @@ DeviceOptions hw_emu_options(uint32_t size) {
   return options;
 }
 
-Device open_hw_emu(uint32_t size, EmuEngine engine = EmuEngine::kFast, const char* backend = "hw_emu") {
+Device open_hw_emu(uint32_t size, uint32_t units = 1, const char* backend = "hw_emu") {
   DeviceOptions options = hw_emu_options(size);
-  options.engine = engine;
+  options.compute_units = units;
+  options.engine = EmuEngine::kFast;
   options.threads_per_unit = 1;
   return Device::open(backend, 0, options).value();
 }
@@ -44,7 +47,7 @@ TEST_P(HwEmuDifferential, CommandListsMatchTheReference) {
   Device device = open_hw_emu(size);
   EXPECT_EQ(device.info().shape.rows, size);
   EXPECT_EQ(device.info().max_k, (spec::ArrayShape{size, size}.max_k()));
-  EXPECT_FALSE(device.info().has_vector_engine()) << "the RTL has no vector engine yet";
+  EXPECT_TRUE(device.info().has_vector_engine()) << "the RTL kernel has the vector engine";
   for (uint32_t seed = 1; seed <= 4; ++seed) {
     for (testing::Values values : {testing::Values::kTypical, testing::Values::kExtreme}) {
       testing::WorkloadOptions options;
@@ -245,9 +248,18 @@ TEST(HwEmu, WritesAnFstWaveformWhenAsked) {
 }
 
 // Training on the RTL: the same training steps of `model` (20 inputs, 3
-// classes) on the RTL and on sw_emu, same bits; every parameter tensor
-// moved, and with `loss_falls` the fourth batch's loss is below the first's.
-void expect_rtl_trains_like_sw_emu(const ModelSpec& model, uint32_t seed, bool loss_falls) {
+// classes) on the RTL with `run`'s placement and replicas (one per compute
+// unit) and on sw_emu with the parameters on the host, same bits; every
+// parameter tensor moved, and with `loss_falls` the fourth batch's loss is
+// below the first's.
+struct RtlRun {
+  Placement placement = Placement::kHost;
+  uint32_t units = 1;
+  std::string optimizer = "adam";
+  bool nesterov = false;
+};
+
+void expect_rtl_trains_like_sw_emu(const ModelSpec& model, uint32_t seed, bool loss_falls, RtlRun run = {}) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
   TrainerConfig config;
@@ -255,6 +267,8 @@ void expect_rtl_trains_like_sw_emu(const ModelSpec& model, uint32_t seed, bool l
   config.model = model;
   config.global_batch = 16;
   config.optimizer.learning_rate = 1e-2f;
+  config.optimizer.name = run.optimizer;
+  config.optimizer.nesterov = run.nesterov;
   Batch batch;
   batch.size = 16;
   std::vector<Batch> batches;
@@ -272,8 +286,13 @@ void expect_rtl_trains_like_sw_emu(const ModelSpec& model, uint32_t seed, bool l
     batches.push_back(batch);
   }
   const std::vector<float> initial = Model::build(model, config.seed).value()->parameters().trainable();
-  auto train = [&](Device device) {
-    auto trainer = Trainer::create(device, {0}, config).value();
+  auto train = [&](Device device, Placement placement, uint32_t units) {
+    TrainerConfig placed = config;
+    placed.placement = placement;
+    std::vector<uint32_t> replicas(units);
+    for (uint32_t u = 0; u < units; ++u) replicas[u] = u;
+    auto trainer = Trainer::create(device, replicas, placed).value();
+    EXPECT_TRUE(trainer->notices().empty()) << trainer->notices().front();
     std::vector<double> losses;
     for (const Batch& b : batches) {
       auto result = trainer->step(b);
@@ -282,8 +301,8 @@ void expect_rtl_trains_like_sw_emu(const ModelSpec& model, uint32_t seed, bool l
     }
     return std::make_pair(trainer->parameters(), losses);
   };
-  const auto [rtl, rtl_losses] = train(open_hw_emu(16));
-  const auto [emu, emu_losses] = train(open_hw_emu(16, EmuEngine::kFast, "sw_emu"));
+  const auto [rtl, rtl_losses] = train(open_hw_emu(16, run.units), run.placement, run.units);
+  const auto [emu, emu_losses] = train(open_hw_emu(16, run.units, "sw_emu"), Placement::kHost, run.units);
   ASSERT_EQ(rtl.trainable().size(), emu.trainable().size());
   EXPECT_EQ(
       std::memcmp(rtl.trainable().data(), emu.trainable().data(), rtl.trainable().size() * sizeof(float)), 0)
@@ -302,6 +321,19 @@ void expect_rtl_trains_like_sw_emu(const ModelSpec& model, uint32_t seed, bool l
 
 TEST(HwEmu, TrainingStepsMatchSwEmuToTheBit) {
   expect_rtl_trains_like_sw_emu(dense_stack(20, {12}, 3), 23, /*loss_falls=*/true);
+}
+
+// The done-when of keeping the model on the card: on two RTL compute units
+// the parameters, gradients and Adam's slots live in device memory, the
+// units' gradients are summed and Adam's step taken by the RTL's vector
+// engine, and the weights are those of the same replicas on the host, to
+// the bit.
+// Nesterov SGD, whose fused step is another opcode, likewise.
+TEST(HwEmu, TrainingWithTheModelOnTheCardMatchesTheHostToTheBit) {
+  expect_rtl_trains_like_sw_emu(dense_stack(20, {12}, 3), 25, /*loss_falls=*/true,
+                                {Placement::kDevice, 2, "adam", false});
+  expect_rtl_trains_like_sw_emu(dense_stack(20, {12}, 3), 26, /*loss_falls=*/false,
+                                {Placement::kDevice, 1, "sgd", true});
 }
 
 // A tiny Transformer block: its projections, every head's Q K^T and P V

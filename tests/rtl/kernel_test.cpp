@@ -1,19 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 // The whole RTL kernel under Verilator (label rtl): AXI4-Lite control, four
 // AXI4 masters on sim/'s memory models (latency, back-pressure, protocol
-// checks), random command lists compared byte for byte with the reference;
-// malformed descriptors and SLVERR responses end the launch with their code.
+// checks), random command lists (GEMM, the vector engine's opcodes, both
+// in one list) compared byte for byte with the reference; malformed
+// descriptors and SLVERR responses end the launch with their code.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "Vsystole_kernel.h"
 #include "common/engines.h"
 #include "common/random_workload.h"
+#include "common/vector_workload.h"
 #include "kernel_harness.h"
+#include "reference/reference.h"
 #include "systole/gemm_plan.h"
+#include "systole/validate.h"
 #include "verilated.h"
 
 namespace systole {
@@ -229,6 +236,122 @@ TEST(RtlKernel, AnErrorOnTheCommandFetchEndsTheLaunchWhereItHappened) {
     EXPECT_TRUE(placed.memory == before) << "nothing is written before the list is read whole";
     expect_no_violations(sim);
   }
+}
+
+// ---------------------------------------------------------------------------
+// The vector engine.
+
+// Four regions of 12 KiB: a to_bf16 of up to 37 rows of 74 values fits one.
+constexpr uint64_t kVectorBytes = 4 * 12 * 1024;
+
+// `records` (64 bytes each) as a command list after `image`, 4 KiB aligned.
+Placed place_records(const std::vector<uint8_t>& image, const std::vector<spec::CommandRecord>& records) {
+  Placed placed;
+  placed.memory = image;
+  placed.list = (image.size() + 4095) / 4096 * 4096;
+  const auto list = encode_command_lists(records, 1000).at(0);
+  placed.memory.resize(placed.list + list.size() + 4096);
+  std::memcpy(placed.memory.data() + placed.list, list.data(), list.size());
+  return placed;
+}
+
+// Random lists of every vector opcode (operands at unaligned addresses,
+// outputs in place on inputs, awkward values), each opcode twice in a random
+// order so that later descriptors read what earlier ones wrote, under
+// memory latency and back-pressure; then the same after a GEMM list in one
+// launch, so the c ports pass from the GEMM engines to the vector engine
+// and back.
+TEST(RtlKernel, VectorDescriptorsMatchTheReference) {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    std::printf("seed %u\n", seed);
+    std::mt19937_64 rng(seed);
+    const std::vector<uint8_t> image = testing::random_image(rng, kVectorBytes);
+    std::vector<spec::VectorDescriptor> list;
+    for (int round = 0; round < 2; ++round)
+      for (spec::Opcode op : testing::kVectorOpcodes)
+        list.push_back(testing::random_descriptor(op, rng, kVectorBytes, /*max_n=*/70));
+    std::shuffle(list.begin(), list.end(), rng);
+    std::vector<uint8_t> expected = image;
+    for (const auto& d : list) reference::vector(d, expected);
+
+    std::vector<spec::CommandRecord> records;
+    for (const auto& d : list) records.push_back(spec::record_of(d));
+    Placed placed = place_records(image, records);
+    Harness sim(placed.memory.data(), placed.memory.size(), {uint32_t(1 + seed % 5), 0.8, 0.8, seed});
+    ASSERT_TRUE(launch(sim, placed.list, placed.memory.size(), 5'000'000))
+        << "seed " << seed << ": no interrupt";
+    EXPECT_EQ(sim.read(reg::kStatus), 0u) << "seed " << seed;
+    EXPECT_EQ(sim.read(reg::kDescriptorsDone), list.size());
+    EXPECT_EQ(sim.read(reg::kMacsLo), 0u) << "a vector descriptor multiplies no matrices";
+    const std::vector<uint8_t> got(placed.memory.begin(), placed.memory.begin() + kVectorBytes);
+    EXPECT_EQ(testing::first_difference(expected, got), "") << "seed " << seed;
+    expect_no_violations(sim);
+  }
+}
+
+TEST(RtlKernel, GemmAndVectorDescriptorsShareALaunch) {
+  const uint32_t seed = 9;
+  std::printf("seed %u\n", seed);
+  testing::WorkloadOptions options;
+  options.shape = kShape;
+  options.descriptors = 3;
+  options.max_m = 6;
+  const testing::Workload workload = testing::make_workload(seed, options);
+  // The vector data after the GEMM workload's image.
+  std::mt19937_64 rng(seed);
+  const uint64_t base = (workload.memory.size() + 4095) / 4096 * 4096;
+  std::vector<uint8_t> image = workload.memory;
+  image.resize(base);
+  const std::vector<uint8_t> vectors = testing::random_image(rng, kVectorBytes);
+  image.insert(image.end(), vectors.begin(), vectors.end());
+  std::vector<spec::CommandRecord> records;
+  std::vector<spec::VectorDescriptor> list;
+  const std::vector<spec::GemmDescriptor> gemms = workload.rebased(0);
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    records.push_back(spec::record_of(gemms[i]));
+    spec::VectorDescriptor d =
+        testing::random_descriptor(testing::kVectorOpcodes[(3 * i + 6) % 8], rng, kVectorBytes, /*max_n=*/40);
+    const spec::VectorOperands operands = spec::vector_operands(spec::Opcode(d.opcode));
+    uint64_t* addr[4] = {&d.x_addr, &d.y_addr, &d.z_addr, &d.w_addr};
+    for (int k = 0; k < 4; ++k)
+      if (operands.uses(k)) *addr[k] += base;
+    records.push_back(spec::record_of(d));
+    list.push_back(d);
+  }
+  std::vector<uint8_t> expected = testing::run_reference(workload, kShape.rows).memory;
+  expected.resize(base);
+  expected.insert(expected.end(), vectors.begin(), vectors.end());
+  for (const auto& d : list) reference::vector(d, expected);
+
+  Placed placed = place_records(image, records);
+  Harness sim(placed.memory.data(), placed.memory.size(), {3, 0.9, 0.9, seed});
+  ASSERT_TRUE(launch(sim, placed.list, placed.memory.size(), 5'000'000)) << "no interrupt";
+  EXPECT_EQ(sim.read(reg::kStatus), 0u);
+  EXPECT_EQ(sim.read(reg::kDescriptorsDone), records.size());
+  const std::vector<uint8_t> got(placed.memory.begin(), placed.memory.begin() + expected.size());
+  EXPECT_EQ(testing::first_difference(expected, got), "");
+  expect_no_violations(sim);
+}
+
+// A malformed vector descriptor (an output overlapping an input) ends the
+// launch with its code and index before anything is written.
+TEST(RtlKernel, AMalformedVectorDescriptorEndsTheLaunchAndWritesNothing) {
+  std::mt19937_64 rng(5);
+  const std::vector<uint8_t> image = testing::random_image(rng, kVectorBytes);
+  spec::VectorDescriptor good = testing::random_descriptor(spec::Opcode::kAdam, rng, kVectorBytes, 32);
+  good.n = 20;
+  spec::VectorDescriptor bad = good;
+  bad.z_addr = bad.y_addr + 4;  // Adam's two moments overlap
+  ASSERT_EQ(spec::validate_vector_descriptor(bad, kVectorBytes, {4, 4, 1024, spec::feature::kVectorEngine}),
+            spec::ErrorCode::kOverlappingBuffers);
+  Placed placed = place_records(image, {spec::record_of(good), spec::record_of(good), spec::record_of(bad)});
+  const std::vector<uint8_t> before = placed.memory;
+  Harness sim(placed.memory.data(), placed.memory.size(), {2, 1.0, 1.0, 5});
+  ASSERT_TRUE(launch(sim, placed.list, placed.memory.size(), 1'000'000));
+  EXPECT_EQ(sim.read(reg::kStatus), uint32_t(spec::ErrorCode::kOverlappingBuffers));
+  EXPECT_EQ(sim.read(reg::kErrorIndex), 2u);
+  EXPECT_EQ(testing::first_difference(before, placed.memory), "");
+  expect_no_violations(sim);
 }
 
 INSTANTIATE_TEST_SUITE_P(

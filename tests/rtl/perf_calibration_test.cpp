@@ -5,8 +5,10 @@
 // counts. The contract is 5 %; each case prints its error, and when the
 // RTL's controller changes and the model does not, this test tells.
 // Random command lists (awkward shapes, unaligned leading dimensions, every
-// flag), tiled GEMMs of awkward sizes, and training steps of an MLP. With
-// SYSTOLE_CALIBRATE_128 the 128x128 kernel (label slow).
+// flag), tiled GEMMs of awkward sizes, lists of the vector engine's opcodes
+// (whose bus bytes must also agree), and training steps of an MLP with its
+// parameters on the host and on the card. With SYSTOLE_CALIBRATE_128 the
+// 128x128 kernel (label slow).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +19,7 @@
 #include "../../driver/src/backend.h"
 #include "common/engines.h"
 #include "common/random_workload.h"
+#include "common/vector_workload.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/model.h"
@@ -36,12 +39,14 @@ class CountingBackend final : public detail::ForwardingBackend {
     if (!inner().wait_done(unit, timeout)) return false;
     busy_cycles += detail::read_register64(inner(), unit, spec::reg::kBusyCyclesLo);
     stall_cycles += detail::read_register64(inner(), unit, spec::reg::kStallCyclesLo);
+    read_bytes += detail::read_register64(inner(), unit, spec::reg::kDmaReadBytesLo);
+    write_bytes += detail::read_register64(inner(), unit, spec::reg::kDmaWriteBytesLo);
     ++launches;
     return true;
   }
 
-  void reset() { busy_cycles = stall_cycles = launches = 0; }
-  uint64_t busy_cycles = 0, stall_cycles = 0, launches = 0;
+  void reset() { busy_cycles = stall_cycles = read_bytes = write_bytes = launches = 0; }
+  uint64_t busy_cycles = 0, stall_cycles = 0, read_bytes = 0, write_bytes = 0, launches = 0;
 };
 
 DeviceOptions options_for(uint32_t size) {
@@ -157,6 +162,59 @@ TEST(PerfCalibration, AwkwardGemms) {
   }
 }
 
+// The vector engine: random lists of every opcode (awkward sizes and
+// addresses, outputs in place), and a few fixed long descriptors; the same
+// bus bytes as the RTL, and its cycles.
+TEST(PerfCalibration, VectorDescriptors) {
+  constexpr uint64_t kBytes = 4 * 48 * 1024;
+  for (const uint32_t size : kSizes) {
+    auto [rtl_device, rtl] = open_counted("hw_emu", size);
+    auto [model_device, model] = open_counted("perf", size);
+    for (uint32_t seed = 1; seed <= 3; ++seed) {
+      std::mt19937_64 rng(seed);
+      const std::vector<uint8_t> image = testing::random_image(rng, kBytes);
+      std::vector<spec::CommandRecord> records;
+      for (spec::Opcode op : testing::kVectorOpcodes)
+        records.push_back(spec::record_of(testing::random_descriptor(op, rng, kBytes)));
+      if (seed == 1) {  // long ones: an Adam step, a sum of 5 rows, both to_bf16 layouts
+        spec::VectorDescriptor adam{};
+        adam.opcode = uint8_t(spec::Opcode::kAdam);
+        adam.n = 3001;
+        adam.alpha = 0.001f, adam.beta = 0.9f, adam.gamma = 0.999f, adam.delta = 1e-7f;
+        adam.x_addr = 4, adam.y_addr = 0x4004, adam.z_addr = 0x8008, adam.w_addr = 0xc00c;
+        records.push_back(spec::record_of(adam));
+        spec::VectorDescriptor sum{};
+        sum.opcode = uint8_t(spec::Opcode::kSum);
+        sum.n = 777, sum.rows = 5, sum.stride = 800;
+        sum.x_addr = 0x10000, sum.z_addr = 0x14004;
+        records.push_back(spec::record_of(sum));
+        spec::VectorDescriptor convert{};
+        convert.opcode = uint8_t(spec::Opcode::kToBf16);
+        convert.flags = spec::vector_flag::kTranspose;
+        convert.n = 300, convert.rows = 37, convert.stride = 301;
+        convert.x_addr = 0x18000, convert.z_addr = 0x24002;
+        records.push_back(spec::record_of(convert));
+        convert.flags = 0;
+        convert.z_addr = 0x2a000;
+        records.push_back(spec::record_of(convert));
+      }
+      const auto list = encode_command_lists(records, 65536).at(0);
+      const auto rtl_run = testing::run_on_device(rtl_device, image, list);
+      const auto model_run = testing::run_on_device(model_device, image, list);
+      ASSERT_TRUE(rtl_run.status.ok()) << rtl_run.status.to_string();
+      ASSERT_TRUE(model_run.status.ok()) << model_run.status.to_string();
+      const std::string what =
+          std::to_string(size) + "x" + std::to_string(size) + " vector list, seed " + std::to_string(seed);
+      EXPECT_EQ(testing::first_difference(rtl_run.memory, model_run.memory), "") << what;
+      EXPECT_EQ(model->read_bytes, rtl->read_bytes) << what;
+      EXPECT_EQ(model->write_bytes, rtl->write_bytes) << what;
+      compare(what, *rtl, *model);
+      rtl->reset();
+      model->reset();
+    }
+  }
+}
+
 TEST(PerfCalibration, TrainingSteps) {
   const uint32_t size = kSizes[sizeof kSizes / sizeof kSizes[0] - 1];
   const uint32_t seed = 5;
@@ -172,15 +230,19 @@ TEST(PerfCalibration, TrainingSteps) {
     for (uint32_t f = 0; f < inputs; ++f) batch.images.push_back(uniform(rng));
     batch.labels.push_back(uint8_t(e % classes));
   }
-  auto [rtl_device, rtl] = open_counted("hw_emu", size);
-  auto [model_device, model] = open_counted("perf", size);
-  for (Device device : {rtl_device, model_device}) {
-    auto trainer = Trainer::create(device, {0}, config).value();
-    for (int step = 0; step < 2; ++step) ASSERT_TRUE(trainer->step(batch).ok());
+  for (const Placement placement : {Placement::kHost, Placement::kDevice}) {
+    config.placement = placement;
+    auto [rtl_device, rtl] = open_counted("hw_emu", size);
+    auto [model_device, model] = open_counted("perf", size);
+    for (Device device : {rtl_device, model_device}) {
+      auto trainer = Trainer::create(device, {0}, config).value();
+      for (int step = 0; step < 2; ++step) ASSERT_TRUE(trainer->step(batch).ok());
+    }
+    compare(std::to_string(size) + "x" + std::to_string(size) + " MLP 100-" +
+                std::to_string(size == 128 ? 160 : 48) + "-10, 2 training steps" +
+                (placement == Placement::kDevice ? ", on the card" : ""),
+            *rtl, *model);
   }
-  compare(std::to_string(size) + "x" + std::to_string(size) + " MLP 100-" +
-              std::to_string(size == 128 ? 160 : 48) + "-10, 2 training steps",
-          *rtl, *model);
 }
 
 }  // namespace

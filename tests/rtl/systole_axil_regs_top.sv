@@ -28,7 +28,7 @@ module systole_axil_regs_top #(
   systole_pkg::axil_rsp_t rsp;
   `SYSTOLE_AXIL_ASSIGN(s_axi, req, rsp)
 
-  systole_axil_regs #(.Rows(Rows), .Cols(Cols)) u_regs (
+  systole_axil_regs #(.Rows(Rows), .Cols(Cols), .Features(systole_pkg::FeatureVectorEngine)) u_regs (
     .clk_i, .rst_ni, .axil_req_i(req), .axil_rsp_o(rsp), .interrupt_o,
     .start_o, .port_base_o, .mem_bytes_o,
     .done_i, .status_i, .error_index_i, .descriptors_done_i, .busy_cycles_i, .macs_i,

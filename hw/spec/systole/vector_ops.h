@@ -159,8 +159,8 @@ inline void vector_block(Opcode op, const VectorScalars& scalars, std::size_t co
   }
 }
 
-// The engine's block schedule, which its models share (the HLS kernel, the
-// card's timing model, the traffic the fast sw_emu path reports): a
+// The HLS kernel's block schedule, which the traffic the fast sw_emu path
+// reports follows (the RTL works chunks of an array row instead): a
 // descriptor is worked kVectorBlockElements elements at a time, and a
 // transposed to_bf16 converts kTransposeRows rows together so that each
 // column's bf16 values for them fill one beat.

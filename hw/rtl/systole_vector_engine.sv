@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: Apache-2.0
+// The vector engine: one vector descriptor (hw/spec/NUMERICS.md, "The
+// vector engine") over the c ports, which it has to itself while it runs
+// (the GEMM engines are idle). It works the vectors a chunk of Cols
+// elements at a time, the width of a c row:
+//   - elementwise opcodes: per chunk, read x and whichever of y, z, w the
+//     opcode reads, compute Lanes elements per cycle, write the outputs;
+//   - sum: per chunk, read row 0 .. rows-1 of x and add each into the
+//     running sum, which starts at +0; write it;
+//   - to_bf16: per chunk, read a group of rows of x and round them to bf16
+//     as they arrive; write the group's chunk packed (a group is one row),
+//     or transposed (a group is Group rows; one write per column, Group
+//     bf16 values wide).
+// A request walker asks for the rows (the reader queues them), and a
+// consumer walking the same sequence takes them, so reads run ahead of the
+// arithmetic and the writes. Every input of a chunk is read before its
+// outputs are written; a later chunk reads other elements. That, and
+// validation's rule that an output is an input's very buffer or overlaps
+// nothing, make the result that of the C++ models.
+`include "systole_assert.svh"
+
+module systole_vector_engine #(
+  parameter int unsigned Cols = 4,
+  localparam int unsigned RowBeats = (4 * Cols + systole_pkg::BeatBytes - 1) / systole_pkg::BeatBytes
+) (
+  input  logic                    clk_i,
+  input  logic                    rst_ni,
+  input  logic                    clear_i,     // a descriptor starts
+  input  logic                    run_i,       // a vector descriptor runs
+  input  systole_ctrl_pkg::vec_t  desc_i,
+  // Reads (the c group).
+  output logic                    req_valid_o,
+  input  logic                    req_ready_i,
+  output systole_pkg::axi_addr_t  req_addr_o,
+  output logic [31:0]             req_bytes_o,
+  input  logic                    row_valid_i,
+  input  logic [Cols*32-1:0]      row_i,
+  output logic                    row_ready_o,
+  // Writes (the c group).
+  output logic                    wr_valid_o,
+  input  logic                    wr_ready_i,
+  output systole_pkg::axi_addr_t  wr_addr_o,
+  output logic [31:0]             wr_bytes_o,
+  output logic [RowBeats*systole_pkg::AxiDataBits-1:0] wr_row_o,
+  // Every write handed to the writer.
+  output logic                    done_o
+);
+  // Elements computed per cycle: a beat of fp32 values, or a whole row.
+  localparam int unsigned Lanes = Cols < 16 ? Cols : 16;
+  localparam int unsigned Slices = Cols / Lanes;
+  localparam int unsigned SliceBits = Slices > 1 ? $clog2(Slices) : 1;
+  // Rows a transposed to_bf16 converts together: a column of them is one
+  // beat of bf16 values, or a whole c row on a narrow array.
+  localparam int unsigned Group = 2 * Cols < systole_pkg::BeatBytes / 2 ? 2 * Cols : systole_pkg::BeatBytes / 2;
+  localparam int unsigned GroupBits = $clog2(Group);
+
+  if (Slices * Lanes != Cols) begin : g_check
+    $error("Cols must be a multiple of 16 or below it");
+  end
+
+  function automatic logic [31:0] min32(logic [31:0] a, logic [31:0] b);
+    min32 = a < b ? a : b;
+  endfunction
+
+  // Rows per group: a sum's are all its rows.
+  logic [31:0] group;
+  assign group = desc_i.opcode == 8'(systole_pkg::OpcodeSum) ? desc_i.rows
+               : desc_i.opcode == 8'(systole_pkg::OpcodeToBf16) && desc_i.transpose ? 32'(Group)
+               : 32'd1;
+
+  // ---------------------------------------------------------------- reads
+  systole_ctrl_pkg::vec_walk_t ask_d, ask_q, ask_next;
+  logic  ask, unused_ask_last, rows_op;  // (the walker needs no unit ends)
+  logic [63:0] ask_base, write_base;  // the asked operand's address, and the written one's
+
+  assign rows_op     = systole_ctrl_pkg::vector_reads_rows(desc_i.opcode[3:0]);
+  assign req_valid_o = run_i && !ask_q.done;
+  assign ask         = req_valid_o && req_ready_i;
+  assign req_bytes_o = 32'd4 * min32(32'(Cols), desc_i.n - ask_q.i0);
+  assign req_addr_o  = rows_op
+      ? desc_i.x + 64'd4 * ((64'(ask_q.r0) + 64'(ask_q.r)) * 64'(desc_i.stride) + 64'(ask_q.i0))
+      : ask_base + 64'd4 * 64'(ask_q.i0);
+  always_comb begin
+    unique case (ask_q.op)
+      2'd0:    ask_base = desc_i.x;
+      2'd1:    ask_base = desc_i.y;
+      2'd2:    ask_base = desc_i.z;
+      default: ask_base = desc_i.w;
+    endcase
+  end
+  systole_vector_walk #(.Cols(Cols)) u_ask_walk (
+    .walk_i(ask_q), .reads_i(desc_i.reads), .group_i(group), .rows_i(desc_i.rows), .n_i(desc_i.n),
+    .last_o(unused_ask_last), .next_o(ask_next)
+  );
+  assign ask_d       = ask ? ask_next : ask_q;
+
+  // ---------------------------------------------------------------- the rest
+  typedef enum logic [1:0] { Gather, Compute, Write, Done } phase_e;
+
+  // The consumer's state (separate registers: yosys reads no package
+  // struct inside a struct).
+  phase_e                      phase_d, phase_q;
+  systole_ctrl_pkg::vec_walk_t take_d, take_q;  // the next row to take
+  systole_ctrl_pkg::vec_walk_t unit_d, unit_q;  // the chunk and group being computed or written
+  logic                        unit_last_d, unit_last_q;  // unit is its group's last read
+  logic [SliceBits-1:0]        slice_d, slice_q;  // Compute: the slice of Lanes elements
+  logic [31:0]                 write_d, write_q;  // Write: the operand (1..3) or the column
+
+  // The operands of a chunk, operand j (x, y, z, w) at [j ChunkBits +:
+  // ChunkBits] (a sum in z); results replace their inputs. to_bf16's group,
+  // rounded: row g's element c at [16 (g Cols + c) +: 16]. (Flat vectors:
+  // yosys reads no whole-array assignments.)
+  localparam int unsigned ChunkBits = 32 * Cols;
+  logic [4*ChunkBits-1:0]    value_d, value_q;
+  logic [Group*Cols*16-1:0]  bf16_d, bf16_q;
+
+  logic take, take_last, last_slice, last_write, is_sum, is_to_bf16;
+  systole_ctrl_pkg::vec_walk_t take_next;
+  logic [31:0] unit_count;   // elements in the unit's chunk
+  logic [31:0] unit_rows;    // rows in the unit's group
+  logic [31:0] lane_y [Lanes];
+  logic [31:0] lane_z [Lanes];
+  logic [31:0] lane_w [Lanes];
+
+  assign is_sum     = desc_i.opcode == 8'(systole_pkg::OpcodeSum);
+  assign is_to_bf16 = desc_i.opcode == 8'(systole_pkg::OpcodeToBf16);
+  assign row_ready_o = run_i && phase_q == Gather && !take_q.done;
+  assign take        = row_valid_i && row_ready_o;
+  systole_vector_walk #(.Cols(Cols)) u_take_walk (
+    .walk_i(take_q), .reads_i(desc_i.reads), .group_i(group), .rows_i(desc_i.rows), .n_i(desc_i.n),
+    .last_o(take_last), .next_o(take_next)
+  );
+  assign last_slice  = slice_q == SliceBits'(Slices - 1);
+  assign unit_count  = min32(32'(Cols), desc_i.n - unit_q.i0);
+  assign unit_rows   = min32(group, desc_i.rows - unit_q.r0);
+
+  // The lanes, on slice slice_q of the chunk.
+  for (genvar l = 0; l < Lanes; l++) begin : g_lane
+    localparam int unsigned Bits = 32 * l;
+    logic [31:0] x, y, z, w;
+    assign x = value_q[0 * ChunkBits + 32 * Lanes * slice_q + Bits +: 32];
+    assign y = value_q[1 * ChunkBits + 32 * Lanes * slice_q + Bits +: 32];
+    assign z = value_q[2 * ChunkBits + 32 * Lanes * slice_q + Bits +: 32];
+    assign w = value_q[3 * ChunkBits + 32 * Lanes * slice_q + Bits +: 32];
+    systole_vector_lane u_lane (
+      .opcode_i(desc_i.opcode), .nesterov_i(desc_i.nesterov),
+      .alpha_i(desc_i.alpha), .beta_i(desc_i.beta), .gamma_i(desc_i.gamma), .delta_i(desc_i.delta),
+      .x_i(x), .y_i(y), .z_i(z), .w_i(w), .y_o(lane_y[l]), .z_o(lane_z[l]), .w_o(lane_w[l])
+    );
+  end
+
+  // The first operand a unit writes.
+  function automatic logic [31:0] next_written_from(logic [3:0] writes);
+    next_written_from = 32'd4;
+    for (int i = 3; i >= 1; i--)
+      if (writes[i]) next_written_from = 32'(i);
+  endfunction
+
+  // The writes of a unit: each written operand (elementwise, sum), one
+  // packed row, or one column per element (transposed to_bf16).
+  logic [31:0] next_written;  // the written operand after write_q, or 4
+  always_comb begin
+    next_written = 32'd4;
+    for (int i = 3; i >= 1; i--)
+      if (desc_i.writes[i] && 32'(i) > write_q) next_written = 32'(i);
+  end
+  assign last_write = is_to_bf16 ? (!desc_i.transpose || write_q + 32'd1 >= unit_count)
+                                 : next_written == 32'd4;
+
+  always_comb begin
+    unique case (write_q[1:0])
+      2'd1:    write_base = desc_i.y;
+      2'd2:    write_base = desc_i.z;
+      default: write_base = desc_i.w;
+    endcase
+  end
+
+  always_comb begin
+    wr_row_o   = '0;
+    wr_addr_o  = '0;
+    wr_bytes_o = '0;
+    if (!is_to_bf16) begin
+      wr_row_o   = (RowBeats*systole_pkg::AxiDataBits)'(value_q[ChunkBits * write_q[1:0] +: ChunkBits]);
+      wr_addr_o  = write_base + 64'd4 * 64'(unit_q.i0);
+      wr_bytes_o = 32'd4 * unit_count;
+    end else if (!desc_i.transpose) begin
+      wr_row_o[0 +: 16 * Cols] = bf16_q[0 +: 16 * Cols];
+      wr_addr_o  = desc_i.z + 64'd2 * (64'(unit_q.r0) * 64'(desc_i.n) + 64'(unit_q.i0));
+      wr_bytes_o = 32'd2 * unit_count;
+    end else begin
+      for (int g = 0; g < Group; g++) wr_row_o[16 * g +: 16] = bf16_q[16 * (g * Cols + write_q) +: 16];
+      wr_addr_o  = desc_i.z + 64'd2 * ((64'(unit_q.i0) + 64'(write_q)) * 64'(desc_i.rows) + 64'(unit_q.r0));
+      wr_bytes_o = 32'd2 * unit_rows;
+    end
+  end
+  assign wr_valid_o = run_i && phase_q == Write;
+  assign done_o     = phase_q == Done;
+
+  always_comb begin
+    phase_d     = phase_q;
+    take_d      = take_q;
+    unit_d      = unit_q;
+    unit_last_d = unit_last_q;
+    slice_d     = slice_q;
+    write_d     = write_q;
+    value_d     = value_q;
+    bf16_d  = bf16_q;
+    unique case (phase_q)
+      Gather: if (take) begin
+        take_d      = take_next;
+        unit_d      = take_q;
+        unit_last_d = take_last;
+        if (is_to_bf16) begin
+          for (int c = 0; c < Cols; c++)
+            bf16_d[16 * (Cols * take_q.r[GroupBits-1:0] + c) +: 16] =
+                systole_arith::fp32_to_bf16(row_i[32 * c +: 32]);
+        end else begin
+          value_d[ChunkBits * take_q.op +: ChunkBits] = row_i;
+          // A sum starts at +0.
+          if (is_sum && take_q.r == '0) value_d[2 * ChunkBits +: ChunkBits] = '0;
+        end
+        slice_d = '0;
+        // A sum adds each row; the others compute once their unit is in.
+        if (is_sum) phase_d = Compute;
+        else if (take_last) begin
+          phase_d = is_to_bf16 ? Write : Compute;
+          write_d = is_to_bf16 ? '0 : next_written_from(desc_i.writes);
+        end
+      end
+      Compute: begin
+        for (int l = 0; l < Lanes; l++) begin
+          value_d[1 * ChunkBits + 32 * (Lanes * slice_q + l) +: 32] = lane_y[l];
+          value_d[2 * ChunkBits + 32 * (Lanes * slice_q + l) +: 32] = lane_z[l];
+          value_d[3 * ChunkBits + 32 * (Lanes * slice_q + l) +: 32] = lane_w[l];
+        end
+        slice_d = slice_q + 1'b1;
+        if (last_slice) begin
+          if (!is_sum || unit_last_q) begin
+            phase_d = Write;
+            write_d = next_written_from(desc_i.writes);
+          end else begin
+            phase_d = Gather;
+          end
+        end
+      end
+      Write: if (wr_ready_i) begin
+        write_d = is_to_bf16 ? write_q + 32'd1 : next_written;
+        if (last_write) phase_d = take_q.done ? Done : Gather;
+      end
+      Done: ;
+      default: phase_d = Gather;
+    endcase
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      ask_q       <= '0;
+      phase_q     <= Gather;
+      take_q      <= '0;
+      unit_q      <= '0;
+      unit_last_q <= 1'b0;
+      slice_q     <= '0;
+      write_q     <= '0;
+    end else if (clear_i) begin
+      ask_q       <= '0;
+      phase_q     <= Gather;
+      take_q      <= '0;
+      unit_q      <= '0;
+      unit_last_q <= 1'b0;
+      slice_q     <= '0;
+      write_q     <= '0;
+    end else begin
+      ask_q       <= ask_d;
+      phase_q     <= phase_d;
+      take_q      <= take_d;
+      unit_q      <= unit_d;
+      unit_last_q <= unit_last_d;
+      slice_q     <= slice_d;
+      write_q     <= write_d;
+    end
+  end
+  // Data: the phase says when it is valid.
+  always_ff @(posedge clk_i) begin
+    value_q <= value_d;
+    bf16_q  <= bf16_d;
+  end
+
+  // Rows come only when asked for, and the writer takes a unit's writes in
+  // order.
+  `ASSERT(a_taken_rows_asked, take |-> !take_q.done)
+  `ASSERT(a_write_fits, wr_valid_o |-> wr_bytes_o >= 32'd1 && wr_bytes_o <= 32'(4 * Cols))
+endmodule
