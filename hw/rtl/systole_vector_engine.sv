@@ -149,21 +149,18 @@ module systole_vector_engine #(
     );
   end
 
-  // The first operand a unit writes.
-  function automatic logic [31:0] next_written_from(logic [3:0] writes);
-    next_written_from = 32'd4;
+  // The operand the opcode writes after operand `k` (x is never written),
+  // or 4.
+  function automatic logic [31:0] written_after(logic [3:0] writes, logic [31:0] k);
+    written_after = 32'd4;
     for (int i = 3; i >= 1; i--)
-      if (writes[i]) next_written_from = 32'(i);
+      if (writes[i] && 32'(i) > k) written_after = 32'(i);
   endfunction
 
   // The writes of a unit: each written operand (elementwise, sum), one
   // packed row, or one column per element (transposed to_bf16).
   logic [31:0] next_written;  // the written operand after write_q, or 4
-  always_comb begin
-    next_written = 32'd4;
-    for (int i = 3; i >= 1; i--)
-      if (desc_i.writes[i] && 32'(i) > write_q) next_written = 32'(i);
-  end
+  assign next_written = written_after(desc_i.writes, write_q);
   assign last_write = is_to_bf16 ? (!desc_i.transpose || write_q + 32'd1 >= unit_count)
                                  : next_written == 32'd4;
 
@@ -204,7 +201,7 @@ module systole_vector_engine #(
     slice_d     = slice_q;
     write_d     = write_q;
     value_d     = value_q;
-    bf16_d  = bf16_q;
+    bf16_d      = bf16_q;
     unique case (phase_q)
       Gather: if (take) begin
         take_d      = take_next;
@@ -224,7 +221,7 @@ module systole_vector_engine #(
         if (is_sum) phase_d = Compute;
         else if (take_last) begin
           phase_d = is_to_bf16 ? Write : Compute;
-          write_d = is_to_bf16 ? '0 : next_written_from(desc_i.writes);
+          write_d = is_to_bf16 ? '0 : written_after(desc_i.writes, '0);
         end
       end
       Compute: begin
@@ -237,7 +234,7 @@ module systole_vector_engine #(
         if (last_slice) begin
           if (!is_sum || unit_last_q) begin
             phase_d = Write;
-            write_d = next_written_from(desc_i.writes);
+            write_d = written_after(desc_i.writes, '0);
           end else begin
             phase_d = Gather;
           end
@@ -252,16 +249,9 @@ module systole_vector_engine #(
     endcase
   end
 
+  // A descriptor's start clears the walk as reset does.
   always_ff @(posedge clk_i) begin
-    if (!rst_ni) begin
-      ask_q       <= '0;
-      phase_q     <= Gather;
-      take_q      <= '0;
-      unit_q      <= '0;
-      unit_last_q <= 1'b0;
-      slice_q     <= '0;
-      write_q     <= '0;
-    end else if (clear_i) begin
+    if (!rst_ni || clear_i) begin
       ask_q       <= '0;
       phase_q     <= Gather;
       take_q      <= '0;

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "common/awkward_fp32.h"
+#include "systole/gemm_plan.h"
 #include "systole/numerics.h"
 #include "systole/spec.h"
 #include "systole/validate.h"
@@ -15,11 +16,9 @@ namespace systole::testing {
 using spec::Opcode;
 
 std::vector<uint8_t> encode_list(const std::vector<spec::VectorDescriptor>& descriptors) {
-  std::vector<uint8_t> list(spec::command_list_bytes(descriptors.size()));
-  spec::encode(spec::command_list_header(uint32_t(descriptors.size())), list.data());
-  for (std::size_t i = 0; i < descriptors.size(); ++i)
-    spec::encode(descriptors[i], list.data() + spec::kBeatBytes * (i + 1));
-  return list;
+  std::vector<spec::CommandRecord> records;
+  for (const auto& d : descriptors) records.push_back(spec::record_of(d));
+  return encode_command_lists(records, uint32_t(records.size())).at(0);
 }
 
 spec::VectorDescriptor random_descriptor(Opcode op, std::mt19937_64& rng, uint64_t bytes, uint32_t max_n) {

@@ -53,14 +53,21 @@ struct Placed {
   uint64_t list = 0;
 };
 
-Placed place(const testing::Workload& workload, const std::vector<spec::GemmDescriptor>& descriptors) {
+// `records` (64 bytes each) as a command list after `image`, 4 KiB aligned.
+Placed place_records(const std::vector<uint8_t>& image, const std::vector<spec::CommandRecord>& records) {
   Placed placed;
-  placed.memory = workload.memory;
-  placed.list = (placed.memory.size() + 4095) / 4096 * 4096;
-  const auto list = encode_command_lists(descriptors, 1000).at(0);
+  placed.memory = image;
+  placed.list = (image.size() + 4095) / 4096 * 4096;
+  const auto list = encode_command_lists(records, 1000).at(0);
   placed.memory.resize(placed.list + list.size() + 4096);
   std::memcpy(placed.memory.data() + placed.list, list.data(), list.size());
   return placed;
+}
+
+Placed place(const testing::Workload& workload, const std::vector<spec::GemmDescriptor>& descriptors) {
+  std::vector<spec::CommandRecord> records;
+  for (const auto& d : descriptors) records.push_back(spec::record_of(d));
+  return place_records(workload.memory, records);
 }
 
 // Neither the memory models' protocol checks nor the RTL's assertions
@@ -243,17 +250,6 @@ TEST(RtlKernel, AnErrorOnTheCommandFetchEndsTheLaunchWhereItHappened) {
 
 // Four regions of 12 KiB: a to_bf16 of up to 37 rows of 74 values fits one.
 constexpr uint64_t kVectorBytes = 4 * 12 * 1024;
-
-// `records` (64 bytes each) as a command list after `image`, 4 KiB aligned.
-Placed place_records(const std::vector<uint8_t>& image, const std::vector<spec::CommandRecord>& records) {
-  Placed placed;
-  placed.memory = image;
-  placed.list = (image.size() + 4095) / 4096 * 4096;
-  const auto list = encode_command_lists(records, 1000).at(0);
-  placed.memory.resize(placed.list + list.size() + 4096);
-  std::memcpy(placed.memory.data() + placed.list, list.data(), list.size());
-  return placed;
-}
 
 // Random lists of every vector opcode (operands at unaligned addresses,
 // outputs in place on inputs, awkward values), each opcode twice in a random

@@ -9,9 +9,9 @@
 
 #include <cstdio>
 #include <cstring>
-#include <iterator>
 #include <memory>
 #include <random>
+#include <vector>
 
 #include "Vsystole_validate.h"
 #include "coverage.h"
@@ -30,6 +30,28 @@ void load_beat(Vsystole_validate& model, const Record& record) {
   uint8_t bytes[64];
   spec::encode(record, bytes);
   for (int word = 0; word < 16; ++word) std::memcpy(&model.beat_i[word], bytes + 4 * word, 4);
+}
+
+// Values where the checks' comparisons turn: small and odd values, powers
+// of two and one past them, 32-bit limits, the memory's end and just below
+// it, and near 2^64.
+std::vector<uint64_t> boundary_values(uint64_t mem_bytes) {
+  return {0,
+          1,
+          2,
+          3,
+          255,
+          256,
+          257,
+          64,
+          65,
+          65536,
+          65537,
+          0xFFFFFFFFull,
+          mem_bytes,
+          mem_bytes - 1,
+          mem_bytes - 4,
+          ~uint64_t(0) - 1};
 }
 
 // What the C++ says of a descriptor of either kind, by its opcode byte.
@@ -64,23 +86,8 @@ TEST(RtlValidate, DescriptorsGetTheSpecsErrorCode) {
     d.c_addr = pick(0, mem_bytes / 4) & ~uint64_t(3);
     d.bias_addr = pick(0, mem_bytes / 4) & ~uint64_t(3);
     for (int corruptions = int(pick(0, 3)); corruptions > 0; --corruptions) {
-      const uint64_t boundary[] = {0,
-                                   1,
-                                   2,
-                                   3,
-                                   255,
-                                   256,
-                                   257,
-                                   64,
-                                   65,
-                                   65536,
-                                   65537,
-                                   0xFFFFFFFFull,
-                                   mem_bytes,
-                                   mem_bytes - 1,
-                                   mem_bytes - 4,
-                                   ~uint64_t(0) - 1};
-      const uint64_t value = rng() % 2 ? boundary[rng() % 16] : rng();
+      const std::vector<uint64_t> boundary = boundary_values(mem_bytes);
+      const uint64_t value = rng() % 2 ? boundary[rng() % boundary.size()] : rng();
       switch (rng() % 15) {
         case 0:
           d.opcode = uint8_t(value);
@@ -179,24 +186,11 @@ TEST(RtlValidate, VectorDescriptorsGetTheSpecsErrorCode) {
           break;
         }
     for (int corruptions = int(pick(0, 3)); corruptions > 0; --corruptions) {
-      const uint64_t boundary[] = {0,
-                                   1,
-                                   2,
-                                   3,
-                                   255,
-                                   256,
-                                   64,
-                                   65,
-                                   65536,
-                                   65537,
-                                   0xFFFFFFFFull,
-                                   mem_bytes,
-                                   mem_bytes - 1,
-                                   mem_bytes - 4,
-                                   spec::kMaxVectorElements,
-                                   uint64_t(spec::kMaxVectorElements) + 1,
-                                   ~uint64_t(0) - 1};
-      const uint64_t value = rng() % 2 ? boundary[rng() % std::size(boundary)] : rng();
+      // The element limit too.
+      std::vector<uint64_t> boundary = boundary_values(mem_bytes);
+      boundary.push_back(spec::kMaxVectorElements);
+      boundary.push_back(uint64_t(spec::kMaxVectorElements) + 1);
+      const uint64_t value = rng() % 2 ? boundary[rng() % boundary.size()] : rng();
       switch (rng() % 13) {
         case 0:
           d.opcode = uint8_t(pick(0, 12));
