@@ -36,30 +36,48 @@ modules=(systole_pe_row systole_bf16_mul systole_fp32_add systole_output_stage s
 large=(systole_array)
 [[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)
 
-# 1 + 2. Synthesis; a latch fails the check (select -assert-none).
+# 1 + 2. Synthesis; a latch fails the check (select -assert-none). The runs
+# are independent: JOBS of them (default: one per core) at a time, the
+# longest first. A failed run leaves MODULE.FLOW.failed and its log.
 synthesize() {  # synthesize MODULE FLOW
-  local module=$1 flow=$2 synth log=$out/$1.$2.log
-  if [[ $flow == generic ]]; then synth="synth -top $module -flatten"
-  else synth="synth_xilinx -family xcup -top $module -flatten -noiopad"; fi
-  if ! yosys -q -l "$log" -p "read_verilog -sv -I$rtl ${sources[*]}; hierarchy -check -top $module; proc;
+  local module=$1 flow=$2 synth log=$out/$1.$2.log script
+  rm -f "$out/$module.$flow.failed"
+  if [[ $flow == ice40 ]]; then
+    # The small boards' UART host link (not part of the Alveo kernel).
+    script="read_verilog -sv -I$rtl ${link[*]}; hierarchy -check -top $module; proc;
+      select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; synth_ice40 -top $module"
+  else
+    if [[ $flow == generic ]]; then synth="synth -top $module -flatten"
+    else synth="synth_xilinx -family xcup -top $module -flatten -noiopad"; fi
+    script="read_verilog -sv -I$rtl ${sources[*]}; hierarchy -check -top $module; proc;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; $synth;
-      select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr t:\$_DLATCH_* t:LDCE t:LDPE;
-      tee -q -o $out/$module.$flow.stat stat" >/dev/null 2>&1; then
-    tail -20 "$log" >&2
-    fail "yosys failed on $module ($flow): see $log"
+      select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr t:\$_DLATCH_* t:LDCE t:LDPE"
   fi
+  yosys -q -l "$log" -p "$script; tee -q -o $out/$module.$flow.stat stat" >/dev/null 2>&1 ||
+    touch "$out/$module.$flow.failed"
 }
-for module in "${modules[@]}"; do synthesize "$module" generic; synthesize "$module" xcup; done
-for module in "${large[@]}"; do synthesize "$module" xcup; done
-# The small boards' UART host link (not part of the Alveo kernel), for
-# iCE40 (synth_ice40), with no latches.
 link=("$rtl/systole_pkg.sv" "$rtl/systole_uart_rx.sv" "$rtl/systole_uart_tx.sv" "$rtl/systole_uart_bridge.sv")
-for module in systole_uart_rx systole_uart_tx systole_uart_bridge; do
-  if ! yosys -q -l "$out/$module.ice40.log" -p "read_verilog -sv -I$rtl ${link[*]}; hierarchy -check -top $module;
-      proc; select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; synth_ice40 -top $module;
-      tee -q -o $out/$module.ice40.stat stat" >/dev/null 2>&1; then
-    tail -20 "$out/$module.ice40.log" >&2
-    fail "yosys failed on $module (ice40): see $out/$module.ice40.log"
+runs=()
+for module in "${large[@]}"; do runs+=("$module xcup"); done
+for flow in xcup generic; do for module in "${modules[@]}"; do runs+=("$module $flow"); done; done
+for module in systole_uart_rx systole_uart_tx systole_uart_bridge; do runs+=("$module ice40"); done
+# The slowest runs (minutes each: the readers' and writers' buffers are
+# flip-flops) go first so that no core waits on one at the end.
+slow=("systole_striped_reader xcup" "systole_row_reader xcup" "systole_front xcup" "systole_striped_writer xcup"
+      "systole_validate xcup")
+mapfile -t runs < <(printf '%s\n' "${slow[@]}" "${runs[@]}" | awk '!seen[$0]++')
+jobs_max=${JOBS:-$(nproc)}
+for run in "${runs[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
+  # shellcheck disable=SC2086  # "MODULE FLOW"
+  synthesize $run &
+done
+wait
+for run in "${runs[@]}"; do
+  read -r module flow <<<"$run"
+  if [[ -e $out/$module.$flow.failed ]]; then
+    tail -20 "$out/$module.$flow.log" >&2
+    fail "yosys failed on $module ($flow): see $out/$module.$flow.log"
   fi
 done
 
