@@ -32,7 +32,7 @@ modules=(systole_pe_row systole_bf16_mul systole_fp32_add systole_output_stage s
          systole_axil_regs systole_dma_read systole_row_reader systole_dma_write systole_tile_counter
          systole_front systole_counters systole_weight_engine systole_stream_engine systole_init_engine
          systole_write_engine systole_load_engine systole_striped_reader systole_row_writer
-         systole_striped_writer systole_axi_beats systole_axi_join)
+         systole_striped_writer systole_axi_beats systole_axi_join systole_vector_lane)
 large=(systole_array)
 [[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)
 
@@ -47,8 +47,17 @@ synthesize() {  # synthesize MODULE FLOW
     script="read_verilog -sv -I$rtl ${link[*]}; hierarchy -check -top $module; proc;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; synth_ice40 -top $module"
   else
-    if [[ $flow == generic ]]; then synth="synth -top $module -flatten"
-    else synth="synth_xilinx -family xcup -top $module -flatten -noiopad"; fi
+    local xilinx="synth_xilinx -family xcup -top $module -flatten -noiopad"
+    if [[ $flow == generic ]]; then synth="synth -top $module -flatten"; else synth=$xilinx; fi
+    if [[ $module == systole_vector_lane ]]; then
+      # yosys's SAT-based sharing (share) runs out of memory on the lane's
+      # datapath, which shares its units by construction: synth_xilinx's
+      # coarse step is run without it.
+      if [[ $flow == generic ]]; then synth+=" -noshare"; else
+        synth="$xilinx -run begin:coarse; techmap -map +/cmp2lut.v -map +/cmp2lcu.v -D LUT_WIDTH=6; alumacc;
+          opt; memory -nomap; opt_clean; $xilinx -run map_memory:"
+      fi
+    fi
     script="read_verilog -sv -I$rtl ${sources[*]}; hierarchy -check -top $module; proc;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; $synth;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr t:\$_DLATCH_* t:LDCE t:LDPE"
@@ -64,7 +73,7 @@ for module in systole_uart_rx systole_uart_tx systole_uart_bridge; do runs+=("$m
 # The slowest runs (minutes each: the readers' and writers' buffers are
 # flip-flops) go first so that no core waits on one at the end.
 slow=("systole_striped_reader xcup" "systole_row_reader xcup" "systole_front xcup" "systole_striped_writer xcup"
-      "systole_validate xcup")
+      "systole_validate xcup" "systole_vector_lane xcup" "systole_vector_lane generic")
 mapfile -t runs < <(printf '%s\n' "${slow[@]}" "${runs[@]}" | awk '!seen[$0]++')
 jobs_max=${JOBS:-$(nproc)}
 for run in "${runs[@]}"; do
@@ -114,6 +123,11 @@ cells() {
 # buffer is MaxM rows of MaxK = MaxKPerRow x Rows bf16 values, written a
 # whole row at a time; the accumulator memory is two banks of MaxM rows of
 # Cols fp32 sums. MaxM and MaxKPerRow come from the generated package.
+# The vector engine is counted as min(N, VectorLanes) lanes and its
+# operand registers: per column 4 fp32 operands and a transposed to_bf16's
+# group of min(2 N, 32) bf16 values. Its walkers and address arithmetic
+# are not: yosys 0.23's ABC did not map systole_vector_engine in 15
+# minutes.
 read -r array_lut array_ff array_dsp _ < <(cells "$out/systole_array.xcup.stat")
 pe_lut=$(( (array_lut + 15) / 16 )) pe_ff=$(( (array_ff + 15) / 16 )) pe_dsp=$(( (array_dsp + 15) / 16 ))
 read -r add_lut add_ff add_dsp _ < <(cells "$out/systole_fp32_add.xcup.stat")
@@ -127,7 +141,8 @@ for part in systole_axil_regs systole_row_reader systole_row_reader systole_row_
 done
 # A parameter of the generated package (written there in hex).
 function pkg_param() { echo $((16#$(sed -n "s/^ *localparam int unsigned $1 = 'h\([0-9a-f]*\);.*/\1/p" "$rtl/systole_pkg.sv"))); }
-max_m=$(pkg_param MaxM) k_per_row=$(pkg_param MaxKPerRow)
+max_m=$(pkg_param MaxM) k_per_row=$(pkg_param MaxKPerRow) vector_lanes=$(pkg_param VectorLanes)
+read -r lane_lut lane_ff lane_dsp _ < <(cells "$out/systole_vector_lane.xcup.stat")
 # Device totals and the largest array each board is said to fit come from
 # hw/spec's board table (gen_fpga_config boards-fit). Kernels get what the
 # shell leaves: the budget below is 70 % of the device. The check fails when
@@ -135,9 +150,17 @@ max_m=$(pkg_param MaxM) k_per_row=$(pkg_param MaxKPerRow)
 "$gen" boards-fit >"$out/boards.txt"
 awk -v maxm="$max_m" -v kpr="$k_per_row" -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))" \
     -v cf="$((add_ff + out_ff))" -v cd="$((add_dsp + out_dsp))" -v fl="$fixed_lut" -v ff="$fixed_ff" \
-    -v fd="$fixed_dsp" -v boards="$out/boards.txt" '
+    -v fd="$fixed_dsp" -v vl="$vector_lanes" -v ll="$lane_lut" -v lf="$lane_ff" -v ld="$lane_dsp" \
+    -v boards="$out/boards.txt" '
 # The cost of an N x N kernel (into lut, flop, dsp), and whether it fits board b.
-function cost(n) { lut = n * n * pl + n * cl + fl; flop = n * n * pf + n * cf + ff; dsp = n * n * pd + n * cd + fd; buffers(n) }
+function cost(n,   lanes) {
+  lanes = n < vl ? n : vl
+  lut = n * n * pl + n * cl + fl + lanes * ll
+  flop = n * n * pf + n * cf + ff + lanes * lf + engine_registers(n)
+  dsp = n * n * pd + n * cd + fd + lanes * ld
+  buffers(n)
+}
+function engine_registers(n) { return n * (4 * 32 + 16 * (2 * n < 32 ? 2 * n : 32)) }
 function fits(b) { return lut <= luts[b] * budget && flop <= ffs[b] * budget && dsp <= dsps[b] * budget && uram <= urams[b] * budget }
 function ceil(x) { return x == int(x) ? x : int(x) + 1 }
 # The buffers of an N x N kernel: kibibytes and UltraRAM blocks (into kib, uram).
@@ -155,6 +178,7 @@ BEGIN {
   print "# Fit of an N x N array on the boards of hw/spec/systole/boards.h"
   print ""
   printf "Per PE (the 4x4 array / 16): %d LUT, %d FF, %d DSP48E2. Per column: %d LUT, %d FF. Fixed: %d LUT, %d FF.\n", pl, pf, pd, cl, cf, fl, ff
+  printf "Vector engine: min(N, %d) lanes of %d LUT, %d FF, %d DSP48E2 each, and its operand registers.\n", vl, ll, lf, ld
   printf "Budget: %d%% of each device; the Vitis shell takes the rest.\n", budget * 100
   printf "Buffers: activations %d x %d x N bf16, accumulators 2 x %d x N fp32, in UltraRAM (4096 x 72 bits).\n\n", maxm, kpr, maxm
   header = "| array | LUT | FF | DSP | buffers | UltraRAM |"; rule = "|---|---|---|---|---|---|"

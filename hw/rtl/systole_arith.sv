@@ -194,20 +194,26 @@ package systole_arith;
     else fp32_mul = fp32_pack(sign, exponent, product[46:23], product[22], product[21:0] != '0);
   endfunction
 
-  // fp32 / fp32: 26 quotient bits of the significands and the remainder
-  // (sticky), rounded once.
+  // fp32 / fp32: 26 quotient bits of the significands, one a step by
+  // restoring division (a comparison and a subtraction of 25 bits each;
+  // a `/` and `%` of the 49-bit dividend would each map to a divider twice
+  // as wide), and the remainder (sticky), rounded once.
   function automatic logic [31:0] fp32_div(logic [31:0] a, logic [31:0] b);
     logic               sign, a_zero, b_zero, a_inf, b_inf, nan;
-    logic [48:0]        dividend;
-    logic [25:0]        quotient;  // (ma / mb) 2^25, in (2^24, 2^26)
-    logic               inexact;
+    logic [23:0]        divisor;
+    logic [25:0]        remainder;  // below 2 divisor
+    logic [25:0]        quotient;   // (ma / mb) 2^25, in (2^24, 2^26)
     logic signed [10:0] exponent;
-    sign     = a[31] ^ b[31];
-    a_zero   = a[30:23] == '0;
-    b_zero   = b[30:23] == '0;
-    dividend = {1'b1, a[22:0], 25'b0};
-    quotient = 26'(dividend / 49'({1'b1, b[22:0]}));
-    inexact  = (dividend % 49'({1'b1, b[22:0]})) != '0;
+    sign      = a[31] ^ b[31];
+    a_zero    = a[30:23] == '0;
+    b_zero    = b[30:23] == '0;
+    divisor   = {1'b1, b[22:0]};
+    remainder = 26'({1'b1, a[22:0]});
+    for (int i = 25; i >= 0; i--) begin
+      quotient[i] = remainder >= 26'(divisor);
+      if (quotient[i]) remainder = remainder - 26'(divisor);
+      remainder = {remainder[24:0], 1'b0};
+    end
     exponent = $signed({3'b000, a[30:23]}) - $signed({3'b000, b[30:23]}) + 11'sd127;
     a_inf    = fp32_is_inf(a[30:0]);
     b_inf    = fp32_is_inf(b[30:0]);
@@ -216,8 +222,8 @@ package systole_arith;
     else if (a_inf || b_zero) fp32_div = {sign, 8'hFF, 23'b0};
     else if (a_zero || b_inf) fp32_div = {sign, 31'b0};
     else if (quotient[25])
-      fp32_div = fp32_pack(sign, exponent, quotient[25:2], quotient[1], quotient[0] || inexact);
-    else fp32_div = fp32_pack(sign, exponent - 11'sd1, quotient[24:1], quotient[0], inexact);
+      fp32_div = fp32_pack(sign, exponent, quotient[25:2], quotient[1], quotient[0] || remainder != '0);
+    else fp32_div = fp32_pack(sign, exponent - 11'sd1, quotient[24:1], quotient[0], remainder != '0);
   endfunction
 
   // sqrt(fp32): the significand scaled so that its exponent is even and its

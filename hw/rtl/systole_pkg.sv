@@ -16,6 +16,7 @@ package systole_pkg;
   localparam int unsigned MaxN = 'h10000;
   localparam int unsigned MaxKPerRow = 'h8;  // max_k = MaxKPerRow * ROWS
   localparam int unsigned MaxDescriptors = 'h10000;
+  localparam int unsigned VectorLanes = 'h10;  // the vector engine's lanes (at most Cols)
 
   // AXI4 master ports: cmd, then the a, b and c groups (port p's base
   // register is RegPortBaseLo + 8 p)

@@ -2,7 +2,8 @@
 // The vector engine: one vector descriptor (hw/spec/NUMERICS.md, "The
 // vector engine") over the c ports, which it has to itself while it runs
 // (the GEMM engines are idle). It works the vectors a chunk of Cols
-// elements at a time, the width of a c row:
+// elements at a time, the width of a c row, min(Cols, VectorLanes)
+// elements a cycle:
 //   - elementwise opcodes: per chunk, read x and whichever of y, z, w the
 //     opcode reads, compute Lanes elements per cycle, write the outputs;
 //   - sum: per chunk, read row 0 .. rows-1 of x and add each into the
@@ -45,8 +46,8 @@ module systole_vector_engine #(
   // Every write handed to the writer.
   output logic                    done_o
 );
-  // Elements computed per cycle: a beat of fp32 values, or a whole row.
-  localparam int unsigned Lanes = Cols < 16 ? Cols : 16;
+  // Elements computed per cycle: the spec's lanes, or a whole row.
+  localparam int unsigned Lanes = Cols < systole_pkg::VectorLanes ? Cols : systole_pkg::VectorLanes;
   localparam int unsigned Slices = Cols / Lanes;
   localparam int unsigned SliceBits = Slices > 1 ? $clog2(Slices) : 1;
   // Rows a transposed to_bf16 converts together: a column of them is one
@@ -55,7 +56,7 @@ module systole_vector_engine #(
   localparam int unsigned GroupBits = $clog2(Group);
 
   if (Slices * Lanes != Cols) begin : g_check
-    $error("Cols must be a multiple of 16 or below it");
+    $error("Cols must be a multiple of VectorLanes or below it");
   end
 
   function automatic logic [31:0] min32(logic [31:0] a, logic [31:0] b);
@@ -134,7 +135,12 @@ module systole_vector_engine #(
   assign unit_count  = min32(32'(Cols), desc_i.n - unit_q.i0);
   assign unit_rows   = min32(group, desc_i.rows - unit_q.r0);
 
-  // The lanes, on slice slice_q of the chunk.
+  // The lanes, on slice slice_q of the chunk; Adam's 1 - beta and
+  // 1 - gamma are the same for every element.
+  localparam logic [31:0] One = 32'h3F80_0000;
+  logic [31:0] one_minus_beta, one_minus_gamma;
+  assign one_minus_beta  = systole_arith::fp32_sub(One, desc_i.beta);
+  assign one_minus_gamma = systole_arith::fp32_sub(One, desc_i.gamma);
   for (genvar l = 0; l < Lanes; l++) begin : g_lane
     localparam int unsigned Bits = 32 * l;
     logic [31:0] x, y, z, w;
@@ -145,7 +151,7 @@ module systole_vector_engine #(
     systole_vector_lane u_lane (
       .opcode_i(desc_i.opcode), .nesterov_i(desc_i.nesterov),
       .alpha_i(desc_i.alpha), .beta_i(desc_i.beta), .gamma_i(desc_i.gamma), .delta_i(desc_i.delta),
-      .x_i(x), .y_i(y), .z_i(z), .w_i(w), .y_o(lane_y[l]), .z_o(lane_z[l]), .w_o(lane_w[l])
+      .one_minus_beta_i(one_minus_beta), .one_minus_gamma_i(one_minus_gamma), .x_i(x), .y_i(y), .z_i(z), .w_i(w), .y_o(lane_y[l]), .z_o(lane_z[l]), .w_o(lane_w[l])
     );
   end
 

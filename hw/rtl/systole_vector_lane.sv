@@ -2,9 +2,26 @@
 // One lane of the vector engine: an elementwise opcode on one element
 // (hw/spec/systole/vector_ops.h's vector_block and sum, in
 // systole_arith's fp32 operations). The operands come as memory holds
-// them and are canonicalised here; the scalars come canonical. An output
-// the opcode does not write is its input unchanged. Combinational: the
-// engine registers what it writes.
+// them and are canonicalised here; the scalars come canonical, with the
+// descriptor's 1 - beta and 1 - gamma, which the engine computes once for
+// every lane. An output the opcode does not write is its input unchanged.
+// Combinational: the engine registers what it writes.
+//
+// The lane is Adam's dataflow (six products, four sums, a square root and
+// a quotient), and every other opcode is routed through a part of it, so
+// that no operation is built twice (yosys's SAT-based sharing cannot find
+// this on a datapath this deep):
+//   p1 = b1 y     b1: beta, or x for mul
+//   p2 = a2 x     a2: alpha, or 1 - beta for adam
+//   s1 = p1 + p2  adam: m; sgd: the velocity p1 - p2; axpby: p2 + p1
+//   p3 = a3 b3    adam: gamma z; sgd: beta times the velocity
+//   p4 = (1 - gamma) x,  p5 = p4 x
+//   s2 = p3 + b4  adam: v = p3 + p5; sgd: the look-ahead p3 - p2
+//   q  = alpha s1 / (sqrt(s2) + delta)
+//   s4 = a4 + b5  adam: w - q; sgd: z + the velocity or the look-ahead;
+//                 sum: z + x
+// Each sum keeps vector_ops.h's operand order (a - b is a + -b, as
+// systole_arith's fp32_sub).
 module systole_vector_lane (
   input  logic [7:0]  opcode_i,
   input  logic        nesterov_i,
@@ -12,6 +29,8 @@ module systole_vector_lane (
   input  logic [31:0] beta_i,
   input  logic [31:0] gamma_i,
   input  logic [31:0] delta_i,
+  input  logic [31:0] one_minus_beta_i,   // fp32_sub(1, beta)
+  input  logic [31:0] one_minus_gamma_i,  // fp32_sub(1, gamma)
   input  logic [31:0] x_i,
   input  logic [31:0] y_i,
   input  logic [31:0] z_i,   // sum: the running sum (canonical)
@@ -20,9 +39,13 @@ module systole_vector_lane (
   output logic [31:0] z_o,
   output logic [31:0] w_o
 );
-  localparam logic [31:0] One = 32'h3F80_0000;
-
-  logic [31:0] x, y, z, w, alpha_x, beta_y, velocity, nesterov, m, v, step;
+  logic adam, sgd, axpby;
+  logic [31:0] x, y, z, w;
+  logic [31:0] p1, p2, p3, p4, p5, p6, s1, s2, s3, s4, q;
+  logic [31:0] s1_a, s1_b, s2_b, s4_a, s4_b;
+  assign adam  = opcode_i == 8'(systole_pkg::OpcodeAdam);
+  assign sgd   = opcode_i == 8'(systole_pkg::OpcodeSgd);
+  assign axpby = opcode_i == 8'(systole_pkg::OpcodeAxpby);
   assign x = systole_arith::fp32_canonical(x_i);
   assign y = systole_arith::fp32_canonical(y_i);
   assign z = systole_arith::fp32_canonical(z_i);
@@ -32,20 +55,26 @@ module systole_vector_lane (
   function automatic logic positive(logic [31:0] value);
     positive = !value[31] && value[30:0] != '0 && !systole_arith::fp32_is_nan(value[30:0]);
   endfunction
+  function automatic logic [31:0] negate(logic [31:0] value);
+    negate = {~value[31], value[30:0]};
+  endfunction
 
-  // The terms of the updates, in vector_ops.h's order of operations.
-  assign alpha_x  = systole_arith::fp32_mul(alpha_i, x);
-  assign beta_y   = systole_arith::fp32_mul(beta_i, y);
-  // sgd: velocity, and Nesterov's look-ahead step.
-  assign velocity = systole_arith::fp32_sub(beta_y, alpha_x);
-  assign nesterov = systole_arith::fp32_sub(systole_arith::fp32_mul(beta_i, velocity), alpha_x);
-  // adam: the moments (y, z) and the step on w.
-  assign m = systole_arith::fp32_add(beta_y, systole_arith::fp32_mul(systole_arith::fp32_sub(One, beta_i), x));
-  assign v = systole_arith::fp32_add(systole_arith::fp32_mul(gamma_i, z),
-                                     systole_arith::fp32_mul(systole_arith::fp32_mul(
-                                         systole_arith::fp32_sub(One, gamma_i), x), x));
-  assign step = systole_arith::fp32_div(systole_arith::fp32_mul(alpha_i, m),
-                                        systole_arith::fp32_add(systole_arith::fp32_sqrt(v), delta_i));
+  assign p1   = systole_arith::fp32_mul(opcode_i == 8'(systole_pkg::OpcodeMul) ? x : beta_i, y);
+  assign p2   = systole_arith::fp32_mul(adam ? one_minus_beta_i : alpha_i, x);
+  assign s1_a = axpby ? p2 : p1;
+  assign s1_b = axpby ? p1 : sgd ? negate(p2) : p2;
+  assign s1   = systole_arith::fp32_add(s1_a, s1_b);
+  assign p3   = systole_arith::fp32_mul(adam ? gamma_i : beta_i, adam ? z : s1);
+  assign p4   = systole_arith::fp32_mul(one_minus_gamma_i, x);
+  assign p5   = systole_arith::fp32_mul(p4, x);
+  assign s2_b = adam ? p5 : negate(p2);
+  assign s2   = systole_arith::fp32_add(p3, s2_b);
+  assign p6   = systole_arith::fp32_mul(alpha_i, s1);
+  assign s3   = systole_arith::fp32_add(systole_arith::fp32_sqrt(s2), delta_i);
+  assign q    = systole_arith::fp32_div(p6, s3);
+  assign s4_a = adam ? w : z;
+  assign s4_b = adam ? negate(q) : sgd ? (nesterov_i ? s2 : s1) : x;
+  assign s4   = systole_arith::fp32_add(s4_a, s4_b);
 
   always_comb begin
     y_o = y_i;
@@ -53,19 +82,19 @@ module systole_vector_lane (
     w_o = w_i;
     unique case (opcode_i)
       // With beta +0, y is not read.
-      8'(systole_pkg::OpcodeAxpby):    y_o = beta_i == '0 ? alpha_x : systole_arith::fp32_add(alpha_x, beta_y);
-      8'(systole_pkg::OpcodeMul):      z_o = systole_arith::fp32_mul(x, y);
+      8'(systole_pkg::OpcodeAxpby):    y_o = beta_i == '0 ? p2 : s1;
+      8'(systole_pkg::OpcodeMul):      z_o = p1;
       8'(systole_pkg::OpcodeRelu):     z_o = positive(x) || systole_arith::fp32_is_nan(x[30:0]) ? x : '0;
       8'(systole_pkg::OpcodeReluGrad): z_o = positive(y) ? x : '0;
-      8'(systole_pkg::OpcodeSum):      z_o = systole_arith::fp32_add(z, x);
+      8'(systole_pkg::OpcodeSum):      z_o = s4;
       8'(systole_pkg::OpcodeSgd): begin
-        y_o = velocity;
-        z_o = systole_arith::fp32_add(z, nesterov_i ? nesterov : velocity);
+        y_o = s1;
+        z_o = s4;
       end
       8'(systole_pkg::OpcodeAdam): begin
-        y_o = m;
-        z_o = v;
-        w_o = systole_arith::fp32_sub(w, step);
+        y_o = s1;
+        z_o = s2;
+        w_o = s4;
       end
       default: ;
     endcase

@@ -11,6 +11,7 @@
 #include "systole/spec.h"
 #include "systole/uart_link.h"
 #include "systole/validate.h"
+#include "systole/vector_ops.h"
 
 namespace {
 
@@ -150,6 +151,7 @@ int main() {
   param("MaxN", ArrayShape{1, 1}.max_n());
   param("MaxKPerRow", ArrayShape{1, 1}.max_k(), "max_k = MaxKPerRow * ROWS");
   param("MaxDescriptors", ArrayShape{1, 1}.max_descriptors());
+  param("VectorLanes", kVectorLanes, "the vector engine's lanes (at most Cols)");
 
   std::printf(
       "\n  // AXI4 master ports: cmd, then the a, b and c groups (port p's base\n"

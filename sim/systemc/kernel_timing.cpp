@@ -271,10 +271,10 @@ class StripedWriter {
 // systole_vector_engine, cycle for cycle: a request walker asks the c
 // group for every row the descriptor reads (per group of rows, per chunk of
 // Cols elements, per row of the group, per operand read); a consumer takes
-// the rows in the same order (Gather), computes a chunk min(Cols, 16)
-// elements a cycle (Compute; a sum after every row), and hands its outputs
-// to the c writers one request a cycle (Write), until every write is
-// handed over (Done).
+// the rows in the same order (Gather), computes a chunk min(Cols,
+// kVectorLanes) elements a cycle (Compute; a sum after every row), and
+// hands its outputs to the c writers one request a cycle (Write), until
+// every write is handed over (Done).
 class VectorEngine {
  public:
   struct Request {
@@ -285,7 +285,7 @@ class VectorEngine {
 
   explicit VectorEngine(uint32_t cols)
       : cols_(cols),
-        slices_(cols / std::min(cols, 16u)),
+        slices_(cols / std::min(cols, spec::kVectorLanes)),
         transpose_group_(std::min(2 * cols, spec::kTransposeRows)) {}
 
   void start(const spec::VectorDescriptor& d) {

@@ -188,6 +188,8 @@ TEST(RtlArithmetic, TheVectorLaneComputesEveryOpcodeAsTheSpec) {
     lane->nesterov_i = s.nesterov;
     lane->alpha_i = f32_bits(s.alpha), lane->beta_i = f32_bits(s.beta);
     lane->gamma_i = f32_bits(s.gamma), lane->delta_i = f32_bits(s.delta);
+    lane->one_minus_beta_i = f32_bits(numerics::f32_canonical(spec::vector_math::sub(1.0f, s.beta)));
+    lane->one_minus_gamma_i = f32_bits(numerics::f32_canonical(spec::vector_math::sub(1.0f, s.gamma)));
     lane->x_i = in[0], lane->y_i = in[1], lane->z_i = in[2], lane->w_i = in[3];
     lane->eval();
     const uint32_t got[3] = {lane->y_o, lane->z_o, lane->w_o};

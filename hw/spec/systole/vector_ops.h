@@ -167,6 +167,14 @@ inline void vector_block(Opcode op, const VectorScalars& scalars, std::size_t co
 inline constexpr uint32_t kVectorBlockElements = 256;
 inline constexpr uint32_t kTransposeRows = kBeatBytes / kBf16Bytes;
 
+// The RTL vector engine's lanes: the elements of an elementwise opcode it
+// computes a cycle (an array narrower than this has one lane per column),
+// a beat of fp32 values. A lane is Adam's whole dataflow, about 8,400 LUTs
+// and 12 DSPs for UltraScale+ (hw/fpga/check.sh): 16 of them are a tenth
+// of a U55C, and its 32x32 array still fits. The card's timing model takes
+// the same number.
+inline constexpr uint32_t kVectorLanes = kBeatBytes / 4;
+
 // The sum opcode's arithmetic over host arrays: out[i] = ((+0 + term(0)[i])
 // + term(1)[i]) + ... + term(terms - 1)[i] for i in [begin, end), where
 // term(k) gives the k-th array (terms >= 1); a subnormal term reads as a zero, a tiny
