@@ -124,8 +124,7 @@ cells() {
 # whole row at a time; the accumulator memory is two banks of MaxM rows of
 # Cols fp32 sums. MaxM and MaxKPerRow come from the generated package.
 # The vector engine is counted as min(N, VectorLanes) lanes and its
-# operand registers: per column 4 fp32 operands and a transposed to_bf16's
-# group of min(2 N, 32) bf16 values. Its walkers and address arithmetic
+# operand registers (engine_registers below). Its walkers and address arithmetic
 # are not: yosys 0.23's ABC did not map systole_vector_engine in 15
 # minutes.
 read -r array_lut array_ff array_dsp _ < <(cells "$out/systole_array.xcup.stat")
@@ -142,6 +141,7 @@ done
 # A parameter of the generated package (written there in hex).
 function pkg_param() { echo $((16#$(sed -n "s/^ *localparam int unsigned $1 = 'h\([0-9a-f]*\);.*/\1/p" "$rtl/systole_pkg.sv"))); }
 max_m=$(pkg_param MaxM) k_per_row=$(pkg_param MaxKPerRow) vector_lanes=$(pkg_param VectorLanes)
+beat_bytes=$(pkg_param BeatBytes)
 read -r lane_lut lane_ff lane_dsp _ < <(cells "$out/systole_vector_lane.xcup.stat")
 # Device totals and the largest array each board is said to fit come from
 # hw/spec's board table (gen_fpga_config boards-fit). Kernels get what the
@@ -150,7 +150,7 @@ read -r lane_lut lane_ff lane_dsp _ < <(cells "$out/systole_vector_lane.xcup.sta
 "$gen" boards-fit >"$out/boards.txt"
 awk -v maxm="$max_m" -v kpr="$k_per_row" -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))" \
     -v cf="$((add_ff + out_ff))" -v cd="$((add_dsp + out_dsp))" -v fl="$fixed_lut" -v ff="$fixed_ff" \
-    -v fd="$fixed_dsp" -v vl="$vector_lanes" -v ll="$lane_lut" -v lf="$lane_ff" -v ld="$lane_dsp" \
+    -v fd="$fixed_dsp" -v vl="$vector_lanes" -v ll="$lane_lut" -v lf="$lane_ff" -v ld="$lane_dsp" -v beat="$beat_bytes" \
     -v boards="$out/boards.txt" '
 # The cost of an N x N kernel (into lut, flop, dsp), and whether it fits board b.
 function cost(n,   lanes) {
@@ -160,7 +160,9 @@ function cost(n,   lanes) {
   dsp = n * n * pd + n * cd + fd + lanes * ld
   buffers(n)
 }
-function engine_registers(n) { return n * (4 * 32 + 16 * (2 * n < 32 ? 2 * n : 32)) }
+# Per column: x, y, z, w (fp32), and the group of a transposed to_bf16,
+# min(2 N, a beat of bf16) rows.
+function engine_registers(n,   group) { group = 2 * n < beat / 2 ? 2 * n : beat / 2; return n * (4 * 32 + 16 * group) }
 function fits(b) { return lut <= luts[b] * budget && flop <= ffs[b] * budget && dsp <= dsps[b] * budget && uram <= urams[b] * budget }
 function ceil(x) { return x == int(x) ? x : int(x) + 1 }
 # The buffers of an N x N kernel: kibibytes and UltraRAM blocks (into kib, uram).

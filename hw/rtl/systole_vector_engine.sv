@@ -151,7 +151,8 @@ module systole_vector_engine #(
     systole_vector_lane u_lane (
       .opcode_i(desc_i.opcode), .nesterov_i(desc_i.nesterov),
       .alpha_i(desc_i.alpha), .beta_i(desc_i.beta), .gamma_i(desc_i.gamma), .delta_i(desc_i.delta),
-      .one_minus_beta_i(one_minus_beta), .one_minus_gamma_i(one_minus_gamma), .x_i(x), .y_i(y), .z_i(z), .w_i(w), .y_o(lane_y[l]), .z_o(lane_z[l]), .w_o(lane_w[l])
+      .one_minus_beta_i(one_minus_beta), .one_minus_gamma_i(one_minus_gamma),
+      .x_i(x), .y_i(y), .z_i(z), .w_i(w), .y_o(lane_y[l]), .z_o(lane_z[l]), .w_o(lane_w[l])
     );
   end
 

@@ -237,10 +237,9 @@ expect 2 "array: expected ROWSxCOLS such as 128x128, each 1 to 65536, got '0x16'
 configs=$(dirname "$0")/../../configs
 mkdir -p "$work/configs" "$work/tmp/fortunes"
 for c in $(seq 33 126); do printf "\\$(printf '%03o' "$c")\n"; done >"$work/tmp/fortunes/vocabulary.txt"
-for config in "$configs"/*.yaml; do
-  sed "s|/tmp/|$work/tmp/|g" "$config" >"$work/configs/$(basename "$config")"
-done
-for config in "$work/configs"/*.yaml; do
+for original in "$configs"/*.yaml; do
+  config=$work/configs/$(basename "$original")
+  sed "s|/tmp/|$work/tmp/|g" "$original" >"$config"
   "$tool" --config "$config" --print-config >"$work/printed.yaml" 2>&1 &&
     "$tool" --config "$work/printed.yaml" --print-config >"$work/reprinted.yaml" 2>&1
   if [[ $? -eq 0 ]] && cmp -s "$work/printed.yaml" "$work/reprinted.yaml" &&
