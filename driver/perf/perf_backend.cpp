@@ -127,6 +127,7 @@ class PerfBackend final : public ForwardingBackend {
     std::lock_guard<std::mutex> lock(mutex_);
     const card::TransferReport report = card_.transfer(clock(), data, bytes, to_card);
     totals_.link_seconds += double(report.end - report.begin) * 1e-12;
+    totals_.link_bytes += bytes;
     clock() = report.end;
   }
 

@@ -240,6 +240,7 @@ void combine(Projection& into, const Projection& other, Combine op) {
   op(into.seconds, other.seconds);
   op(into.launch_seconds, other.launch_seconds);
   op(into.link_seconds, other.link_seconds);
+  op(into.link_bytes, other.link_bytes);
   op(into.launches, other.launches);
   op(into.busy_cycles, other.busy_cycles);
   op(into.array_cycles, other.array_cycles);

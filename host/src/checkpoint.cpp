@@ -195,19 +195,20 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
 
 Checkpoint model_tensors(const ParameterStore& store, const Optimizer* optimizer) {
   Checkpoint checkpoint;
-  for (std::size_t i = 0; i < store.entries().size(); ++i) {
-    const ParameterStore::Entry& entry = store.entries()[i];
-    const float* values = store.values(i);
-    checkpoint.tensors.push_back({entry.name, entry.shape, {values, values + entry.size}, entry.integer});
-  }
+  // In torch's order, whatever order the store keeps a tensor in.
+  auto tensor = [](std::string name, const ParameterStore::Entry& entry, const float* stored) {
+    Tensor t{std::move(name), entry.shape, std::vector<float>(entry.size), entry.integer};
+    entry.to_torch(stored, t.values.data());
+    return t;
+  };
+  for (std::size_t i = 0; i < store.entries().size(); ++i)
+    checkpoint.tensors.push_back(tensor(store.entries()[i].name, store.entries()[i], store.values(i)));
   if (!optimizer) return checkpoint;
   for (const OptimizerSlot& slot : optimizer->state())
     for (const ParameterStore::Entry& entry : store.entries())
       if (entry.region == slot.region)
-        checkpoint.tensors.push_back({"optimizer." + slot.name + "." + entry.name,
-                                      entry.shape,
-                                      {slot.values->begin() + std::ptrdiff_t(entry.offset),
-                                       slot.values->begin() + std::ptrdiff_t(entry.offset + entry.size)}});
+        checkpoint.tensors.push_back(
+            tensor("optimizer." + slot.name + "." + entry.name, entry, slot.values->data() + entry.offset));
   return checkpoint;
 }
 
@@ -228,7 +229,7 @@ Status read_model_tensors(const Checkpoint& checkpoint, const std::string& path,
                         (tensor ? " has another shape than" : " is missing; the model has") + " [" + shape +
                         "]");
     }
-    std::copy(tensor->values.begin(), tensor->values.end(), into.begin() + std::ptrdiff_t(entry.offset));
+    entry.from_torch(tensor->values.data(), into.data() + entry.offset);
     return ok_status();
   };
   std::set<std::string> names;

@@ -2,13 +2,63 @@
 // The named parameter store.
 #include "systole/parameters.h"
 
+#include <algorithm>
+#include <numeric>
+
 namespace systole {
+namespace {
+
+// Calls visit(stored, torch) for each element of a tensor of torch's
+// `shape` kept with its axes in the order `axes`: its offset in the
+// store's layout and in torch's, stored offsets ascending.
+template <class Visit>
+void each_element(const std::vector<uint64_t>& shape, const std::vector<uint32_t>& axes, Visit visit) {
+  const std::size_t rank = shape.size();
+  std::vector<std::size_t> torch_stride(rank, 1);
+  for (std::size_t d = rank; d-- > 1;) torch_stride[d - 1] = torch_stride[d] * std::size_t(shape[d]);
+  std::vector<std::size_t> index(rank, 0);  // per stored axis
+  const std::size_t size = std::accumulate(shape.begin(), shape.end(), std::size_t(1),
+                                           [](std::size_t a, uint64_t d) { return a * std::size_t(d); });
+  std::size_t torch = 0;
+  for (std::size_t stored = 0; stored < size; ++stored) {
+    visit(stored, torch);
+    // The next stored index: the innermost stored axis first.
+    for (std::size_t i = rank; i-- > 0;) {
+      const uint32_t axis = axes[i];
+      torch += torch_stride[axis];
+      if (++index[i] < shape[axis]) break;
+      torch -= torch_stride[axis] * std::size_t(shape[axis]);
+      index[i] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void ParameterStore::Entry::to_torch(const float* stored, float* torch) const {
+  if (axes.empty()) {
+    std::copy_n(stored, size, torch);
+    return;
+  }
+  each_element(shape, axes, [&](std::size_t s, std::size_t t) { torch[t] = stored[s]; });
+}
+
+void ParameterStore::Entry::from_torch(const float* torch, float* stored) const {
+  if (axes.empty()) {
+    std::copy_n(torch, size, stored);
+    return;
+  }
+  each_element(shape, axes, [&](std::size_t s, std::size_t t) { stored[s] = torch[t]; });
+}
 
 std::size_t ParameterStore::declare(const std::string& name, const std::vector<uint64_t>& shape,
-                                    Region region, bool integer) {
+                                    Region region, bool integer, std::vector<uint32_t> axes) {
   Entry entry;
   entry.name = name;
   entry.shape = shape;
+  std::vector<uint32_t> identity(axes.size());
+  std::iota(identity.begin(), identity.end(), 0u);
+  if (axes != identity) entry.axes = std::move(axes);
   entry.region = region;
   entry.integer = integer;
   entry.size = 1;

@@ -367,7 +367,7 @@ class PyModel {
       const auto& entry = store.entries()[i];
       std::vector<py::ssize_t> shape(entry.shape.begin(), entry.shape.end());
       py::array_t<float> array(shape);
-      std::copy(store.values(i), store.values(i) + array.size(), array.mutable_data());
+      entry.to_torch(store.values(i), array.mutable_data());
       d[py::str(entry.name)] = array;
     }
     return d;

@@ -109,10 +109,12 @@ TEST(Perf, BuffersKeepAHostCopyThatSyncsCross) {
   ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kToDevice).ok());
   const double after_one_sync = device.projection().value().link_seconds;
   EXPECT_GT(after_one_sync, 0);
+  EXPECT_EQ(device.projection().value().link_bytes, 4096u);
   const uint8_t zeros[8] = {};
   ASSERT_TRUE(buffer.write(zeros, 8, 92).ok());
-  ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kFromDevice).ok());
+  ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kFromDevice, 8, 92).ok());
   EXPECT_GT(device.projection().value().link_seconds, after_one_sync);
+  EXPECT_EQ(device.projection().value().link_bytes, 4096u + 8u) << "both ways, the bytes synced";
   uint8_t back[8];
   ASSERT_TRUE(buffer.read(back, 8, 92).ok());
   EXPECT_EQ(std::vector<uint8_t>(back, back + 8), std::vector<uint8_t>(bytes, bytes + 8))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // safetensors checkpoints (label unit): round trip, the exact byte layout,
-// atomic writes, and every kind of corrupt file.
+// atomic writes, every kind of corrupt file, and a tensor the store keeps
+// in another order than torch's leaving and coming back in torch's.
 #include "systole/checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -139,6 +140,32 @@ TEST_F(Checkpoints, CountsTravelAsInt64) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("tensor 'n': count -1 out of range"), std::string::npos)
       << bad.status().message();
+}
+
+// A [2, 3, 4, 5] tensor kept as [2][4][5][3] (Conv2D's order) beside one
+// kept in torch's order: model_tensors gives torch's layout, and
+// read_model_tensors puts a file's values back in the store's.
+TEST_F(Checkpoints, ATensorKeptInAnotherOrderTravelsInTorchs) {
+  ParameterStore store;
+  const std::size_t conv = store.declare("0.weight", {2, 3, 4, 5}, Region::kTrainable, false, {0, 2, 3, 1});
+  const std::size_t bias = store.declare("0.bias", {2}, Region::kTrainable, false, {0});
+  ASSERT_EQ(store.entries()[conv].axes, (std::vector<uint32_t>{0, 2, 3, 1}));
+  EXPECT_TRUE(store.entries()[bias].axes.empty()) << "the identity is torch's own order";
+  for (std::size_t i = 0; i < store.trainable().size(); ++i) store.trainable()[i] = float(i);
+  const Checkpoint checkpoint = model_tensors(store, nullptr);
+  const Tensor& weight = *checkpoint.find("0.weight");
+  for (uint32_t f = 0; f < 2; ++f)
+    for (uint32_t c = 0; c < 3; ++c)
+      for (uint32_t y = 0; y < 4; ++y)
+        for (uint32_t x = 0; x < 5; ++x)
+          ASSERT_EQ(weight.values[((f * 3 + c) * 4 + y) * 5 + x],
+                    store.values(conv)[((f * 4 + y) * 5 + x) * 3 + c])
+              << "torch's [" << f << "][" << c << "][" << y << "][" << x << "]";
+  EXPECT_EQ(checkpoint.find("0.bias")->values, (std::vector<float>{120, 121}));
+
+  ModelValues values;
+  ASSERT_TRUE(read_model_tensors(checkpoint, "c.safetensors", store, {}, values).ok());
+  EXPECT_EQ(values.trainable, store.trainable());
 }
 
 TEST_F(Checkpoints, AFailedWriteLeavesNothingBehind) {

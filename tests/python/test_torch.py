@@ -84,6 +84,36 @@ class AutogradTest(unittest.TestCase):
         accelerated = st.accelerate(layer)
         self.assertTrue(same_bits(accelerated(x), expected))
 
+    def test_conv2d_weights_travel_in_torchs_layout(self):
+        """An nn.Conv2d's weight [filters, channels, kh, kw] loaded into the
+        C++ runtime's conv2d from a safetensors file, and read back with
+        get_weights(), both in torch's layout (the runtime keeps it as
+        [filters][kh][kw][channels]); its forward pass against the oracle on
+        patches in the runtime's K order (row, column, channel), bit for bit."""
+        conv = nn.Conv2d(3, 5, (3, 2), stride=(1, 2))
+        x = self.randn(4, 3, 7, 6)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "conv.safetensors")
+            systole.save_safetensors(path, {"0.weight": conv.weight.detach().numpy(),
+                                            "0.bias": conv.bias.detach().numpy()})
+            model = systole.Model({"backend": "sw_emu", "devices": 1, "array": f"{ROWS}x{ROWS}",
+                                   "model": {"layers": [{"type": "conv2d", "filters": 5, "kernel_size": [3, 2],
+                                                         "strides": [1, 2]},
+                                                        {"type": "flatten"}],
+                                             "classes": 5 * 5 * 3}})
+            nhwc = x.permute(0, 2, 3, 1).contiguous().numpy()
+            model.evaluate(nhwc, np.zeros(4, np.int64))  # builds it for 7x6x3 inputs
+            model.load_weights(path)
+            got = model.predict(nhwc)
+            self.assertTrue(same_bits(torch.from_numpy(model.get_weights()["0.weight"]), conv.weight.detach()))
+        patches = F.unfold(x, (3, 2), stride=(1, 2))  # [N, (c, ky, kx), L]
+        rows = patches.reshape(4, 3, 6, 15).permute(0, 3, 2, 1).reshape(4 * 15, 6 * 3)  # (ky, kx, c)
+        weight = conv.weight.detach().permute(0, 2, 3, 1).reshape(5, 6 * 3)
+        expected = oracle.gemm(rows.numpy(), weight.numpy().T, ROWS, conv.bias.detach().numpy())
+        # flatten gives torch's [filters, height, width] order.
+        expected = expected.reshape(4, 15, 5).transpose(0, 2, 1).reshape(4, 75)
+        self.assertTrue(same_bits(torch.from_numpy(got), expected))
+
     def test_gradients_against_finite_differences(self):
         """The array's dW, db and dx of loss = sum(r * linear(x)) against
         central differences of the exact (fp64) loss, within the bound."""

@@ -55,7 +55,8 @@ expect 0 "device: sw_emu\[3\] 16x16" "${small[@]}" --epochs 1 --device 3
 expect 2 "sw_emu device 16 does not exist" "${small[@]}" --device 16
 # perf: the board's projection of the training steps, and its parameters.
 if "$tool" --help | grep -q -- --board; then
-  expect 0 "^  [0-9.]+ ms per step, [0-9]+ samples/s; .* bound by " "${small[@]}" --epochs 1 --backend perf \
+  expect 0 "^  [0-9.]+ ms per step, [0-9]+ samples/s; .* on the host link \([0-9.]+ MB both ways\); bound by " \
+    "${small[@]}" --epochs 1 --backend perf \
     --board u55c --devices 2 --clock-mhz 250
   expect 2 "perf.board: expected one of u55c, u280, u50, hypothetical, hw_emu, got 'u99'" "${small[@]}" --backend perf --board u99
   expect 2 "perf: pcie_lanes must be 1, 2, 4, 8 or 16, got 0|perf: pcie_lanes must be 1, 2, 4, 8 or 16, got 5" \
@@ -70,6 +71,9 @@ expect 2 "train.schedule: expected one of constant, cosine, exponential, step, g
 expect 2 "train.decay_steps: the step schedule needs decay_steps >= 1" "${small[@]}" --schedule step
 expect 0 "adam lr=0.003 \(cosine\)" "${small[@]}" --epochs 1 --schedule cosine
 expect 2 "data.validation_examples: 640 leaves no training examples" "${small[@]}" --validation-examples 640
+# data.test_examples: the test set's first examples, or all of it.
+expect 0 "576 training, 64 validation, 50 test examples from" "${small[@]}" --epochs 1 --test-examples 50
+expect 0 "576 training, 64 validation, 160 test examples from" "${small[@]}" --epochs 1 --test-examples 999
 expect 2 "nowhere/train-images-idx3-ubyte.gz: cannot open" "${small[@]}" --data-dir "$work/nowhere"
 mkdir -p "$work/cut" && cp "$work/data"/* "$work/cut/"
 gzip -dc "$work/data/train-images-idx3-ubyte.gz" | head -c 5000 | gzip >"$work/cut/train-images-idx3-ubyte.gz"

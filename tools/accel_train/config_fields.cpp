@@ -495,6 +495,9 @@ std::vector<ConfigField> make_fields() {
   f.push_back(number("data.validation_examples", &C::validation_examples, closed(0, 1u << 30),
                      "idx: examples held out from the end of the training set for validation")
                   .with_flag("--validation-examples"));
+  f.push_back(number("data.test_examples", &C::test_examples, closed(0, 1u << 30),
+                     "the test set's first examples evaluated after training (0: all of them)")
+                  .with_flag("--test-examples"));
   f.push_back(field("data.train", &C::train_files, "tfrecord: the training files' pattern(s)"));
   f.push_back(field("data.validation", &C::validation_files, "tfrecord: the validation files' pattern(s)"));
   f.push_back(field("data.test", &C::test_files, "tfrecord: the test files' pattern(s)"));

@@ -20,6 +20,11 @@ Result<Dataset> load_tfrecord_set(const TrainConfig& config, const ExampleSchema
   return load_tfrecord_dataset(*files, schema, example_columns(config), *compression);
 }
 
+// The first `count` examples of `set` (all of them for 0).
+Dataset first_examples(Dataset set, uint32_t count) {
+  return count == 0 || count >= set.examples ? set : set.slice(0, count);
+}
+
 }  // namespace
 
 Result<RunData> load_run_data(const TrainConfig& config) {
@@ -41,7 +46,7 @@ Result<RunData> load_run_data(const TrainConfig& config) {
     const uint32_t train_examples = full_train->examples - config.validation_examples;
     data.train_set = full_train->slice(0, train_examples);
     data.validation = full_train->slice(train_examples, config.validation_examples);
-    data.test = std::move(test).value();
+    data.test = first_examples(std::move(test).value(), config.test_examples);
     data.shape_of = data.train_set.slice(0, 0);
     data.batches_per_epoch = train_examples / config.global_batch;
     if (data.batches_per_epoch == 0)
@@ -83,7 +88,7 @@ Result<RunData> load_run_data(const TrainConfig& config) {
   auto test = load_tfrecord_set(config, *schema, config.test_files);
   if (!test.ok()) return Status(test.status().code(), "data.test: " + test.status().message());
   data.validation = std::move(validation).value();
-  data.test = std::move(test).value();
+  data.test = first_examples(std::move(test).value(), config.test_examples);
   data.shape_of.features = data.pipeline->example_values();
   data.shape_of.shape = data.pipeline->example_shape();
   data.shape_of.classes = config.classes;

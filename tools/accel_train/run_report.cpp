@@ -13,11 +13,12 @@ void print_projection(const Projection& p, uint64_t steps, uint64_t examples) {
   std::printf("projection: %s (modelled, not measured)\n", p.board.c_str());
   std::printf(
       "  %.3f ms per step, %.0f samples/s; per step and unit %.3f ms in launches (array utilization "
-      "%.1f%%) and %.3f ms on the host link; bound by %s (%llu of %llu launches compute-bound); the "
-      "host's own work (loss, all-reduce, optimizer) is not included\n",
+      "%.1f%%) and %.3f ms on the host link (%.3f MB both ways); bound by %s (%llu of %llu launches "
+      "compute-bound); the host's own work (loss, all-reduce, optimizer) is not included\n",
       p.seconds / steps * 1e3, examples / p.seconds,
       p.launch_seconds / steps / std::max(1u, p.compute_units) * 1e3, 100.0 * p.utilization(),
-      p.link_seconds / steps / std::max(1u, p.compute_units) * 1e3, p.bound(),
+      p.link_seconds / steps / std::max(1u, p.compute_units) * 1e3,
+      double(p.link_bytes) / steps / std::max(1u, p.compute_units) * 1e-6, p.bound(),
       (unsigned long long)p.compute_bound, (unsigned long long)p.launches);
 }
 
@@ -60,23 +61,23 @@ ProjectionMeter::ProjectionMeter(Device device) : device_(std::move(device)), to
 std::shared_ptr<Callback> ProjectionMeter::callback() {
   auto meter = std::make_shared<LambdaCallback>();
   if (!total_.ok()) return meter;
-  meter->epoch_begin = [this](uint32_t, const Logs&) {
+  // Each training step's work, and nothing between steps: not validation,
+  // nor what an epoch's end brings from the card (the replicas' check, a
+  // checkpoint).
+  meter->train_batch_begin = [this](uint64_t, const Logs&) {
     auto now = device_.projection();
     if (!now.ok()) return now.status();
-    epoch_start_ = *now;
+    step_start_ = *now;
     return ok_status();
   };
-  // The epoch's training ends where its validation begins, or at its end.
-  auto close = [this](const Logs&) {
-    if (!epoch_start_) return ok_status();
+  meter->train_batch_end = [this](uint64_t, const Logs&) {
+    if (!step_start_) return ok_status();
     auto now = device_.projection();
     if (!now.ok()) return now.status();
-    *total_ += now->since(*epoch_start_);
-    epoch_start_.reset();
+    *total_ += now->since(*step_start_);
+    step_start_.reset();
     return ok_status();
   };
-  meter->test_begin = close;
-  meter->epoch_end = [close](uint32_t, const Logs& logs) { return close(logs); };
   return meter;
 }
 

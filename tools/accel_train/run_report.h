@@ -30,7 +30,7 @@ void print_test_logs(const Logs& logs);
 class ProjectionMeter {
  public:
   explicit ProjectionMeter(Device device);
-  // The callback that meters fit's epochs.
+  // The callback that meters fit's training steps.
   std::shared_ptr<Callback> callback();
   // Prints the projection of `steps` steps of `examples` in all; nothing
   // when the device makes no projections.
@@ -39,7 +39,7 @@ class ProjectionMeter {
  private:
   Device device_;
   Result<Projection> total_;
-  std::optional<Projection> epoch_start_;
+  std::optional<Projection> step_start_;
 };
 
 }  // namespace systole

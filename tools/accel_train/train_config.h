@@ -40,6 +40,7 @@ struct TrainConfig {
   std::string data_format = "idx";  // or "tfrecord"
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   uint32_t validation_examples = 5000;
+  uint32_t test_examples = 0;  // the test set's first examples evaluated (0: all)
   // data.format tfrecord: file patterns of tf.train.Example shards (train
   // required, validation and test optional), their schema, which features
   // feed the model, and the pipeline's settings.

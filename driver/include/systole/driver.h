@@ -94,6 +94,7 @@ struct Projection {
   double seconds = 0;         // the latest end of any transfer or launch
   double launch_seconds = 0;  // summed over launches
   double link_seconds = 0;    // summed over host-link transfers
+  uint64_t link_bytes = 0;    // both ways over the host link
   uint64_t launches = 0;
   uint64_t busy_cycles = 0;   // summed over launches
   uint64_t array_cycles = 0;  // cycles an activation row entered an array

@@ -174,7 +174,7 @@ class TensorBoard final : public Callback {
 // a class of its own.
 struct LambdaCallback final : public Callback {
   std::function<Status(uint32_t, const Logs&)> epoch_begin, epoch_end;
-  std::function<Status(uint64_t, const Logs&)> train_batch_end;
+  std::function<Status(uint64_t, const Logs&)> train_batch_begin, train_batch_end;
   std::function<Status(const Logs&)> train_end, test_begin, test_end;
 
   Status on_epoch_begin(uint32_t epoch, const Logs& logs) override {
@@ -182,6 +182,9 @@ struct LambdaCallback final : public Callback {
   }
   Status on_epoch_end(uint32_t epoch, const Logs& logs) override {
     return epoch_end ? epoch_end(epoch, logs) : ok_status();
+  }
+  Status on_train_batch_begin(uint64_t batch, const Logs& logs) override {
+    return train_batch_begin ? train_batch_begin(batch, logs) : ok_status();
   }
   Status on_train_batch_end(uint64_t batch, const Logs& logs) override {
     return train_batch_end ? train_batch_end(batch, logs) : ok_status();

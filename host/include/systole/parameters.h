@@ -10,7 +10,9 @@
 //     rows a step touched) and a sparse optimizer, never reduced or updated
 //     whole.
 // Checkpoints and the replica-consistency check see all three, and nothing
-// else knows a layer's layout.
+// else knows a layer's layout. A layer may keep a tensor with torch's axes
+// in another order, the one its products read (Conv2D's weight); what
+// leaves the store by name (checkpoints, get_weights) is in torch's order.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +36,10 @@ class ParameterStore {
   struct Entry {
     std::string name;             // "3.weight", as in torch's state_dict()
     std::vector<uint64_t> shape;  // torch's shape ([] for a scalar)
+    // The store's order of torch's axes, outermost first; empty when it is
+    // torch's own. Conv2D's [filters, channels, kh, kw] weight is kept as
+    // [filters][kh][kw][channels], {0, 2, 3, 1}.
+    std::vector<uint32_t> axes;
     Region region = Region::kTrainable;
     bool integer = false;    // a count kept in fp32, saved as int64
     std::size_t offset = 0;  // into the region's vector
@@ -41,12 +47,17 @@ class ParameterStore {
 
     // Optimized (dense or sparse), as opposed to a buffer.
     bool optimized() const { return region != Region::kBuffer; }
+    // Copies `size` values laid out as the store keeps this tensor (its
+    // values, gradient or an optimizer slot) into torch's order, and back.
+    void to_torch(const float* stored, float* torch) const;
+    void from_torch(const float* torch, float* stored) const;
   };
 
   // Adds a zero-filled tensor; returns its index, which layers keep. A
-  // table's shape is [rows, width].
+  // table's shape is [rows, width]; `axes` (a permutation of the shape's
+  // axes) is the order the store keeps it in, torch's when empty.
   std::size_t declare(const std::string& name, const std::vector<uint64_t>& shape, Region region,
-                      bool integer = false);
+                      bool integer = false, std::vector<uint32_t> axes = {});
 
   const std::vector<Entry>& entries() const { return entries_; }
   // The entry called `name`, or null.

@@ -10,10 +10,12 @@
 // stored on the host: the executor asks for it (PatchRows) and the device
 // path gathers it in bf16 from the input rounded once, straight into
 // device memory (the same bits as rounding col, as f32_to_bf16 is per
-// value). Weights are kept as torch.nn.Conv2d's [filters, channels, kh,
-// kw]. Chunks bound the memory `col` takes on the device; their boundaries
-// fall on the executor's K block, so dW chained over chunks has the bits
-// of one product.
+// value). The store keeps the weight, torch.nn.Conv2d's [filters,
+// channels, kh, kw], as [filters][kh][kw][channels]: W itself, which the
+// products read and dW writes in place (with placement: device, on the
+// card). Chunks bound the memory `col` takes on the device; their
+// boundaries fall on the executor's K block, so dW chained over chunks has
+// the bits of one product.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -87,7 +89,8 @@ class Conv2D final : public Layer {
     // otherwise a ZeroPad2d module goes first.
     pad_module_ = same_ && (sh_ != 1 || sw_ != 1 || top_ != bottom_ || left_ != right_);
     const std::string prefix = site.module(pad_module_ ? 1 : 0);
-    weight_ = store.declare(prefix + ".weight", {filters_, c_, kh_, kw_}, Region::kTrainable);
+    weight_ = store.declare(prefix + ".weight", {filters_, c_, kh_, kw_}, Region::kTrainable,
+                            /*integer=*/false, /*axes=*/{0, 2, 3, 1});
     if (use_bias_) bias_ = store.declare(prefix + ".bias", {filters_}, Region::kTrainable);
     return Shape{oh_, ow_, filters_};
   }
@@ -98,7 +101,7 @@ class Conv2D final : public Layer {
                    [&](std::size_t i, float value) {
                      const std::size_t f = i % filters_, c = i / filters_ % c_;
                      const std::size_t kx = i / filters_ / c_ % kw_, ky = i / filters_ / c_ / kw_;
-                     store.values(weight_)[((f * c_ + c) * kh_ + ky) * kw_ + kx] = value;
+                     store.values(weight_)[f * patch_ + (ky * kw_ + kx) * c_ + c] = value;
                    });
   }
 
@@ -109,7 +112,6 @@ class Conv2D final : public Layer {
     output.batch = batch;
     output.shape = {oh_, ow_, filters_};
     output.values.resize(std::size_t(batch) * oh_ * ow_ * filters_);
-    patch_weights(store.values(weight_));
     round_input(input);
     const uint32_t chunk = chunk_examples(batch, context.matmul->k_block());
     for (uint32_t first = 0; first < batch; first += chunk) {
@@ -120,7 +122,7 @@ class Conv2D final : public Layer {
       call.k = patch_;
       call.n = filters_;
       call.a_rows = &col;
-      call.b = weights_.data();
+      call.b = store.values(weight_);
       call.b_transposed = true;
       call.bias = use_bias_ ? store.values(bias_) : nullptr;
       call.relu = relu_;
@@ -141,9 +143,7 @@ class Conv2D final : public Layer {
       relu_mask(output_gradient.values, output.values, masked_);
       delta = masked_.data();
     }
-    patch_weights(store.values(weight_));
     round_input(input);
-    weight_gradient_.assign(std::size_t(filters_) * patch_, 0.0f);
     if (input_gradient) zeros_like(input, *input_gradient);
     const uint32_t chunk = chunk_examples(batch, context.matmul->k_block());
     for (uint32_t first = 0; first < batch; first += chunk) {
@@ -160,7 +160,7 @@ class Conv2D final : public Layer {
       dw.a_transposed = true;
       dw.b_rows = &col;
       dw.accumulate = first > 0;
-      dw.c = weight_gradient_.data();
+      dw.c = store.gradient(weight_);
       calls.push_back(dw);
       if (use_bias_) {
         ones_.assign(positions, 1.0f);
@@ -181,21 +181,13 @@ class Conv2D final : public Layer {
         dx.k = filters_;
         dx.n = patch_;
         dx.a = dy;
-        dx.b = weights_.data();
+        dx.b = store.values(weight_);
         dx.c = dcol_.data();
         calls.push_back(dx);
       }
       SYSTOLE_RETURN_IF_ERROR(context.matmul->run(calls));
       if (input_gradient) col2im(first, count, input_gradient->values.data());
     }
-    // [filters][(ky, kx, c)] -> torch's [filters][c][ky][kx].
-    float* gradient = store.gradient(weight_);
-    for (uint32_t f = 0; f < filters_; ++f)
-      for (uint32_t ky = 0; ky < kh_; ++ky)
-        for (uint32_t kx = 0; kx < kw_; ++kx)
-          for (uint32_t c = 0; c < c_; ++c)
-            gradient[((std::size_t(f) * c_ + c) * kh_ + ky) * kw_ + kx] =
-                weight_gradient_[std::size_t(f) * patch_ + (ky * kw_ + kx) * c_ + c];
     return ok_status();
   }
 
@@ -227,17 +219,6 @@ class Conv2D final : public Layer {
     const uint64_t positions = uint64_t(oh_) * ow_;
     const uint64_t unit = k_block ? k_block / std::gcd(positions, uint64_t(k_block)) : 1;
     return uint32_t(std::min<uint64_t>(batch, std::max(unit, fit / unit * unit)));
-  }
-
-  // weights_[f][(ky, kx, c)] from torch's [f][c][ky][kx].
-  void patch_weights(const float* weight) {
-    weights_.resize(std::size_t(filters_) * patch_);
-    for (uint32_t f = 0; f < filters_; ++f)
-      for (uint32_t c = 0; c < c_; ++c)
-        for (uint32_t ky = 0; ky < kh_; ++ky)
-          for (uint32_t kx = 0; kx < kw_; ++kx)
-            weights_[std::size_t(f) * patch_ + (ky * kw_ + kx) * c_ + c] =
-                weight[((std::size_t(f) * c_ + c) * kh_ + ky) * kw_ + kx];
   }
 
   // Calls visit(row, source) for each of the `channels`-long pieces of the
@@ -293,7 +274,7 @@ class Conv2D final : public Layer {
   uint32_t top_ = 0, left_ = 0, bottom_ = 0, right_ = 0;
   bool pad_module_ = false;
   std::size_t weight_ = 0, bias_ = 0;
-  std::vector<float> weights_, weight_gradient_, dcol_, ones_, masked_;
+  std::vector<float> dcol_, ones_, masked_;
   std::vector<uint16_t> input_bf16_;
 };
 
