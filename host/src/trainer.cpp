@@ -175,7 +175,6 @@ Status Trainer::place_on_card(Device device, const std::vector<uint32_t>& units)
     SYSTOLE_RETURN_IF_ERROR(allocate(card.values, Operand::kC));
     SYSTOLE_RETURN_IF_ERROR(allocate(card.gradient, Operand::kA));
     if (shared_) {
-      SYSTOLE_RETURN_IF_ERROR(allocate(card.reduced, Operand::kA));
       auto rows = device.allocate(floats(share_stride_ * replicas_.size()),
                                   spec::operand_bank(units[r], Operand::kCommands, banks));
       if (!rows.ok()) return rows.status();
@@ -279,14 +278,14 @@ Status Trainer::step_on_card(uint32_t r) {
           gather.y_addr = rows + floats(q * share_stride_);
           work.push_back(gather);
         }
-        spec::VectorDescriptor sum =
-            vector_op(spec::Opcode::kSum, {}, at, n, {0, 0, card.reduced.address(), 0});
+        // Into its own gradients' share, which only this unit reads, and
+        // only in the copies above.
+        spec::VectorDescriptor sum = vector_op(spec::Opcode::kSum, {}, at, n, {0, 0, gradient, 0});
         sum.x_addr = rows;
         sum.rows = n_rows;
         sum.stride = uint32_t(share_stride_);
         work.push_back(sum);
       });
-      gradient = card.reduced.address();
     }
     const Optimizer::EngineStep step = optimizer.take_engine_step();
     uint64_t update[4] = {gradient, 0, 0, 0};

@@ -146,10 +146,10 @@ class Trainer {
  private:
   // What a replica keeps on its unit with placement: device, spread over
   // the unit's banks so that an update's four streams use four of them: the
-  // values, its gradients, the optimizer's slots and, with several
-  // replicas, its share of their summed gradients.
+  // values, its gradients (with several replicas, its share of them is
+  // replaced by the share's sum), and the optimizer's slots.
   struct Card {
-    Buffer values, gradient, reduced;
+    Buffer values, gradient;
     // Shared: its share of every replica's gradients, one row each,
     // share_stride_ floats apart, gathered before they are summed.
     Buffer rows;
