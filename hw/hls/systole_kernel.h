@@ -361,7 +361,7 @@ N_TILES:
 // of a block is read before any of its outputs is written, which is what
 // makes an output that is the same buffer as an input well defined.
 inline constexpr uint32_t kVectorBlock = spec::kVectorBlockElements;
-inline constexpr uint32_t kVectorLanes = kBeatBytes / sizeof(float);
+inline constexpr uint32_t kVectorLanes = spec::kVectorLanes;  // a beat of fp32 values
 
 // The engine's schedule without memory stalls: one beat (kVectorLanes
 // elements) of every operand per cycle, rows times over for sum and
