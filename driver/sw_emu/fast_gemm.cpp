@@ -4,7 +4,10 @@
 // zero rows that pad the array's last tile are left out, as they change no
 // sum). For every MR x NR block of C the micro-kernel computes one
 // K tile's column sums in registers, starting from +0 in K order, and adds
-// them to an fp32 accumulator block: exactly the order of NUMERICS.md.
+// them to an fp32 accumulator block: exactly the order of NUMERICS.md. The
+// first K tile adds them to +0 in registers, and a block inside an fp32 C
+// is finished (bias, ReLU) from registers straight into C at its last K
+// tile, so a single-tile product never touches the accumulator block.
 //
 // Threads run with MXCSR FTZ and DAZ set, which implement the contract's
 // flush-to-signed-zero rules in hardware. A panel pair whose exponent ranges
@@ -127,11 +130,56 @@ uint32_t tile_depth(const FastGemmArgs& args, uint32_t t) {
   return std::min(args.k_tile, args.k - t * args.k_tile);
 }
 
+// initial_accumulator for fp32 C's row m, columns n..n+7, of a GEMM that
+// accumulates: C with NaN canonical and subnormals as zeros of their sign.
+__attribute__((target("avx2"))) void load_accumulators8(const FastGemmArgs& args, uint32_t m, uint32_t n,
+                                                        float* accumulators) {
+  const __m256i bits = _mm256_loadu_si256(
+      reinterpret_cast<const __m256i*>(args.c + (uint64_t(m) * args.ldc + n) * sizeof(float)));
+  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i subnormal =
+      _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7F800000)), _mm256_setzero_si256());
+  const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
+  __m256i value =
+      _mm256_blendv_epi8(bits, _mm256_and_si256(bits, _mm256_set1_epi32(int(0x80000000u))), subnormal);
+  value = _mm256_blendv_epi8(value, _mm256_set1_epi32(int(numerics::kF32CanonicalNan)), nan);
+  _mm256_storeu_ps(accumulators, _mm256_castsi256_ps(value));
+}
+
+// store_output's arithmetic for 8 finished accumulators of an fp32 C's
+// row, columns n..n+7: bias, ReLU (NaN kept, -0 and negatives to +0),
+// canonical NaN. Runs under FTZ and DAZ, which flush a subnormal bias or
+// sum to the zero of its sign as the contract's add does.
+__attribute__((target("avx2"))) inline __m256 finish8(const FastGemmArgs& args, uint32_t n, __m256 value) {
+  if (args.flags & spec::flag::kBias)
+    value = _mm256_add_ps(value, _mm256_loadu_ps(reinterpret_cast<const float*>(args.bias) + n));
+  if (args.flags & spec::flag::kRelu) {
+    const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(value, _mm256_setzero_ps(), _CMP_GT_OQ),
+                                     _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
+    value = _mm256_and_ps(value, keep);
+  }
+  const __m256 canonical_nan = _mm256_castsi256_ps(_mm256_set1_epi32(int(numerics::kF32CanonicalNan)));
+  return _mm256_blendv_ps(value, canonical_nan, _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
+}
+
+// store_output for 8 finished accumulators of fp32 row m, columns n..n+7.
+__attribute__((target("avx2"))) void store_output8(const FastGemmArgs& args, uint32_t m, uint32_t n,
+                                                   const float* accumulators) {
+  _mm256_storeu_ps(reinterpret_cast<float*>(args.c + (uint64_t(m) * args.ldc + n) * sizeof(float)),
+                   finish8(args, n, _mm256_loadu_ps(accumulators)));
+}
+
 // One K tile for an MR x NR block: column sums from +0 in K order, then
-// accumulator += sums. `a` is MR-interleaved, `w` NR-interleaved.
+// accumulator + sums, with +0 for the accumulator when `from_zero` (the first
+// K tile of a product that does not accumulate; the accumulator block is
+// then not read). `a` is MR-interleaved, `w` NR-interleaved. With `finish`,
+// this is the product's last K tile and the block lies wholly inside an
+// fp32 C: the results go through finish8 straight into C's rows m0.., columns
+// n0.., instead of into the accumulator block.
 template <bool kFused>
 __attribute__((target("avx2,fma"))) void micro_kernel(const float* a, const float* w, uint32_t depth,
-                                                      float* accumulator) {
+                                                      float* accumulator, bool from_zero,
+                                                      const FastGemmArgs* finish, uint32_t m0, uint32_t n0) {
   __m256 sum[kMr][2];
 #pragma GCC unroll 6
   for (uint32_t r = 0; r < kMr; ++r) sum[r][0] = sum[r][1] = _mm256_setzero_ps();
@@ -155,45 +203,19 @@ __attribute__((target("avx2,fma"))) void micro_kernel(const float* a, const floa
 #pragma GCC unroll 6
   for (uint32_t r = 0; r < kMr; ++r) {
     float* row = accumulator + r * kNr;
-    _mm256_storeu_ps(row, _mm256_add_ps(_mm256_loadu_ps(row), sum[r][0]));
-    _mm256_storeu_ps(row + 8, _mm256_add_ps(_mm256_loadu_ps(row + 8), sum[r][1]));
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256 lo = _mm256_add_ps(from_zero ? zero : _mm256_loadu_ps(row), sum[r][0]);
+    const __m256 hi = _mm256_add_ps(from_zero ? zero : _mm256_loadu_ps(row + 8), sum[r][1]);
+    if (finish) {
+      float* out =
+          reinterpret_cast<float*>(finish->c + (uint64_t(m0 + r) * finish->ldc + n0) * sizeof(float));
+      _mm256_storeu_ps(out, finish8(*finish, n0, lo));
+      _mm256_storeu_ps(out + 8, finish8(*finish, n0 + 8, hi));
+    } else {
+      _mm256_storeu_ps(row, lo);
+      _mm256_storeu_ps(row + 8, hi);
+    }
   }
-}
-
-// initial_accumulator for fp32 C's row m, columns n..n+7, of a GEMM that
-// accumulates: C with NaN canonical and subnormals as zeros of their sign.
-__attribute__((target("avx2"))) void load_accumulators8(const FastGemmArgs& args, uint32_t m, uint32_t n,
-                                                        float* accumulators) {
-  const __m256i bits = _mm256_loadu_si256(
-      reinterpret_cast<const __m256i*>(args.c + (uint64_t(m) * args.ldc + n) * sizeof(float)));
-  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i subnormal =
-      _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7F800000)), _mm256_setzero_si256());
-  const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
-  __m256i value =
-      _mm256_blendv_epi8(bits, _mm256_and_si256(bits, _mm256_set1_epi32(int(0x80000000u))), subnormal);
-  value = _mm256_blendv_epi8(value, _mm256_set1_epi32(int(numerics::kF32CanonicalNan)), nan);
-  _mm256_storeu_ps(accumulators, _mm256_castsi256_ps(value));
-}
-
-// store_output for 8 finished accumulators of fp32 row m, columns n..n+7,
-// of a GEMM that does not write bf16: bias, ReLU (NaN kept,
-// -0 and negatives to +0), canonical NaN. Runs under FTZ and DAZ, which
-// flush a subnormal bias or sum to the zero of its sign as the contract's
-// add does.
-__attribute__((target("avx2"))) void store_output8(const FastGemmArgs& args, uint32_t m, uint32_t n,
-                                                   const float* accumulators) {
-  __m256 value = _mm256_loadu_ps(accumulators);
-  if (args.flags & spec::flag::kBias)
-    value = _mm256_add_ps(value, _mm256_loadu_ps(reinterpret_cast<const float*>(args.bias) + n));
-  if (args.flags & spec::flag::kRelu) {
-    const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(value, _mm256_setzero_ps(), _CMP_GT_OQ),
-                                     _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
-    value = _mm256_and_ps(value, keep);
-  }
-  const __m256 canonical_nan = _mm256_castsi256_ps(_mm256_set1_epi32(int(numerics::kF32CanonicalNan)));
-  value = _mm256_blendv_ps(value, canonical_nan, _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
-  _mm256_storeu_ps(reinterpret_cast<float*>(args.c + (uint64_t(m) * args.ldc + n) * sizeof(float)), value);
 }
 
 // A 64-byte aligned float array that keeps its memory between calls, so that
@@ -217,25 +239,18 @@ class Workspace {
   std::size_t capacity_ = 0;
 };
 
-// Decodes 16 bf16 values (one full row of an NR panel) into out[0..16) and
-// folds their exponents into the running minimum (nonzero) and maximum.
-__attribute__((target("avx2"))) void decode_row16(const uint8_t* in, float* out, __m256i& min_nonzero,
-                                                  __m256i& max) {
-  const __m256i exponent_mask = _mm256_set1_epi32(0xFF);
-  const __m256i sign_mask = _mm256_set1_epi32(int(0x80000000u));
-  const __m256i all_zero_exponent = _mm256_set1_epi32(255);
-  for (int half = 0; half < 2; ++half) {
-    const __m256i raw =
-        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + half * 16)));
-    const __m256i exponent = _mm256_and_si256(_mm256_srli_epi32(raw, 7), exponent_mask);
-    const __m256i zero = _mm256_cmpeq_epi32(exponent, _mm256_setzero_si256());
-    const __m256i bits = _mm256_slli_epi32(raw, 16);
-    // Subnormal or zero: keep only the sign (DAZ).
-    const __m256i value = _mm256_blendv_epi8(bits, _mm256_and_si256(bits, sign_mask), zero);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + half * 8), value);
-    min_nonzero = _mm256_min_epu32(min_nonzero, _mm256_blendv_epi8(exponent, all_zero_exponent, zero));
-    max = _mm256_max_epu32(max, exponent);
-  }
+// Decodes 8 bf16 values to fp32 (subnormals as zeros of their sign, which
+// DAZ would make of them anyway) and folds their biased exponents into the
+// running minimum over nonzero values and the running maximum.
+__attribute__((target("avx2"))) inline __m256i decode8(const uint8_t* in, __m256i& min_nonzero,
+                                                       __m256i& max) {
+  const __m256i raw = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in)));
+  const __m256i exponent = _mm256_and_si256(_mm256_srli_epi32(raw, 7), _mm256_set1_epi32(0xFF));
+  const __m256i zero = _mm256_cmpeq_epi32(exponent, _mm256_setzero_si256());
+  const __m256i bits = _mm256_slli_epi32(raw, 16);
+  min_nonzero = _mm256_min_epu32(min_nonzero, _mm256_blendv_epi8(exponent, _mm256_set1_epi32(255), zero));
+  max = _mm256_max_epu32(max, exponent);
+  return _mm256_blendv_epi8(bits, _mm256_and_si256(bits, _mm256_set1_epi32(int(0x80000000u))), zero);
 }
 
 __attribute__((target("avx2"))) uint32_t horizontal(__m256i v, bool take_min) {
@@ -246,40 +261,64 @@ __attribute__((target("avx2"))) uint32_t horizontal(__m256i v, bool take_min) {
   return result;
 }
 
+// A panel tile's exponent range from vector lanes, merged with the scalar
+// values' range.
+__attribute__((target("avx2"))) ExponentRange merged(ExponentRange range, __m256i min_nonzero, __m256i max) {
+  range.min_nonzero = std::min(range.min_nonzero, horizontal(min_nonzero, true));
+  range.max = std::max(range.max, horizontal(max, false));
+  return range;
+}
+
 // Packs rows [row0, row0 + kMr) of A, all K tiles, MR-interleaved:
 // out[(t * tile + kk) * kMr + r]; rows past M are +0. K past the end is not
-// written: the micro-kernel stops at the last real K (tile_depth). A row is
-// decoded 16 values at a time (decode_row16), then spread into its lane.
+// written: the micro-kernel stops at the last real K (tile_depth). Eight K
+// at a time, the six rows' values are decoded and transposed in registers
+// into 48 consecutive floats.
 __attribute__((target("avx2"))) void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles,
                                             float* out, ExponentRange* ranges) {
   const uint32_t tile = args.k_tile;
-  for (uint32_t t = 0; t < k_tiles; ++t) ranges[t] = ExponentRange();
-  alignas(32) float decoded[16];
-  for (uint32_t r = 0; r < kMr; ++r) {
-    const uint32_t m = row0 + r;
-    const uint8_t* row = args.a + uint64_t(m) * args.lda * sizeof(bf16_t);
-    for (uint32_t t = 0; t < k_tiles; ++t) {
-      const uint32_t end = t * tile + tile_depth(args, t);
-      uint32_t k = t * tile;
-      if (m >= args.m) {  // zeros, which widen no range
-        for (; k < end; ++k) out[uint64_t(k) * kMr + r] = 0.0f;
-        continue;
-      }
-      ExponentRange range = ranges[t];
-      __m256i min_nonzero = _mm256_set1_epi32(255), max = _mm256_setzero_si256();
-      for (; k + 16 <= end; k += 16) {
-        decode_row16(row + k * sizeof(bf16_t), decoded, min_nonzero, max);
-        for (uint32_t i = 0; i < 16; ++i) out[uint64_t(k + i) * kMr + r] = decoded[i];
-      }
-      for (; k < end; ++k) {
-        const bf16_t bits = load_bf16(row + k * sizeof(bf16_t));
+  const uint32_t rows = row0 < args.m ? std::min(kMr, args.m - row0) : 0;
+  const uint8_t* row[kMr];
+  for (uint32_t r = 0; r < kMr; ++r)
+    row[r] = r < rows ? args.a + uint64_t(row0 + r) * args.lda * sizeof(bf16_t) : nullptr;
+  const __m256i first_six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+  for (uint32_t t = 0; t < k_tiles; ++t) {
+    const uint32_t end = t * tile + tile_depth(args, t);
+    ExponentRange range;
+    __m256i min_nonzero = _mm256_set1_epi32(255), max = _mm256_setzero_si256();
+    uint32_t k = t * tile;
+    for (; k + 8 <= end; k += 8) {
+      __m256 v[8];
+      for (uint32_t r = 0; r < 8; ++r)
+        v[r] = r < rows ? _mm256_castsi256_ps(decode8(row[r] + k * sizeof(bf16_t), min_nonzero, max))
+                        : _mm256_setzero_ps();
+      // 8 x 8 transpose: t[i] holds K = k + i of rows 0..7.
+      const __m256 a0 = _mm256_unpacklo_ps(v[0], v[1]), a1 = _mm256_unpackhi_ps(v[0], v[1]);
+      const __m256 a2 = _mm256_unpacklo_ps(v[2], v[3]), a3 = _mm256_unpackhi_ps(v[2], v[3]);
+      const __m256 a4 = _mm256_unpacklo_ps(v[4], v[5]), a5 = _mm256_unpackhi_ps(v[4], v[5]);
+      const __m256 a6 = _mm256_unpacklo_ps(v[6], v[7]), a7 = _mm256_unpackhi_ps(v[6], v[7]);
+      const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xEE);
+      const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xEE);
+      const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xEE);
+      const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xEE);
+      const __m256 transposed[8] = {
+          _mm256_permute2f128_ps(b0, b4, 0x20), _mm256_permute2f128_ps(b1, b5, 0x20),
+          _mm256_permute2f128_ps(b2, b6, 0x20), _mm256_permute2f128_ps(b3, b7, 0x20),
+          _mm256_permute2f128_ps(b0, b4, 0x31), _mm256_permute2f128_ps(b1, b5, 0x31),
+          _mm256_permute2f128_ps(b2, b6, 0x31), _mm256_permute2f128_ps(b3, b7, 0x31)};
+      // Each store's two spare lanes land where the next store writes; the
+      // last store leaves them out.
+      float* at = out + uint64_t(k) * kMr;
+      for (uint32_t i = 0; i < 7; ++i) _mm256_storeu_ps(at + i * kMr, transposed[i]);
+      _mm256_maskstore_ps(at + 7 * kMr, first_six, transposed[7]);
+    }
+    for (; k < end; ++k)
+      for (uint32_t r = 0; r < kMr; ++r) {
+        const bf16_t bits = r < rows ? load_bf16(row[r] + k * sizeof(bf16_t)) : 0;
         range.add(bits);
         out[uint64_t(k) * kMr + r] = numerics::bf16_to_f32(bits);
       }
-      range.min_nonzero = std::min(range.min_nonzero, horizontal(min_nonzero, true));
-      range.max = std::max(range.max, horizontal(max, false));
-      ranges[t] = range;
-    }
+    ranges[t] = merged(range, min_nonzero, max);
   }
 }
 
@@ -290,25 +329,21 @@ __attribute__((target("avx2"))) void pack_b(const FastGemmArgs& args, uint32_t c
                                             float* out, ExponentRange* ranges) {
   const uint32_t tile = args.k_tile;
   const uint32_t cols = col0 < args.n ? std::min(kNr, args.n - col0) : 0;
+  alignas(32) bf16_t padded[kNr] = {};  // a short row, then +0s
   for (uint32_t t = 0; t < k_tiles; ++t) {
-    ExponentRange range;
     __m256i min_nonzero = _mm256_set1_epi32(255), max = _mm256_setzero_si256();
     for (uint32_t k = t * tile; k < t * tile + tile_depth(args, t); ++k) {
       const uint8_t* row = args.b + (uint64_t(k) * args.ldb + col0) * sizeof(bf16_t);
+      if (cols < kNr) {
+        std::memcpy(padded, row, cols * sizeof(bf16_t));
+        row = reinterpret_cast<const uint8_t*>(padded);
+      }
       float* packed = out + uint64_t(k) * kNr;
-      if (cols == kNr) {
-        decode_row16(row, packed, min_nonzero, max);
-        continue;
-      }
-      for (uint32_t c = 0; c < kNr; ++c) {
-        const bf16_t bits = c < cols ? load_bf16(row + c * sizeof(bf16_t)) : 0;
-        range.add(bits);
-        packed[c] = numerics::bf16_to_f32(bits);
-      }
+      for (uint32_t half = 0; half < 2; ++half)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + half * 8),
+                            decode8(row + half * 8 * sizeof(bf16_t), min_nonzero, max));
     }
-    range.min_nonzero = std::min(range.min_nonzero, horizontal(min_nonzero, true));
-    range.max = std::max(range.max, horizontal(max, false));
-    ranges[t] = range;
+    ranges[t] = merged(ExponentRange(), min_nonzero, max);
   }
 }
 
@@ -364,11 +399,12 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
         };
         // Calls whole8(accumulators, m, n) for each 8 accumulators of a
         // panel row that lie inside C (row m, columns n..n+7) and one(element,
-        // m, n) for each of the rest inside C.
-        auto for_each_output = [&](auto whole8, auto one) {
+        // m, n) for each of the rest inside C, in the panel pairs (i, j) that
+        // `chosen` picks.
+        auto for_each_output = [&](auto whole8, auto one, auto chosen) {
           for (uint32_t i = 0; i < mc_panels; ++i)
             for (uint32_t j = 0; j < nc_panels; ++j)
-              for (uint32_t r = 0; r < kMr; ++r) {
+              for (uint32_t r = 0; r < kMr && chosen(i, j); ++r) {
                 const uint32_t m = (panel0 + i) * kMr + r, n0 = (nc_panel0 + j) * kNr;
                 if (m >= args.m) break;
                 float* row = accumulator(i, j) + r * kNr;
@@ -392,34 +428,42 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
             for (uint32_t c = 0; c < 8; ++c) one(acc[c], m, n + c);
           };
         };
-        // Rows and columns past C accumulate zeros that are never stored.
-        for (uint32_t i = 0; i < mc_panels; ++i)
-          std::fill(accumulator(i, 0), accumulator(i, 0) + std::size_t(nc_panels) * kMr * kNr, 0.0f);
-        if (args.flags & spec::flag::kAccumulate) {
+        // A panel pair wholly inside an fp32 C is finished by the
+        // micro-kernel of its last K tile; the others in for_each_output.
+        // Rows and columns past C accumulate values that are never stored.
+        auto direct = [&](uint32_t i, uint32_t j) {
+          return !bf16_output && (panel0 + i + 1) * kMr <= args.m && (nc_panel0 + j + 1) * kNr <= args.n;
+        };
+        const bool accumulate = args.flags & spec::flag::kAccumulate;
+        if (accumulate) {
           if (bf16_output)
-            for_each_output(by_one(load_one), load_one);
+            for_each_output(by_one(load_one), load_one, [](uint32_t, uint32_t) { return true; });
           else
-            for_each_output(load8, load_one);
+            for_each_output(load8, load_one, [](uint32_t, uint32_t) { return true; });
         }
         for (uint32_t t = 0; t < k_tiles; ++t) {
           const uint32_t depth = tile_depth(args, t);
+          const bool from_zero = t == 0 && !accumulate, last = t + 1 == k_tiles;
           for (uint32_t j = 0; j < nc_panels; ++j) {
             const float* b_tile = b_packed + (j * k_padded + uint64_t(t) * tile) * kNr;
             const ExponentRange& b_range = b_ranges[std::size_t(j) * k_tiles + t];
             for (uint32_t i = 0; i < mc_panels; ++i) {
               const uint32_t panel = panel0 + i;
               const float* a_tile = a_packed + (panel * k_padded + uint64_t(t) * tile) * kMr;
+              const FastGemmArgs* finish = last && direct(i, j) ? &args : nullptr;
+              const uint32_t m0 = panel * kMr, n0 = (nc_panel0 + j) * kNr;
               if (fma_safe(a_ranges[std::size_t(panel) * k_tiles + t], b_range))
-                micro_kernel<true>(a_tile, b_tile, depth, accumulator(i, j));
+                micro_kernel<true>(a_tile, b_tile, depth, accumulator(i, j), from_zero, finish, m0, n0);
               else
-                micro_kernel<false>(a_tile, b_tile, depth, accumulator(i, j));
+                micro_kernel<false>(a_tile, b_tile, depth, accumulator(i, j), from_zero, finish, m0, n0);
             }
           }
         }
+        auto rest = [&](uint32_t i, uint32_t j) { return !direct(i, j); };
         if (bf16_output)
-          for_each_output(by_one(store_one), store_one);
+          for_each_output(by_one(store_one), store_one, rest);
         else
-          for_each_output(store8, store_one);
+          for_each_output(store8, store_one, rest);
       }
       // (implicit barrier: everyone is done with this B block)
     }
