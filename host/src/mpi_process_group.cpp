@@ -56,12 +56,13 @@ class MpiProcessGroup final : public ProcessGroup {
   uint32_t size() const override { return size_; }
   uint32_t processes_on_this_host() const override { return on_host_; }
 
-  Status ordered_sum(const std::vector<const float*>& local, std::size_t count, float* total) override {
+  Status chained_sum(std::size_t count, std::size_t piece, const AddTerms& add, float* total) override {
     if (count > std::size_t(INT32_MAX))
       return Status(StatusCode::kInvalidArgument, "mpi: all-reduce of more than 2^31 floats");
     const int rank = int(rank_), last = int(size_) - 1;
-    const std::size_t chunks = (count + kChunkFloats - 1) / kChunkFloats;
-    auto begin = [&](std::size_t c) { return c * kChunkFloats; };
+    const std::size_t chunk = piece ? piece : kChunkFloats;
+    const std::size_t chunks = (count + chunk - 1) / chunk;
+    auto begin = [&](std::size_t c) { return c * chunk; };
     auto length = [&](std::size_t c) { return int(std::min(count, begin(c + 1)) - begin(c)); };
     // The partial sum from the previous rank lands in `total`, chunk by
     // chunk; this rank adds its replicas to it and passes it on.
@@ -73,8 +74,7 @@ class MpiProcessGroup final : public ProcessGroup {
       if (rank > 0)
         SYSTOLE_RETURN_IF_ERROR(
             wait(&receives[c], 1, "the partial gradient sum from rank " + std::to_string(rank - 1)));
-      systole::ordered_sum(rank > 0 ? total : nullptr, local.data(), local.size(), begin(c),
-                           begin(c) + length(c), total);
+      SYSTOLE_RETURN_IF_ERROR(add(rank > 0 ? total : nullptr, begin(c), begin(c) + length(c), total));
       if (rank < last)
         MPI_Isend(total + begin(c), length(c), MPI_FLOAT, rank + 1, kPartialTag, data_, &sends[c]);
     }

@@ -18,8 +18,21 @@ void ordered_sum(const float* start, const float* const* inputs, std::size_t n, 
       n + first, [&](std::size_t k) { return k < first ? start : inputs[k - first]; }, begin, end, out);
 }
 
+Status ProcessGroup::ordered_sum(const std::vector<const float*>& local, std::size_t count, float* total) {
+  return chained_sum(
+      count, 0,
+      [&](const float* previous, std::size_t begin, std::size_t end, float* out) {
+        systole::ordered_sum(previous, local.data(), local.size(), begin, end, out);
+        return ok_status();
+      },
+      total);
+}
+
 AllReduce::AllReduce(uint32_t participants, ProcessGroup* group)
-    : participants_(participants), group_(group), buffers_(participants, nullptr) {}
+    : participants_(participants),
+      group_(group),
+      buffers_(participants, nullptr),
+      piece_statuses_(participants) {}
 
 bool AllReduce::barrier(void (AllReduce::*last)()) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -66,6 +79,41 @@ Status AllReduce::failure() const {
 Status AllReduce::wait_for_all(uint32_t) {
   if (participants_ == 1) return ok_status();
   return barrier() ? ok_status() : failure();
+}
+
+Status AllReduce::chained_sum(uint32_t me, std::size_t count, std::size_t piece,
+                              const ProcessGroup::AddTerms& add, float* total) {
+  if (!group_) return Status(StatusCode::kInternal, "all-reduce: a chained sum needs a process group");
+  if (!barrier()) return failure();  // every participant's terms are ready
+  if (me == 0) {
+    // Each piece the group asks for: every participant adds its part, in
+    // parallel, between two barriers.
+    const ProcessGroup::AddTerms everyone = [&](const float* previous, std::size_t begin, std::size_t end,
+                                                float* out) -> Status {
+      piece_ = {previous, begin, end, out, true};
+      if (!barrier()) return failure();
+      piece_statuses_[0] = add(previous, begin, end, out);
+      if (!barrier()) return failure();
+      for (const Status& status : piece_statuses_)
+        if (!status.ok()) return status;
+      return ok_status();
+    };
+    const Status status = group_->chained_sum(count, piece, everyone, total);
+    if (!status.ok()) {
+      abort();
+      return status;
+    }
+    piece_.more = false;
+    if (!barrier()) return failure();  // the others stop waiting for pieces
+  } else {
+    for (;;) {
+      if (!barrier()) return failure();
+      if (!piece_.more) break;
+      piece_statuses_[me] = add(piece_.previous, piece_.begin, piece_.end, piece_.total);
+      if (!barrier()) return failure();
+    }
+  }
+  return barrier() ? ok_status() : failure();  // `total` holds the job's sum
 }
 
 Status AllReduce::sum(uint32_t me, std::vector<float>& values) {

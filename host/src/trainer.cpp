@@ -136,6 +136,22 @@ spec::VectorDescriptor vector_op(spec::Opcode op, const spec::VectorScalars& s, 
   return d;
 }
 
+// y = x: alpha 1, beta +0 (which keeps -0 and reads a subnormal as the
+// sum does).
+spec::VectorScalars copy_scalars() {
+  spec::VectorScalars copy;
+  copy.alpha = 1.0f;
+  return copy;
+}
+
+// Calls add(at, n) for consecutive pieces [at, at + n) of [from, to), each
+// as long as one vector descriptor may be.
+template <typename Add>
+void for_each_piece(std::size_t from, std::size_t to, const Add& add) {
+  for (std::size_t at = from; at < to; at += spec::kMaxVectorElements)
+    add(at, std::min<std::size_t>(spec::kMaxVectorElements, to - at));
+}
+
 }  // namespace
 
 Status Trainer::place_on_card(Device device, const std::vector<uint32_t>& units) {
@@ -156,7 +172,11 @@ Status Trainer::place_on_card(Device device, const std::vector<uint32_t>& units)
                             : "") +
                        " has no vector-engine form, so its steps run on the host and move the gradients "
                        "and the weights over the host link each step");
-  shared_ = update_on_card_ && replicas_.size() > 1 && strategy_.processes() == 1;
+  shared_ = update_on_card_ && replicas_.size() > 1;
+  // Across processes, a card's units chain their sum onto the earlier
+  // processes' (its first row); one sum per card crosses to the group.
+  previous_row_ = shared_ && strategy_.processes() > 1 ? 1 : 0;
+  if (previous_row_) job_sum_.resize(count);
   on_card_ = true;
   for (uint32_t r = 0; r < replicas_.size(); ++r) {
     const auto [begin, end] = share(r);
@@ -175,7 +195,7 @@ Status Trainer::place_on_card(Device device, const std::vector<uint32_t>& units)
     SYSTOLE_RETURN_IF_ERROR(allocate(card.values, Operand::kC));
     SYSTOLE_RETURN_IF_ERROR(allocate(card.gradient, Operand::kA));
     if (shared_) {
-      auto rows = device.allocate(floats(share_stride_ * replicas_.size()),
+      auto rows = device.allocate(floats(share_stride_ * (previous_row_ + replicas_.size())),
                                   spec::operand_bank(units[r], Operand::kCommands, banks));
       if (!rows.ok()) return rows.status();
       card.rows = std::move(rows).value();
@@ -220,6 +240,35 @@ Status Trainer::upload_card(uint32_t r) {
   return ok_status();
 }
 
+void Trainer::append_card_sum(uint32_t r, std::size_t from, std::size_t to, bool after_previous,
+                              std::vector<spec::VectorDescriptor>& work) const {
+  // Replica r's rows hold its share of every replica's gradients (after the
+  // row of the earlier processes' sum, when there is one), replica
+  // r + k's copied in the k-th copy, so that each unit's gradients are read
+  // by one unit at a time.
+  const std::size_t first = share(r).first;
+  const uint64_t rows = replicas_[r].card.rows.address();
+  const uint32_t n_rows = uint32_t(replicas_.size());
+  for_each_piece(from, to, [&](std::size_t at, std::size_t n) {
+    const uint64_t row0 = rows + floats(at - first);
+    for (uint32_t k = 0; k < n_rows; ++k) {
+      const uint32_t q = (r + k) % n_rows;
+      spec::VectorDescriptor gather = vector_op(spec::Opcode::kAxpby, copy_scalars(), at, n,
+                                                {replicas_[q].card.gradient.address(), 0, 0, 0});
+      gather.y_addr = row0 + floats((previous_row_ + q) * share_stride_);
+      work.push_back(gather);
+    }
+    // Into its own gradients' share, which only this unit reads, and only
+    // in the copies above.
+    spec::VectorDescriptor sum =
+        vector_op(spec::Opcode::kSum, {}, at, n, {0, 0, replicas_[r].card.gradient.address(), 0});
+    sum.x_addr = row0 + (after_previous ? 0 : floats(previous_row_ * share_stride_));
+    sum.rows = n_rows + (after_previous ? 1 : 0);
+    sum.stride = uint32_t(share_stride_);
+    work.push_back(sum);
+  });
+}
+
 Status Trainer::step_on_card(uint32_t r) {
   ReplicaState& replica = replicas_[r];
   ParameterStore& store = replica.model->parameters();
@@ -233,8 +282,10 @@ Status Trainer::step_on_card(uint32_t r) {
         upload(card.gradient, store.gradients().data() + begin, end - begin, floats(begin)));
   unit.clear_written();
   Optimizer& optimizer = *replica.optimizer;
-  const bool across_processes = strategy_.processes() > 1;
-  if (!update_on_card_ || across_processes) {
+  // One replica per card across processes: its gradient goes to the host's
+  // all-reduce (one down, one up, fewer than a chain through the card).
+  const bool host_sum = strategy_.processes() > 1 && !shared_;
+  if (!update_on_card_ || host_sum) {
     // The gradients cross to the host's all-reduce (the job's order over
     // every replica of every process, in the engine's arithmetic) and the
     // sum comes back; or, for an optimizer without an engine form, the
@@ -252,40 +303,36 @@ Status Trainer::step_on_card(uint32_t r) {
   if (update_on_card_) {
     // Each replica sums its share of every replica's gradients, in replica
     // order (the all-reduce's ((+0 + g_0) + g_1) + ...), and updates that
-    // share of the values. The shares are first copied into rows of its
-    // own, replica r + k's in the k-th copy, so that each unit's
-    // gradients are read by one unit at a time.
-    // (Not a structured binding: the lambdas below capture begin.)
+    // share of the values. (Not a structured binding: a lambda below
+    // captures begin and end.)
     const std::pair<std::size_t, std::size_t> mine = share(r);
     const std::size_t begin = mine.first, end = mine.second;
     std::vector<spec::VectorDescriptor> work;
-    auto each_piece = [&](std::size_t from, std::size_t to, const auto& add) {
-      for (std::size_t at = from; at < to; at += spec::kMaxVectorElements)
-        add(at, std::min<std::size_t>(spec::kMaxVectorElements, to - at));
-    };
-    spec::VectorScalars copy;
-    copy.alpha = 1.0f;  // beta +0: y = x, which keeps -0 and reads a subnormal as the sum does
-    uint64_t gradient = card.gradient.address();
-    if (shared_) {
+    const uint64_t gradient = card.gradient.address();
+    if (shared_ && previous_row_) {
+      // Across processes the card's sum continues the earlier processes':
+      // their sum goes up into each unit's first row, each unit sums its
+      // share after it, and the card's sum goes down and on to the next
+      // process (ProcessGroup::chained_sum). The job's sum comes back into
+      // each unit's share, except on the last process, whose units
+      // computed it.
+      const ProcessGroup::AddTerms add = [&](const float* previous, std::size_t from, std::size_t to,
+                                             float* total) -> Status {
+        const std::size_t b = std::max(begin, from), e = std::min(end, to);
+        if (b >= e) return ok_status();
+        if (previous) SYSTOLE_RETURN_IF_ERROR(upload(card.rows, previous + b, e - b, floats(b - begin)));
+        std::vector<spec::VectorDescriptor> sum;
+        append_card_sum(r, b, e, previous != nullptr, sum);
+        SYSTOLE_RETURN_IF_ERROR(unit.run_vector(sum));
+        return download(card.gradient, total + b, e - b, floats(b));
+      };
+      SYSTOLE_RETURN_IF_ERROR(strategy_.chained_sum(r, count, count, add, job_sum_.data()));
+      const ProcessGroup& group = *strategy_.group();
+      if (group.rank() + 1 < group.size())
+        SYSTOLE_RETURN_IF_ERROR(upload(card.gradient, job_sum_.data() + begin, end - begin, floats(begin)));
+    } else if (shared_) {
       SYSTOLE_RETURN_IF_ERROR(strategy_.barrier(r));  // every replica's gradients are in
-      const uint32_t n_rows = uint32_t(replicas_.size());
-      each_piece(begin, end, [&](std::size_t at, std::size_t n) {
-        const uint64_t rows = card.rows.address() + floats(at - begin);
-        for (uint32_t k = 0; k < n_rows; ++k) {
-          const uint32_t q = (r + k) % n_rows;
-          spec::VectorDescriptor gather =
-              vector_op(spec::Opcode::kAxpby, copy, at, n, {replicas_[q].card.gradient.address(), 0, 0, 0});
-          gather.y_addr = rows + floats(q * share_stride_);
-          work.push_back(gather);
-        }
-        // Into its own gradients' share, which only this unit reads, and
-        // only in the copies above.
-        spec::VectorDescriptor sum = vector_op(spec::Opcode::kSum, {}, at, n, {0, 0, gradient, 0});
-        sum.x_addr = rows;
-        sum.rows = n_rows;
-        sum.stride = uint32_t(share_stride_);
-        work.push_back(sum);
-      });
+      append_card_sum(r, begin, end, false, work);
     }
     const Optimizer::EngineStep step = optimizer.take_engine_step();
     uint64_t update[4] = {gradient, 0, 0, 0};
@@ -293,7 +340,7 @@ Status Trainer::step_on_card(uint32_t r) {
     for (const Buffer& slot : card.slots) update[k++] = slot.address();
     const uint64_t values = card.values.address();
     update[k] = values;
-    each_piece(begin, end, [&](std::size_t at, std::size_t n) {
+    for_each_piece(begin, end, [&](std::size_t at, std::size_t n) {
       if (step.decay_alpha != 0) {
         spec::VectorScalars shrink;
         shrink.alpha = step.decay_alpha;
@@ -312,8 +359,8 @@ Status Trainer::step_on_card(uint32_t r) {
       for (uint32_t k = 1; k < n_rows; ++k) {
         const uint32_t q = (r + k) % n_rows;
         const auto [from, to] = share(q);
-        each_piece(from, to, [&](std::size_t at, std::size_t n) {
-          work.push_back(vector_op(spec::Opcode::kAxpby, copy, at, n,
+        for_each_piece(from, to, [&](std::size_t at, std::size_t n) {
+          work.push_back(vector_op(spec::Opcode::kAxpby, copy_scalars(), at, n,
                                    {replicas_[q].card.values.address(), values, 0, 0}));
         });
       }

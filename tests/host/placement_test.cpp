@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // placement: device (label emu) keeps the parameters, gradients and
 // optimizer state on the card: the same bits as placement: host, for every
-// kind of layer and optimizer, however many replicas, resumed or not.
+// kind of layer and optimizer, however many replicas and processes, resumed
+// or not.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/thread_job.h"
 #include "systole/trainer.h"
 #include "training_models.h"
 
@@ -137,6 +140,51 @@ TEST_P(Placed, OnTheCardTheSameBitsAsOnTheHost) {
 
 INSTANTIATE_TEST_SUITE_P(Training, Placed, ::testing::ValuesIn(placement_cases()),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Across processes (threads, each with a member of a job that chains the
+// sum as the MPI group does): P processes of K units with placement: device
+// take the same steps, to the bit, as one process of P * K units with
+// placement: host. With K > 1 each card sums its units' gradients after
+// the earlier processes' sum and passes one sum on; with K = 1 the host
+// sums.
+TEST(Training, AcrossProcessesEachCardChainsItsSumOntoTheEarlierOnes) {
+  const uint32_t seed = 37, processes = 3;
+  SCOPED_TRACE(std::string("seed ") + std::to_string(seed));
+  for (const uint32_t local : {2u, 1u}) {
+    SCOPED_TRACE(std::to_string(processes) + " processes of " + std::to_string(local) + " units");
+    const uint32_t replicas = processes * local, batch = 16 * replicas;
+    const Dataset data = synthetic(3 * batch, seed);
+    TrainerConfig config;
+    config.model = small_shape().spec();
+    config.optimizer = optimizer_named("adam");
+    config.global_batch = batch;
+    config.seed = 5;
+    std::vector<uint32_t> all_units(replicas);
+    for (uint32_t u = 0; u < replicas; ++u) all_units[u] = u;
+    auto reference = Trainer::create(open_device(replicas), all_units, config).value();
+    for (uint32_t s = 0; s < 3; ++s) ASSERT_TRUE(reference->step(whole(data.slice(s * batch, batch))).ok());
+
+    config.placement = Placement::kDevice;
+    testing::ThreadJob job(processes);
+    std::vector<std::thread> threads;
+    for (uint32_t p = 0; p < processes; ++p)
+      threads.emplace_back([&, p] {
+        testing::ThreadJob::Member group(job, p);
+        std::vector<uint32_t> units(local);
+        for (uint32_t u = 0; u < local; ++u) units[u] = u;
+        auto trainer = Trainer::create(open_device(local), units, config, &group);
+        ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
+        EXPECT_TRUE((*trainer)->notices().empty());
+        for (uint32_t s = 0; s < 3; ++s) {
+          auto step = (*trainer)->step(whole(data.slice(s * batch, batch)));
+          ASSERT_TRUE(step.ok()) << step.status().to_string();
+        }
+        expect_same_state(*reference, **trainer, "process " + std::to_string(p) + " after step 2");
+        EXPECT_TRUE((*trainer)->replicas_identical().value());
+      });
+    for (std::thread& thread : threads) thread.join();
+  }
+}
 
 TEST(Training, OnUnitsWithoutTheVectorEngineTheParametersStayOnTheHost) {
   DeviceOptions options;

@@ -16,11 +16,14 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/thread_job.h"
 #include "reference/reference.h"
 #include "systole/descriptor.h"
 
 namespace systole {
 namespace {
+
+using testing::ThreadJob;
 
 // Every element summed left to right in replica order (the inputs hold no
 // zeros, subnormals or NaNs, which the next test covers).
@@ -110,59 +113,6 @@ TEST(AllReduce, TwoReplicasEqualAPlainSum) {
     EXPECT_EQ(std::memcmp(&buffers[0][i], &plain, 4), 0) << i;
   }
 }
-
-// P "processes" as threads, each with a ProcessGroup that chains the sum
-// the way the MPI group does: rank p starts from rank p-1's partial sum.
-// Each job serves one ordered_sum and one all_gather.
-class ThreadJob {
- public:
-  explicit ThreadJob(uint32_t processes) : partial_(processes), gathered_(processes) {}
-
-  class Member final : public ProcessGroup {
-   public:
-    Member(ThreadJob& job, uint32_t rank) : job_(job), rank_(rank) {}
-    uint32_t rank() const override { return rank_; }
-    uint32_t size() const override { return uint32_t(job_.partial_.size()); }
-    uint32_t processes_on_this_host() const override { return size(); }
-    Status ordered_sum(const std::vector<const float*>& local, std::size_t count, float* total) override {
-      std::unique_lock<std::mutex> lock(job_.mutex_);
-      job_.changed_.wait(lock, [&] { return rank_ == 0 || !job_.partial_[rank_ - 1].empty(); });
-      const float* start = nullptr;
-      if (rank_ > 0) {
-        std::copy(job_.partial_[rank_ - 1].begin(), job_.partial_[rank_ - 1].end(), total);
-        start = total;
-      }
-      systole::ordered_sum(start, local.data(), local.size(), 0, count, total);
-      job_.partial_[rank_].assign(total, total + count);
-      job_.changed_.notify_all();
-      job_.changed_.wait(lock, [&] { return !job_.partial_.back().empty(); });
-      std::copy(job_.partial_.back().begin(), job_.partial_.back().end(), total);
-      return ok_status();
-    }
-    Result<std::vector<double>> all_gather(const std::vector<double>& local) override {
-      std::unique_lock<std::mutex> lock(job_.mutex_);
-      job_.gathered_[rank_] = local;
-      ++job_.gathers_;
-      job_.changed_.notify_all();
-      job_.changed_.wait(lock, [&] { return job_.gathers_ == job_.gathered_.size(); });
-      std::vector<double> all;
-      for (const auto& part : job_.gathered_) all.insert(all.end(), part.begin(), part.end());
-      return all;
-    }
-    [[noreturn]] void abort(int) override { std::abort(); }
-
-   private:
-    ThreadJob& job_;
-    uint32_t rank_;
-  };
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<std::vector<float>> partial_;
-  std::vector<std::vector<double>> gathered_;
-  std::size_t gathers_ = 0;
-};
 
 TEST(AllReduce, ProcessesOfKReplicasSumLikeOneProcessOfAll) {
   const uint32_t seed = 11;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# accel_train under mpirun (label mpi): 2 processes of K replicas end with
-# the same checkpoint bytes as 1 process of 2K, from IDX or TFRecord data;
+# accel_train under mpirun (label mpi): 2 processes of K replicas (and 3 of
+# 2 with the parameters on the cards) end with the same checkpoint bytes as
+# 1 process of all their replicas, from IDX or TFRecord data;
 # only rank 0 logs; every rank resumes from rank 0's checkpoint; a killed or
 # stalled rank ends the job within a bounded time with its rank named; bad
 # input ends the job with a message naming the field.
@@ -53,6 +54,15 @@ out=$("${mpi[@]}" -np 2 "$tool" "${small[@]}" --global-batch 48 --epochs 2 --dev
   echo "FAIL: mpirun -np 2 --placement device: $out"; failures=$((failures + 1)); }
 same_file "$work/mpi4_device/checkpoint.safetensors" "$work/one4/checkpoint.safetensors" \
   "2 processes x 2 replicas with placement: device differ from placement: host"
+# Three ranks of two units: each card chains its sum onto the earlier
+# ranks' (the middle rank receives one and passes one on).
+"$tool" "${small[@]}" --global-batch 48 --epochs 2 --devices 6 --checkpoint-dir "$work/one6" >/dev/null 2>&1 ||
+  { echo "FAIL: 1 process x 6"; exit 1; }
+out=$("${mpi[@]}" -np 3 "$tool" "${small[@]}" --global-batch 48 --epochs 2 --devices 2 --placement device \
+      --checkpoint-dir "$work/mpi6_device" 2>&1) || {
+  echo "FAIL: mpirun -np 3 --placement device: $out"; failures=$((failures + 1)); }
+same_file "$work/mpi6_device/checkpoint.safetensors" "$work/one6/checkpoint.safetensors" \
+  "3 processes x 2 replicas with placement: device differ from 1 process x 6 with placement: host"
 
 # The test must be able to fail: another replica count gives other bits.
 if cmp -s "$work/mpi2/checkpoint.safetensors" "$work/mpi4/checkpoint.safetensors"; then

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "systole/status.h"
@@ -23,12 +24,26 @@ class ProcessGroup {
   // cores.
   virtual uint32_t processes_on_this_host() const = 0;
 
+  // What this process adds to the job's ordered sum, for elements [begin,
+  // end): total[i] = previous[i] followed by this process's terms in order,
+  // as ordered_sum(previous, ...) below writes it, where previous holds the
+  // sum of every earlier process's terms (null on the first process, whose
+  // sum starts from +0). `total` may alias `previous`.
+  using AddTerms =
+      std::function<Status(const float* previous, std::size_t begin, std::size_t end, float* total)>;
+
   // The job-wide ordered sum: element i of `total` becomes
   //   ((g_0[i] + g_1[i]) + g_2[i]) + ... + g_{N-1}[i]
-  // over the global replicas in order, where this process contributes
-  // `local` (its replicas, in order, `count` floats each). Every process
-  // ends with the same `total`. `total` may not alias `local`.
-  virtual Status ordered_sum(const std::vector<const float*>& local, std::size_t count, float* total) = 0;
+  // over the global replicas in order, where this process contributes its
+  // replicas' terms through `add` (called for consecutive ranges of at most
+  // `piece` elements; 0 lets the group choose the pieces its messages are
+  // pipelined in). Every process ends with the same `total`.
+  virtual Status chained_sum(std::size_t count, std::size_t piece, const AddTerms& add, float* total) = 0;
+
+  // chained_sum with this process's terms on the host: `local`, its
+  // replicas' vectors in order, `count` floats each. `total` may not alias
+  // `local`.
+  Status ordered_sum(const std::vector<const float*>& local, std::size_t count, float* total);
 
   // Every process's `local` values (equal lengths), concatenated in rank
   // order, on every process.

@@ -43,6 +43,14 @@ class AllReduce {
   // cards' own reduction waits here for every row). Fails for everyone if
   // any participant aborts.
   Status wait_for_all(uint32_t participant);
+  // Called by every participant once this process's terms are ready: its
+  // part of the job's chained sum (ProcessGroup::chained_sum, `piece`
+  // elements per piece), into `total` (the same for every participant),
+  // where each participant's `add` adds the terms it holds to the elements
+  // it owns; for each piece the group asks for, all of them run in
+  // parallel. Returns when `total` holds the job's sum. Needs a group.
+  Status chained_sum(uint32_t participant, std::size_t count, std::size_t piece,
+                     const ProcessGroup::AddTerms& add, float* total);
   // Wakes every waiting participant with an error (a replica failed).
   void abort();
   void reset();  // clears an abort for the next step
@@ -60,6 +68,15 @@ class AllReduce {
   std::vector<const float*> inputs_;
   std::vector<float> total_;
   bool lengths_differ_ = false;
+  // chained_sum: the piece being added, and each participant's result.
+  struct Piece {
+    const float* previous = nullptr;
+    std::size_t begin = 0, end = 0;
+    float* total = nullptr;
+    bool more = false;
+  };
+  Piece piece_;
+  std::vector<Status> piece_statuses_;
   std::mutex mutex_;
   std::condition_variable changed_;
   uint32_t arrived_ = 0;
@@ -95,6 +112,13 @@ class Strategy {
   // identical on all.
   Status all_reduce_sum(uint32_t replica, std::vector<float>& values) {
     return all_reduce_.sum(replica, values);
+  }
+  // Inside run(), across processes: the job's sum where this process's
+  // terms are added by the replicas' `add`s (each unit of a card summing
+  // its share of their gradients), into `total`.
+  Status chained_sum(uint32_t replica, std::size_t count, std::size_t piece,
+                     const ProcessGroup::AddTerms& add, float* total) {
+    return all_reduce_.chained_sum(replica, count, piece, add, total);
   }
   // Inside run(): waits for this process's other replicas.
   Status barrier(uint32_t replica) { return all_reduce_.wait_for_all(replica); }

@@ -35,8 +35,10 @@ enum class Placement {
   // On the card (the units' vector engine): the fp32 values, gradients and
   // optimizer slots stay in device memory; the units' gradients are summed
   // there (one sum descriptor, replica order) and the update runs there.
-  // The host link carries the batches, what host layers read and write and
-  // what a user asks to see. The same bits as kHost.
+  // Across processes a card's sum continues the earlier processes' and one
+  // sum per card crosses to the group. The host link carries the batches,
+  // what host layers read and write and what a user asks to see. The same
+  // bits as kHost.
   kDevice,
 };
 
@@ -151,7 +153,8 @@ class Trainer {
   struct Card {
     Buffer values, gradient;
     // Shared: its share of every replica's gradients, one row each,
-    // share_stride_ floats apart, gathered before they are summed.
+    // share_stride_ floats apart, gathered before they are summed; across
+    // processes after a first row for the earlier processes' sum.
     Buffer rows;
     std::vector<Buffer> slots;
   };
@@ -172,6 +175,12 @@ class Trainer {
   // go up, the replicas' are summed, the optimizer runs, and the values
   // host layers read come back.
   Status step_on_card(uint32_t r);
+  // Appends the descriptors with which replica r's unit sums elements
+  // [from, to) of its share of every replica's gradients, in replica order,
+  // into its own gradients; after the earlier processes' sum in its first
+  // row when `after_previous`.
+  void append_card_sum(uint32_t r, std::size_t from, std::size_t to, bool after_previous,
+                       std::vector<spec::VectorDescriptor>& work) const;
   // Brings every replica's values and slots from the card when the host's
   // copy is behind.
   void sync_to_host() const;
@@ -203,10 +212,12 @@ class Trainer {
   std::size_t metric_sums_ = 0;
   std::vector<ReplicaState> replicas_;
   // placement: device: the parameters are on the cards; the optimizer
-  // runs there (it has an engine form); each replica updates its share
-  // and gathers the others' (the replicas of one process, one card).
+  // runs there (it has an engine form); with several replicas (one card)
+  // each updates its share and gathers the others'.
   bool on_card_ = false, update_on_card_ = false, shared_ = false;
   std::size_t share_stride_ = 0;  // the longest share, in whole beats
+  uint32_t previous_row_ = 0;     // 1: shared across processes (Card::rows)
+  std::vector<float> job_sum_;    // there, the job's sum on its way
   mutable bool host_behind_ = false;
   mutable Status sync_status_;
   std::vector<std::string> notices_;
