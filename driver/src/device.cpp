@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device API on top of a backend: identification from the ID registers,
 // buffers with host views, and the ap_ctrl_hs launch sequence.
+#include <sys/mman.h>
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -22,13 +24,19 @@ struct BufferState {
   uint64_t address = 0;
   uint32_t bank = 0;
   std::size_t size = 0;
-  // The host view: device memory itself where the backend shares it
-  // (`copy` then stays empty), else `copy`.
+  // The host view: device memory itself where the backend shares it, else
+  // a copy in anonymous pages of its own (`copy`), which read as zeros and
+  // take memory only where the host writes or syncs: a card buffer the
+  // host never touches (the parameters' gradients and rows kept on a card)
+  // costs the host nothing, as with XRT, where it is the card's memory.
   uint8_t* host = nullptr;
-  std::vector<uint8_t> copy;
+  uint8_t* copy = nullptr;
 
-  bool mapped() const { return copy.empty(); }
-  ~BufferState() { backend->release(address); }
+  bool mapped() const { return copy == nullptr; }
+  ~BufferState() {
+    if (copy) munmap(copy, size);
+    backend->release(address);
+  }
 };
 
 struct RunState {
@@ -273,9 +281,13 @@ Result<Buffer> Device::allocate(std::size_t bytes, uint32_t bank) {
   state->size = bytes;
   // Device memory starts zeroed (a released block is scrubbed), as the copy.
   state->host = backend_->shared_memory(*address, bytes);
-  if (!state->host) {
-    state->copy.assign(bytes, 0);
-    state->host = state->copy.data();
+  if (!state->host && bytes > 0) {
+    void* pages =
+        mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (pages == MAP_FAILED)
+      return Status(StatusCode::kUnavailable,
+                    "no host memory for the host view of a " + std::to_string(bytes) + "-byte buffer");
+    state->copy = state->host = static_cast<uint8_t*>(pages);
   }
   return Buffer(std::move(state));
 }

@@ -3,8 +3,10 @@
 // parameters, its results, the host link's time, and contention between
 // compute units for an HBM pseudo-channel.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -119,6 +121,39 @@ TEST(Perf, BuffersKeepAHostCopyThatSyncsCross) {
   ASSERT_TRUE(buffer.read(back, 8, 92).ok());
   EXPECT_EQ(std::vector<uint8_t>(back, back + 8), std::vector<uint8_t>(bytes, bytes + 8))
       << "the device kept what was synced, not the later write to the copy";
+}
+
+// This process's resident memory (/proc/self/statm), in bytes.
+std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * std::size_t(sysconf(_SC_PAGESIZE));
+}
+
+// The host copy takes host memory only where the host writes or syncs: a
+// card buffer the host never touches (the gradients and rows of parameters
+// kept on the card) costs the host nothing, and it reads as zeros, as the
+// device memory does.
+TEST(Perf, AHostCopyTakesMemoryOnlyWhereTheHostTouchesIt) {
+  Device device = Device::open("perf", 0, perf_options()).value();
+  constexpr std::size_t kBytes = std::size_t(48) << 20, kSlack = std::size_t(8) << 20;  // a bank: 64 MiB
+  const std::size_t before = resident_bytes();
+  auto allocated = device.allocate(kBytes, 0);
+  ASSERT_TRUE(allocated.ok()) << allocated.status().to_string();
+  Buffer buffer = std::move(allocated).value();
+  ASSERT_FALSE(buffer.mapped());
+  EXPECT_LT(resident_bytes(), before + kSlack) << "allocating a 48 MiB buffer";
+  const uint8_t seven[8] = {7, 7, 7, 7, 7, 7, 7, 7};
+  ASSERT_TRUE(buffer.write(seven, 8, kBytes / 2).ok());
+  ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kToDevice, 8, kBytes / 2).ok());
+  ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kFromDevice, 8, kBytes - 8).ok());
+  EXPECT_LT(resident_bytes(), before + kSlack) << "after writing and syncing 8 bytes of it";
+  uint8_t back[8];
+  ASSERT_TRUE(buffer.read(back, 8, kBytes - 8).ok());
+  EXPECT_EQ(std::vector<uint8_t>(back, back + 8), std::vector<uint8_t>(8, 0));
+  ASSERT_TRUE(buffer.read(back, 8, kBytes / 2).ok());
+  EXPECT_EQ(std::vector<uint8_t>(back, back + 8), std::vector<uint8_t>(seven, seven + 8));
 }
 
 // Two units each multiply 256x256x256 at the same simulated time: with their

@@ -155,7 +155,8 @@ struct DeviceInfo {
 // move nothing and a write is seen by the device at once (do not write a
 // buffer that a running launch uses). Elsewhere (boards over PCIe or UART,
 // and the perf backend, which counts the host link's bytes) the view is a
-// host copy and the syncs transfer. Code that syncs as it would for a
+// host copy (zero until written, taking host memory only where the host
+// writes or syncs) and the syncs transfer. Code that syncs as it would for a
 // board is right on both. The device memory is released when the last
 // handle goes: keep every buffer that a command list's descriptors point
 // into alive until its run has been waited on (a Run keeps only the
