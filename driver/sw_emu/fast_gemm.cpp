@@ -348,7 +348,9 @@ __attribute__((target("avx2"))) void pack_b(const FastGemmArgs& args, uint32_t c
 }
 
 // Loop nest: for each kNc-column block of B (packed by all threads), each
-// thread takes kMc-row blocks of C; for each K tile, each NR-column micro
+// thread takes blocks of up to kMc rows of C (smaller blocks when C has few
+// rows, so that every thread gets about as many: the MLP's 64 rows made one
+// block of 48 and one of 16); for each K tile, each NR-column micro
 // panel of that tile (8 KiB at k_tile 128, kept in L1) meets every MR-row
 // micro panel of A in the block. The block's fp32 accumulators stay in L2
 // across K tiles and are finished (bias, ReLU, conversion) at the end.
@@ -360,7 +362,10 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
   const uint32_t row_panels = (args.m + kMr - 1) / kMr;
   const uint32_t col_panels = (args.n + kNr - 1) / kNr;
   const uint32_t panels_per_nc = kNc / kNr;
-  const uint32_t panels_per_mc = kMc / kMr;
+  // With several threads, at least four work items each where the rows
+  // allow.
+  const uint32_t panels_per_mc =
+      threads > 1 ? std::clamp((row_panels + 4 * threads - 1) / (4 * threads), 1u, kMc / kMr) : kMc / kMr;
   const uint32_t row_blocks = (row_panels + panels_per_mc - 1) / panels_per_mc;
 
   thread_local Workspace a_workspace, b_workspace;
