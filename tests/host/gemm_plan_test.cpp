@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "common/engines.h"
 #include "reference/reference.h"
@@ -146,8 +148,9 @@ MatmulCall packed_call(uint32_t m, uint32_t n, uint32_t k, const std::vector<flo
 // Operands read with a row stride (a slice of a wider matrix, as NumPy
 // views give them), plain or stored transposed, give the packed operands'
 // bits; a stride shorter than a stored row is refused.
-TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
-  const uint32_t seed = 11, m = 13, k = 21, n = 6, wide = 29, offset = 3;
+void slice_of_a_wider_matrix(uint32_t m, uint32_t k, uint32_t n, uint32_t wide) {
+  const uint32_t seed = 11, offset = 3;
+  SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
   std::vector<float> a(std::size_t(m) * k), b(std::size_t(k) * n);
@@ -178,7 +181,14 @@ TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
   call.lda = m - 1;
   const Status refused = matmul->run(call);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.message().find("lda 12"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("lda " + std::to_string(m - 1)), std::string::npos) << refused.message();
+}
+
+// Two sizes: a small one, and one whose transpose has several 64-column
+// blocks of 8 x 8 tiles and edges on both sides.
+TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
+  for (const auto& [m, k, n, wide] : {std::array<uint32_t, 4>{13, 21, 6, 29}, {75, 141, 5, 150}})
+    slice_of_a_wider_matrix(m, k, n, wide);
 }
 
 // An operand given as rows (made by the caller when asked, as a
