@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "systole/descriptor.h"
+#include "systole/detail/transpose8.h"
 #include "systole/numerics.h"
 
 #if defined(__x86_64__)
@@ -292,25 +293,12 @@ __attribute__((target("avx2"))) void pack_a(const FastGemmArgs& args, uint32_t r
       for (uint32_t r = 0; r < 8; ++r)
         v[r] = r < rows ? _mm256_castsi256_ps(decode8(row[r] + k * sizeof(bf16_t), min_nonzero, max))
                         : _mm256_setzero_ps();
-      // 8 x 8 transpose: t[i] holds K = k + i of rows 0..7.
-      const __m256 a0 = _mm256_unpacklo_ps(v[0], v[1]), a1 = _mm256_unpackhi_ps(v[0], v[1]);
-      const __m256 a2 = _mm256_unpacklo_ps(v[2], v[3]), a3 = _mm256_unpackhi_ps(v[2], v[3]);
-      const __m256 a4 = _mm256_unpacklo_ps(v[4], v[5]), a5 = _mm256_unpackhi_ps(v[4], v[5]);
-      const __m256 a6 = _mm256_unpacklo_ps(v[6], v[7]), a7 = _mm256_unpackhi_ps(v[6], v[7]);
-      const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xEE);
-      const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xEE);
-      const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xEE);
-      const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xEE);
-      const __m256 transposed[8] = {
-          _mm256_permute2f128_ps(b0, b4, 0x20), _mm256_permute2f128_ps(b1, b5, 0x20),
-          _mm256_permute2f128_ps(b2, b6, 0x20), _mm256_permute2f128_ps(b3, b7, 0x20),
-          _mm256_permute2f128_ps(b0, b4, 0x31), _mm256_permute2f128_ps(b1, b5, 0x31),
-          _mm256_permute2f128_ps(b2, b6, 0x31), _mm256_permute2f128_ps(b3, b7, 0x31)};
+      detail::transpose8x8(v);  // v[i]: K = k + i of rows 0..7
       // Each store's two spare lanes land where the next store writes; the
       // last store leaves them out.
       float* at = out + uint64_t(k) * kMr;
-      for (uint32_t i = 0; i < 7; ++i) _mm256_storeu_ps(at + i * kMr, transposed[i]);
-      _mm256_maskstore_ps(at + 7 * kMr, first_six, transposed[7]);
+      for (uint32_t i = 0; i < 7; ++i) _mm256_storeu_ps(at + i * kMr, v[i]);
+      _mm256_maskstore_ps(at + 7 * kMr, first_six, v[7]);
     }
     for (; k < end; ++k)
       for (uint32_t r = 0; r < kMr; ++r) {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "systole/boards.h"
+#include "systole/detail/transpose8.h"
 #include "systole/matmul.h"
 #include "systole/numerics.h"
 #include "systole/trace.h"
@@ -62,19 +63,8 @@ __attribute__((target("avx2"))) void transpose_avx2(const float* x, uint32_t row
       for (uint32_t c = c0; c < whole_c1; c += 8) {
         __m256 v[8];
         for (uint32_t i = 0; i < 8; ++i) v[i] = _mm256_loadu_ps(x + std::size_t(c + i) * stride + r);
-        const __m256 a0 = _mm256_unpacklo_ps(v[0], v[1]), a1 = _mm256_unpackhi_ps(v[0], v[1]);
-        const __m256 a2 = _mm256_unpacklo_ps(v[2], v[3]), a3 = _mm256_unpackhi_ps(v[2], v[3]);
-        const __m256 a4 = _mm256_unpacklo_ps(v[4], v[5]), a5 = _mm256_unpackhi_ps(v[4], v[5]);
-        const __m256 a6 = _mm256_unpacklo_ps(v[6], v[7]), a7 = _mm256_unpackhi_ps(v[6], v[7]);
-        const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xEE);
-        const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xEE);
-        const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xEE);
-        const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xEE);
-        const __m256 t[8] = {_mm256_permute2f128_ps(b0, b4, 0x20), _mm256_permute2f128_ps(b1, b5, 0x20),
-                             _mm256_permute2f128_ps(b2, b6, 0x20), _mm256_permute2f128_ps(b3, b7, 0x20),
-                             _mm256_permute2f128_ps(b0, b4, 0x31), _mm256_permute2f128_ps(b1, b5, 0x31),
-                             _mm256_permute2f128_ps(b2, b6, 0x31), _mm256_permute2f128_ps(b3, b7, 0x31)};
-        for (uint32_t j = 0; j < 8; ++j) _mm256_storeu_ps(out + std::size_t(r + j) * cols + c, t[j]);
+        detail::transpose8x8(v);
+        for (uint32_t j = 0; j < 8; ++j) _mm256_storeu_ps(out + std::size_t(r + j) * cols + c, v[j]);
       }
       for (uint32_t j = r; j < r + 8; ++j)
         for (uint32_t c = whole_c1; c < c1; ++c)
