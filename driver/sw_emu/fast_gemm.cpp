@@ -396,8 +396,9 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
         // `chosen` picks.
         auto for_each_output = [&](auto whole8, auto one, auto chosen) {
           for (uint32_t i = 0; i < mc_panels; ++i)
-            for (uint32_t j = 0; j < nc_panels; ++j)
-              for (uint32_t r = 0; r < kMr && chosen(i, j); ++r) {
+            for (uint32_t j = 0; j < nc_panels; ++j) {
+              if (!chosen(i, j)) continue;
+              for (uint32_t r = 0; r < kMr; ++r) {
                 const uint32_t m = (panel0 + i) * kMr + r, n0 = (nc_panel0 + j) * kNr;
                 if (m >= args.m) break;
                 float* row = accumulator(i, j) + r * kNr;
@@ -409,6 +410,7 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
                   for (uint32_t n = n0 + c; n < std::min(args.n, n0 + c + 8); ++n) one(row[n - n0], m, n);
                 }
               }
+            }
         };
         const bool bf16_output = args.flags & spec::flag::kOutputBf16;
         auto load_one = [&](float& acc, uint32_t m, uint32_t n) { acc = initial_accumulator(args, m, n); };
@@ -429,10 +431,11 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
         };
         const bool accumulate = args.flags & spec::flag::kAccumulate;
         if (accumulate) {
+          auto every = [](uint32_t, uint32_t) { return true; };
           if (bf16_output)
-            for_each_output(by_one(load_one), load_one, [](uint32_t, uint32_t) { return true; });
+            for_each_output(by_one(load_one), load_one, every);
           else
-            for_each_output(load8, load_one, [](uint32_t, uint32_t) { return true; });
+            for_each_output(load8, load_one, every);
         }
         for (uint32_t t = 0; t < k_tiles; ++t) {
           const uint32_t depth = tile_depth(args, t);

@@ -38,16 +38,21 @@ __attribute__((target_clones("avx2", "default"))) void convert_rows(const float*
     numerics::f32_to_bf16_array(x + std::size_t(r) * stride, out + std::size_t(r) * cols, cols);
 }
 
+// out[r][c] = x[c * stride + r] for r in [r0, r1), c in [c0, c1), one
+// value at a time; out has `cols` columns.
+void transpose_rect(const float* x, uint32_t stride, uint32_t cols, uint32_t r0, uint32_t r1, uint32_t c0,
+                    uint32_t c1, float* out) {
+  for (uint32_t r = r0; r < r1; ++r)
+    for (uint32_t c = c0; c < c1; ++c) out[std::size_t(r) * cols + c] = x[std::size_t(c) * stride + r];
+}
+
 // out[r][c] = x[c * stride + r] for r < rows, c < cols: column blocks of
 // 64, so that the block's strided reads stay in L1 and the writes run along
 // rows. The portable form.
+constexpr uint32_t kTransposeBlock = 64;
 void transpose_portable(const float* x, uint32_t rows, uint32_t cols, uint32_t stride, float* out) {
-  constexpr uint32_t kBlock = 64;
-  for (uint32_t c0 = 0; c0 < cols; c0 += kBlock) {
-    const uint32_t c1 = std::min(cols, c0 + kBlock);
-    for (uint32_t r = 0; r < rows; ++r)
-      for (uint32_t c = c0; c < c1; ++c) out[std::size_t(r) * cols + c] = x[std::size_t(c) * stride + r];
-  }
+  for (uint32_t c0 = 0; c0 < cols; c0 += kTransposeBlock)
+    transpose_rect(x, stride, cols, 0, rows, c0, std::min(cols, c0 + kTransposeBlock), out);
 }
 
 #if defined(__x86_64__)
@@ -55,10 +60,9 @@ void transpose_portable(const float* x, uint32_t rows, uint32_t cols, uint32_t s
 // as above; the edges one value at a time). A copy, so the bits are x's.
 __attribute__((target("avx2"))) void transpose_avx2(const float* x, uint32_t rows, uint32_t cols,
                                                     uint32_t stride, float* out) {
-  constexpr uint32_t kBlock = 64;
   const uint32_t whole_rows = rows / 8 * 8;
-  for (uint32_t c0 = 0; c0 < cols; c0 += kBlock) {
-    const uint32_t c1 = std::min(cols, c0 + kBlock), whole_c1 = c0 + (c1 - c0) / 8 * 8;
+  for (uint32_t c0 = 0; c0 < cols; c0 += kTransposeBlock) {
+    const uint32_t c1 = std::min(cols, c0 + kTransposeBlock), whole_c1 = c0 + (c1 - c0) / 8 * 8;
     for (uint32_t r = 0; r < whole_rows; r += 8) {
       for (uint32_t c = c0; c < whole_c1; c += 8) {
         __m256 v[8];
@@ -66,12 +70,9 @@ __attribute__((target("avx2"))) void transpose_avx2(const float* x, uint32_t row
         detail::transpose8x8(v);
         for (uint32_t j = 0; j < 8; ++j) _mm256_storeu_ps(out + std::size_t(r + j) * cols + c, v[j]);
       }
-      for (uint32_t j = r; j < r + 8; ++j)
-        for (uint32_t c = whole_c1; c < c1; ++c)
-          out[std::size_t(j) * cols + c] = x[std::size_t(c) * stride + j];
+      transpose_rect(x, stride, cols, r, r + 8, whole_c1, c1, out);
     }
-    for (uint32_t r = whole_rows; r < rows; ++r)
-      for (uint32_t c = c0; c < c1; ++c) out[std::size_t(r) * cols + c] = x[std::size_t(c) * stride + r];
+    transpose_rect(x, stride, cols, whole_rows, rows, c0, c1, out);
   }
 }
 #endif
