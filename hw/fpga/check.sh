@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # make -f Makefile.fpga check: what can be checked here without Vitis.
 #  1. yosys 0.23 synthesises the RTL modules, generic (synth) and for
-#     UltraScale+ (synth_xilinx -family xcup), and the 4x4 array, with no
+#     UltraScale+ (synth_xilinx -family xcup), the 4x4 array, and the
+#     vector engine's control at 4 and at VectorLanes columns, with no
 #     latches (FULL=1: also the 4x4 core and kernel), and the UART link's
 #     modules for iCE40;
 #  2. a resource report per module (LUT, FF, DSP, BRAM) from synth_xilinx;
@@ -21,6 +22,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 rtl=$root/hw/rtl
 mkdir -p "$out"
 fail() { echo "check: $*" >&2; exit 1; }
+# A parameter of the generated package (written there in hex).
+function pkg_param() { echo $((16#$(sed -n "s/^ *localparam int unsigned $1 = 'h\([0-9a-f]*\);.*/\1/p" "$rtl/systole_pkg.sv"))); }
 
 # Every module is read from the kernel's sources, in their order.
 mapfile -t sources < <(sed "s|^|$rtl/|" "$rtl/kernel_sources.txt")
@@ -34,21 +37,29 @@ modules=(systole_pe_row systole_bf16_mul systole_fp32_add systole_output_stage s
          systole_write_engine systole_load_engine systole_striped_reader systole_row_writer
          systole_striped_writer systole_axi_beats systole_axi_join systole_vector_lane)
 large=(systole_array)
+# The vector engine without its lanes (systole_vector_lane, counted on its
+# own): at 4 columns (flow xcup) and at VectorLanes columns (flow wide),
+# from which the fit takes a cost per column.
+engine=systole_vector_engine
 [[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)
 
 # 1 + 2. Synthesis; a latch fails the check (select -assert-none). The runs
 # are independent: JOBS of them (default: one per core) at a time, the
 # longest first. A failed run leaves MODULE.FLOW.failed and its log.
 synthesize() {  # synthesize MODULE FLOW
-  local module=$1 flow=$2 synth log=$out/$1.$2.log script
+  local module=$1 flow=$2 synth log=$out/$1.$2.log script setup=""
   rm -f "$out/$module.$flow.failed"
+  if [[ $module == "$engine" ]]; then
+    setup="blackbox systole_vector_lane;"
+    [[ $flow == wide ]] && setup+=" chparam -set Cols $(pkg_param VectorLanes) $engine;"
+  fi
   if [[ $flow == ice40 ]]; then
     # The small boards' UART host link (not part of the Alveo kernel).
     script="read_verilog -sv -I$rtl ${link[*]}; hierarchy -check -top $module; proc;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; synth_ice40 -top $module"
   else
     local xilinx="synth_xilinx -family xcup -top $module -flatten -noiopad"
-    if [[ $flow == generic ]]; then synth="synth -top $module -flatten"; else synth=$xilinx; fi
+    if [[ $flow == generic ]]; then synth="synth -top $module -flatten"; else synth=$xilinx; fi  # xcup, wide
     if [[ $module == systole_vector_lane ]]; then
       # yosys's SAT-based sharing (share) runs out of memory on the lane's
       # datapath, which shares its units by construction: synth_xilinx's
@@ -58,7 +69,7 @@ synthesize() {  # synthesize MODULE FLOW
           opt; memory -nomap; opt_clean; $xilinx -run map_memory:"
       fi
     fi
-    script="read_verilog -sv -I$rtl ${sources[*]}; hierarchy -check -top $module; proc;
+    script="read_verilog -sv -I$rtl ${sources[*]}; $setup hierarchy -check -top $module; proc;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; $synth;
       select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr t:\$_DLATCH_* t:LDCE t:LDPE"
   fi
@@ -69,11 +80,12 @@ link=("$rtl/systole_pkg.sv" "$rtl/systole_uart_rx.sv" "$rtl/systole_uart_tx.sv" 
 runs=()
 for module in "${large[@]}"; do runs+=("$module xcup"); done
 for flow in xcup generic; do for module in "${modules[@]}"; do runs+=("$module $flow"); done; done
+runs+=("$engine xcup" "$engine wide")
 for module in systole_uart_rx systole_uart_tx systole_uart_bridge; do runs+=("$module ice40"); done
 # The slowest runs (minutes each: the readers' and writers' buffers are
 # flip-flops) go first so that no core waits on one at the end.
-slow=("systole_striped_reader xcup" "systole_row_reader xcup" "systole_front xcup" "systole_striped_writer xcup"
-      "systole_validate xcup" "systole_vector_lane xcup" "systole_vector_lane generic")
+slow=("systole_striped_reader xcup" "systole_row_reader xcup" "$engine wide" "systole_front xcup"
+      "systole_striped_writer xcup" "systole_validate xcup" "systole_vector_lane xcup" "systole_vector_lane generic")
 mapfile -t runs < <(printf '%s\n' "${slow[@]}" "${runs[@]}" | awk '!seen[$0]++')
 jobs_max=${JOBS:-$(nproc)}
 for run in "${runs[@]}"; do
@@ -110,6 +122,11 @@ cells() {
     [[ $module == systole_array || $module == systole_core || $module == systole_kernel ]] && name="$module (4x4)"
     echo "| $name | $lut | $ff | $dsp | $bram |"
   done
+  for flow in xcup wide; do
+    read -r lut ff dsp bram < <(cells "$out/$engine.$flow.stat")
+    columns=4; [[ $flow == wide ]] && columns=$(pkg_param VectorLanes)
+    echo "| $engine, $columns columns, lanes not included | $lut | $ff | $dsp | $bram |"
+  done
 } >"$out/resources.md"
 
 # 3. Fit. The kernel holds Rows x Cols PEs, one accumulator adder and one
@@ -123,10 +140,12 @@ cells() {
 # buffer is MaxM rows of MaxK = MaxKPerRow x Rows bf16 values, written a
 # whole row at a time; the accumulator memory is two banks of MaxM rows of
 # Cols fp32 sums. MaxM and MaxKPerRow come from the generated package.
-# The vector engine is counted as min(N, VectorLanes) lanes and its
-# operand registers (engine_registers below). Its walkers and address arithmetic
-# are not: yosys 0.23's ABC did not map systole_vector_engine in 15
-# minutes.
+# The vector engine is min(N, VectorLanes) lanes, its operand registers
+# (engine_registers below) and its control (walkers, address arithmetic,
+# the selection of a chunk's parts): the control's LUTs grow by column
+# as they do from 4 to VectorLanes columns (beyond those a straight line),
+# its flip-flops and DSPs are what the 4-column engine has besides the
+# operand registers.
 read -r array_lut array_ff array_dsp _ < <(cells "$out/systole_array.xcup.stat")
 pe_lut=$(( (array_lut + 15) / 16 )) pe_ff=$(( (array_ff + 15) / 16 )) pe_dsp=$(( (array_dsp + 15) / 16 ))
 read -r add_lut add_ff add_dsp _ < <(cells "$out/systole_fp32_add.xcup.stat")
@@ -138,11 +157,11 @@ for part in systole_axil_regs systole_row_reader systole_row_reader systole_row_
   read -r l f d _ < <(cells "$out/$part.xcup.stat")
   fixed_lut=$((fixed_lut + l)) fixed_ff=$((fixed_ff + f)) fixed_dsp=$((fixed_dsp + d))
 done
-# A parameter of the generated package (written there in hex).
-function pkg_param() { echo $((16#$(sed -n "s/^ *localparam int unsigned $1 = 'h\([0-9a-f]*\);.*/\1/p" "$rtl/systole_pkg.sv"))); }
 max_m=$(pkg_param MaxM) k_per_row=$(pkg_param MaxKPerRow) vector_lanes=$(pkg_param VectorLanes)
 beat_bytes=$(pkg_param BeatBytes)
 read -r lane_lut lane_ff lane_dsp _ < <(cells "$out/systole_vector_lane.xcup.stat")
+read -r engine_lut engine_ff engine_dsp _ < <(cells "$out/$engine.xcup.stat")
+read -r wide_lut _ < <(cells "$out/$engine.wide.stat")
 # Device totals and the largest array each board is said to fit come from
 # hw/spec's board table (gen_fpga_config boards-fit). Kernels get what the
 # shell leaves: the budget below is 70 % of the device. The check fails when
@@ -151,13 +170,14 @@ read -r lane_lut lane_ff lane_dsp _ < <(cells "$out/systole_vector_lane.xcup.sta
 awk -v maxm="$max_m" -v kpr="$k_per_row" -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))" \
     -v cf="$((add_ff + out_ff))" -v cd="$((add_dsp + out_dsp))" -v fl="$fixed_lut" -v ff="$fixed_ff" \
     -v fd="$fixed_dsp" -v vl="$vector_lanes" -v ll="$lane_lut" -v lf="$lane_ff" -v ld="$lane_dsp" -v beat="$beat_bytes" \
+    -v el="$engine_lut" -v ef="$engine_ff" -v ed="$engine_dsp" -v ew="$wide_lut" \
     -v boards="$out/boards.txt" '
 # The cost of an N x N kernel (into lut, flop, dsp), and whether it fits board b.
 function cost(n,   lanes) {
   lanes = n < vl ? n : vl
-  lut = n * n * pl + n * cl + fl + lanes * ll
-  flop = n * n * pf + n * cf + ff + lanes * lf + engine_registers(n)
-  dsp = n * n * pd + n * cd + fd + lanes * ld
+  lut = n * n * pl + n * cl + fl + lanes * ll + el + (n - 4) * engine_column_lut
+  flop = n * n * pf + n * cf + ff + lanes * lf + engine_registers(n) + engine_control_ff
+  dsp = n * n * pd + n * cd + fd + lanes * ld + ed
   buffers(n)
 }
 # Per column: x, y, z, w (fp32), and the group of a transposed to_bf16,
@@ -173,6 +193,7 @@ function buffers(n,   act_bits, acc_bits) {
 }
 BEGIN {
   budget = 0.70
+  engine_column_lut = (ew - el) / (vl - 4); engine_control_ff = ef - engine_registers(4)
   while ((getline line < boards) > 0) {
     split(line, f, " "); b = ++count
     name[b] = f[1]; luts[b] = f[2]; ffs[b] = f[3]; dsps[b] = f[4]; urams[b] = f[5]; table[b] = f[6]
@@ -180,7 +201,7 @@ BEGIN {
   print "# Fit of an N x N array on the boards of hw/spec/systole/boards.h"
   print ""
   printf "Per PE (the 4x4 array / 16): %d LUT, %d FF, %d DSP48E2. Per column: %d LUT, %d FF. Fixed: %d LUT, %d FF.\n", pl, pf, pd, cl, cf, fl, ff
-  printf "Vector engine: min(N, %d) lanes of %d LUT, %d FF, %d DSP48E2 each, and its operand registers.\n", vl, ll, lf, ld
+  printf "Vector engine: min(N, %d) lanes of %d LUT, %d FF, %d DSP48E2 each, its operand registers, and its control: %d LUT at 4 columns, %.0f more per column, %d FF, %d DSP48E2.\n", vl, ll, lf, ld, el, engine_column_lut, engine_control_ff, ed
   printf "Budget: %d%% of each device; the Vitis shell takes the rest.\n", budget * 100
   printf "Buffers: activations %d x %d x N bf16, accumulators 2 x %d x N fp32, in UltraRAM (4096 x 72 bits).\n\n", maxm, kpr, maxm
   header = "| array | LUT | FF | DSP | buffers | UltraRAM |"; rule = "|---|---|---|---|---|---|"

@@ -63,6 +63,20 @@ module systole_vector_engine #(
     min32 = a < b ? a : b;
   endfunction
 
+  // Element offsets of a row or a column: validation bounds a row index by
+  // MaxVectorRows and an element index by MaxVectorElements, so the
+  // products are only as wide as those bounds (64 x 64-bit products took
+  // twice the DSP blocks).
+  localparam int unsigned RowBits = $clog2(systole_pkg::MaxVectorRows) + 1;
+  localparam int unsigned ElementBits = $clog2(systole_pkg::MaxVectorElements) + 1;
+  function automatic logic [RowBits+31:0] row_offset(logic [RowBits-1:0] row, logic [31:0] length);
+    row_offset = (RowBits+32)'(row) * (RowBits+32)'(length);
+  endfunction
+  function automatic logic [RowBits+ElementBits-1:0] column_offset(logic [ElementBits-1:0] column,
+                                                                   logic [RowBits-1:0] rows);
+    column_offset = (RowBits+ElementBits)'(column) * (RowBits+ElementBits)'(rows);
+  endfunction
+
   // Rows per group: a sum's are all its rows.
   logic [31:0] group;
   assign group = desc_i.opcode == 8'(systole_pkg::OpcodeSum) ? desc_i.rows
@@ -79,7 +93,7 @@ module systole_vector_engine #(
   assign ask         = req_valid_o && req_ready_i;
   assign req_bytes_o = 32'd4 * min32(32'(Cols), desc_i.n - ask_q.i0);
   assign req_addr_o  = rows_op
-      ? desc_i.x + 64'd4 * ((64'(ask_q.r0) + 64'(ask_q.r)) * 64'(desc_i.stride) + 64'(ask_q.i0))
+      ? desc_i.x + 64'd4 * (64'(row_offset(RowBits'(ask_q.r0 + ask_q.r), desc_i.stride)) + 64'(ask_q.i0))
       : ask_base + 64'd4 * 64'(ask_q.i0);
   always_comb begin
     unique case (ask_q.op)
@@ -105,15 +119,25 @@ module systole_vector_engine #(
   systole_ctrl_pkg::vec_walk_t unit_d, unit_q;  // the chunk and group being computed or written
   logic                        unit_last_d, unit_last_q;  // unit is its group's last read
   logic [SliceBits-1:0]        slice_d, slice_q;  // Compute: the slice of Lanes elements
-  logic [31:0]                 write_d, write_q;  // Write: the operand (1..3) or the column
+  // Write: the operand (1..3, 4 past the last) or the column (0..Cols), no
+  // wider than that: a column picks bf16 values out of a group's rows.
+  localparam int unsigned WriteBits = $clog2((Cols > 4 ? Cols : 4) + 1);
+  localparam int unsigned ColBits = Cols > 1 ? $clog2(Cols) : 1;
+  logic [WriteBits-1:0]        write_d, write_q;
 
   // The operands of a chunk, operand j (x, y, z, w) at [j ChunkBits +:
   // ChunkBits] (a sum in z); results replace their inputs. to_bf16's group,
   // rounded: row g's element c at [16 (g Cols + c) +: 16]. (Flat vectors:
-  // yosys reads no whole-array assignments.)
+  // yosys reads no whole-array assignments.) Their parts are picked by
+  // constant selects under a condition: a select at a variable offset is a
+  // shifter as wide as the whole vector, dozens of them in all.
   localparam int unsigned ChunkBits = 32 * Cols;
   logic [4*ChunkBits-1:0]    value_d, value_q;
   logic [Group*Cols*16-1:0]  bf16_d, bf16_q;
+  logic [Cols*16-1:0]        rounded;  // the row taken, rounded to bf16 (to_bf16)
+  for (genvar c = 0; c < Cols; c++) begin : g_round
+    assign rounded[16 * c +: 16] = systole_arith::fp32_to_bf16(row_i[32 * c +: 32]);
+  end
 
   logic take, take_last, last_slice, last_write, is_sum, is_to_bf16;
   systole_ctrl_pkg::vec_walk_t take_next;
@@ -144,10 +168,20 @@ module systole_vector_engine #(
   for (genvar l = 0; l < Lanes; l++) begin : g_lane
     localparam int unsigned Bits = 32 * l;
     logic [31:0] x, y, z, w;
-    assign x = value_q[0 * ChunkBits + 32 * Lanes * slice_q + Bits +: 32];
-    assign y = value_q[1 * ChunkBits + 32 * Lanes * slice_q + Bits +: 32];
-    assign z = value_q[2 * ChunkBits + 32 * Lanes * slice_q + Bits +: 32];
-    assign w = value_q[3 * ChunkBits + 32 * Lanes * slice_q + Bits +: 32];
+    always_comb begin
+      x = '0;
+      y = '0;
+      z = '0;
+      w = '0;
+      for (int s = 0; s < Slices; s++) begin
+        if (Slices == 1 || slice_q == SliceBits'(s)) begin
+          x = value_q[0 * ChunkBits + 32 * Lanes * s + Bits +: 32];
+          y = value_q[1 * ChunkBits + 32 * Lanes * s + Bits +: 32];
+          z = value_q[2 * ChunkBits + 32 * Lanes * s + Bits +: 32];
+          w = value_q[3 * ChunkBits + 32 * Lanes * s + Bits +: 32];
+        end
+      end
+    end
     systole_vector_lane u_lane (
       .opcode_i(desc_i.opcode), .nesterov_i(desc_i.nesterov),
       .alpha_i(desc_i.alpha), .beta_i(desc_i.beta), .gamma_i(desc_i.gamma), .delta_i(desc_i.delta),
@@ -158,18 +192,18 @@ module systole_vector_engine #(
 
   // The operand the opcode writes after operand `k` (x is never written),
   // or 4.
-  function automatic logic [31:0] written_after(logic [3:0] writes, logic [31:0] k);
-    written_after = 32'd4;
+  function automatic logic [WriteBits-1:0] written_after(logic [3:0] writes, logic [WriteBits-1:0] k);
+    written_after = WriteBits'(4);
     for (int i = 3; i >= 1; i--)
-      if (writes[i] && 32'(i) > k) written_after = 32'(i);
+      if (writes[i] && WriteBits'(i) > k) written_after = WriteBits'(i);
   endfunction
 
   // The writes of a unit: each written operand (elementwise, sum), one
   // packed row, or one column per element (transposed to_bf16).
-  logic [31:0] next_written;  // the written operand after write_q, or 4
+  logic [WriteBits-1:0] next_written;  // the written operand after write_q, or 4
   assign next_written = written_after(desc_i.writes, write_q);
-  assign last_write = is_to_bf16 ? (!desc_i.transpose || write_q + 32'd1 >= unit_count)
-                                 : next_written == 32'd4;
+  assign last_write = is_to_bf16 ? (!desc_i.transpose || 32'(write_q) + 32'd1 >= unit_count)
+                                 : next_written == WriteBits'(4);
 
   always_comb begin
     unique case (write_q[1:0])
@@ -179,21 +213,29 @@ module systole_vector_engine #(
     endcase
   end
 
+  logic [16*Cols-1:0] group_row;  // a row of to_bf16's group
   always_comb begin
+    group_row  = '0;
     wr_row_o   = '0;
     wr_addr_o  = '0;
     wr_bytes_o = '0;
     if (!is_to_bf16) begin
-      wr_row_o   = (RowBeats*systole_pkg::AxiDataBits)'(value_q[ChunkBits * write_q[1:0] +: ChunkBits]);
+      for (int j = 0; j < 4; j++)
+        if (write_q[1:0] == 2'(j))
+          wr_row_o = (RowBeats*systole_pkg::AxiDataBits)'(value_q[ChunkBits * j +: ChunkBits]);
       wr_addr_o  = write_base + 64'd4 * 64'(unit_q.i0);
       wr_bytes_o = 32'd4 * unit_count;
     end else if (!desc_i.transpose) begin
       wr_row_o[0 +: 16 * Cols] = bf16_q[0 +: 16 * Cols];
-      wr_addr_o  = desc_i.z + 64'd2 * (64'(unit_q.r0) * 64'(desc_i.n) + 64'(unit_q.i0));
+      wr_addr_o  = desc_i.z + 64'd2 * (64'(row_offset(RowBits'(unit_q.r0), desc_i.n)) + 64'(unit_q.i0));
       wr_bytes_o = 32'd2 * unit_count;
     end else begin
-      for (int g = 0; g < Group; g++) wr_row_o[16 * g +: 16] = bf16_q[16 * (g * Cols + write_q) +: 16];
-      wr_addr_o  = desc_i.z + 64'd2 * ((64'(unit_q.i0) + 64'(write_q)) * 64'(desc_i.rows) + 64'(unit_q.r0));
+      for (int g = 0; g < Group; g++) begin
+        group_row = bf16_q[16 * Cols * g +: 16 * Cols];
+        wr_row_o[16 * g +: 16] = group_row[{write_q[ColBits-1:0], 4'b0000} +: 16];
+      end
+      wr_addr_o  = desc_i.z + 64'd2 * (64'(column_offset(ElementBits'(unit_q.i0 + 32'(write_q)),
+                                                         RowBits'(desc_i.rows))) + 64'(unit_q.r0));
       wr_bytes_o = 32'd2 * unit_rows;
     end
   end
@@ -215,11 +257,11 @@ module systole_vector_engine #(
         unit_d      = take_q;
         unit_last_d = take_last;
         if (is_to_bf16) begin
-          for (int c = 0; c < Cols; c++)
-            bf16_d[16 * (Cols * take_q.r[GroupBits-1:0] + c) +: 16] =
-                systole_arith::fp32_to_bf16(row_i[32 * c +: 32]);
+          for (int g = 0; g < Group; g++)
+            if (take_q.r[GroupBits-1:0] == GroupBits'(g)) bf16_d[16 * Cols * g +: 16 * Cols] = rounded;
         end else begin
-          value_d[ChunkBits * take_q.op +: ChunkBits] = row_i;
+          for (int j = 0; j < 4; j++)
+            if (take_q.op == 2'(j)) value_d[ChunkBits * j +: ChunkBits] = row_i;
           // A sum starts at +0.
           if (is_sum && take_q.r == '0) value_d[2 * ChunkBits +: ChunkBits] = '0;
         end
@@ -232,10 +274,14 @@ module systole_vector_engine #(
         end
       end
       Compute: begin
-        for (int l = 0; l < Lanes; l++) begin
-          value_d[1 * ChunkBits + 32 * (Lanes * slice_q + l) +: 32] = lane_y[l];
-          value_d[2 * ChunkBits + 32 * (Lanes * slice_q + l) +: 32] = lane_z[l];
-          value_d[3 * ChunkBits + 32 * (Lanes * slice_q + l) +: 32] = lane_w[l];
+        for (int s = 0; s < Slices; s++) begin
+          if (Slices == 1 || slice_q == SliceBits'(s)) begin
+            for (int l = 0; l < Lanes; l++) begin
+              value_d[1 * ChunkBits + 32 * (Lanes * s + l) +: 32] = lane_y[l];
+              value_d[2 * ChunkBits + 32 * (Lanes * s + l) +: 32] = lane_z[l];
+              value_d[3 * ChunkBits + 32 * (Lanes * s + l) +: 32] = lane_w[l];
+            end
+          end
         end
         slice_d = slice_q + 1'b1;
         if (last_slice) begin
@@ -248,7 +294,7 @@ module systole_vector_engine #(
         end
       end
       Write: if (wr_ready_i) begin
-        write_d = is_to_bf16 ? write_q + 32'd1 : next_written;
+        write_d = is_to_bf16 ? write_q + 1'b1 : next_written;
         if (last_write) phase_d = take_q.done ? Done : Gather;
       end
       Done: ;
@@ -286,4 +332,8 @@ module systole_vector_engine #(
   // order.
   `ASSERT(a_taken_rows_asked, take |-> !take_q.done)
   `ASSERT(a_write_fits, wr_valid_o |-> wr_bytes_o >= 32'd1 && wr_bytes_o <= 32'(4 * Cols))
+  // Validation bounds the indices the offsets are narrowed to.
+  `ASSERT(a_row_index_fits, req_valid_o && rows_op |-> ask_q.r0 + ask_q.r < 32'(systole_pkg::MaxVectorRows))
+  `ASSERT(a_column_index_fits, wr_valid_o && is_to_bf16 && desc_i.transpose |->
+                               unit_q.i0 + 32'(write_q) < 32'(systole_pkg::MaxVectorElements))
 endmodule
