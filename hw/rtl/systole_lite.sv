@@ -89,6 +89,39 @@ module systole_lite #(
     Finish
   } state_e;
 
+  // The list is read a 32-bit word at a time: a record (the header, a
+  // descriptor) is one beat of words, and each field's word and bit
+  // position come from the package's byte offsets (hw/spec's layout).
+  localparam int unsigned RecordWords = systole_pkg::BeatBytes / 4;
+  localparam logic [3:0] LastWord     = 4'(RecordWords - 1);
+  localparam logic [3:0] MagicWord    = 4'(systole_pkg::HdrMagicByte / 4);
+  localparam logic [3:0] VersionWord  = 4'(systole_pkg::HdrVersionMajorByte / 4);
+  localparam logic [3:0] CountWord    = 4'(systole_pkg::HdrCountByte / 4);
+  localparam logic [3:0] OpcodeWord   = 4'(systole_pkg::DescOpcodeByte / 4);  // with the flags and reserved0
+  localparam logic [3:0] MWord        = 4'(systole_pkg::DescMByte / 4);
+  localparam logic [3:0] NWord        = 4'(systole_pkg::DescNByte / 4);
+  localparam logic [3:0] KWord        = 4'(systole_pkg::DescKByte / 4);
+  localparam logic [3:0] LdaWord      = 4'(systole_pkg::DescLdaByte / 4);
+  localparam logic [3:0] LdbWord      = 4'(systole_pkg::DescLdbByte / 4);
+  localparam logic [3:0] LdcWord      = 4'(systole_pkg::DescLdcByte / 4);
+  localparam logic [3:0] Reserved1Word = 4'(systole_pkg::DescReserved1Byte / 4);
+  // An address's low word; its high word follows.
+  localparam logic [3:0] AWord        = 4'(systole_pkg::DescAAddrByte / 4);
+  localparam logic [3:0] BWord        = 4'(systole_pkg::DescBAddrByte / 4);
+  localparam logic [3:0] CWord        = 4'(systole_pkg::DescCAddrByte / 4);
+  localparam logic [3:0] BiasWord     = 4'(systole_pkg::DescBiasAddrByte / 4);
+  localparam int unsigned VersionAt   = 8 * (systole_pkg::HdrVersionMajorByte % 4);
+  localparam int unsigned OpcodeAt    = 8 * (systole_pkg::DescOpcodeByte % 4);
+  localparam int unsigned FlagsAt     = 8 * (systole_pkg::DescFlagsByte % 4);
+  localparam int unsigned Reserved0At = 8 * (systole_pkg::DescReserved0Byte % 4);
+  // A GEMM's flags are the low bits of their byte.
+  localparam int unsigned FlagBits    = $clog2(systole_pkg::FlagAll + 1);
+  if (RecordWords != 16 || systole_pkg::DescFlagsByte / 4 != systole_pkg::DescOpcodeByte / 4 ||
+      systole_pkg::DescReserved0Byte / 4 != systole_pkg::DescOpcodeByte / 4 || Reserved0At + 16 != 32 ||
+      systole_pkg::FlagAll + 1 != 2 ** FlagBits) begin : g_layout
+    $error("the compact kernel reads a 16-word record whose first word holds opcode, flags and reserved0");
+  end
+
   // The operands' spans, checked in this order (validate.h).
   // (yosys 0.23 casts to no user type, so plain constants.)
   localparam logic [1:0] OpA = 2'd0, OpB = 2'd1, OpC = 2'd2, OpBias = 2'd3;
@@ -101,7 +134,7 @@ module systole_lite #(
     logic [DescBits-1:0]   count, desc;
     logic [3:0]            error;     // the first failing check (codes are in check order)
     // The descriptor, as far as a valid one needs it.
-    logic [3:0]            flags;
+    logic [FlagBits-1:0]   flags;
     logic [MBits-1:0]      m;
     logic [NBits-1:0]      n;
     logic [KBits-1:0]      k;
@@ -128,6 +161,13 @@ module systole_lite #(
   } state_t;
 
   state_t s_d, s_q;
+
+  // The descriptor's flags.
+  logic out_bf16, accumulate, has_bias, relu;
+  assign out_bf16   = (s_q.flags & FlagBits'(systole_pkg::FlagOutputBf16)) != '0;
+  assign accumulate = (s_q.flags & FlagBits'(systole_pkg::FlagAccumulate)) != '0;
+  assign has_bias   = (s_q.flags & FlagBits'(systole_pkg::FlagBias)) != '0;
+  assign relu       = (s_q.flags & FlagBits'(systole_pkg::FlagRelu)) != '0;
 
   // ---------------------------------------------------------------------
   // Registers (AXI4-Lite)
@@ -313,9 +353,9 @@ module systole_lite #(
     .init_i        (s_q.lanes),
     .read_bank_i   (1'b0),
     .read_row_i    (RowBits'(s_q.row)),
-    .bias_en_i     (s_q.flags[1]),
-    .relu_en_i     (s_q.flags[2]),
-    .bf16_en_i     (s_q.flags[3]),
+    .bias_en_i     (has_bias),
+    .relu_en_i     (relu),
+    .bf16_en_i     (out_bf16),
     .bias_i        (s_q.bias_lanes),
     .word_o        (word)
   );
@@ -326,7 +366,7 @@ module systole_lite #(
   // fill and empty by shifting, not by index; the pointers share one adder
   // each; the range checks share one multiplier (a DSP block); the limits
   // are powers of two, so their checks test bits.
-  logic                 out_bf16, accumulate, has_bias, access_done, got;
+  logic                 access_done, got;
   logic [AddrBits-1:0]  c_step, elem_bytes;
   logic [NBits-1:0]     n_left;
   logic [KBits-1:0]     k_left;
@@ -342,9 +382,6 @@ module systole_lite #(
   logic [31:0]          d;
 
   assign d          = mem_rdata_i;
-  assign out_bf16   = s_q.flags[3];
-  assign accumulate = s_q.flags[0];
-  assign has_bias   = s_q.flags[1];
   assign elem_bytes = out_bf16 ? AddrBits'(2) : AddrBits'(4);
   assign c_step     = out_bf16 ? AddrBits'({s_q.ldc, 1'b0}) : AddrBits'({s_q.ldc, 2'b00});
   assign n_left     = s_q.n - s_q.n0;
@@ -414,20 +451,24 @@ module systole_lite #(
   always_comb begin
     check = '0;
     unique case (s_q.word)
-      4'd0: if (d[7:0] != 8'(systole_pkg::OpcodeGemm)) check = 4'(systole_pkg::ErrBadOpcode);
-            else if (d[15:12] != '0 || d[31:16] != '0) check = 4'(systole_pkg::ErrBadFlags);
-      4'd1: if (d == '0 || d[31:LgM+1] != '0 || (d[LgM] && d[LgM-1:0] != '0))
+      OpcodeWord:
+        if (d[OpcodeAt +: 8] != 8'(systole_pkg::OpcodeGemm)) check = 4'(systole_pkg::ErrBadOpcode);
+        else if ((d[FlagsAt +: 8] | 8'(systole_pkg::FlagAll)) != 8'(systole_pkg::FlagAll) ||
+                 d[Reserved0At +: 16] != '0)
+          check = 4'(systole_pkg::ErrBadFlags);
+      MWord: if (d == '0 || d[31:LgM+1] != '0 || (d[LgM] && d[LgM-1:0] != '0))
               check = 4'(systole_pkg::ErrBadDimension);
-      4'd2: if (d == '0 || d[31:LgN+1] != '0 || (d[LgN] && d[LgN-1:0] != '0))
+      NWord: if (d == '0 || d[31:LgN+1] != '0 || (d[LgN] && d[LgN-1:0] != '0))
               check = 4'(systole_pkg::ErrBadDimension);
-      4'd3: if (d == '0 || d[31:LgK+1] != '0 || (d[LgK] && d[LgK-1:0] != '0))
+      KWord: if (d == '0 || d[31:LgK+1] != '0 || (d[LgK] && d[LgK-1:0] != '0))
               check = 4'(systole_pkg::ErrBadDimension);
-      4'd4: if (d[31:KBits] == '0 && d[KBits-1:0] < s_q.k) check = 4'(systole_pkg::ErrBadLeadingDim);
-      4'd5, 4'd6: if (d[31:NBits] == '0 && d[NBits-1:0] < s_q.n) check = 4'(systole_pkg::ErrBadLeadingDim);
-      4'd7: if (d != '0) check = 4'(systole_pkg::ErrBadFlags);
-      4'd8, 4'd10: if (d[0]) check = 4'(systole_pkg::ErrMisalignedAddress);
-      4'd12: if (out_bf16 ? d[0] : d[1:0] != '0) check = 4'(systole_pkg::ErrMisalignedAddress);
-      4'd14: if (has_bias && d[1:0] != '0) check = 4'(systole_pkg::ErrMisalignedAddress);
+      LdaWord: if (d[31:KBits] == '0 && d[KBits-1:0] < s_q.k) check = 4'(systole_pkg::ErrBadLeadingDim);
+      LdbWord, LdcWord:
+        if (d[31:NBits] == '0 && d[NBits-1:0] < s_q.n) check = 4'(systole_pkg::ErrBadLeadingDim);
+      Reserved1Word: if (d != '0) check = 4'(systole_pkg::ErrBadFlags);
+      AWord, BWord: if (d[0]) check = 4'(systole_pkg::ErrMisalignedAddress);
+      CWord: if (out_bf16 ? d[0] : d[1:0] != '0) check = 4'(systole_pkg::ErrMisalignedAddress);
+      BiasWord: if (has_bias && d[1:0] != '0) check = 4'(systole_pkg::ErrMisalignedAddress);
       default: ;  // the high words and the ranges: Range
     endcase
   end
@@ -500,9 +541,11 @@ module systole_lite #(
         s_d.ptr  = ptr_next;
         s_d.word = s_q.word + 1'b1;
         unique case (s_q.word)
-          4'd0: if (d != systole_pkg::CommandListMagic) s_d.error = 4'(systole_pkg::ErrBadMagic);
-          4'd1: if (d[15:0] != 16'(systole_pkg::VersionMajor)) s_d.error = 4'(systole_pkg::ErrBadVersion);
-          4'd2: begin
+          MagicWord: if (d != systole_pkg::CommandListMagic) s_d.error = 4'(systole_pkg::ErrBadMagic);
+          VersionWord:
+            if (d[VersionAt +: 16] != 16'(systole_pkg::VersionMajor))
+              s_d.error = 4'(systole_pkg::ErrBadVersion);
+          CountWord: begin
             s_d.count = DescBits'(d);
             if (d == '0 || d[31:DescBits] != '0 || (d[DescBits-1] && d[DescBits-2:0] != '0))
               s_d.error = 4'(systole_pkg::ErrBadCount);
@@ -510,7 +553,7 @@ module systole_lite #(
           default: if (d != '0) s_d.error = 4'(systole_pkg::ErrBadFlags);
         endcase
         if (s_d.error != '0) s_d.state = Finish;
-        else if (s_q.word == 4'd15) s_d.state = Desc;
+        else if (s_q.word == LastWord) s_d.state = Desc;
       end
 
       Desc: if (got) begin
@@ -519,24 +562,24 @@ module systole_lite #(
         // The codes are numbered in check order: the smallest is the first.
         if (!s_q.exec && check != '0 && (s_q.error == '0 || check < s_q.error)) s_d.error = check;
         unique case (s_q.word)
-          4'd0:  s_d.flags = d[11:8];
-          4'd1:  s_d.m = MBits'(d);
-          4'd2:  s_d.n = NBits'(d);
-          4'd3:  s_d.k = KBits'(d);
-          4'd4:  begin s_d.lda = AddrBits'(d); s_d.lda_big = big; end
-          4'd5:  begin s_d.ldb = AddrBits'(d); s_d.ldb_big = big; end
-          4'd6:  begin s_d.ldc = AddrBits'(d); s_d.ldc_big = big; end
-          4'd8:  begin s_d.a = AddrBits'(d); s_d.a_big = big; end
-          4'd10: begin s_d.b = AddrBits'(d); s_d.b_big = big; end
-          4'd12: begin s_d.c = AddrBits'(d); s_d.c_big = big; end
-          4'd14: begin s_d.bias = AddrBits'(d); s_d.bias_big = big; end
-          4'd9:  s_d.a_big = s_q.a_big || d != '0;
-          4'd11: s_d.b_big = s_q.b_big || d != '0;
-          4'd13: s_d.c_big = s_q.c_big || d != '0;
-          4'd15: s_d.bias_big = s_q.bias_big || d != '0;
+          OpcodeWord: s_d.flags = d[FlagsAt +: FlagBits];
+          MWord:   s_d.m = MBits'(d);
+          NWord:   s_d.n = NBits'(d);
+          KWord:   s_d.k = KBits'(d);
+          LdaWord: begin s_d.lda = AddrBits'(d); s_d.lda_big = big; end
+          LdbWord: begin s_d.ldb = AddrBits'(d); s_d.ldb_big = big; end
+          LdcWord: begin s_d.ldc = AddrBits'(d); s_d.ldc_big = big; end
+          AWord:   begin s_d.a = AddrBits'(d); s_d.a_big = big; end
+          BWord:   begin s_d.b = AddrBits'(d); s_d.b_big = big; end
+          CWord:   begin s_d.c = AddrBits'(d); s_d.c_big = big; end
+          BiasWord: begin s_d.bias = AddrBits'(d); s_d.bias_big = big; end
+          AWord + 4'd1:    s_d.a_big = s_q.a_big || d != '0;
+          BWord + 4'd1:    s_d.b_big = s_q.b_big || d != '0;
+          CWord + 4'd1:    s_d.c_big = s_q.c_big || d != '0;
+          BiasWord + 4'd1: s_d.bias_big = s_q.bias_big || d != '0;
           default: ;
         endcase
-        if (s_q.word == 4'd15) begin
+        if (s_q.word == LastWord) begin
           s_d.next_desc = ptr_next;
           if (s_q.exec) begin
             s_d.n0     = '0;

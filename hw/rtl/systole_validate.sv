@@ -79,7 +79,7 @@ module systole_validate #(
   always_comb begin
     if (opcode != 8'(systole_pkg::OpcodeGemm))
       gemm_error = systole_pkg::ErrBadOpcode;
-    else if ((flags & ~8'(systole_pkg::FlagAll)) != '0 || reserved0 != '0 || reserved1 != '0)
+    else if ((flags | 8'(systole_pkg::FlagAll)) != 8'(systole_pkg::FlagAll) || reserved0 != '0 || reserved1 != '0)
       gemm_error = systole_pkg::ErrBadFlags;
     else if (m == '0 || n == '0 || k == '0 || m > systole_pkg::MaxM || n > systole_pkg::MaxN ||
              64'(k) > MaxK)
