@@ -37,11 +37,11 @@ modules=(systole_pe_row systole_bf16_mul systole_fp32_add systole_output_stage s
          systole_write_engine systole_load_engine systole_striped_reader systole_row_writer
          systole_striped_writer systole_axi_beats systole_axi_join systole_vector_lane)
 large=(systole_array)
+[[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)
 # The vector engine without its lanes (systole_vector_lane, counted on its
 # own): at 4 columns (flow xcup) and at VectorLanes columns (flow wide),
 # from which the fit takes a cost per column.
 engine=systole_vector_engine
-[[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)
 
 # 1 + 2. Synthesis; a latch fails the check (select -assert-none). The runs
 # are independent: JOBS of them (default: one per core) at a time, the
