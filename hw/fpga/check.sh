@@ -39,9 +39,9 @@ modules=(systole_pe_row systole_bf16_mul systole_fp32_add systole_output_stage s
 large=(systole_array)
 [[ ${FULL:-0} == 1 ]] && large+=(systole_core systole_kernel)
 # The vector engine without its lanes (systole_vector_lane, counted on its
-# own): at 4 columns (flow xcup) and at VectorLanes columns (flow wide),
-# from which the fit takes a cost per column.
-engine=systole_vector_engine
+# own): at engine_columns (flow xcup) and at VectorLanes columns (flow
+# wide), from which the fit takes a cost per column.
+engine=systole_vector_engine engine_columns=4
 
 # 1 + 2. Synthesis; a latch fails the check (select -assert-none). The runs
 # are independent: JOBS of them (default: one per core) at a time, the
@@ -50,8 +50,9 @@ synthesize() {  # synthesize MODULE FLOW
   local module=$1 flow=$2 synth log=$out/$1.$2.log script setup=""
   rm -f "$out/$module.$flow.failed"
   if [[ $module == "$engine" ]]; then
-    setup="blackbox systole_vector_lane;"
-    [[ $flow == wide ]] && setup+=" chparam -set Cols $(pkg_param VectorLanes) $engine;"
+    local columns=$engine_columns
+    [[ $flow == wide ]] && columns=$(pkg_param VectorLanes)
+    setup="blackbox systole_vector_lane; chparam -set Cols $columns $engine;"
   fi
   if [[ $flow == ice40 ]]; then
     # The small boards' UART host link (not part of the Alveo kernel).
@@ -124,7 +125,7 @@ cells() {
   done
   for flow in xcup wide; do
     read -r lut ff dsp bram < <(cells "$out/$engine.$flow.stat")
-    columns=4; [[ $flow == wide ]] && columns=$(pkg_param VectorLanes)
+    columns=$engine_columns; [[ $flow == wide ]] && columns=$(pkg_param VectorLanes)
     echo "| $engine, $columns columns, lanes not included | $lut | $ff | $dsp | $bram |"
   done
 } >"$out/resources.md"
@@ -170,12 +171,12 @@ read -r wide_lut _ < <(cells "$out/$engine.wide.stat")
 awk -v maxm="$max_m" -v kpr="$k_per_row" -v pl="$pe_lut" -v pf="$pe_ff" -v pd="$pe_dsp" -v cl="$((add_lut + out_lut))" \
     -v cf="$((add_ff + out_ff))" -v cd="$((add_dsp + out_dsp))" -v fl="$fixed_lut" -v ff="$fixed_ff" \
     -v fd="$fixed_dsp" -v vl="$vector_lanes" -v ll="$lane_lut" -v lf="$lane_ff" -v ld="$lane_dsp" -v beat="$beat_bytes" \
-    -v el="$engine_lut" -v ef="$engine_ff" -v ed="$engine_dsp" -v ew="$wide_lut" \
+    -v ec="$engine_columns" -v el="$engine_lut" -v ef="$engine_ff" -v ed="$engine_dsp" -v ew="$wide_lut" \
     -v boards="$out/boards.txt" '
 # The cost of an N x N kernel (into lut, flop, dsp), and whether it fits board b.
 function cost(n,   lanes) {
   lanes = n < vl ? n : vl
-  lut = n * n * pl + n * cl + fl + lanes * ll + el + (n - 4) * engine_column_lut
+  lut = n * n * pl + n * cl + fl + lanes * ll + el + (n - ec) * engine_column_lut
   flop = n * n * pf + n * cf + ff + lanes * lf + engine_registers(n) + engine_control_ff
   dsp = n * n * pd + n * cd + fd + lanes * ld + ed
   buffers(n)
@@ -193,7 +194,7 @@ function buffers(n,   act_bits, acc_bits) {
 }
 BEGIN {
   budget = 0.70
-  engine_column_lut = (ew - el) / (vl - 4); engine_control_ff = ef - engine_registers(4)
+  engine_column_lut = (ew - el) / (vl - ec); engine_control_ff = ef - engine_registers(ec)
   while ((getline line < boards) > 0) {
     split(line, f, " "); b = ++count
     name[b] = f[1]; luts[b] = f[2]; ffs[b] = f[3]; dsps[b] = f[4]; urams[b] = f[5]; table[b] = f[6]
@@ -201,7 +202,7 @@ BEGIN {
   print "# Fit of an N x N array on the boards of hw/spec/systole/boards.h"
   print ""
   printf "Per PE (the 4x4 array / 16): %d LUT, %d FF, %d DSP48E2. Per column: %d LUT, %d FF. Fixed: %d LUT, %d FF.\n", pl, pf, pd, cl, cf, fl, ff
-  printf "Vector engine: min(N, %d) lanes of %d LUT, %d FF, %d DSP48E2 each, its operand registers, and its control: %d LUT at 4 columns, %.0f more per column, %d FF, %d DSP48E2.\n", vl, ll, lf, ld, el, engine_column_lut, engine_control_ff, ed
+  printf "Vector engine: min(N, %d) lanes of %d LUT, %d FF, %d DSP48E2 each, its operand registers, and its control: %d LUT at %d columns, %.0f more per column, %d FF, %d DSP48E2.\n", vl, ll, lf, ld, el, ec, engine_column_lut, engine_control_ff, ed
   printf "Budget: %d%% of each device; the Vitis shell takes the rest.\n", budget * 100
   printf "Buffers: activations %d x %d x N bf16, accumulators 2 x %d x N fp32, in UltraRAM (4096 x 72 bits).\n\n", maxm, kpr, maxm
   header = "| array | LUT | FF | DSP | buffers | UltraRAM |"; rule = "|---|---|---|---|---|---|"

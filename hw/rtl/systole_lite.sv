@@ -164,10 +164,10 @@ module systole_lite #(
 
   // The descriptor's flags.
   logic out_bf16, accumulate, has_bias, relu;
-  assign out_bf16   = (s_q.flags & FlagBits'(systole_pkg::FlagOutputBf16)) != '0;
-  assign accumulate = (s_q.flags & FlagBits'(systole_pkg::FlagAccumulate)) != '0;
-  assign has_bias   = (s_q.flags & FlagBits'(systole_pkg::FlagBias)) != '0;
-  assign relu       = (s_q.flags & FlagBits'(systole_pkg::FlagRelu)) != '0;
+  assign out_bf16   = systole_ctrl_pkg::has_flag(8'(s_q.flags), 8'(systole_pkg::FlagOutputBf16));
+  assign accumulate = systole_ctrl_pkg::has_flag(8'(s_q.flags), 8'(systole_pkg::FlagAccumulate));
+  assign has_bias   = systole_ctrl_pkg::has_flag(8'(s_q.flags), 8'(systole_pkg::FlagBias));
+  assign relu       = systole_ctrl_pkg::has_flag(8'(s_q.flags), 8'(systole_pkg::FlagRelu));
 
   // ---------------------------------------------------------------------
   // Registers (AXI4-Lite)
