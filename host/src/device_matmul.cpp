@@ -108,6 +108,10 @@ void round_to_bf16(const float* in, std::size_t count, uint16_t* out) {
   }
 }
 
+Status MatmulExecutor::relu_mask_on_card(const float*, const float*, float*, std::size_t) {
+  return Status(StatusCode::kUnavailable, "relu mask: this executor keeps no tensors on the card");
+}
+
 Result<std::unique_ptr<DeviceMatmul>> DeviceMatmul::create(Device device, uint32_t unit,
                                                            std::chrono::milliseconds launch_timeout) {
   if (!device) return Status(StatusCode::kInvalidArgument, "no device");
@@ -186,12 +190,15 @@ std::vector<std::pair<std::size_t, std::size_t>> Intervals::gaps(std::size_t cou
 void DeviceMatmul::keep_resident(const ResidentParameters& resident) {
   resident_ = resident;
   copies_.clear();
+  tensors_.clear();
+  pending_.clear();
   card_read_.clear();
   card_written_.clear();
 }
 
 void DeviceMatmul::values_changed() {
-  for (Copy& copy : copies_) copy.current = false;
+  for (Copy& copy : copies_)
+    if (!copy.source) copy.current = false;
 }
 
 std::optional<std::size_t> DeviceMatmul::offset_in(const float* base, std::size_t size, const float* p,
@@ -204,27 +211,71 @@ std::optional<std::size_t> DeviceMatmul::offset_in(const float* base, std::size_
   return offset;
 }
 
-Result<std::optional<uint64_t>> DeviceMatmul::resident_operand(const float* x, uint32_t rows, uint32_t cols,
-                                                               bool transposed, uint32_t stride,
-                                                               Operand operand,
-                                                               std::vector<spec::CommandRecord>& records) {
-  if (!resident_ || !x) return std::optional<uint64_t>();
+Result<const DeviceMatmul::CardTensor*> DeviceMatmul::card_result(const float* key, std::size_t count) {
+  auto found =
+      std::find_if(tensors_.begin(), tensors_.end(), [&](const CardTensor& t) { return t.key == key; });
+  if (found == tensors_.end()) {
+    CardTensor tensor;
+    tensor.key = key;
+    tensor.slot.bank = spec::operand_bank(unit_, Operand::kC, device_.info().hbm_banks);
+    tensors_.push_back(std::move(tensor));
+    found = tensors_.end() - 1;
+  }
+  SYSTOLE_RETURN_IF_ERROR(ensure(found->slot, count * sizeof(float)));
+  found->count = count;
+  for (Copy& copy : copies_)
+    if (copy.source == key) copy.current = false;
+  return &*found;
+}
+
+Result<const DeviceMatmul::CardTensor*> DeviceMatmul::card_tensor(const float* key, std::size_t count,
+                                                                  const std::string& what) const {
+  auto found =
+      std::find_if(tensors_.begin(), tensors_.end(), [&](const CardTensor& t) { return t.key == key; });
+  if (found == tensors_.end())
+    return Status(StatusCode::kInvalidArgument,
+                  what + " is not on the card: no earlier call left a result there");
+  if (found->count < count)
+    return Status(StatusCode::kInvalidArgument, what + " reads " + std::to_string(count) +
+                                                    " values of a tensor the card holds " +
+                                                    std::to_string(found->count) + " of");
+  return &*found;
+}
+
+Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, uint32_t rows, uint32_t cols,
+                                                           bool transposed, uint32_t stride, Operand operand,
+                                                           bool on_card,
+                                                           std::vector<spec::CommandRecord>& records) {
   // X as stored: transposed, op(X)'s columns are its rows.
   const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
   const std::size_t span = std::size_t(stored_rows - 1) * stride + stored_cols;
-  const std::optional<std::size_t> offset = offset_in(resident_->values, resident_->count, x, span);
-  if (!offset) return std::optional<uint64_t>();
-  if (*offset == SIZE_MAX)
-    return Status(StatusCode::kInvalidArgument, "matmul: an operand of " + std::to_string(rows) + " x " +
-                                                    std::to_string(cols) +
-                                                    " runs past the end of the parameters kept on the card");
-  card_read_.add(*offset, *offset + span);
+  const float* source = nullptr;
+  std::size_t offset = 0;
+  uint64_t source_address = 0;
+  if (on_card) {
+    auto tensor =
+        card_tensor(x, span, std::string("matmul: operand ") + (operand == Operand::kA ? "A" : "B"));
+    if (!tensor.ok()) return tensor.status();
+    source = x;
+    source_address = (*tensor)->slot.buffer.address();
+  } else {
+    if (!resident_ || !x) return std::optional<uint64_t>();
+    const std::optional<std::size_t> at = offset_in(resident_->values, resident_->count, x, span);
+    if (!at) return std::optional<uint64_t>();
+    if (*at == SIZE_MAX)
+      return Status(StatusCode::kInvalidArgument,
+                    "matmul: an operand of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                        " runs past the end of the parameters kept on the card");
+    offset = *at;
+    card_read_.add(offset, offset + span);
+    source_address = resident_->values_buffer.address() + resident_->values_offset + offset * sizeof(float);
+  }
   auto found = std::find_if(copies_.begin(), copies_.end(), [&](const Copy& copy) {
-    return copy.offset == *offset && copy.rows == rows && copy.cols == cols && copy.stride == stride &&
-           copy.transposed == transposed && copy.operand == operand;
+    return copy.source == source && copy.offset == offset && copy.rows == rows && copy.cols == cols &&
+           copy.stride == stride && copy.transposed == transposed && copy.operand == operand;
   });
   if (found == copies_.end()) {
-    Copy copy{*offset, rows, cols, stride, transposed, operand, {}, false};
+    Copy copy{source, offset, rows, cols, stride, transposed, operand, {}, false};
     copy.slot.bank = spec::operand_bank(unit_, operand, device_.info().hbm_banks);
     copies_.push_back(std::move(copy));
     found = copies_.end() - 1;
@@ -237,12 +288,35 @@ Result<std::optional<uint64_t>> DeviceMatmul::resident_operand(const float* x, u
     d.n = stored_cols;
     d.rows = stored_rows;
     d.stride = stride;
-    d.x_addr = resident_->values_buffer.address() + resident_->values_offset + *offset * sizeof(float);
+    d.x_addr = source_address;
     d.z_addr = found->slot.buffer.address();
     records.push_back(spec::record_of(d));
     found->current = true;
   }
   return std::optional<uint64_t>(found->slot.buffer.address());
+}
+
+Status DeviceMatmul::relu_mask_on_card(const float* gradient, const float* output, float* masked,
+                                       std::size_t count) {
+  auto x = card_tensor(gradient, count, "relu mask: the gradient");
+  if (!x.ok()) return x.status();
+  auto y = card_tensor(output, count, "relu mask: the layer's output");
+  if (!y.ok()) return y.status();
+  // The addresses first: card_result may add a tensor and move the others.
+  const uint64_t x_addr = (*x)->slot.buffer.address(), y_addr = (*y)->slot.buffer.address();
+  auto z = card_result(masked, count);
+  if (!z.ok()) return z.status();
+  // In pieces as long as a descriptor's n allows.
+  for (std::size_t done = 0; done < count; done += spec::kMaxVectorElements) {
+    spec::VectorDescriptor d{};
+    d.opcode = uint8_t(spec::Opcode::kReluGrad);
+    d.n = uint32_t(std::min<std::size_t>(spec::kMaxVectorElements, count - done));
+    d.x_addr = x_addr + done * sizeof(float);
+    d.y_addr = y_addr + done * sizeof(float);
+    d.z_addr = (*z)->slot.buffer.address() + done * sizeof(float);
+    pending_.push_back(spec::record_of(d));
+  }
+  return ok_status();
 }
 
 Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
@@ -257,9 +331,11 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   const Clock::time_point begun = Clock::now();
   double launch_seconds = 0;
   const uint32_t track = Trace::unit_track(unit_);
-  // The copies the card makes first, then the products.
-  std::vector<spec::CommandRecord> records, products;
-  // Products whose C stays in the card's gradients (not downloaded).
+  // The vector work queued for this launch and the copies the card makes
+  // first, then the products.
+  std::vector<spec::CommandRecord> records = std::move(pending_), products;
+  pending_.clear();
+  // Products whose C stays on the card (not downloaded).
   std::vector<bool> on_card(calls.size(), false);
   std::optional<TraceScope> upload(std::in_place, "upload", "device", track);  // until the first launch
   for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -268,6 +344,13 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
       return Status(StatusCode::kInvalidArgument, "matmul: an operand is missing");
     if ((call.a_rows && call.a_transposed) || (call.b_rows && call.b_transposed))
       return Status(StatusCode::kInvalidArgument, "matmul: an operand given as rows is not transposed");
+    if ((call.a_on_card && call.a_rows) || (call.b_on_card && call.b_rows))
+      return Status(StatusCode::kInvalidArgument, "matmul: an operand is given both as rows and on the card");
+    if ((call.a_on_card || call.b_on_card || call.c_on_card) && !keeps_activations())
+      return Status(StatusCode::kInvalidArgument,
+                    "matmul: a tensor on the card needs the parameters kept there (placement: device)");
+    if (call.c_on_card && call.accumulate)
+      return Status(StatusCode::kInvalidArgument, "matmul: a result left on the card cannot accumulate");
     const uint32_t a_row = call.a_transposed ? call.m : call.k, b_row = call.b_transposed ? call.k : call.n;
     if (call.a_stride() < a_row || call.b_stride() < b_row)
       return Status(StatusCode::kInvalidArgument,
@@ -282,16 +365,16 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.relu = call.relu;
     problem.accumulate = call.accumulate;
 
-    auto a_card = resident_operand(call.a_rows ? nullptr : call.a, call.m, call.k, call.a_transposed,
-                                   call.a_stride(), Operand::kA, records);
+    auto a_card = card_operand(call.a_rows ? nullptr : call.a, call.m, call.k, call.a_transposed,
+                               call.a_stride(), Operand::kA, call.a_on_card, records);
     if (!a_card.ok()) return a_card.status();
     auto a = *a_card ? Result<uint64_t>(**a_card)
                      : stage(a_[i], call.a, call.a_rows, call.m, call.k, call.a_transposed, call.a_stride());
     if (!a.ok()) return a.status();
     problem.a = {*a, call.k};
 
-    auto b_card = resident_operand(call.b_rows ? nullptr : call.b, call.k, call.n, call.b_transposed,
-                                   call.b_stride(), Operand::kB, records);
+    auto b_card = card_operand(call.b_rows ? nullptr : call.b, call.k, call.n, call.b_transposed,
+                               call.b_stride(), Operand::kB, call.b_on_card, records);
     if (!b_card.ok()) return b_card.status();
     auto b = *b_card ? Result<uint64_t>(**b_card)
                      : stage(b_[i], call.b, call.b_rows, call.k, call.n, call.b_transposed, call.b_stride());
@@ -303,7 +386,8 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
         resident_ && call.bias ? offset_in(resident_->values, resident_->count, call.bias, call.n)
                                : std::nullopt;
     const std::optional<std::size_t> c_at =
-        resident_ ? offset_in(resident_->gradients, resident_->count, call.c, c_count) : std::nullopt;
+        resident_ && !call.c_on_card ? offset_in(resident_->gradients, resident_->count, call.c, c_count)
+                                     : std::nullopt;
     if (bias_at == SIZE_MAX || c_at == SIZE_MAX)
       return Status(StatusCode::kInvalidArgument,
                     "matmul: a bias or result runs past the end of the parameters kept on the card");
@@ -319,6 +403,19 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
       card_written_.add(*c_at, *c_at + c_count);
       problem.c = {gradients.address() + at, call.n};
       on_card[i] = true;
+    } else if (call.c_on_card) {
+      // C becomes (or replaces) the card tensor named by c.
+      auto tensor = card_result(call.c, c_count);
+      if (!tensor.ok()) return tensor.status();
+      problem.c = {(*tensor)->slot.buffer.address(), call.n};
+      on_card[i] = true;
+      if (call.bias && !bias_at) {
+        SYSTOLE_RETURN_IF_ERROR(ensure(c_[i], call.n * sizeof(float)));
+        SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.write(call.bias, call.n * sizeof(float)));
+        SYSTOLE_RETURN_IF_ERROR(
+            c_[i].buffer.sync(Buffer::SyncDirection::kToDevice, call.n * sizeof(float), 0));
+        problem.bias_address = c_[i].buffer.address();
+      }
     } else {
       // C, then the bias behind it; C is uploaded only when accumulated into.
       const bool bias_here = call.bias && !bias_at;
@@ -364,7 +461,8 @@ Status DeviceMatmul::run_vector(const std::vector<spec::VectorDescriptor>& descr
   using Clock = Trace::Clock;
   const Clock::time_point begun = Clock::now();
   double launch_seconds = 0;
-  std::vector<spec::CommandRecord> records;
+  std::vector<spec::CommandRecord> records = std::move(pending_);
+  pending_.clear();
   for (const spec::VectorDescriptor& d : descriptors) records.push_back(spec::record_of(d));
   std::optional<TraceScope> upload(std::in_place, "upload", "device", Trace::unit_track(unit_));
   SYSTOLE_RETURN_IF_ERROR(launch(records, upload, launch_seconds));

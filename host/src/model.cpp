@@ -230,6 +230,17 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec, uint64_t seed
     node.layer = std::move(layer).value();
     node.scratch.resize(node.inputs.size());
   }
+  // A tensor the card may keep: made by a layer that allows it, read once,
+  // by a layer of one input that allows it (a dense layer's output that
+  // only the next dense layer reads).
+  model->card_reader_.assign(count + 1, kNoReader);
+  for (uint32_t j = 0; j < count; ++j) {
+    const Node& node = model->nodes_[j];
+    if (node.inputs.size() != 1 || !node.layer->input_on_card()) continue;
+    const uint32_t tensor = node.inputs[0];
+    if (tensor != 0 && uses[tensor] == 1 && model->nodes_[tensor - 1].layer->output_on_card())
+      model->card_reader_[tensor] = j;
+  }
   // Logits: [classes] per example, or [positions, classes] per position of
   // a sequence (a language model's next-token logits).
   const Shape& output = shapes[count];
@@ -249,6 +260,12 @@ Status Model::forward(LayerContext& context, const float* inputs, uint32_t batch
   input.batch = batch;
   input.shape = spec_.input_shape;
   input.values.assign(inputs, inputs + std::size_t(batch) * shape_elements(spec_.input_shape));
+  // On the card: what the card may keep, when its reader runs in this pass
+  // and the host does not read it after (the last tensor of the pass).
+  const bool card = context.matmul && context.matmul->keeps_activations();
+  const std::size_t last = std::min(layers, nodes_.size());
+  for (std::size_t t = 1; t < tensors_.size(); ++t)
+    tensors_[t].on_card = card && t != last && card_reader_[t] != kNoReader && card_reader_[t] < layers;
   for (uint32_t i : order_) {
     if (i >= layers) continue;
     Node& node = nodes_[i];
@@ -285,6 +302,7 @@ void Model::carry_mask(const std::vector<const Activations*>& inputs, Activation
 
 Status Model::backward(LayerContext& context, const std::vector<float>& logits_gradient) {
   reached_.assign(tensors_.size(), false);
+  for (std::size_t t = 0; t < tensors_.size(); ++t) gradients_[t].on_card = tensors_[t].on_card;
   Activations& top = gradients_.back();
   top.batch = tensors_.back().batch;
   top.shape = tensors_.back().shape;

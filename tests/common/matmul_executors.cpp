@@ -96,4 +96,50 @@ Status ReferenceMatmul::run(const std::vector<MatmulCall>& calls) {
   return ok_status();
 }
 
+Result<const float*> CardKeepingMatmul::tensor(const float* key, std::size_t count) const {
+  const auto found = tensors_.find(key);
+  if (found == tensors_.end() || found->second.size() < count)
+    return Status(StatusCode::kInvalidArgument, "not on the card, or shorter there");
+  return found->second.data();
+}
+
+Status CardKeepingMatmul::run(const std::vector<MatmulCall>& calls) {
+  std::vector<MatmulCall> here = calls;
+  for (MatmulCall& call : here) {
+    auto read = [&](const float*& x, bool& on_card, bool transposed, uint32_t stride, uint32_t rows,
+                    uint32_t cols) -> Status {
+      if (!on_card) return ok_status();
+      const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
+      auto found = tensor(x, std::size_t(stored_rows - 1) * stride + stored_cols);
+      if (!found.ok()) return found.status();
+      x = *found;
+      on_card = false;
+      ++operands_read;
+      return ok_status();
+    };
+    SYSTOLE_RETURN_IF_ERROR(read(call.a, call.a_on_card, call.a_transposed, call.a_stride(), call.m, call.k));
+    SYSTOLE_RETURN_IF_ERROR(read(call.b, call.b_on_card, call.b_transposed, call.b_stride(), call.k, call.n));
+    if (call.c_on_card) {
+      if (call.accumulate) return Status(StatusCode::kInvalidArgument, "accumulating on the card");
+      std::vector<float>& kept = tensors_[call.c];
+      kept.assign(std::size_t(call.m) * call.n, 0.0f);
+      call.c = kept.data();
+      call.c_on_card = false;
+      ++results_left;
+    }
+  }
+  return reference_.run(here);
+}
+
+Status CardKeepingMatmul::relu_mask_on_card(const float* gradient, const float* output, float* masked,
+                                            std::size_t count) {
+  auto g = tensor(gradient, count), y = tensor(output, count);
+  if (!g.ok() || !y.ok()) return Status(StatusCode::kInvalidArgument, "relu mask: not on the card");
+  std::vector<float> kept(count);
+  for (std::size_t i = 0; i < count; ++i) kept[i] = (*y)[i] > 0.0f ? (*g)[i] : 0.0f;
+  tensors_[masked] = std::move(kept);
+  ++masks;
+  return ok_status();
+}
+
 }  // namespace systole::testing

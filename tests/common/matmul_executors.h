@@ -5,6 +5,9 @@
 // as the device tiles, to check the device path bit for bit.
 #pragma once
 
+#include <map>
+#include <vector>
+
 #include "systole/driver.h"
 #include "systole/matmul.h"
 
@@ -35,6 +38,32 @@ class ReferenceMatmul final : public MatmulExecutor {
  private:
   DeviceInfo device_;
   uint64_t launches_ = 0;
+};
+
+// ReferenceMatmul that keeps tensors "on the card" in memory of its own:
+// what a call leaves with c_on_card is stored here and not in c, an operand
+// on the card is read from here (an error when it was never left), and the
+// ReLU mask runs here. Counts what the layers leave and read, to check
+// which tensors a model keeps on the card.
+class CardKeepingMatmul final : public MatmulExecutor {
+ public:
+  explicit CardKeepingMatmul(const DeviceInfo& device) : reference_(device) {}
+  Status run(const std::vector<MatmulCall>& calls) override;
+  using MatmulExecutor::run;
+  uint64_t launches() const override { return reference_.launches(); }
+  uint32_t k_block() const override { return reference_.k_block(); }
+  bool keeps_activations() const override { return true; }
+  Status relu_mask_on_card(const float* gradient, const float* output, float* masked,
+                           std::size_t count) override;
+
+  uint32_t results_left = 0;   // calls with c_on_card
+  uint32_t operands_read = 0;  // operands with a_on_card or b_on_card
+  uint32_t masks = 0;          // relu_mask_on_card calls
+
+ private:
+  Result<const float*> tensor(const float* key, std::size_t count) const;
+  ReferenceMatmul reference_;
+  std::map<const float*, std::vector<float>> tensors_;
 };
 
 }  // namespace systole::testing

@@ -241,6 +241,150 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
   EXPECT_NE(refused.message().find("operand is missing"), std::string::npos) << refused.message();
 }
 
+// C (m x n) = A B (k deep), stored as given.
+MatmulCall product(uint32_t m, uint32_t n, uint32_t k, const float* a, const float* b, float* c) {
+  MatmulCall call;
+  call.m = m;
+  call.n = n;
+  call.k = k;
+  call.a = a;
+  call.b = b;
+  call.c = c;
+  return call;
+}
+
+// Two dense layers' forward and backward on a modelled card that keeps the
+// parameters: with the hidden activation and its gradients left on the
+// card (c_on_card, a_on_card, relu_mask_on_card) the results are the bits
+// of the chain through the host, the host never sees the hidden tensors
+// (their memory keeps what it held), and they never cross the link.
+TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossingTheLink) {
+  const uint32_t seed = 13, m = 13, in = 37, hidden = 21, out = 6;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  auto random = [&](std::size_t count) {
+    std::vector<float> v(count);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  // The parameters as a store lays them out: W1 [hidden x in], b1, W2 [out x hidden].
+  std::vector<float> values = random(std::size_t(hidden) * in + hidden + std::size_t(out) * hidden);
+  std::vector<float> gradients(values.size(), 0.0f);
+  const float *w1 = values.data(), *b1 = w1 + std::size_t(hidden) * in, *w2 = b1 + hidden;
+  const std::vector<float> x = random(std::size_t(m) * in), g2 = random(std::size_t(m) * out);
+
+  DeviceOptions options;
+  options.array_rows = options.array_cols = 16;
+  options.hbm_banks = 8;
+  options.bank_bytes = 64 << 20;
+  options.perf.board = "u55c";
+  Device device = Device::open("perf", 0, options).value();
+  auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
+  ResidentParameters resident;
+  resident.values = values.data();
+  resident.gradients = gradients.data();
+  resident.count = values.size();
+  resident.values_buffer =
+      device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kC, 8)).value();
+  resident.gradient_buffer =
+      device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kA, 8)).value();
+  ASSERT_TRUE(resident.values_buffer.write(values.data(), values.size() * 4).ok());
+  ASSERT_TRUE(resident.values_buffer.sync(Buffer::SyncDirection::kToDevice).ok());
+
+  // A card tensor needs the parameters on the card.
+  std::vector<float> y1(std::size_t(m) * hidden);
+  MatmulCall forward1 = product(m, hidden, in, x.data(), w1, y1.data());  // y1 = relu(x W1^T + b1)
+  forward1.b_transposed = true;
+  forward1.bias = b1;
+  forward1.relu = true;
+  forward1.c_on_card = true;
+  Status refused = matmul->run(forward1);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("placement: device"), std::string::npos) << refused.message();
+  matmul->keep_resident(resident);
+
+  // Both chains: y2 = y1 W2^T; g1 = relu_mask(g2 W2, y1); dW1 = g1^T x.
+  struct Chain {
+    std::vector<float> y1, y2, g1, masked, dw1;
+  };
+  auto run_chain = [&](bool card, Chain& chain) -> Status {
+    const float sentinel = -1234.5f;
+    chain.y1.assign(std::size_t(m) * hidden, sentinel);
+    chain.g1.assign(chain.y1.size(), sentinel);
+    chain.masked.assign(chain.y1.size(), sentinel);
+    chain.y2.assign(std::size_t(m) * out, 0.0f);
+    chain.dw1.assign(std::size_t(hidden) * in, 0.0f);
+    MatmulCall f1 = forward1;
+    f1.c = chain.y1.data();
+    f1.c_on_card = card;
+    SYSTOLE_RETURN_IF_ERROR(matmul->run(f1));
+    MatmulCall f2 = product(m, out, hidden, chain.y1.data(), w2, chain.y2.data());
+    f2.a_on_card = card;
+    f2.b_transposed = true;
+    SYSTOLE_RETURN_IF_ERROR(matmul->run(f2));
+    MatmulCall dx = product(m, hidden, out, g2.data(), w2, chain.g1.data());  // g1 = g2 W2
+    dx.c_on_card = card;
+    SYSTOLE_RETURN_IF_ERROR(matmul->run(dx));
+    if (card) {
+      SYSTOLE_RETURN_IF_ERROR(
+          matmul->relu_mask_on_card(chain.g1.data(), chain.y1.data(), chain.masked.data(), chain.g1.size()));
+    } else {
+      for (std::size_t i = 0; i < chain.g1.size(); ++i)
+        chain.masked[i] = chain.y1[i] > 0 ? chain.g1[i] : 0.0f;
+    }
+    MatmulCall dw = product(hidden, in, m, chain.masked.data(), x.data(), chain.dw1.data());  // masked^T x
+    dw.a_transposed = true;
+    dw.a_on_card = card;
+    return matmul->run(dw);
+  };
+  Chain host, card;
+  const uint64_t before = device.projection().value().link_bytes;
+  ASSERT_TRUE(run_chain(false, host).ok());
+  const uint64_t between = device.projection().value().link_bytes;
+  const Status ran = run_chain(true, card);
+  ASSERT_TRUE(ran.ok()) << ran.to_string();
+  const uint64_t after = device.projection().value().link_bytes;
+  EXPECT_EQ(std::memcmp(host.y2.data(), card.y2.data(), host.y2.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(host.dw1.data(), card.dw1.data(), host.dw1.size() * 4), 0);
+  EXPECT_GT(std::count_if(host.masked.begin(), host.masked.end(), [](float v) { return v == 0.0f; }), 0)
+      << "the mask masks something";
+  for (const std::vector<float>* untouched : {&card.y1, &card.g1, &card.masked})
+    EXPECT_EQ(std::count(untouched->begin(), untouched->end(), -1234.5f), std::ptrdiff_t(untouched->size()));
+  EXPECT_EQ(matmul->card_tensors(), 3u);
+  // The host chain moves y1 down and up (4 + 2 bytes a value), g1 down
+  // (4) and the mask up (2); the card chain moves none of them, and its
+  // command lists carry three more descriptors (192 bytes).
+  const uint64_t host_bytes = between - before, card_bytes = after - between;
+  EXPECT_GE(host_bytes + 192, card_bytes + 12ull * m * hidden) << host_bytes << " against " << card_bytes;
+
+  // What the card does not hold, or holds too little of, is refused by name.
+  MatmulCall stray = forward1;
+  stray.a_on_card = true;  // x never went to the card
+  refused = matmul->run(stray);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("matmul: operand A is not on the card"), std::string::npos)
+      << refused.message();
+  MatmulCall longer = forward1;
+  longer.a = card.y1.data();
+  longer.a_on_card = true;
+  longer.k = hidden + 1;  // reads one more column than y1 has
+  longer.b = values.data();
+  refused = matmul->run(longer);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("reads " + std::to_string(m * (hidden + 1)) +
+                                   " values of a tensor the card holds " + std::to_string(m * hidden)),
+            std::string::npos)
+      << refused.message();
+  MatmulCall accumulated = forward1;
+  accumulated.accumulate = true;
+  refused = matmul->run(accumulated);
+  EXPECT_NE(refused.message().find("cannot accumulate"), std::string::npos) << refused.message();
+  refused = matmul->relu_mask_on_card(x.data(), card.y1.data(), card.masked.data(), x.size());
+  EXPECT_NE(refused.message().find("relu mask: the gradient is not on the card"), std::string::npos)
+      << refused.message();
+}
+
 // The bookkeeping of what the card read and wrote: spans merge when they
 // touch or overlap, and the gaps are the rest of the region.
 TEST(Intervals, MergeTouchingSpansAndGiveTheGaps) {

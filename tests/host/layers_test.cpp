@@ -424,6 +424,61 @@ TEST(Graphs, AChainWrittenAsAGraphIsTheList) {
   EXPECT_NE(b->summary().find("layer1 (dense)"), std::string::npos) << b->summary();
 }
 
+// With an executor that keeps activations, a tensor stays on the card when
+// a dense layer makes it and one dense layer reads it (d1's output here):
+// its gradient and ReLU mask stay there too. d2's output has two readers,
+// d3's and the add's feed a layer that reads on the host, and the logits
+// and a partial pass's last output are the host's. The bits are those of
+// the host path.
+TEST(Graphs, ActivationsStayOnTheCardBetweenDenseLayersOnly) {
+  const uint32_t seed = 6;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const ModelSpec spec{{20},
+                       3,
+                       {layer("dense", {{"name", "d1"}, {"units", "12"}, {"activation", "relu"}}),
+                        layer("dense", {{"name", "d2"}, {"units", "11"}, {"activation", "relu"}}),
+                        layer("dense", {{"name", "d3"}, {"units", "11"}}),
+                        layer("add", {{"name", "join"}, {"inputs", "[d2, d3]"}}),
+                        layer("dense", {{"name", "d4"}, {"units", "3"}})}};
+  Device device = open_sw_emu(8);
+  const Batch batch = random_batch(spec, 13, seed);
+  auto on_host = Model::build(spec, seed).value();
+  auto on_card = Model::build(spec, seed).value();
+  testing::ReferenceMatmul host(device.info());
+  testing::CardKeepingMatmul card(device.info());
+  loss(*on_host, host, batch, true);
+  loss(*on_card, card, batch, true);
+  const std::vector<float>& want = on_host->logits().values;
+  const std::vector<float>& got = on_card->logits().values;
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << "logits";
+  const std::vector<float>& g = on_card->parameters().gradients();
+  const std::vector<float>& r = on_host->parameters().gradients();
+  EXPECT_EQ(std::memcmp(g.data(), r.data(), g.size() * 4), 0) << "gradients";
+  // Left: d1's output (forward) and its gradient (d2's dx); read: d1's
+  // output by d2 (forward, and dW in backward), the masked gradient by d1's
+  // dW and db.
+  EXPECT_EQ(card.results_left, 2u);
+  EXPECT_EQ(card.operands_read, 4u);
+  EXPECT_EQ(card.masks, 1u);
+
+  // The first layer alone: its output is what the host asked for.
+  LayerContext context;
+  context.matmul = &card;
+  ASSERT_TRUE(on_card->forward(context, batch.inputs.data(), batch.size, 1).ok());
+  EXPECT_EQ(card.results_left, 2u);
+  context.matmul = &host;
+  ASSERT_TRUE(on_host->forward(context, batch.inputs.data(), batch.size, 1).ok());
+  EXPECT_EQ(on_card->output(1).values, on_host->output(1).values);
+
+  // A list of dense layers keeps every hidden layer's output there.
+  const ModelSpec stack = dense_stack(20, {12, 9}, 3);
+  auto listed = Model::build(stack, seed).value();
+  testing::CardKeepingMatmul stacked(device.info());
+  loss(*listed, stacked, random_batch(stack, 13, seed), true);
+  EXPECT_EQ(stacked.results_left, 4u);
+  EXPECT_EQ(stacked.masks, 2u);
+}
+
 // Layers may be written in any order that names its inputs; they run in a
 // topological order.
 TEST(Graphs, LayersRunInATopologicalOrder) {

@@ -37,6 +37,11 @@ struct Activations {
   // forward through the layers that keep the positions, and attention and
   // pooling leave the padding out.
   std::vector<uint8_t> mask;
+  // The values live in the card's memory (an executor that
+  // keeps_activations(), and a tensor only products read): `values` has
+  // their size and its address names the tensor there, but the host's copy
+  // is not written. The model sets it, for a tensor and its gradient alike.
+  bool on_card = false;
 };
 
 // The input shapes of a layer, in the order its config names its inputs.
@@ -158,6 +163,14 @@ class Layer {
   virtual Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs,
                           const Activations& output, const Activations& output_gradient,
                           const InputGradients& input_gradients) = 0;
+
+  // Whether the card may keep the layer's output (its input): the layer
+  // writes that tensor and reads its gradient (reads the tensor and writes
+  // its gradient) only through the executor, honouring Activations'
+  // on_card. The model keeps a tensor on the card when its producer and its
+  // one consumer both allow it.
+  virtual bool output_on_card() const { return false; }
+  virtual bool input_on_card() const { return false; }
 
   // Whether the model may carry the inputs' padding mask to the output
   // when the layer sets none itself and the output keeps the positions

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,12 @@ struct MatmulCall {
   bool relu = false;
   bool accumulate = false;  // c holds fp32 values that the products add to
   float* c = nullptr;
+  // Tensors the card keeps (only with an executor that keeps_activations()):
+  // c_on_card leaves C in the card's memory, nothing downloaded and c's
+  // host memory untouched (its address names the tensor from then on);
+  // a_on_card (b_on_card) reads op(A) (op(B)) from the tensor an earlier
+  // call left there under the address a (b), rounded to bf16 on the card.
+  bool a_on_card = false, b_on_card = false, c_on_card = false;
 
   uint32_t a_stride() const { return lda ? lda : a_transposed ? m : k; }
   uint32_t b_stride() const { return ldb ? ldb : b_transposed ? k : n; }
@@ -83,6 +90,16 @@ class MatmulExecutor {
   virtual uint32_t k_block() const = 0;
   // Time spent so far (zeros where the executor does not count it).
   virtual MatmulTimes times() const { return {}; }
+
+  // Whether calls may leave their results on the card and read them from
+  // there (MatmulCall's *_on_card): a layer's output that only products
+  // read then never crosses the host link.
+  virtual bool keeps_activations() const { return false; }
+  // A ReLU's backward over tensors the card keeps: masked[i] = output[i] > 0
+  // ? gradient[i] : +0 for `count` values (the bits of the host's mask),
+  // left on the card under the address `masked`.
+  virtual Status relu_mask_on_card(const float* gradient, const float* output, float* masked,
+                                   std::size_t count);
 };
 
 // A model's trainable parameters kept on a card (placement: device): the
@@ -153,6 +170,14 @@ class DeviceMatmul final : public MatmulExecutor {
   // the device allows.
   Status run_vector(const std::vector<spec::VectorDescriptor>& descriptors);
 
+  // With parameters kept on the card, activations may stay there too.
+  bool keeps_activations() const override { return resident_.has_value(); }
+  // A relu_grad descriptor, run at the head of the next run()'s launch.
+  Status relu_mask_on_card(const float* gradient, const float* output, float* masked,
+                           std::size_t count) override;
+  // How many tensors calls have left on the card (c_on_card) so far.
+  std::size_t card_tensors() const { return tensors_.size(); }
+
  private:
   // One operand's device buffer, reallocated larger when a call needs it.
   struct Slot {
@@ -165,12 +190,26 @@ class DeviceMatmul final : public MatmulExecutor {
   Result<uint64_t> stage(Slot& slot, const float* x, const OperandRows* made, uint32_t rows, uint32_t cols,
                          bool transposed, uint32_t stride);
   Status ensure(Slot& slot, std::size_t bytes);
-  // A bf16 copy of op(X) made on the card from the resident values, when X
-  // lies in them (its to_bf16 descriptor appended to `records` when the
-  // copy must be made first); none when X is not resident.
-  Result<std::optional<uint64_t>> resident_operand(const float* x, uint32_t rows, uint32_t cols,
-                                                   bool transposed, uint32_t stride, spec::Operand operand,
-                                                   std::vector<spec::CommandRecord>& records);
+  // A tensor a call left on the card, named by the host address it was
+  // not downloaded to.
+  struct CardTensor {
+    const float* key = nullptr;
+    std::size_t count = 0;
+    Slot slot;
+  };
+  // The card tensor at `key`, made or grown to `count` values for a new
+  // result; its bf16 copies are made again before their next use.
+  Result<const CardTensor*> card_result(const float* key, std::size_t count);
+  // The card tensor at `key` if it holds `count` values; an error naming
+  // `what` otherwise.
+  Result<const CardTensor*> card_tensor(const float* key, std::size_t count, const std::string& what) const;
+  // A bf16 copy of op(X) made on the card, from the card tensor at X when
+  // `on_card`, else from the resident values when X lies in them (its
+  // to_bf16 descriptor appended to `records` when the copy must be made
+  // first); none when X is a host operand.
+  Result<std::optional<uint64_t>> card_operand(const float* x, uint32_t rows, uint32_t cols, bool transposed,
+                                               uint32_t stride, spec::Operand operand, bool on_card,
+                                               std::vector<spec::CommandRecord>& records);
   // The element offset of [p, p + count) in a resident region of `size`
   // elements at `base`: none when p is outside it, SIZE_MAX when it starts
   // inside and runs past the end.
@@ -180,9 +219,11 @@ class DeviceMatmul final : public MatmulExecutor {
   Status launch(const std::vector<spec::CommandRecord>& records, std::optional<TraceScope>& upload,
                 double& launch_seconds);
 
-  // A bf16 copy of a resident operand: where it comes from, and whether it
-  // is current.
+  // A bf16 copy of an operand on the card: where it comes from (a card
+  // tensor's key, or null for the resident values), and whether it is
+  // current.
   struct Copy {
+    const float* source = nullptr;
     std::size_t offset = 0;
     uint32_t rows = 0, cols = 0, stride = 0;
     bool transposed = false;
@@ -204,6 +245,9 @@ class DeviceMatmul final : public MatmulExecutor {
   std::optional<ResidentParameters> resident_;
   std::vector<Copy> copies_;
   Intervals card_read_, card_written_;
+  std::vector<CardTensor> tensors_;
+  // Vector descriptors that run at the head of the next launch.
+  std::vector<spec::CommandRecord> pending_;
 };
 
 }  // namespace systole

@@ -111,6 +111,10 @@ class Model {
   std::vector<Activations> tensors_;    // the input, then each layer's output
   std::vector<Activations> gradients_;  // dL/d(tensor)
   std::vector<bool> reached_;           // tensors with a gradient in this pass
+  // Per tensor: the one layer that reads it when the card may keep it
+  // (Layer::output_on_card, input_on_card), else kNoReader.
+  static constexpr uint32_t kNoReader = UINT32_MAX;
+  std::vector<uint32_t> card_reader_;
 };
 
 }  // namespace systole

@@ -3,7 +3,9 @@
 // ReLU fused into the product on the array when `activation: relu`. On an
 // input of [n, features] it applies to each of the n rows, as Keras' Dense
 // and torch.nn.Linear do on the last axis (the towers of a two-tower model):
-// the batch's n rows are one product's M.
+// the batch's n rows are one product's M. Between two dense layers, with
+// the parameters on the card, the activations and their gradients stay
+// there (the ReLU mask by the card's vector engine).
 #include <cmath>
 
 #include "layer_kit.h"
@@ -51,11 +53,13 @@ class Dense final : public Layer {
     call.k = inputs_;
     call.n = units_;
     call.a = input.values.data();
+    call.a_on_card = input.on_card;
     call.b = store.values(weight_);
     call.b_transposed = true;
     call.bias = use_bias_ ? store.values(bias_) : nullptr;
     call.relu = relu_;
     call.c = output.values.data();
+    call.c_on_card = output.on_card;
     return context.matmul->run(call);
   }
 
@@ -66,7 +70,13 @@ class Dense final : public Layer {
     Activations* input_gradient = input_gradients[0];
     const uint32_t batch = input.batch * rows_;  // the product's M
     const float* delta = output_gradient.values.data();
-    if (relu_) {
+    const bool delta_on_card = output_gradient.on_card;
+    if (relu_ && delta_on_card) {
+      masked_.resize(output_gradient.values.size());
+      SYSTOLE_RETURN_IF_ERROR(
+          context.matmul->relu_mask_on_card(delta, output.values.data(), masked_.data(), masked_.size()));
+      delta = masked_.data();
+    } else if (relu_) {
       relu_mask(output_gradient.values, output.values, masked_);
       delta = masked_.data();
     }
@@ -77,7 +87,9 @@ class Dense final : public Layer {
     dw.n = inputs_;
     dw.a = delta;
     dw.a_transposed = true;
+    dw.a_on_card = delta_on_card;
     dw.b = input.values.data();
+    dw.b_on_card = input.on_card;
     dw.c = store.gradient(weight_);
     calls.push_back(dw);
     if (use_bias_) {
@@ -88,6 +100,7 @@ class Dense final : public Layer {
       db.n = units_;
       db.a = ones_.data();
       db.b = delta;
+      db.b_on_card = delta_on_card;
       db.c = store.gradient(bias_);
       calls.push_back(db);
     }
@@ -98,12 +111,17 @@ class Dense final : public Layer {
       dx.k = units_;
       dx.n = inputs_;
       dx.a = delta;
+      dx.a_on_card = delta_on_card;
       dx.b = store.values(weight_);
       dx.c = input_gradient->values.data();
+      dx.c_on_card = input_gradient->on_card;
       calls.push_back(dx);
     }
     return context.matmul->run(calls);
   }
+
+  bool output_on_card() const override { return true; }
+  bool input_on_card() const override { return true; }
 
   uint32_t torch_modules() const override { return relu_ ? 2 : 1; }
   std::string torch_code() const override {
