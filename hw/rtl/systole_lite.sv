@@ -67,7 +67,6 @@ module systole_lite #(
   localparam int unsigned AccBits   = AddrBits + RowBits + 4;  // a span's arithmetic
   localparam int unsigned Latency   = Rows + Cols;
   localparam int unsigned DrainBits = $clog2(Latency + 3);
-  localparam int unsigned MemLg     = $clog2(MemBytes);  // MemBytes is a power of two
 
   typedef enum logic [4:0] {
     Idle,
@@ -170,160 +169,32 @@ module systole_lite #(
   assign relu       = systole_ctrl_pkg::has_flag(8'(s_q.flags), 8'(systole_pkg::FlagRelu));
 
   // ---------------------------------------------------------------------
-  // Registers (AXI4-Lite)
-  logic                   start_q, done_q, ready_q, gie_q;
-  logic [1:0]             ier_q, isr_q;
-  logic [AddrBits-1:0]    cmd_q, mem_bytes_q;
+  // Registers (AXI4-Lite): the control, the list's address, mem_bytes, and
+  // the launch's results and counters, read-only.
+  logic                   start;
+  logic [AddrBits-1:0]    cmd, mem_bytes;
   logic [3:0]             status_q;
   logic                   header_error_q;
   logic [DescBits-1:0]    error_index_q, done_count_q;
   logic [CounterBits-1:0] busy_q, macs_q, read_bytes_q, write_bytes_q, stall_q;
   logic                   busy, finish;
 
-  // A write: both channels together, answered the next cycle. A read: its
-  // address is kept, and the register answers the next cycle.
-  logic        b_valid_q, b_err_q, r_valid_q, wr, rd, wr_err, rd_err;
-  logic [31:0] rd_data;
-  logic [11:0] wa, ra, r_addr_q;
-  logic [31:0] wd;
-  assign wr = axil_req_i.aw_valid && axil_req_i.w_valid && !b_valid_q;
-  assign rd = axil_req_i.ar_valid && !r_valid_q;
-  assign wa = {axil_req_i.aw_addr[11:2], 2'b00};
-  assign ra = {axil_req_i.ar_addr[11:2], 2'b00};
-  assign wd = axil_req_i.w_data;
-
-  always_comb begin
-    axil_rsp_o          = '0;
-    axil_rsp_o.aw_ready = wr;
-    axil_rsp_o.w_ready  = wr;
-    axil_rsp_o.b_valid  = b_valid_q;
-    axil_rsp_o.b_resp   = {b_err_q, 1'b0};
-    axil_rsp_o.ar_ready = rd;
-    axil_rsp_o.r_valid  = r_valid_q;
-    axil_rsp_o.r_data   = rd_data;
-    axil_rsp_o.r_resp   = {rd_err, 1'b0};
-  end
-
-  // What a write may set: an address register's high word only to 0, a
-  // port base only to 0, mem_bytes and the list's address only inside
-  // the memory; the read-only registers refuse writes.
-  always_comb begin
-    wr_err = 1'b0;
-    if (wa == 12'(systole_pkg::RegCommandAddrLo))
-      wr_err = wd[31:MemLg] != '0;
-    else if (wa == 12'(systole_pkg::RegMemBytesLo))
-      wr_err = wd[31:MemLg] != '0 && wd != 32'(MemBytes);
-    else if (wa >= 12'(systole_pkg::RegPortBaseLo) && wa < 12'(systole_pkg::RegMemBytesHi + 4))
-      wr_err = wd != '0;
-    else if (wa > 12'(systole_pkg::RegIpIntStatus))
-      wr_err = 1'b1;
-  end
-
-  function automatic logic [31:0] counter_word(logic [CounterBits-1:0] value, logic high);
-    logic [63:0] wide;
-    wide = 64'(value);
-    counter_word = high ? wide[63:32] : wide[31:0];
-  endfunction
-
-  always_comb begin
-    rd_data = '0;
-    rd_err  = 1'b0;
-    unique case (r_addr_q)
-      12'(systole_pkg::RegControl):         rd_data = {28'b0, ready_q, !busy, done_q, start_q};
-      12'(systole_pkg::RegGlobalIntEnable): rd_data = {31'b0, gie_q};
-      12'(systole_pkg::RegIpIntEnable):     rd_data = {30'b0, ier_q};
-      12'(systole_pkg::RegIpIntStatus):     rd_data = {30'b0, isr_q};
-      12'(systole_pkg::RegCommandAddrLo):   rd_data = 32'(cmd_q);
-      12'(systole_pkg::RegMemBytesLo):      rd_data = 32'(mem_bytes_q);
-      12'(systole_pkg::RegStatus):          rd_data = 32'(status_q);
-      12'(systole_pkg::RegErrorIndex):      rd_data = header_error_q ? 32'(systole_pkg::HeaderErrorIndex) : 32'(error_index_q);
-      12'(systole_pkg::RegDescriptorsDone): rd_data = 32'(done_count_q);
-      12'(systole_pkg::RegBusyCyclesLo):    rd_data = counter_word(busy_q, 1'b0);
-      12'(systole_pkg::RegBusyCyclesHi):    rd_data = counter_word(busy_q, 1'b1);
-      12'(systole_pkg::RegMacsLo):          rd_data = counter_word(macs_q, 1'b0);
-      12'(systole_pkg::RegMacsHi):          rd_data = counter_word(macs_q, 1'b1);
-      12'(systole_pkg::RegDmaReadBytesLo):  rd_data = counter_word(read_bytes_q, 1'b0);
-      12'(systole_pkg::RegDmaReadBytesHi):  rd_data = counter_word(read_bytes_q, 1'b1);
-      12'(systole_pkg::RegDmaWriteBytesLo): rd_data = counter_word(write_bytes_q, 1'b0);
-      12'(systole_pkg::RegDmaWriteBytesHi): rd_data = counter_word(write_bytes_q, 1'b1);
-      12'(systole_pkg::RegStallCyclesLo):   rd_data = counter_word(stall_q, 1'b0);
-      12'(systole_pkg::RegStallCyclesHi):   rd_data = counter_word(stall_q, 1'b1);
-      12'(systole_pkg::RegId):              rd_data = systole_pkg::DeviceId;
-      12'(systole_pkg::RegVersion):         rd_data = systole_pkg::Version;
-      12'(systole_pkg::RegArrayRows):       rd_data = Rows;
-      12'(systole_pkg::RegArrayCols):       rd_data = Cols;
-      12'(systole_pkg::RegMaxM):            rd_data = MaxM;
-      12'(systole_pkg::RegMaxN):            rd_data = MaxN;
-      12'(systole_pkg::RegMaxK):            rd_data = MaxK;
-      12'(systole_pkg::RegBeatBytes):       rd_data = 4;
-      12'(systole_pkg::RegMaxDescriptors):  rd_data = MaxDesc;
-      12'(systole_pkg::RegFeatures):        rd_data = '0;  // no vector engine
-      default: begin
-        // The high words of the address registers and the port bases read
-        // 0; beyond the map is an error.
-        rd_err = r_addr_q >= 12'(systole_pkg::RegMapEnd);
-      end
-    endcase
-  end
-
+  systole_lite_regs #(
+    .Rows(Rows), .Cols(Cols), .MaxM(MaxM), .MaxN(MaxN), .MaxK(MaxK), .MaxDesc(MaxDesc),
+    .MemBytes(MemBytes), .CounterBits(CounterBits)
+  ) u_regs (
+    .clk_i, .rst_ni, .axil_req_i, .axil_rsp_o, .interrupt_o,
+    .busy_i(busy), .finish_i(finish), .start_o(start), .cmd_o(cmd), .mem_bytes_o(mem_bytes),
+    .status_i(status_q), .header_error_i(header_error_q), .error_index_i(error_index_q),
+    .done_count_i(done_count_q), .busy_cycles_i(busy_q), .macs_i(macs_q), .read_bytes_i(read_bytes_q),
+    .write_bytes_i(write_bytes_q), .stall_cycles_i(stall_q)
+  );
   assign busy = s_q.state != Idle;
   assign busy_o = busy;
-
-  always_ff @(posedge clk_i) begin
-    if (!rst_ni) begin
-      b_valid_q   <= 1'b0;
-      b_err_q     <= 1'b0;
-      r_valid_q   <= 1'b0;
-      r_addr_q    <= '0;
-      start_q     <= 1'b0;
-      done_q      <= 1'b0;
-      ready_q     <= 1'b0;
-      gie_q       <= 1'b0;
-      ier_q       <= '0;
-      isr_q       <= '0;
-      cmd_q       <= '0;
-      mem_bytes_q <= '0;
-    end else begin
-      if (b_valid_q && axil_req_i.b_ready) b_valid_q <= 1'b0;
-      if (r_valid_q && axil_req_i.r_ready) begin
-        r_valid_q <= 1'b0;
-        if (r_addr_q == 12'(systole_pkg::RegControl)) begin  // read: ap_done and ap_ready clear
-          done_q  <= 1'b0;
-          ready_q <= 1'b0;
-        end
-      end
-      if (wr) begin
-        b_valid_q <= 1'b1;
-        b_err_q   <= wr_err;
-        if (!wr_err) begin
-          unique case (wa)
-            12'(systole_pkg::RegControl):         if (wd[0] && !busy) start_q <= 1'b1;
-            12'(systole_pkg::RegGlobalIntEnable): gie_q <= wd[0];
-            12'(systole_pkg::RegIpIntEnable):     ier_q <= wd[1:0];
-            12'(systole_pkg::RegIpIntStatus):     isr_q <= isr_q ^ wd[1:0];
-            12'(systole_pkg::RegCommandAddrLo):   cmd_q <= AddrBits'(wd);
-            12'(systole_pkg::RegMemBytesLo):      mem_bytes_q <= AddrBits'(wd);
-            default: ;
-          endcase
-        end
-      end
-      if (rd) begin
-        r_valid_q <= 1'b1;
-        r_addr_q  <= ra;
-      end
-      if (start_q && !busy) start_q <= 1'b0;  // the controller takes it
-      if (finish) begin
-        done_q <= 1'b1;
-        ready_q <= 1'b1;
-        isr_q  <= isr_q | ier_q;
-      end
-    end
-  end
-  assign interrupt_o = gie_q && |isr_q;
-  // Registers are written whole; the core's done flags serve the pipelined
-  // kernel's write engine, not this one (it drains the array instead).
+  // The core's done flags serve the pipelined kernel's write engine, not
+  // this one (it drains the array instead).
   logic unused;
-  assign unused = ^{axil_req_i.w_strb, row_done, tile_done};
+  assign unused = ^{row_done, tile_done};
 
   // ---------------------------------------------------------------------
   // The core
@@ -531,10 +402,10 @@ module systole_lite #(
     if (got) s_d.issued = 1'b0;
 
     unique case (s_q.state)
-      Idle: if (start_q) begin
+      Idle: if (start) begin
         s_d       = '0;
         s_d.state = Header;
-        s_d.ptr   = cmd_q;
+        s_d.ptr   = cmd;
       end
 
       Header: if (got) begin
@@ -596,7 +467,7 @@ module systole_lite #(
 
       Range: begin
         s_d.op    = s_q.op + 1'b1;
-        if (op_big || span_end > AccBits'(mem_bytes_q)) begin
+        if (op_big || span_end > AccBits'(mem_bytes)) begin
           s_d.error = 4'(systole_pkg::ErrAddressOutOfRange);
           s_d.state = Finish;
         end else if (s_q.op == OpBias || (s_q.op == OpC && !has_bias)) begin
@@ -607,7 +478,7 @@ module systole_lite #(
           if (s_q.desc + 1'b1 == s_q.count) begin
             s_d.exec = 1'b1;
             s_d.desc = '0;
-            s_d.ptr  = cmd_q + AddrBits'(64);
+            s_d.ptr  = cmd + AddrBits'(64);
           end
         end
       end
@@ -796,7 +667,7 @@ module systole_lite #(
       stall_q        <= '0;
     end else begin
       s_q <= s_d;
-      if (s_q.state == Idle && start_q) begin
+      if (s_q.state == Idle && start) begin
         status_q       <= '0;
         header_error_q <= 1'b0;
         error_index_q  <= '0;
@@ -823,5 +694,5 @@ module systole_lite #(
 
   // One access at a time: no request while a read is outstanding.
   `ASSERT(a_one_access, s_q.issued |-> !mem_valid_o)
-  `ASSERT(a_no_write_beyond, mem_valid_o && mem_write_o |-> s_q.ptr < mem_bytes_q)
+  `ASSERT(a_no_write_beyond, mem_valid_o && mem_write_o |-> s_q.ptr < mem_bytes)
 endmodule
