@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The layer interface. A layer owns named tensors in the model's
 // ParameterStore and computes its forward and backward passes; every matrix
-// product goes through a MatmulExecutor (the array), only elementwise work
-// stays on the host. Activations are fp32 on the host, batch-major, images
-// as height x width x channels (NHWC).
+// product goes through a MatmulExecutor (the array), and most elementwise
+// work stays on the host. Activations are fp32, batch-major, images as
+// height x width x channels (NHWC), on the host unless the model keeps them
+// on the card (Activations::on_card).
 #pragma once
 
 #include <cstdint>
