@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "systole/boards.h"
 #include "systole/detail/transpose8.h"
@@ -211,9 +212,13 @@ std::optional<std::size_t> DeviceMatmul::offset_in(const float* base, std::size_
   return offset;
 }
 
+std::size_t DeviceMatmul::find_tensor(const float* key) const {
+  return std::find_if(tensors_.begin(), tensors_.end(), [&](const CardTensor& t) { return t.key == key; }) -
+         tensors_.begin();
+}
+
 Result<const DeviceMatmul::CardTensor*> DeviceMatmul::card_result(const float* key, std::size_t count) {
-  auto found =
-      std::find_if(tensors_.begin(), tensors_.end(), [&](const CardTensor& t) { return t.key == key; });
+  auto found = tensors_.begin() + find_tensor(key);
   if (found == tensors_.end()) {
     CardTensor tensor;
     tensor.key = key;
@@ -230,8 +235,7 @@ Result<const DeviceMatmul::CardTensor*> DeviceMatmul::card_result(const float* k
 
 Result<const DeviceMatmul::CardTensor*> DeviceMatmul::card_tensor(const float* key, std::size_t count,
                                                                   const std::string& what) const {
-  auto found =
-      std::find_if(tensors_.begin(), tensors_.end(), [&](const CardTensor& t) { return t.key == key; });
+  const auto found = tensors_.begin() + find_tensor(key);
   if (found == tensors_.end())
     return Status(StatusCode::kInvalidArgument,
                   what + " is not on the card: no earlier call left a result there");
@@ -333,8 +337,7 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   const uint32_t track = Trace::unit_track(unit_);
   // The vector work queued for this launch and the copies the card makes
   // first, then the products.
-  std::vector<spec::CommandRecord> records = std::move(pending_), products;
-  pending_.clear();
+  std::vector<spec::CommandRecord> records = std::exchange(pending_, {}), products;
   // Products whose C stays on the card (not downloaded).
   std::vector<bool> on_card(calls.size(), false);
   std::optional<TraceScope> upload(std::in_place, "upload", "device", track);  // until the first launch
@@ -391,6 +394,8 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     if (bias_at == SIZE_MAX || c_at == SIZE_MAX)
       return Status(StatusCode::kInvalidArgument,
                     "matmul: a bias or result runs past the end of the parameters kept on the card");
+    const std::size_t bias_bytes = call.bias && !bias_at ? call.n * sizeof(float) : 0;
+    std::size_t bias_offset = 0;  // of a host bias in c_[i]
     if (c_at) {
       // The product lands in the card's gradients. Accumulating into what
       // the host wrote there, the host's values go up first.
@@ -409,28 +414,25 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
       if (!tensor.ok()) return tensor.status();
       problem.c = {(*tensor)->slot.buffer.address(), call.n};
       on_card[i] = true;
-      if (call.bias && !bias_at) {
-        SYSTOLE_RETURN_IF_ERROR(ensure(c_[i], call.n * sizeof(float)));
-        SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.write(call.bias, call.n * sizeof(float)));
-        SYSTOLE_RETURN_IF_ERROR(
-            c_[i].buffer.sync(Buffer::SyncDirection::kToDevice, call.n * sizeof(float), 0));
-        problem.bias_address = c_[i].buffer.address();
-      }
     } else {
-      // C, then the bias behind it; C is uploaded only when accumulated into.
-      const bool bias_here = call.bias && !bias_at;
-      SYSTOLE_RETURN_IF_ERROR(ensure(c_[i], c_bytes + (bias_here ? call.n * sizeof(float) : 0)));
-      Buffer* c = &c_[i].buffer;
+      // C in the call's slot, uploaded only when accumulated into.
+      SYSTOLE_RETURN_IF_ERROR(ensure(c_[i], c_bytes + bias_bytes));
+      Buffer& c = c_[i].buffer;
       if (call.accumulate) {
-        SYSTOLE_RETURN_IF_ERROR(c->write(call.c, c_bytes));
-        SYSTOLE_RETURN_IF_ERROR(c->sync(Buffer::SyncDirection::kToDevice, c_bytes, 0));
+        SYSTOLE_RETURN_IF_ERROR(c.write(call.c, c_bytes));
+        SYSTOLE_RETURN_IF_ERROR(c.sync(Buffer::SyncDirection::kToDevice, c_bytes, 0));
       }
-      if (bias_here) {
-        SYSTOLE_RETURN_IF_ERROR(c->write(call.bias, call.n * sizeof(float), c_bytes));
-        SYSTOLE_RETURN_IF_ERROR(c->sync(Buffer::SyncDirection::kToDevice, call.n * sizeof(float), c_bytes));
-      }
-      problem.c = {c->address(), call.n};
-      problem.bias_address = c->address() + c_bytes;
+      problem.c = {c.address(), call.n};
+      bias_offset = c_bytes;
+    }
+    if (bias_bytes) {
+      // A bias the card does not hold goes up into the call's C slot,
+      // behind C when C is there.
+      SYSTOLE_RETURN_IF_ERROR(ensure(c_[i], bias_offset + bias_bytes));
+      Buffer& c = c_[i].buffer;
+      SYSTOLE_RETURN_IF_ERROR(c.write(call.bias, bias_bytes, bias_offset));
+      SYSTOLE_RETURN_IF_ERROR(c.sync(Buffer::SyncDirection::kToDevice, bias_bytes, bias_offset));
+      problem.bias_address = c.address() + bias_offset;
     }
     if (bias_at) {
       card_read_.add(*bias_at, *bias_at + call.n);
@@ -461,8 +463,7 @@ Status DeviceMatmul::run_vector(const std::vector<spec::VectorDescriptor>& descr
   using Clock = Trace::Clock;
   const Clock::time_point begun = Clock::now();
   double launch_seconds = 0;
-  std::vector<spec::CommandRecord> records = std::move(pending_);
-  pending_.clear();
+  std::vector<spec::CommandRecord> records = std::exchange(pending_, {});
   for (const spec::VectorDescriptor& d : descriptors) records.push_back(spec::record_of(d));
   std::optional<TraceScope> upload(std::in_place, "upload", "device", Trace::unit_track(unit_));
   SYSTOLE_RETURN_IF_ERROR(launch(records, upload, launch_seconds));

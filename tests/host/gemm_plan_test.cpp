@@ -133,15 +133,15 @@ std::unique_ptr<DeviceMatmul> small_matmul() {
       .value();
 }
 
-// C = A B from packed row-major A (m x k) and B (k x n); C still to set.
-MatmulCall packed_call(uint32_t m, uint32_t n, uint32_t k, const std::vector<float>& a,
-                       const std::vector<float>& b) {
+// C (m x n) = A B (k deep), stored as given.
+MatmulCall product(uint32_t m, uint32_t n, uint32_t k, const float* a, const float* b, float* c) {
   MatmulCall call;
   call.m = m;
   call.n = n;
   call.k = k;
-  call.a = a.data();
-  call.b = b.data();
+  call.a = a;
+  call.b = b;
+  call.c = c;
   return call;
 }
 
@@ -164,9 +164,8 @@ void slice_of_a_wider_matrix(uint32_t m, uint32_t k, uint32_t n, uint32_t wide) 
       a_t_wide[std::size_t(p) * wide + offset + i] = a[std::size_t(i) * k + p];
     }
   auto matmul = small_matmul();
-  MatmulCall call = packed_call(m, n, k, a, b);
   std::vector<float> packed(std::size_t(m) * n), strided(packed.size()), transposed(packed.size());
-  call.c = packed.data();
+  MatmulCall call = product(m, n, k, a.data(), b.data(), packed.data());
   ASSERT_TRUE(matmul->run(call).ok());
   call.a = a_wide.data() + offset;
   call.lda = wide;
@@ -217,9 +216,8 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
   };
   const Rows a_rows(a), b_rows(b);
   auto matmul = small_matmul();
-  MatmulCall call = packed_call(m, n, k, a, b);
   std::vector<float> stored(std::size_t(m) * n), made(stored.size());
-  call.c = stored.data();
+  MatmulCall call = product(m, n, k, a.data(), b.data(), stored.data());
   ASSERT_TRUE(matmul->run(call).ok());
   call.a = call.b = nullptr;
   call.a_rows = &a_rows;
@@ -239,18 +237,6 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
   refused = matmul->run(call);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("operand is missing"), std::string::npos) << refused.message();
-}
-
-// C (m x n) = A B (k deep), stored as given.
-MatmulCall product(uint32_t m, uint32_t n, uint32_t k, const float* a, const float* b, float* c) {
-  MatmulCall call;
-  call.m = m;
-  call.n = n;
-  call.k = k;
-  call.a = a;
-  call.b = b;
-  call.c = c;
-  return call;
 }
 
 // Two dense layers' forward and backward on a modelled card that keeps the

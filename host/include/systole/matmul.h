@@ -197,6 +197,9 @@ class DeviceMatmul final : public MatmulExecutor {
     std::size_t count = 0;
     Slot slot;
   };
+  // The index in tensors_ of the card tensor named `key`; tensors_.size()
+  // when there is none.
+  std::size_t find_tensor(const float* key) const;
   // The card tensor at `key`, made or grown to `count` values for a new
   // result; its bf16 copies are made again before their next use.
   Result<const CardTensor*> card_result(const float* key, std::size_t count);

@@ -71,13 +71,14 @@ class Dense final : public Layer {
     const uint32_t batch = input.batch * rows_;  // the product's M
     const float* delta = output_gradient.values.data();
     const bool delta_on_card = output_gradient.on_card;
-    if (relu_ && delta_on_card) {
-      masked_.resize(output_gradient.values.size());
-      SYSTOLE_RETURN_IF_ERROR(
-          context.matmul->relu_mask_on_card(delta, output.values.data(), masked_.data(), masked_.size()));
-      delta = masked_.data();
-    } else if (relu_) {
-      relu_mask(output_gradient.values, output.values, masked_);
+    if (relu_) {
+      if (delta_on_card) {
+        masked_.resize(output_gradient.values.size());
+        SYSTOLE_RETURN_IF_ERROR(
+            context.matmul->relu_mask_on_card(delta, output.values.data(), masked_.data(), masked_.size()));
+      } else {
+        relu_mask(output_gradient.values, output.values, masked_);
+      }
       delta = masked_.data();
     }
     std::vector<MatmulCall> calls;
