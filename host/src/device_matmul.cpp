@@ -113,6 +113,14 @@ Status MatmulExecutor::relu_mask_on_card(const float*, const float*, float*, std
   return Status(StatusCode::kUnavailable, "relu mask: this executor keeps no tensors on the card");
 }
 
+Status MatmulExecutor::hold_on_card(const float*, std::size_t) {
+  return Status(StatusCode::kUnavailable, "hold on card: this executor keeps no tensors on the card");
+}
+
+Status MatmulExecutor::view_on_card(const float*, const float*, std::size_t, uint32_t, uint32_t) {
+  return Status(StatusCode::kUnavailable, "view on card: this executor keeps no tensors on the card");
+}
+
 Result<std::unique_ptr<DeviceMatmul>> DeviceMatmul::create(Device device, uint32_t unit,
                                                            std::chrono::milliseconds launch_timeout) {
   if (!device) return Status(StatusCode::kInvalidArgument, "no device");
@@ -212,38 +220,186 @@ std::optional<std::size_t> DeviceMatmul::offset_in(const float* base, std::size_
   return offset;
 }
 
-std::size_t DeviceMatmul::find_tensor(const float* key) const {
-  return std::find_if(tensors_.begin(), tensors_.end(), [&](const CardTensor& t) { return t.key == key; }) -
+namespace {
+// Whether the host address p lies in [base, base + count) of fp32 values,
+// and whether two such ranges overlap (compared as addresses: they need
+// not point into one array).
+bool holds(const float* base, std::size_t count, const float* p) {
+  const auto at = reinterpret_cast<std::uintptr_t>(p), from = reinterpret_cast<std::uintptr_t>(base);
+  return at >= from && at < from + count * sizeof(float);
+}
+bool overlap(const float* a, std::size_t a_count, const float* b, std::size_t b_count) {
+  return holds(a, a_count, b) || holds(b, b_count, a);
+}
+}  // namespace
+
+std::size_t DeviceMatmul::find_tensor(const float* p) const {
+  return std::find_if(tensors_.begin(), tensors_.end(),
+                      [&](const CardTensor& t) { return holds(t.key, t.count, p); }) -
          tensors_.begin();
 }
 
-Result<const DeviceMatmul::CardTensor*> DeviceMatmul::card_result(const float* key, std::size_t count) {
-  auto found = tensors_.begin() + find_tensor(key);
-  if (found == tensors_.end()) {
-    CardTensor tensor;
-    tensor.key = key;
-    tensor.slot.bank = spec::operand_bank(unit_, Operand::kC, device_.info().hbm_banks);
-    tensors_.push_back(std::move(tensor));
-    found = tensors_.end() - 1;
+void DeviceMatmul::invalidate_copies(const CardTensor& written) {
+  for (Copy& copy : copies_) {
+    if (!copy.source) continue;  // the resident values
+    const std::size_t read = find_tensor(copy.source);
+    const bool through_view =
+        read < tensors_.size() && tensors_[read].of && holds(written.key, written.count, tensors_[read].of);
+    if (through_view || holds(written.key, written.count, copy.source)) copy.current = false;
   }
-  SYSTOLE_RETURN_IF_ERROR(ensure(found->slot, count * sizeof(float)));
-  found->count = count;
-  for (Copy& copy : copies_)
-    if (copy.source == key) copy.current = false;
-  return &*found;
 }
 
-Result<const DeviceMatmul::CardTensor*> DeviceMatmul::card_tensor(const float* key, std::size_t count,
-                                                                  const std::string& what) const {
-  const auto found = tensors_.begin() + find_tensor(key);
-  if (found == tensors_.end())
+Result<uint64_t> DeviceMatmul::card_result(const float* c, std::size_t count) {
+  std::size_t at = find_tensor(c), offset = 0;
+  if (at < tensors_.size()) {
+    const CardTensor& held = tensors_[at];
+    if (held.of)
+      return Status(StatusCode::kInvalidArgument,
+                    "matmul: a result cannot be written into a view of a card tensor");
+    offset = *offset_in(held.key, held.count, c, count);
+    if (offset == SIZE_MAX) {  // runs past the tensor's end: a new one
+      at = tensors_.size();
+      offset = 0;
+    }
+  }
+  if (at == tensors_.size()) {
+    // What the range overlaps was left under host memory that has since
+    // been freed.
+    for (std::size_t t = tensors_.size(); t-- > 0;) {
+      if (!overlap(tensors_[t].key, tensors_[t].count, c, count)) continue;
+      invalidate_copies(tensors_[t]);
+      tensors_.erase(tensors_.begin() + std::ptrdiff_t(t));
+    }
+    CardTensor tensor;
+    tensor.key = c;
+    tensor.slot.bank = spec::operand_bank(unit_, Operand::kC, device_.info().hbm_banks);
+    tensors_.push_back(std::move(tensor));
+    at = tensors_.size() - 1;
+  }
+  CardTensor& tensor = tensors_[at];
+  if (tensor.count == 0) {
+    SYSTOLE_RETURN_IF_ERROR(ensure(tensor.slot, count * sizeof(float)));
+    tensor.count = count;
+  }
+  invalidate_copies(tensor);
+  return tensor.slot.buffer.address() + offset * sizeof(float);
+}
+
+Result<DeviceMatmul::CardSpan> DeviceMatmul::card_span(const float* p, std::size_t count,
+                                                       const std::string& what) const {
+  const std::size_t at = find_tensor(p);
+  if (at == tensors_.size())
     return Status(StatusCode::kInvalidArgument,
                   what + " is not on the card: no earlier call left a result there");
-  if (found->count < count)
-    return Status(StatusCode::kInvalidArgument, what + " reads " + std::to_string(count) +
-                                                    " values of a tensor the card holds " +
-                                                    std::to_string(found->count) + " of");
-  return &*found;
+  const CardTensor& tensor = tensors_[at];
+  const std::size_t offset = *offset_in(tensor.key, tensor.count, p, 0);
+  if (count > tensor.count - offset)
+    return Status(StatusCode::kInvalidArgument,
+                  what + " reads " + std::to_string(count) + " values" +
+                      (offset ? " from value " + std::to_string(offset) : std::string()) +
+                      " of a tensor the card holds " + std::to_string(tensor.count) + " of");
+  return CardSpan{&tensor, offset};
+}
+
+Result<uint64_t> DeviceMatmul::card_address(const float* p, std::size_t count,
+                                            const std::string& what) const {
+  auto span = card_span(p, count, what);
+  if (!span.ok()) return span.status();
+  const CardTensor& tensor = *span->tensor;
+  if (!tensor.of) return tensor.slot.buffer.address() + span->offset * sizeof(float);
+  // A view whose blocks are one row or one column is its tensor's values
+  // in their order.
+  if (tensor.block_rows == 1 || tensor.block_cols == 1)
+    return card_address(tensor.of + span->offset, count, what);
+  return Status(StatusCode::kInvalidArgument, what +
+                                                  " is a view of a card tensor whose blocks read transposed; "
+                                                  "only a product's operand can read it");
+}
+
+Status DeviceMatmul::hold_on_card(const float* key, std::size_t count) {
+  if (!keeps_activations())
+    return Status(StatusCode::kInvalidArgument,
+                  "hold on card: a tensor on the card needs the parameters kept there (placement: device)");
+  return card_result(key, count).status();
+}
+
+Status DeviceMatmul::view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
+                                  uint32_t cols) {
+  const std::size_t block = std::size_t(rows) * cols;
+  if (block == 0 || count % block != 0)
+    return Status(StatusCode::kInvalidArgument, "view on card: " + std::to_string(count) +
+                                                    " values are not whole blocks of " +
+                                                    std::to_string(rows) + " x " + std::to_string(cols));
+  auto viewed = card_span(key, count, "view on card: the tensor viewed");
+  if (!viewed.ok()) return viewed.status();
+  if (viewed->tensor->of)
+    return Status(StatusCode::kInvalidArgument, "view on card: the tensor viewed is itself a view");
+  for (std::size_t t = tensors_.size(); t-- > 0;) {
+    if (!overlap(tensors_[t].key, tensors_[t].count, view, count)) continue;
+    if (tensors_[t].key == key)
+      return Status(StatusCode::kInvalidArgument, "view on card: a view cannot share the tensor's addresses");
+    invalidate_copies(tensors_[t]);
+    tensors_.erase(tensors_.begin() + std::ptrdiff_t(t));
+  }
+  CardTensor tensor;
+  tensor.key = view;
+  tensor.count = count;
+  tensor.of = key;
+  tensor.block_rows = rows;
+  tensor.block_cols = cols;
+  tensors_.push_back(std::move(tensor));
+  return ok_status();
+}
+
+Result<std::vector<spec::VectorDescriptor>> DeviceMatmul::view_copy(const CardTensor& view,
+                                                                    std::size_t offset, uint32_t rows,
+                                                                    uint32_t cols, bool transposed,
+                                                                    uint32_t stride, uint64_t z,
+                                                                    const std::string& what) const {
+  const uint32_t r = view.block_rows, c = view.block_cols;
+  const std::size_t block = std::size_t(r) * c;
+  // X as stored: transposed, op(X)'s columns are its rows.
+  const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
+  const std::size_t values = std::size_t(stored_rows) * stored_cols;
+  const bool whole_blocks = offset % block == 0 && values % block == 0;
+  // Packed over whole blocks: each block's transpose in turn. Transposed,
+  // X's rows a block's columns (stored_cols = r): row i of op(X) is block
+  // row i of every block.
+  const bool packed = !transposed && stride == stored_cols && whole_blocks;
+  const bool block_rows = transposed && stride == r && stored_cols == r && whole_blocks;
+  if (!packed && !block_rows)
+    return Status(StatusCode::kInvalidArgument,
+                  what + " reads a view of a card tensor (blocks of " + std::to_string(r) + " x " +
+                      std::to_string(c) + " read transposed) as " + std::to_string(stored_rows) + " x " +
+                      std::to_string(stored_cols) + (transposed ? " transposed" : "") + ", row stride " +
+                      std::to_string(stride) + ", from value " + std::to_string(offset) +
+                      ", which does not fall on whole blocks");
+  auto base = card_address(view.of + offset, values, what);
+  if (!base.ok()) return base.status();
+  const std::size_t blocks = values / block;
+  std::vector<spec::VectorDescriptor> made;
+  spec::VectorDescriptor d{};
+  d.opcode = uint8_t(spec::Opcode::kToBf16);
+  if (packed) {
+    d.flags = spec::vector_flag::kTranspose;
+    d.rows = r;
+    d.n = d.stride = c;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      d.x_addr = *base + b * block * sizeof(float);
+      d.z_addr = z + b * block * sizeof(uint16_t);
+      made.push_back(d);
+    }
+  } else {
+    d.rows = uint32_t(blocks);
+    d.n = c;
+    d.stride = uint32_t(block);
+    for (uint32_t i = 0; i < r; ++i) {
+      d.x_addr = *base + std::size_t(i) * c * sizeof(float);
+      d.z_addr = z + std::size_t(i) * blocks * c * sizeof(uint16_t);
+      made.push_back(d);
+    }
+  }
+  return made;
 }
 
 Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, uint32_t rows, uint32_t cols,
@@ -256,12 +412,20 @@ Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, uint3
   const float* source = nullptr;
   std::size_t offset = 0;
   uint64_t source_address = 0;
+  const CardTensor* view = nullptr;  // a view whose blocks read transposed
+  const std::string what = std::string("matmul: operand ") + (operand == Operand::kA ? "A" : "B");
   if (on_card) {
-    auto tensor =
-        card_tensor(x, span, std::string("matmul: operand ") + (operand == Operand::kA ? "A" : "B"));
-    if (!tensor.ok()) return tensor.status();
-    source = x;
-    source_address = (*tensor)->slot.buffer.address();
+    auto at = card_span(x, span, what);
+    if (!at.ok()) return at.status();
+    source = at->tensor->key;
+    offset = at->offset;
+    if (at->tensor->of && at->tensor->block_rows != 1 && at->tensor->block_cols != 1) {
+      view = at->tensor;
+    } else {
+      auto address = card_address(x, span, what);
+      if (!address.ok()) return address.status();
+      source_address = *address;
+    }
   } else {
     if (!resident_ || !x) return std::optional<uint64_t>();
     const std::optional<std::size_t> at = offset_in(resident_->values, resident_->count, x, span);
@@ -284,8 +448,15 @@ Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, uint3
     copies_.push_back(std::move(copy));
     found = copies_.end() - 1;
   }
-  if (!found->current) {
-    SYSTOLE_RETURN_IF_ERROR(ensure(found->slot, std::size_t(rows) * cols * sizeof(uint16_t)));
+  SYSTOLE_RETURN_IF_ERROR(ensure(found->slot, std::size_t(rows) * cols * sizeof(uint16_t)));
+  const uint64_t z = found->slot.buffer.address();
+  std::vector<spec::VectorDescriptor> made;
+  if (view) {
+    // Checked on every read: the viewed tensor may have gone.
+    auto blocks = view_copy(*view, offset, rows, cols, transposed, stride, z, what);
+    if (!blocks.ok()) return blocks.status();
+    made = std::move(blocks).value();
+  } else {
     spec::VectorDescriptor d{};
     d.opcode = uint8_t(spec::Opcode::kToBf16);
     d.flags = transposed ? spec::vector_flag::kTranspose : 0;
@@ -293,21 +464,23 @@ Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, uint3
     d.rows = stored_rows;
     d.stride = stride;
     d.x_addr = source_address;
-    d.z_addr = found->slot.buffer.address();
-    records.push_back(spec::record_of(d));
+    d.z_addr = z;
+    made.push_back(d);
+  }
+  if (!found->current) {
+    for (const spec::VectorDescriptor& d : made) records.push_back(spec::record_of(d));
     found->current = true;
   }
-  return std::optional<uint64_t>(found->slot.buffer.address());
+  return std::optional<uint64_t>(z);
 }
 
 Status DeviceMatmul::relu_mask_on_card(const float* gradient, const float* output, float* masked,
                                        std::size_t count) {
-  auto x = card_tensor(gradient, count, "relu mask: the gradient");
+  auto x = card_address(gradient, count, "relu mask: the gradient");
   if (!x.ok()) return x.status();
-  auto y = card_tensor(output, count, "relu mask: the layer's output");
+  auto y = card_address(output, count, "relu mask: the layer's output");
   if (!y.ok()) return y.status();
-  // The addresses first: card_result may add a tensor and move the others.
-  const uint64_t x_addr = (*x)->slot.buffer.address(), y_addr = (*y)->slot.buffer.address();
+  const uint64_t x_addr = *x, y_addr = *y;
   auto z = card_result(masked, count);
   if (!z.ok()) return z.status();
   // In pieces as long as a descriptor's n allows.
@@ -317,7 +490,7 @@ Status DeviceMatmul::relu_mask_on_card(const float* gradient, const float* outpu
     d.n = uint32_t(std::min<std::size_t>(spec::kMaxVectorElements, count - done));
     d.x_addr = x_addr + done * sizeof(float);
     d.y_addr = y_addr + done * sizeof(float);
-    d.z_addr = (*z)->slot.buffer.address() + done * sizeof(float);
+    d.z_addr = *z + done * sizeof(float);
     pending_.push_back(spec::record_of(d));
   }
   return ok_status();
@@ -409,10 +582,10 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
       problem.c = {gradients.address() + at, call.n};
       on_card[i] = true;
     } else if (call.c_on_card) {
-      // C becomes (or replaces) the card tensor named by c.
-      auto tensor = card_result(call.c, c_count);
-      if (!tensor.ok()) return tensor.status();
-      problem.c = {(*tensor)->slot.buffer.address(), call.n};
+      // C goes into the card tensor that holds c's range, or becomes one.
+      auto address = card_result(call.c, c_count);
+      if (!address.ok()) return address.status();
+      problem.c = {*address, call.n};
       on_card[i] = true;
     } else {
       // C in the call's slot, uploaded only when accumulated into.

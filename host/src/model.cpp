@@ -232,7 +232,8 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec, uint64_t seed
   }
   // A tensor the card may keep: made by a layer that allows it, read once,
   // by a layer of one input that allows it (a dense layer's output that
-  // only the next dense layer reads).
+  // only the next dense layer reads; a convolution's that a Flatten
+  // renames for a Dense layer).
   model->card_reader_.assign(count + 1, kNoReader);
   for (uint32_t j = 0; j < count; ++j) {
     const Node& node = model->nodes_[j];
@@ -266,6 +267,18 @@ Status Model::forward(LayerContext& context, const float* inputs, uint32_t batch
   const std::size_t last = std::min(layers, nodes_.size());
   for (std::size_t t = 1; t < tensors_.size(); ++t)
     tensors_[t].on_card = card && t != last && card_reader_[t] != kNoReader && card_reader_[t] < layers;
+  // A layer that only renames its input there has both tensors on the card
+  // or neither (a Flatten between a convolution and a Dense layer).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t i : order_) {
+      if (!nodes_[i].layer->renames_on_card()) continue;
+      Activations &in = tensors_[nodes_[i].inputs[0]], &out = tensors_[i + 1];
+      if (in.on_card == out.on_card) continue;
+      in.on_card = out.on_card = false;
+      changed = true;
+    }
+  }
   for (uint32_t i : order_) {
     if (i >= layers) continue;
     Node& node = nodes_[i];

@@ -2,6 +2,8 @@
 // Test executors of matrix products.
 #include "common/matmul_executors.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "reference/reference.h"
@@ -96,23 +98,51 @@ Status ReferenceMatmul::run(const std::vector<MatmulCall>& calls) {
   return ok_status();
 }
 
-Result<const float*> CardKeepingMatmul::tensor(const float* key, std::size_t count) const {
-  const auto found = tensors_.find(key);
-  if (found == tensors_.end() || found->second.size() < count)
+Result<std::pair<const CardKeepingMatmul::Kept*, std::size_t>> CardKeepingMatmul::find(
+    const float* p, std::size_t count) const {
+  auto at = tensors_.upper_bound(p);
+  if (at == tensors_.begin()) return Status(StatusCode::kInvalidArgument, "not on the card");
+  --at;
+  const auto offset =
+      std::size_t(reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(at->first)) /
+      sizeof(float);
+  if (offset >= at->second.count || count > at->second.count - offset)
     return Status(StatusCode::kInvalidArgument, "not on the card, or shorter there");
-  return found->second.data();
+  return std::pair{&at->second, offset};
+}
+
+Result<std::vector<float>> CardKeepingMatmul::values(const float* p, std::size_t count) const {
+  auto found = find(p, count);
+  if (!found.ok()) return found.status();
+  const auto [kept, offset] = *found;
+  if (!kept->of)
+    return std::vector<float>(kept->values.begin() + offset, kept->values.begin() + offset + count);
+  auto whole = values(kept->of, kept->count);
+  if (!whole.ok()) return whole.status();
+  // Value j of a block reads the block's transpose: j = c * rows + r is
+  // stored at r * cols + c.
+  const std::size_t block = std::size_t(kept->rows) * kept->cols;
+  std::vector<float> read(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t at = offset + i, b = at / block, j = at % block;
+    read[i] = (*whole)[b * block + (j % kept->rows) * kept->cols + j / kept->rows];
+  }
+  return read;
 }
 
 Status CardKeepingMatmul::run(const std::vector<MatmulCall>& calls) {
   std::vector<MatmulCall> here = calls;
+  std::vector<std::vector<float>> operands;  // what the calls read from the card
+  operands.reserve(2 * calls.size());
   for (MatmulCall& call : here) {
     auto read = [&](const float*& x, bool& on_card, bool transposed, uint32_t stride, uint32_t rows,
                     uint32_t cols) -> Status {
       if (!on_card) return ok_status();
       const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
-      auto found = tensor(x, std::size_t(stored_rows - 1) * stride + stored_cols);
+      auto found = values(x, std::size_t(stored_rows - 1) * stride + stored_cols);
       if (!found.ok()) return found.status();
-      x = *found;
+      operands.push_back(std::move(found).value());
+      x = operands.back().data();
       on_card = false;
       ++operands_read;
       return ok_status();
@@ -121,9 +151,14 @@ Status CardKeepingMatmul::run(const std::vector<MatmulCall>& calls) {
     SYSTOLE_RETURN_IF_ERROR(read(call.b, call.b_on_card, call.b_transposed, call.b_stride(), call.k, call.n));
     if (call.c_on_card) {
       if (call.accumulate) return Status(StatusCode::kInvalidArgument, "accumulating on the card");
-      std::vector<float>& kept = tensors_[call.c];
-      kept.assign(std::size_t(call.m) * call.n, 0.0f);
-      call.c = kept.data();
+      const std::size_t count = std::size_t(call.m) * call.n;
+      auto held = find(call.c, count);
+      if (!held.ok()) {
+        SYSTOLE_RETURN_IF_ERROR(hold_on_card(call.c, count));
+        held = find(call.c, count);
+      }
+      if (held->first->of) return Status(StatusCode::kInvalidArgument, "writing a view");
+      call.c = const_cast<float*>(held->first->values.data()) + held->second;
       call.c_on_card = false;
       ++results_left;
     }
@@ -131,13 +166,29 @@ Status CardKeepingMatmul::run(const std::vector<MatmulCall>& calls) {
   return reference_.run(here);
 }
 
+Status CardKeepingMatmul::hold_on_card(const float* key, std::size_t count) {
+  Kept& kept = tensors_[key];
+  kept.count = std::max(kept.count, count);
+  kept.values.resize(kept.count);
+  return ok_status();
+}
+
+Status CardKeepingMatmul::view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
+                                       uint32_t cols) {
+  auto viewed = find(key, count);
+  if (!viewed.ok()) return viewed.status();
+  tensors_[view] = Kept{count, {}, key, rows, cols};
+  ++views;
+  return ok_status();
+}
+
 Status CardKeepingMatmul::relu_mask_on_card(const float* gradient, const float* output, float* masked,
                                             std::size_t count) {
-  auto g = tensor(gradient, count), y = tensor(output, count);
+  auto g = values(gradient, count), y = values(output, count);
   if (!g.ok() || !y.ok()) return Status(StatusCode::kInvalidArgument, "relu mask: not on the card");
-  std::vector<float> kept(count);
+  SYSTOLE_RETURN_IF_ERROR(hold_on_card(masked, count));
+  std::vector<float>& kept = tensors_[masked].values;
   for (std::size_t i = 0; i < count; ++i) kept[i] = (*y)[i] > 0.0f ? (*g)[i] : 0.0f;
-  tensors_[masked] = std::move(kept);
   ++masks;
   return ok_status();
 }

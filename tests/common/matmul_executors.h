@@ -41,10 +41,11 @@ class ReferenceMatmul final : public MatmulExecutor {
 };
 
 // ReferenceMatmul that keeps tensors "on the card" in memory of its own:
-// what a call leaves with c_on_card is stored here and not in c, an operand
-// on the card is read from here (an error when it was never left), and the
-// ReLU mask runs here. Counts what the layers leave and read, to check
-// which tensors a model keeps on the card.
+// what a call leaves with c_on_card is stored here and not in c (in the
+// tensor held there when one holds c's range), an operand on the card is
+// read from here (an error when it was never left), views read their
+// tensor's blocks transposed, and the ReLU mask runs here. Counts what the
+// layers leave and read, to check which tensors a model keeps on the card.
 class CardKeepingMatmul final : public MatmulExecutor {
  public:
   explicit CardKeepingMatmul(const DeviceInfo& device) : reference_(device) {}
@@ -55,15 +56,30 @@ class CardKeepingMatmul final : public MatmulExecutor {
   bool keeps_activations() const override { return true; }
   Status relu_mask_on_card(const float* gradient, const float* output, float* masked,
                            std::size_t count) override;
+  Status hold_on_card(const float* key, std::size_t count) override;
+  Status view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
+                      uint32_t cols) override;
 
   uint32_t results_left = 0;   // calls with c_on_card
   uint32_t operands_read = 0;  // operands with a_on_card or b_on_card
   uint32_t masks = 0;          // relu_mask_on_card calls
+  uint32_t views = 0;          // view_on_card calls
 
  private:
-  Result<const float*> tensor(const float* key, std::size_t count) const;
+  struct Kept {
+    std::size_t count = 0;
+    std::vector<float> values;  // none in a view
+    const float* of = nullptr;  // a view: of's blocks of rows x cols, transposed
+    uint32_t rows = 0, cols = 0;
+  };
+  // The tensor or view whose range holds [p, p + count), and p's offset in
+  // it.
+  Result<std::pair<const Kept*, std::size_t>> find(const float* p, std::size_t count) const;
+  // Values [p, p + count) as the card holds them, a view's read through
+  // its transposition.
+  Result<std::vector<float>> values(const float* p, std::size_t count) const;
   ReferenceMatmul reference_;
-  std::map<const float*, std::vector<float>> tensors_;
+  std::map<const float*, Kept> tensors_;
 };
 
 }  // namespace systole::testing

@@ -239,6 +239,35 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
   EXPECT_NE(refused.message().find("operand is missing"), std::string::npos) << refused.message();
 }
 
+// One unit of 16 x 16 on a modelled U55C, with `values` (and their
+// `gradients`) uploaded to the card, not yet kept there.
+struct ResidentUnit {
+  Device device;
+  std::unique_ptr<DeviceMatmul> matmul;
+  ResidentParameters resident;
+};
+ResidentUnit resident_unit(const std::vector<float>& values, const std::vector<float>& gradients) {
+  DeviceOptions options;
+  options.array_rows = options.array_cols = 16;
+  options.hbm_banks = 8;
+  options.bank_bytes = 64 << 20;
+  options.perf.board = "u55c";
+  ResidentUnit unit;
+  unit.device = Device::open("perf", 0, options).value();
+  unit.matmul = DeviceMatmul::create(unit.device, 0, std::chrono::seconds(60)).value();
+  ResidentParameters& resident = unit.resident;
+  resident.values = values.data();
+  resident.gradients = gradients.data();
+  resident.count = values.size();
+  resident.values_buffer =
+      unit.device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kC, 8)).value();
+  resident.gradient_buffer =
+      unit.device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kA, 8)).value();
+  EXPECT_TRUE(resident.values_buffer.write(values.data(), values.size() * 4).ok());
+  EXPECT_TRUE(resident.values_buffer.sync(Buffer::SyncDirection::kToDevice).ok());
+  return unit;
+}
+
 // Two dense layers' forward and backward on a modelled card that keeps the
 // parameters: with the hidden activation and its gradients left on the
 // card (c_on_card, a_on_card, relu_mask_on_card) the results are the bits
@@ -260,23 +289,10 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
   const float *w1 = values.data(), *b1 = w1 + std::size_t(hidden) * in, *w2 = b1 + hidden;
   const std::vector<float> x = random(std::size_t(m) * in), g2 = random(std::size_t(m) * out);
 
-  DeviceOptions options;
-  options.array_rows = options.array_cols = 16;
-  options.hbm_banks = 8;
-  options.bank_bytes = 64 << 20;
-  options.perf.board = "u55c";
-  Device device = Device::open("perf", 0, options).value();
-  auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
-  ResidentParameters resident;
-  resident.values = values.data();
-  resident.gradients = gradients.data();
-  resident.count = values.size();
-  resident.values_buffer =
-      device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kC, 8)).value();
-  resident.gradient_buffer =
-      device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kA, 8)).value();
-  ASSERT_TRUE(resident.values_buffer.write(values.data(), values.size() * 4).ok());
-  ASSERT_TRUE(resident.values_buffer.sync(Buffer::SyncDirection::kToDevice).ok());
+  ResidentUnit unit = resident_unit(values, gradients);
+  Device& device = unit.device;
+  DeviceMatmul* matmul = unit.matmul.get();
+  const ResidentParameters& resident = unit.resident;
 
   // A card tensor needs the parameters on the card.
   std::vector<float> y1(std::size_t(m) * hidden);
@@ -369,6 +385,168 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
   refused = matmul->relu_mask_on_card(x.data(), card.y1.data(), card.masked.data(), x.size());
   EXPECT_NE(refused.message().find("relu mask: the gradient is not on the card"), std::string::npos)
       << refused.message();
+}
+
+// Per example, HWC to CHW (`inverse`: back), as Flatten orders the values.
+std::vector<float> flatten_order(const std::vector<float>& x, uint32_t positions, uint32_t channels,
+                                 bool inverse) {
+  std::vector<float> y(x.size());
+  const std::size_t block = std::size_t(positions) * channels;
+  for (std::size_t b = 0; b < x.size() / block; ++b)
+    for (uint32_t p = 0; p < positions; ++p)
+      for (uint32_t c = 0; c < channels; ++c) {
+        const std::size_t hwc = b * block + p * channels + c, chw = b * block + c * positions + p;
+        (inverse ? y[hwc] : y[chw]) = inverse ? x[chw] : x[hwc];
+      }
+  return y;
+}
+
+// A convolution's output held on the card and written a chunk of examples
+// at a time, a Flatten's view of it read by a dense layer's forward and dW,
+// and the view of that layer's input gradient read back by the
+// convolution's dW (transposed), db and dx, a chunk at a time: the bits of
+// the same products through the host, with Flatten's reordering done
+// there. The host never sees the held tensors, and reads a view cannot
+// make are refused by name.
+TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
+  const uint32_t seed = 17, batch = 5, chunk = 2, positions = 6, filters = 7, patch = 9, units = 3;
+  const uint32_t features = positions * filters;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  auto random = [&](std::size_t count) {
+    std::vector<float> v(count);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  // The parameters: the convolution's W [filters x patch], the dense
+  // layer's W2 [units x features].
+  std::vector<float> values = random(std::size_t(filters) * patch + std::size_t(units) * features);
+  std::vector<float> gradients(values.size(), 0.0f);
+  const float *w = values.data(), *w2 = w + std::size_t(filters) * patch;
+  const std::vector<float> patches = random(std::size_t(batch) * positions * patch);
+  const std::vector<float> delta = random(std::size_t(batch) * units),
+                           ones(std::size_t(chunk) * positions, 1.0f);
+  ResidentUnit unit = resident_unit(values, gradients);
+  DeviceMatmul* matmul = unit.matmul.get();
+  matmul->keep_resident(unit.resident);
+
+  struct Chain {
+    std::vector<float> y, flat, out, dw2, g_flat, g, dw, db, dx;
+  };
+  const float sentinel = -1234.5f;
+  auto run_chain = [&](bool card, Chain& r) -> Status {
+    const std::size_t size = std::size_t(batch) * features;
+    r.y.assign(size, sentinel);
+    r.flat.assign(size, sentinel);
+    r.g_flat.assign(size, sentinel);
+    r.g.assign(size, sentinel);
+    r.out.assign(std::size_t(batch) * units, 0.0f);
+    r.dw2.assign(std::size_t(units) * features, 0.0f);
+    r.dw.assign(std::size_t(filters) * patch, 0.0f);
+    r.db.assign(filters, 0.0f);
+    r.dx.assign(std::size_t(batch) * positions * patch, 0.0f);
+    // Forward: y = patches W^T a chunk at a time; flat = flatten(y); out =
+    // flat W2^T.
+    if (card) SYSTOLE_RETURN_IF_ERROR(matmul->hold_on_card(r.y.data(), size));
+    for (uint32_t first = 0; first < batch; first += chunk) {
+      const uint32_t rows = std::min(chunk, batch - first) * positions;
+      MatmulCall call = product(rows, filters, patch, patches.data() + std::size_t(first) * positions * patch,
+                                w, r.y.data() + std::size_t(first) * features);
+      call.b_transposed = true;
+      call.c_on_card = card;
+      SYSTOLE_RETURN_IF_ERROR(matmul->run(call));
+    }
+    if (card)
+      SYSTOLE_RETURN_IF_ERROR(matmul->view_on_card(r.flat.data(), r.y.data(), size, positions, filters));
+    else
+      r.flat = flatten_order(r.y, positions, filters, false);
+    MatmulCall dense = product(batch, units, features, r.flat.data(), w2, r.out.data());
+    dense.a_on_card = card;
+    dense.b_transposed = true;
+    SYSTOLE_RETURN_IF_ERROR(matmul->run(dense));
+    // Backward: dW2 = delta^T flat; g_flat = delta W2; g = the view back.
+    MatmulCall dw2 = product(units, features, batch, delta.data(), r.flat.data(), r.dw2.data());
+    dw2.a_transposed = true;
+    dw2.b_on_card = card;
+    MatmulCall dx2 = product(batch, features, units, delta.data(), w2, r.g_flat.data());
+    dx2.c_on_card = card;
+    SYSTOLE_RETURN_IF_ERROR(matmul->run({dw2, dx2}));
+    if (card)
+      SYSTOLE_RETURN_IF_ERROR(matmul->view_on_card(r.g.data(), r.g_flat.data(), size, filters, positions));
+    else
+      r.g = flatten_order(r.g_flat, positions, filters, true);
+    // The convolution's dW = g^T patches, db = 1^T g, dx = g W, a chunk at
+    // a time, dW and db chained through C.
+    for (uint32_t first = 0; first < batch; first += chunk) {
+      const uint32_t rows = std::min(chunk, batch - first) * positions;
+      const float* g = r.g.data() + std::size_t(first) * features;
+      MatmulCall dw = product(filters, patch, rows, g,
+                              patches.data() + std::size_t(first) * positions * patch, r.dw.data());
+      dw.a_transposed = true;
+      dw.a_on_card = card;
+      dw.accumulate = first > 0;
+      MatmulCall db = product(1, filters, rows, ones.data(), g, r.db.data());
+      db.b_on_card = card;
+      db.accumulate = first > 0;
+      MatmulCall dx =
+          product(rows, patch, filters, g, w, r.dx.data() + std::size_t(first) * positions * patch);
+      dx.a_on_card = card;
+      SYSTOLE_RETURN_IF_ERROR(matmul->run({dw, db, dx}));
+    }
+    return ok_status();
+  };
+  Chain host, card;
+  ASSERT_TRUE(run_chain(false, host).ok());
+  const Status ran = run_chain(true, card);
+  ASSERT_TRUE(ran.ok()) << ran.to_string();
+  const std::pair<const char*, std::vector<float> Chain::*> results[] = {
+      {"out", &Chain::out}, {"dw2", &Chain::dw2}, {"dw", &Chain::dw}, {"db", &Chain::db}, {"dx", &Chain::dx}};
+  for (const auto& [name, member] : results)
+    EXPECT_EQ(std::memcmp((host.*member).data(), (card.*member).data(), (host.*member).size() * 4), 0)
+        << name;
+  for (const std::vector<float>* untouched : {&card.y, &card.flat, &card.g_flat, &card.g})
+    EXPECT_EQ(std::count(untouched->begin(), untouched->end(), sentinel), std::ptrdiff_t(untouched->size()));
+
+  // What a view cannot be used for is refused by name.
+  auto refusal = [](const Status& status) {
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    return status.message();
+  };
+  MatmulCall shifted = product(1, units, features - 1, card.flat.data() + 1, w2, card.out.data());
+  shifted.a_on_card = true;
+  shifted.b_transposed = true;
+  shifted.ldb = features;
+  EXPECT_EQ(
+      refusal(matmul->run(shifted)),
+      "matmul: operand A reads a view of a card tensor (blocks of 6 x 7 read transposed) as 1 x 41, row "
+      "stride 41, from value 1, which does not fall on whole blocks");
+  EXPECT_EQ(refusal(matmul->relu_mask_on_card(card.g.data(), card.y.data(), card.dx.data(), features)),
+            "relu mask: the gradient is a view of a card tensor whose blocks read transposed; only a "
+            "product's operand can read it");
+  MatmulCall into_view = product(batch, features, units, delta.data(), w2, card.flat.data());
+  into_view.c_on_card = true;
+  EXPECT_EQ(refusal(matmul->run(into_view)),
+            "matmul: a result cannot be written into a view of a card tensor");
+  EXPECT_EQ(refusal(matmul->view_on_card(card.out.data(), patches.data(), batch * units, 1, units)),
+            "view on card: the tensor viewed is not on the card: no earlier call left a result there");
+  EXPECT_EQ(refusal(matmul->view_on_card(card.flat.data(), card.y.data(), features + 1, positions, filters)),
+            "view on card: 43 values are not whole blocks of 6 x 7");
+
+  // A view whose blocks are single rows reads as its tensor, from anywhere.
+  std::vector<float> alias(std::size_t(batch) * features, sentinel), from_alias(std::size_t(units), 0.0f),
+      from_host(from_alias.size(), 0.0f);
+  ASSERT_TRUE(matmul->view_on_card(alias.data(), card.g_flat.data(), alias.size(), 1, features).ok());
+  MatmulCall read = product(1, units, features - 1, alias.data() + 1, w2, from_alias.data());
+  read.a_on_card = true;
+  read.b_transposed = true;
+  read.ldb = features;
+  ASSERT_TRUE(matmul->run(read).ok());
+  read.a = host.g_flat.data() + 1;
+  read.a_on_card = false;
+  read.c = from_host.data();
+  ASSERT_TRUE(matmul->run(read).ok());
+  EXPECT_EQ(std::memcmp(from_alias.data(), from_host.data(), from_host.size() * 4), 0);
 }
 
 // The bookkeeping of what the card read and wrote: spans merge when they

@@ -306,7 +306,8 @@ TEST(Layers, DevicePassesEqualTheReferenceToTheBit) {
 
 // A convolution whose im2col matrix is chunked (200 examples of 24x24
 // positions, patch 3x3x9) chains dW over the chunks through fp32 C: the
-// same bits as the reference's single product.
+// same bits as the reference's single product, with its output and its
+// gradient on the host or on the card.
 TEST(Layers, ChunkedConvolutionEqualsOneProduct) {
   const ModelSpec spec{{24, 24, 9},
                        3,
@@ -316,14 +317,24 @@ TEST(Layers, ChunkedConvolutionEqualsOneProduct) {
   const Batch batch = random_batch(spec, 200, 5);
   auto on_device = Model::build(spec, 5).value();
   auto on_reference = Model::build(spec, 5).value();
+  auto on_card = Model::build(spec, 5).value();
   auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
   testing::ReferenceMatmul reference(device.info());
+  testing::CardKeepingMatmul card(device.info());
   loss(*on_device, *matmul, batch, true);
   loss(*on_reference, reference, batch, true);
+  loss(*on_card, card, batch, true);
   EXPECT_GT(matmul->launches(), 4u) << "the convolution was not chunked";
   const std::vector<float>& g = on_device->parameters().gradients();
   const std::vector<float>& r = on_reference->parameters().gradients();
   ASSERT_EQ(std::memcmp(g.data(), r.data(), g.size() * 4), 0);
+  // Its output left on the card a chunk at a time (three chunks; the
+  // fourth result left is the dense layer's input gradient), and its
+  // gradient read from there a chunk at a time: the same bits.
+  EXPECT_EQ(card.results_left, 4u);
+  EXPECT_EQ(card.views, 2u);
+  const std::vector<float>& k = on_card->parameters().gradients();
+  ASSERT_EQ(std::memcmp(k.data(), r.data(), k.size() * 4), 0);
 }
 
 void expect_error(const ModelSpec& spec, const std::string& message) {
@@ -477,6 +488,69 @@ TEST(Graphs, ActivationsStayOnTheCardBetweenDenseLayersOnly) {
   loss(*listed, stacked, random_batch(stack, 13, seed), true);
   EXPECT_EQ(stacked.results_left, 4u);
   EXPECT_EQ(stacked.masks, 2u);
+}
+
+// A convolution without a fused ReLU whose output a Flatten hands to a
+// dense layer leaves it on the card: the Flatten's output, and the dense
+// layer's input gradient on the way back, are views there, and the
+// convolution reads that gradient for its dW, db and dx. With a fused ReLU
+// the output goes to the host (its mask would need the gradient in the
+// output's layout), and so does a partial pass's Flatten output. The bits
+// are the host path's.
+TEST(Graphs, AConvolutionsOutputStaysOnTheCardThroughAFlatten) {
+  const uint32_t seed = 8;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto spec = [](bool relu) {
+    std::vector<std::pair<std::string, std::string>> second{{"filters", "3"}, {"kernel_size", "2"}};
+    if (relu) second.push_back({"activation", "relu"});
+    return ModelSpec{
+        {6, 5, 2},
+        3,
+        {layer("conv2d",
+               {{"filters", "4"}, {"kernel_size", "3"}, {"padding", "same"}, {"activation", "relu"}}),
+         layer("conv2d", second), layer("flatten"), layer("dense", {{"units", "7"}, {"activation", "relu"}}),
+         layer("dense", {{"units", "3"}})}};
+  };
+  Device device = open_sw_emu(8);
+  for (const bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "the second convolution with a fused ReLU" : "the second convolution without");
+    const Batch batch = random_batch(spec(relu), 11, seed);
+    auto on_host = Model::build(spec(relu), seed).value();
+    auto on_card = Model::build(spec(relu), seed).value();
+    testing::ReferenceMatmul host(device.info());
+    testing::CardKeepingMatmul card(device.info());
+    loss(*on_host, host, batch, true);
+    loss(*on_card, card, batch, true);
+    const std::vector<float>& want = on_host->logits().values;
+    const std::vector<float>& got = on_card->logits().values;
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << "logits";
+    const std::vector<float>& g = on_card->parameters().gradients();
+    const std::vector<float>& r = on_host->parameters().gradients();
+    EXPECT_EQ(std::memcmp(g.data(), r.data(), g.size() * 4), 0) << "gradients";
+    // Without the ReLU: left, the convolution's output, the first dense
+    // layer's output and both dense layers' input gradients; read, the
+    // view by the first dense layer's forward and dW, its output by the
+    // second's forward and dW, its masked gradient three times, and the
+    // gradient's view by the convolution's dW, db and dx. With it, only
+    // what lies between the dense layers.
+    EXPECT_EQ(card.results_left, relu ? 2u : 4u);
+    EXPECT_EQ(card.operands_read, relu ? 5u : 10u);
+    EXPECT_EQ(card.views, relu ? 0u : 2u);
+    EXPECT_EQ(card.masks, 1u);
+  }
+  // Up to the Flatten: its output is what the host asked for.
+  const Batch batch = random_batch(spec(false), 11, seed);
+  auto on_host = Model::build(spec(false), seed).value();
+  auto on_card = Model::build(spec(false), seed).value();
+  testing::ReferenceMatmul host(device.info());
+  testing::CardKeepingMatmul card(device.info());
+  LayerContext context;
+  context.matmul = &card;
+  ASSERT_TRUE(on_card->forward(context, batch.inputs.data(), batch.size, 3).ok());
+  EXPECT_EQ(card.views, 0u);
+  context.matmul = &host;
+  ASSERT_TRUE(on_host->forward(context, batch.inputs.data(), batch.size, 3).ok());
+  EXPECT_EQ(on_card->output(3).values, on_host->output(3).values);
 }
 
 // Layers may be written in any order that names its inputs; they run in a

@@ -67,4 +67,17 @@ ModelSpec cnn_spec(bool sync) {
   return spec;
 }
 
+ModelSpec guide_cnn_spec() {
+  ModelSpec spec;
+  spec.input_shape = {4, 5, 1};
+  spec.classes = 3;
+  spec.layers = {
+      {"conv2d", {{"filters", "4"}, {"kernel_size", "3"}, {"padding", "same"}, {"activation", "relu"}}},
+      {"conv2d", {{"filters", "5"}, {"kernel_size", "2"}}},
+      {"flatten", {}},
+      {"dense", {{"units", "6"}, {"activation", "relu"}}},
+      {"dense", {{"units", "3"}}}};
+  return spec;
+}
+
 }  // namespace systole::testing::training

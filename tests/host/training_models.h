@@ -51,4 +51,9 @@ ModelSpec transformer_block();
 // A CNN with BatchNormalization, its 20 features read as 4 x 5 images.
 ModelSpec cnn_spec(bool sync);
 
+// The TPU guide's CNN in small, over the same images: two convolutions
+// (the second without a ReLU, so that with placement: device its output
+// stays on the card), Flatten and two dense layers.
+ModelSpec guide_cnn_spec();
+
 }  // namespace systole::testing::training

@@ -172,6 +172,10 @@ class Layer {
   // one consumer both allow it.
   virtual bool output_on_card() const { return false; }
   virtual bool input_on_card() const { return false; }
+  // Whether the layer, on the card, only names its input anew (Flatten: a
+  // view, nothing moves): its output is then on the card exactly when its
+  // input is.
+  virtual bool renames_on_card() const { return false; }
 
   // Whether the model may carry the inputs' padding mask to the output
   // when the layer sets none itself and the output keeps the positions
@@ -188,7 +192,8 @@ class Layer {
 
 // Copies the input (Flatten of a flat input, inference-time Dropout).
 void pass_through(const Activations& input, Activations& output);
-// Gives `gradient` the batch and shape of `input`, all zeros.
+// Gives `gradient` the batch and shape of `input`, all zeros (only the
+// size when the card keeps the gradient: products write it there).
 void zeros_like(const Activations& input, Activations& gradient);
 
 // Makes a layer from its config's fields, read through `args` (a field no

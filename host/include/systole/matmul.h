@@ -100,6 +100,18 @@ class MatmulExecutor {
   // left on the card under the address `masked`.
   virtual Status relu_mask_on_card(const float* gradient, const float* output, float* masked,
                                    std::size_t count);
+  // A tensor of `count` values the card keeps under `key`, which calls then
+  // write in parts (c_on_card, c anywhere inside it) and read in parts (a
+  // convolution's chunks).
+  virtual Status hold_on_card(const float* key, std::size_t count);
+  // Names the card tensor at `key` (`count` values, whole blocks of rows x
+  // cols) also `view`, whose blocks read transposed: a block stored row-major
+  // as rows x cols reads as cols x rows (what Flatten makes of an image's
+  // channels, without moving it). Products read a view in whole blocks, or
+  // transposed in whole blocks of rows that are one block's columns (see
+  // DeviceMatmul); nothing writes one.
+  virtual Status view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
+                              uint32_t cols);
 };
 
 // A model's trainable parameters kept on a card (placement: device): the
@@ -175,7 +187,15 @@ class DeviceMatmul final : public MatmulExecutor {
   // A relu_grad descriptor, run at the head of the next run()'s launch.
   Status relu_mask_on_card(const float* gradient, const float* output, float* masked,
                            std::size_t count) override;
-  // How many tensors calls have left on the card (c_on_card) so far.
+  Status hold_on_card(const float* key, std::size_t count) override;
+  // A view is read by to_bf16 copies the card makes a block at a time:
+  // op(X) packed over whole blocks (X's rows whole blocks, or rows that
+  // split blocks evenly), or op(X) = X^T where X's rows are one block's
+  // transposed rows (X stored count * cols x rows: a block's columns in
+  // turn, each row of the copy a block row of every block).
+  Status view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
+                      uint32_t cols) override;
+  // How many tensors and views are on the card so far.
   std::size_t card_tensors() const { return tensors_.size(); }
 
  private:
@@ -190,22 +210,46 @@ class DeviceMatmul final : public MatmulExecutor {
   Result<uint64_t> stage(Slot& slot, const float* x, const OperandRows* made, uint32_t rows, uint32_t cols,
                          bool transposed, uint32_t stride);
   Status ensure(Slot& slot, std::size_t bytes);
-  // A tensor a call left on the card, named by the host address it was
-  // not downloaded to.
+  // A tensor a call left on the card, named by the host address range
+  // [key, key + count) it was not downloaded to; or a view of one.
   struct CardTensor {
     const float* key = nullptr;
     std::size_t count = 0;
-    Slot slot;
+    Slot slot;  // the values; none in a view
+    // A view: the tensor at `of`, blocks of block_rows x block_cols read
+    // transposed.
+    const float* of = nullptr;
+    uint32_t block_rows = 0, block_cols = 0;
   };
-  // The index in tensors_ of the card tensor named `key`; tensors_.size()
-  // when there is none.
-  std::size_t find_tensor(const float* key) const;
-  // The card tensor at `key`, made or grown to `count` values for a new
-  // result; its bf16 copies are made again before their next use.
-  Result<const CardTensor*> card_result(const float* key, std::size_t count);
-  // The card tensor at `key` if it holds `count` values; an error naming
-  // `what` otherwise.
-  Result<const CardTensor*> card_tensor(const float* key, std::size_t count, const std::string& what) const;
+  // Values [offset, offset + count) of a card tensor.
+  struct CardSpan {
+    const CardTensor* tensor = nullptr;
+    std::size_t offset = 0;
+  };
+  // The index in tensors_ of the tensor whose range holds the address p;
+  // tensors_.size() when there is none.
+  std::size_t find_tensor(const float* p) const;
+  // The device address of [c, c + count) in a card tensor for a new
+  // result: in the tensor that holds the range, else in one made at c,
+  // after the tensors the range overlaps are dropped (their host memory was
+  // freed, or the tensor grows). Copies of what it overwrites are made
+  // again before their next use.
+  Result<uint64_t> card_result(const float* c, std::size_t count);
+  // [p, p + count) in a card tensor or view; an error naming `what` when no
+  // tensor holds all of it.
+  Result<CardSpan> card_span(const float* p, std::size_t count, const std::string& what) const;
+  // The values of a card tensor that is not a view, at span's offset.
+  Result<uint64_t> card_address(const float* p, std::size_t count, const std::string& what) const;
+  // Marks the copies made from `written` (or through a view of it) as out
+  // of date.
+  void invalidate_copies(const CardTensor& written);
+  // The to_bf16 descriptors that make op(X) (rows x cols, X stored at
+  // `offset` of `view` with `stride`) packed at z, in whole blocks; an error
+  // for a read that does not fall on them.
+  Result<std::vector<spec::VectorDescriptor>> view_copy(const CardTensor& view, std::size_t offset,
+                                                        uint32_t rows, uint32_t cols, bool transposed,
+                                                        uint32_t stride, uint64_t z,
+                                                        const std::string& what) const;
   // A bf16 copy of op(X) made on the card, from the card tensor at X when
   // `on_card`, else from the resident values when X lies in them (its
   // to_bf16 descriptor appended to `records` when the copy must be made
@@ -222,9 +266,9 @@ class DeviceMatmul final : public MatmulExecutor {
   Status launch(const std::vector<spec::CommandRecord>& records, std::optional<TraceScope>& upload,
                 double& launch_seconds);
 
-  // A bf16 copy of an operand on the card: where it comes from (a card
-  // tensor's key, or null for the resident values), and whether it is
-  // current.
+  // A bf16 copy of an operand on the card: where it comes from (the key of
+  // the card tensor or view it reads, or null for the resident values),
+  // and whether it is current.
   struct Copy {
     const float* source = nullptr;
     std::size_t offset = 0;

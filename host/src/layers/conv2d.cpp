@@ -15,7 +15,9 @@
 // products read and dW writes in place (with placement: device, on the
 // card). Chunks bound the memory `col` takes on the device; their
 // boundaries fall on the executor's K block, so dW chained over chunks has
-// the bits of one product.
+// the bits of one product. Without a fused ReLU the output may stay on the
+// card (a Flatten and a Dense layer read it there); its gradient is then
+// read there too, a chunk at a time.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -113,6 +115,8 @@ class Conv2D final : public Layer {
     output.shape = {oh_, ow_, filters_};
     output.values.resize(std::size_t(batch) * oh_ * ow_ * filters_);
     round_input(input);
+    if (output.on_card)
+      SYSTOLE_RETURN_IF_ERROR(context.matmul->hold_on_card(output.values.data(), output.values.size()));
     const uint32_t chunk = chunk_examples(batch, context.matmul->k_block());
     for (uint32_t first = 0; first < batch; first += chunk) {
       const uint32_t count = std::min(chunk, batch - first);
@@ -127,6 +131,7 @@ class Conv2D final : public Layer {
       call.bias = use_bias_ ? store.values(bias_) : nullptr;
       call.relu = relu_;
       call.c = output.values.data() + std::size_t(first) * oh_ * ow_ * filters_;
+      call.c_on_card = output.on_card;
       SYSTOLE_RETURN_IF_ERROR(context.matmul->run(call));
     }
     return ok_status();
@@ -139,6 +144,9 @@ class Conv2D final : public Layer {
     Activations* input_gradient = input_gradients[0];
     const uint32_t batch = input.batch;
     const float* delta = output_gradient.values.data();
+    const bool delta_on_card = output_gradient.on_card;
+    if (relu_ && delta_on_card)
+      return Status(StatusCode::kInvalidArgument, "conv2d: the gradient of a fused ReLU is on the card");
     if (relu_) {
       relu_mask(output_gradient.values, output.values, masked_);
       delta = masked_.data();
@@ -158,6 +166,7 @@ class Conv2D final : public Layer {
       dw.n = patch_;
       dw.a = dy;
       dw.a_transposed = true;
+      dw.a_on_card = delta_on_card;
       dw.b_rows = &col;
       dw.accumulate = first > 0;
       dw.c = store.gradient(weight_);
@@ -170,6 +179,7 @@ class Conv2D final : public Layer {
         db.n = filters_;
         db.a = ones_.data();
         db.b = dy;
+        db.b_on_card = delta_on_card;
         db.accumulate = first > 0;
         db.c = store.gradient(bias_);
         calls.push_back(db);
@@ -181,6 +191,7 @@ class Conv2D final : public Layer {
         dx.k = filters_;
         dx.n = patch_;
         dx.a = dy;
+        dx.a_on_card = delta_on_card;
         dx.b = store.values(weight_);
         dx.c = dcol_.data();
         calls.push_back(dx);
@@ -190,6 +201,10 @@ class Conv2D final : public Layer {
     }
     return ok_status();
   }
+
+  // The ReLU's mask would need the output and its gradient in one layout
+  // on the card, and a Flatten's gradient arrives in another.
+  bool output_on_card() const override { return !relu_; }
 
   uint32_t torch_modules() const override { return 1 + (pad_module_ ? 1 : 0) + (relu_ ? 1 : 0); }
   std::string torch_code() const override {

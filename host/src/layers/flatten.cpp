@@ -3,7 +3,10 @@
 // (C, H, W), torch.nn.Flatten's order on NCHW tensors, so that the weights
 // of a Dense layer after it mean the same in PyTorch. (Keras flattens in
 // (H, W, C) order; the model is the same up to a permutation of that
-// layer's weight columns.)
+// layer's weight columns.) On the card nothing moves: the output is a view
+// of the input whose per-example blocks of positions x channels read
+// transposed, and the input's gradient a view of the output's gradient the
+// other way round.
 #include "layer_kit.h"
 
 namespace systole {
@@ -17,8 +20,16 @@ class Flatten final : public Layer {
     return Shape{uint32_t(shape_elements(input))};
   }
 
-  Status forward(LayerContext&, ParameterStore&, const Inputs& inputs, Activations& output) override {
+  Status forward(LayerContext& context, ParameterStore&, const Inputs& inputs, Activations& output) override {
     const Activations& input = inputs[0];
+    if (output.on_card) {
+      output.batch = input.batch;
+      output.shape = {uint32_t(shape_elements(input.shape))};
+      output.values.resize(input.values.size());
+      const auto [rows, cols] = block(input.shape, false);
+      return context.matmul->view_on_card(output.values.data(), input.values.data(), input.values.size(),
+                                          rows, cols);
+    }
     if (input.shape.size() != 3) {
       pass_through(input, output);
       output.shape = {uint32_t(shape_elements(input.shape))};
@@ -31,12 +42,17 @@ class Flatten final : public Layer {
     return ok_status();
   }
 
-  Status backward(LayerContext&, ParameterStore&, const Inputs& inputs, const Activations&,
+  Status backward(LayerContext& context, ParameterStore&, const Inputs& inputs, const Activations&,
                   const Activations& output_gradient, const InputGradients& input_gradients) override {
     const Activations& input = inputs[0];
     Activations* input_gradient = input_gradients[0];
     if (!input_gradient) return ok_status();
     zeros_like(input, *input_gradient);
+    if (input_gradient->on_card) {
+      const auto [rows, cols] = block(input.shape, true);
+      return context.matmul->view_on_card(input_gradient->values.data(), output_gradient.values.data(),
+                                          output_gradient.values.size(), rows, cols);
+    }
     if (input.shape.size() != 3)
       input_gradient->values = output_gradient.values;
     else
@@ -44,9 +60,22 @@ class Flatten final : public Layer {
     return ok_status();
   }
 
+  bool output_on_card() const override { return true; }
+  bool input_on_card() const override { return true; }
+  bool renames_on_card() const override { return true; }
+
   std::string torch_code() const override { return "torch.nn.Flatten()"; }
 
  private:
+  // A card view's blocks, one per example: HWC read as CHW is
+  // (H * W) x C transposed, and back (`inverse`) C x (H * W); an input of
+  // another rank keeps its order (blocks of one row).
+  static std::pair<uint32_t, uint32_t> block(const Shape& input, bool inverse) {
+    if (input.size() != 3) return {1, uint32_t(shape_elements(input))};
+    const uint32_t positions = input[0] * input[1], channels = input[2];
+    return inverse ? std::pair{channels, positions} : std::pair{positions, channels};
+  }
+
   // HWC -> CHW per example (or back when `inverse`).
   void permute(const float* from, float* to, uint32_t batch, bool inverse) const {
     const std::size_t h = input_[0], w = input_[1], c = input_[2], size = h * w * c;

@@ -55,7 +55,10 @@ void pass_through(const Activations& input, Activations& output) {
 void zeros_like(const Activations& input, Activations& gradient) {
   gradient.batch = input.batch;
   gradient.shape = input.shape;
-  gradient.values.assign(input.values.size(), 0.0f);
+  if (gradient.on_card)
+    gradient.values.resize(input.values.size());
+  else
+    gradient.values.assign(input.values.size(), 0.0f);
 }
 
 const std::string* LayerArgs::find(const std::string& key) {
