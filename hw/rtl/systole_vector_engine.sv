@@ -14,10 +14,13 @@
 //     bf16 values wide).
 // A request walker asks for the rows (the reader queues them), and a
 // consumer walking the same sequence takes them, so reads run ahead of the
-// arithmetic and the writes. Every input of a chunk is read before its
-// outputs are written; a later chunk reads other elements. That, and
-// validation's rule that an output is an input's very buffer or overlaps
-// nothing, make the result that of the C++ models.
+// arithmetic and the writes. A finished chunk's outputs move to a buffer
+// of their own, which a writer hands to the c writers while the consumer
+// gathers and computes the next chunk (it waits only while the buffer is
+// still full). Every input of a chunk is read before its outputs are
+// written; a later chunk reads other elements. That, and validation's rule
+// that an output is an input's very buffer or overlaps nothing, make the
+// result that of the C++ models.
 `include "systole_assert.svh"
 
 module systole_vector_engine #(
@@ -110,20 +113,26 @@ module systole_vector_engine #(
   assign ask_d       = ask ? ask_next : ask_q;
 
   // ---------------------------------------------------------------- the rest
-  typedef enum logic [1:0] { Gather, Compute, Write, Done } phase_e;
+  // Hand: a finished chunk waits for the write buffer.
+  typedef enum logic [1:0] { Gather, Compute, Hand, Done } phase_e;
 
   // The consumer's state (separate registers: yosys reads no package
   // struct inside a struct).
   phase_e                      phase_d, phase_q;
   systole_ctrl_pkg::vec_walk_t take_d, take_q;  // the next row to take
-  systole_ctrl_pkg::vec_walk_t unit_d, unit_q;  // the chunk and group being computed or written
+  systole_ctrl_pkg::vec_walk_t unit_d, unit_q;  // the chunk and group being computed
   logic                        unit_last_d, unit_last_q;  // unit is its group's last read
   logic [SliceBits-1:0]        slice_d, slice_q;  // Compute: the slice of Lanes elements
-  // Write: the operand (1..3, 4 past the last) or the column (0..Cols), no
-  // wider than that: a column picks bf16 values out of a group's rows.
+  logic                        complete;          // the unit is finished: to the buffer
+  // The write buffer: a finished unit's outputs and where its writes are.
+  // The operand being written (1..3, 4 past the last) or the column
+  // (0..Cols), no wider than that: a column picks bf16 values out of a
+  // group's rows.
   localparam int unsigned WriteBits = $clog2((Cols > 4 ? Cols : 4) + 1);
   localparam int unsigned ColBits = Cols > 1 ? $clog2(Cols) : 1;
-  logic [WriteBits-1:0]        write_d, write_q;
+  logic                        out_valid_d, out_valid_q;
+  systole_ctrl_pkg::vec_walk_t out_unit_d, out_unit_q;
+  logic [WriteBits-1:0]        out_write_d, out_write_q;
 
   // The operands of a chunk, operand j (x, y, z, w) at [j ChunkBits +:
   // ChunkBits] (a sum in z); results replace their inputs. to_bf16's group,
@@ -134,15 +143,19 @@ module systole_vector_engine #(
   localparam int unsigned ChunkBits = 32 * Cols;
   logic [4*ChunkBits-1:0]    value_d, value_q;
   logic [Group*Cols*16-1:0]  bf16_d, bf16_q;
+  // The buffer's copies: the outputs y, z, w (operand j at [(j - 1)
+  // ChunkBits +: ChunkBits]) and the rounded group.
+  logic [3*ChunkBits-1:0]    out_value_d, out_value_q;
+  logic [Group*Cols*16-1:0]  out_bf16_d, out_bf16_q;
   logic [Cols*16-1:0]        rounded;  // the row taken, rounded to bf16 (to_bf16)
   for (genvar c = 0; c < Cols; c++) begin : g_round
     assign rounded[16 * c +: 16] = systole_arith::fp32_to_bf16(row_i[32 * c +: 32]);
   end
 
-  logic take, take_last, last_slice, last_write, is_sum, is_to_bf16;
+  logic take, take_last, last_slice, last_write, wrote, out_free, is_sum, is_to_bf16;
   systole_ctrl_pkg::vec_walk_t take_next;
-  logic [31:0] unit_count;   // elements in the unit's chunk
-  logic [31:0] unit_rows;    // rows in the unit's group
+  logic [31:0] out_count;    // elements in the buffered unit's chunk
+  logic [31:0] out_rows;     // rows in the buffered unit's group
   logic [31:0] lane_y [Lanes];
   logic [31:0] lane_z [Lanes];
   logic [31:0] lane_w [Lanes];
@@ -156,8 +169,8 @@ module systole_vector_engine #(
     .last_o(take_last), .next_o(take_next)
   );
   assign last_slice  = slice_q == SliceBits'(Slices - 1);
-  assign unit_count  = min32(32'(Cols), desc_i.n - unit_q.i0);
-  assign unit_rows   = min32(group, desc_i.rows - unit_q.r0);
+  assign out_count   = min32(32'(Cols), desc_i.n - out_unit_q.i0);
+  assign out_rows    = min32(group, desc_i.rows - out_unit_q.r0);
 
   // The lanes, on slice slice_q of the chunk; Adam's 1 - beta and
   // 1 - gamma are the same for every element.
@@ -200,13 +213,13 @@ module systole_vector_engine #(
 
   // The writes of a unit: each written operand (elementwise, sum), one
   // packed row, or one column per element (transposed to_bf16).
-  logic [WriteBits-1:0] next_written;  // the written operand after write_q, or 4
-  assign next_written = written_after(desc_i.writes, write_q);
-  assign last_write = is_to_bf16 ? (!desc_i.transpose || 32'(write_q) + 32'd1 >= unit_count)
+  logic [WriteBits-1:0] next_written;  // the written operand after out_write_q, or 4
+  assign next_written = written_after(desc_i.writes, out_write_q);
+  assign last_write = is_to_bf16 ? (!desc_i.transpose || 32'(out_write_q) + 32'd1 >= out_count)
                                  : next_written == WriteBits'(4);
 
   always_comb begin
-    unique case (write_q[1:0])
+    unique case (out_write_q[1:0])
       2'd1:    write_base = desc_i.y;
       2'd2:    write_base = desc_i.z;
       default: write_base = desc_i.w;
@@ -220,37 +233,44 @@ module systole_vector_engine #(
     wr_addr_o  = '0;
     wr_bytes_o = '0;
     if (!is_to_bf16) begin
-      for (int j = 0; j < 4; j++)
-        if (write_q[1:0] == 2'(j))
-          wr_row_o = (RowBeats*systole_pkg::AxiDataBits)'(value_q[ChunkBits * j +: ChunkBits]);
-      wr_addr_o  = write_base + 64'd4 * 64'(unit_q.i0);
-      wr_bytes_o = 32'd4 * unit_count;
+      for (int j = 1; j < 4; j++)
+        if (out_write_q[1:0] == 2'(j))
+          wr_row_o = (RowBeats*systole_pkg::AxiDataBits)'(out_value_q[ChunkBits * (j - 1) +: ChunkBits]);
+      wr_addr_o  = write_base + 64'd4 * 64'(out_unit_q.i0);
+      wr_bytes_o = 32'd4 * out_count;
     end else if (!desc_i.transpose) begin
-      wr_row_o[0 +: 16 * Cols] = bf16_q[0 +: 16 * Cols];
-      wr_addr_o  = desc_i.z + 64'd2 * (64'(row_offset(RowBits'(unit_q.r0), desc_i.n)) + 64'(unit_q.i0));
-      wr_bytes_o = 32'd2 * unit_count;
+      wr_row_o[0 +: 16 * Cols] = out_bf16_q[0 +: 16 * Cols];
+      wr_addr_o  = desc_i.z + 64'd2 * (64'(row_offset(RowBits'(out_unit_q.r0), desc_i.n)) +
+                                       64'(out_unit_q.i0));
+      wr_bytes_o = 32'd2 * out_count;
     end else begin
       for (int g = 0; g < Group; g++) begin
-        group_row = bf16_q[16 * Cols * g +: 16 * Cols];
-        wr_row_o[16 * g +: 16] = group_row[{write_q[ColBits-1:0], 4'b0000} +: 16];
+        group_row = out_bf16_q[16 * Cols * g +: 16 * Cols];
+        wr_row_o[16 * g +: 16] = group_row[{out_write_q[ColBits-1:0], 4'b0000} +: 16];
       end
-      wr_addr_o  = desc_i.z + 64'd2 * (64'(column_offset(ElementBits'(unit_q.i0 + 32'(write_q)),
-                                                         RowBits'(desc_i.rows))) + 64'(unit_q.r0));
-      wr_bytes_o = 32'd2 * unit_rows;
+      wr_addr_o  = desc_i.z + 64'd2 * (64'(column_offset(ElementBits'(out_unit_q.i0 + 32'(out_write_q)),
+                                                         RowBits'(desc_i.rows))) + 64'(out_unit_q.r0));
+      wr_bytes_o = 32'd2 * out_rows;
     end
   end
-  assign wr_valid_o = run_i && phase_q == Write;
-  assign done_o     = phase_q == Done;
+  assign wr_valid_o = run_i && out_valid_q;
+  assign wrote      = wr_valid_o && wr_ready_i;
+  // The buffer takes a finished unit when it is empty, or in the cycle its
+  // last write is handed over.
+  assign out_free   = !out_valid_q || (wrote && last_write);
+  assign done_o     = phase_q == Done && !out_valid_q;
 
+  // The consumer: gathers a unit's rows, computes it, and hands it to the
+  // buffer (complete).
   always_comb begin
     phase_d     = phase_q;
     take_d      = take_q;
     unit_d      = unit_q;
     unit_last_d = unit_last_q;
     slice_d     = slice_q;
-    write_d     = write_q;
     value_d     = value_q;
     bf16_d      = bf16_q;
+    complete    = 1'b0;
     unique case (phase_q)
       Gather: if (take) begin
         take_d      = take_next;
@@ -266,11 +286,12 @@ module systole_vector_engine #(
           if (is_sum && take_q.r == '0) value_d[2 * ChunkBits +: ChunkBits] = '0;
         end
         slice_d = '0;
-        // A sum adds each row; the others compute once their unit is in.
+        // A sum adds each row; the others compute once their unit is in
+        // (to_bf16 rounded it on the way).
         if (is_sum) phase_d = Compute;
         else if (take_last) begin
-          phase_d = is_to_bf16 ? Write : Compute;
-          write_d = is_to_bf16 ? '0 : written_after(desc_i.writes, '0);
+          if (is_to_bf16) complete = 1'b1;
+          else phase_d = Compute;
         end
       end
       Compute: begin
@@ -285,21 +306,36 @@ module systole_vector_engine #(
         end
         slice_d = slice_q + 1'b1;
         if (last_slice) begin
-          if (!is_sum || unit_last_q) begin
-            phase_d = Write;
-            write_d = written_after(desc_i.writes, '0);
-          end else begin
-            phase_d = Gather;
-          end
+          if (!is_sum || unit_last_q) complete = 1'b1;
+          else phase_d = Gather;
         end
       end
-      Write: if (wr_ready_i) begin
-        write_d = is_to_bf16 ? write_q + 1'b1 : next_written;
-        if (last_write) phase_d = take_q.done ? Done : Gather;
-      end
+      Hand: complete = 1'b1;
       Done: ;
       default: phase_d = Gather;
     endcase
+    if (complete) phase_d = !out_free ? Hand : take_d.done ? Done : Gather;
+  end
+
+  // The writer: hands the buffered unit's writes over one at a time, and
+  // takes the next unit when it is free.
+  always_comb begin
+    out_valid_d = out_valid_q;
+    out_unit_d  = out_unit_q;
+    out_write_d = out_write_q;
+    out_value_d = out_value_q;
+    out_bf16_d  = out_bf16_q;
+    if (wrote) begin
+      out_write_d = is_to_bf16 ? out_write_q + 1'b1 : next_written;
+      if (last_write) out_valid_d = 1'b0;
+    end
+    if (complete && out_free) begin
+      out_valid_d = 1'b1;
+      out_unit_d  = unit_d;
+      out_write_d = is_to_bf16 ? '0 : written_after(desc_i.writes, '0);
+      out_value_d = value_d[ChunkBits +: 3 * ChunkBits];
+      out_bf16_d  = bf16_d;
+    end
   end
 
   // A descriptor's start clears the walk as reset does.
@@ -311,7 +347,9 @@ module systole_vector_engine #(
       unit_q      <= '0;
       unit_last_q <= 1'b0;
       slice_q     <= '0;
-      write_q     <= '0;
+      out_valid_q <= 1'b0;
+      out_unit_q  <= '0;
+      out_write_q <= '0;
     end else begin
       ask_q       <= ask_d;
       phase_q     <= phase_d;
@@ -319,21 +357,26 @@ module systole_vector_engine #(
       unit_q      <= unit_d;
       unit_last_q <= unit_last_d;
       slice_q     <= slice_d;
-      write_q     <= write_d;
+      out_valid_q <= out_valid_d;
+      out_unit_q  <= out_unit_d;
+      out_write_q <= out_write_d;
     end
   end
-  // Data: the phase says when it is valid.
+  // Data: the phase and out_valid_q say when it is valid.
   always_ff @(posedge clk_i) begin
-    value_q <= value_d;
-    bf16_q  <= bf16_d;
+    value_q     <= value_d;
+    bf16_q      <= bf16_d;
+    out_value_q <= out_value_d;
+    out_bf16_q  <= out_bf16_d;
   end
 
-  // Rows come only when asked for, and the writer takes a unit's writes in
-  // order.
+  // Rows come only when asked for, a finished unit waits only for a full
+  // buffer, and the writer takes a unit's writes in order.
   `ASSERT(a_taken_rows_asked, take |-> !take_q.done)
+  `ASSERT(a_hand_waits_for_the_buffer, phase_q == Hand |-> out_valid_q)
   `ASSERT(a_write_fits, wr_valid_o |-> wr_bytes_o >= 32'd1 && wr_bytes_o <= 32'(4 * Cols))
   // Validation bounds the indices the offsets are narrowed to.
   `ASSERT(a_row_index_fits, req_valid_o && rows_op |-> ask_q.r0 + ask_q.r < 32'(systole_pkg::MaxVectorRows))
   `ASSERT(a_column_index_fits, wr_valid_o && is_to_bf16 && desc_i.transpose |->
-                               unit_q.i0 + 32'(write_q) < 32'(systole_pkg::MaxVectorElements))
+                               out_unit_q.i0 + 32'(out_write_q) < 32'(systole_pkg::MaxVectorElements))
 endmodule

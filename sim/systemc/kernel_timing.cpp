@@ -273,8 +273,10 @@ class StripedWriter {
 // Cols elements, per row of the group, per operand read); a consumer takes
 // the rows in the same order (Gather), computes a chunk min(Cols,
 // kVectorLanes) elements a cycle (Compute; a sum after every row), and
-// hands its outputs to the c writers one request a cycle (Write), until
-// every write is handed over (Done).
+// moves the finished chunk to the write buffer (waiting in Hand while it is
+// full), from which a writer hands the outputs to the c writers one request
+// a cycle while the consumer goes on, until the last chunk is taken (Done)
+// and written.
 class VectorEngine {
  public:
   struct Request {
@@ -302,10 +304,11 @@ class VectorEngine {
     group_ = op_ == spec::Opcode::kSum ? d.rows : transpose_ ? transpose_group_ : 1;
     ask_ = take_ = unit_ = Walk{};
     phase_ = Phase::kGather;
-    slice_ = write_ = 0;
+    slice_ = 0;
+    out_ = Buffer{};
   }
 
-  bool done() const { return phase_ == Phase::kDone; }
+  bool done() const { return phase_ == Phase::kDone && !out_.valid; }
 
   Request read() const {
     if (ask_.done) return {};
@@ -316,54 +319,67 @@ class VectorEngine {
   }
   bool row_ready() const { return phase_ == Phase::kGather && !take_.done; }
   Request write() const {
-    if (phase_ != Phase::kWrite) return {};
+    if (!out_.valid) return {};
+    const Walk& unit = out_.unit;
     if (op_ != spec::Opcode::kToBf16)
-      return {true, operand_address(write_) + uint64_t(unit_.i0) * 4, count(unit_) * 4};
-    if (!transpose_) return {true, d_.z_addr + (uint64_t(unit_.r0) * d_.n + unit_.i0) * 2, count(unit_) * 2};
-    return {true, d_.z_addr + ((uint64_t(unit_.i0) + write_) * d_.rows + unit_.r0) * 2,
-            std::min(group_, rows_ - unit_.r0) * 2};
+      return {true, operand_address(out_.write) + uint64_t(unit.i0) * 4, count(unit) * 4};
+    if (!transpose_) return {true, d_.z_addr + (uint64_t(unit.r0) * d_.n + unit.i0) * 2, count(unit) * 2};
+    return {true, d_.z_addr + ((uint64_t(unit.i0) + out_.write) * d_.rows + unit.r0) * 2,
+            std::min(group_, rows_ - unit.r0) * 2};
   }
 
   // The edge: whether a read was asked for, a row taken, a write handed over.
   void edge(bool asked, bool took, bool wrote) {
     if (asked) ask_ = advance(ask_);
     const bool sum = op_ == spec::Opcode::kSum, to_bf16 = op_ == spec::Opcode::kToBf16;
+    // The buffer is free for a finished unit when empty, or once its last
+    // write is handed over in this cycle.
+    bool free = !out_.valid;
+    if (wrote) {
+      const bool last =
+          to_bf16 ? !transpose_ || out_.write + 1 >= count(out_.unit) : next_written(out_.write + 1) == 4;
+      out_.write = to_bf16 ? out_.write + 1 : next_written(out_.write + 1);
+      if (last) {
+        out_.valid = false;
+        free = true;
+      }
+    }
+    bool complete = false;
     switch (phase_) {
       case Phase::kGather:
         if (!took) break;
         unit_ = take_;
         take_ = advance(take_);
         slice_ = 0;
-        if (sum) {
+        if (sum || (unit_end(unit_) && !to_bf16))
           phase_ = Phase::kCompute;
-        } else if (unit_end(unit_)) {
-          phase_ = to_bf16 ? Phase::kWrite : Phase::kCompute;
-          write_ = to_bf16 ? 0 : next_written(0);
-        }
+        else if (unit_end(unit_))
+          complete = true;  // to_bf16 rounded it on the way
         break;
       case Phase::kCompute:
         if (++slice_ < slices_) break;
-        if (!sum || unit_end(unit_)) {
-          phase_ = Phase::kWrite;
-          write_ = next_written(0);
-        } else {
+        if (!sum || unit_end(unit_))
+          complete = true;
+        else
           phase_ = Phase::kGather;
-        }
         break;
-      case Phase::kWrite: {
-        if (!wrote) break;
-        const bool last = to_bf16 ? !transpose_ || write_ + 1 >= count(unit_) : next_written(write_ + 1) == 4;
-        write_ = to_bf16 ? write_ + 1 : next_written(write_ + 1);
-        if (last) phase_ = take_.done ? Phase::kDone : Phase::kGather;
+      case Phase::kHand:
+        complete = true;
         break;
-      }
       case Phase::kDone:
         break;
     }
+    if (!complete) return;
+    if (!free) {
+      phase_ = Phase::kHand;
+      return;
+    }
+    out_ = Buffer{true, unit_, to_bf16 ? 0 : next_written(0)};
+    phase_ = take_.done ? Phase::kDone : Phase::kGather;
   }
 
  private:
-  enum class Phase { kGather, kCompute, kWrite, kDone };
+  enum class Phase { kGather, kCompute, kHand, kDone };
   // A place in the read sequence (systole_vector_engine's walk_t).
   struct Walk {
     uint32_t r0 = 0, i0 = 0, r = 0;
@@ -420,9 +436,17 @@ class VectorEngine {
   bool reads_[4] = {}, writes_[4] = {};
   bool transpose_ = false;
   uint32_t rows_ = 1, group_ = 1;
+  // The write buffer: a finished unit, and the operand (or column) its
+  // next write is.
+  struct Buffer {
+    bool valid = false;
+    Walk unit;
+    uint32_t write = 0;
+  };
   Walk ask_, take_, unit_;
   Phase phase_ = Phase::kGather;
-  uint32_t slice_ = 0, write_ = 0;
+  uint32_t slice_ = 0;
+  Buffer out_;
 };
 
 // systole_tile_counter: an engine's place in a descriptor.
