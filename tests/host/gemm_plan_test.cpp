@@ -239,6 +239,14 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
   EXPECT_NE(refused.message().find("operand is missing"), std::string::npos) << refused.message();
 }
 
+// `count` values drawn from the standard normal distribution.
+std::vector<float> normal_values(std::mt19937& rng, std::size_t count) {
+  std::normal_distribution<float> normal;
+  std::vector<float> v(count);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
 // One unit of 16 x 16 on a modelled U55C, with `values` (and their
 // `gradients`) uploaded to the card, not yet kept there.
 struct ResidentUnit {
@@ -277,12 +285,7 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
   const uint32_t seed = 13, m = 13, in = 37, hidden = 21, out = 6;
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  auto random = [&](std::size_t count) {
-    std::vector<float> v(count);
-    for (float& x : v) x = normal(rng);
-    return v;
-  };
+  auto random = [&](std::size_t count) { return normal_values(rng, count); };
   // The parameters as a store lays them out: W1 [hidden x in], b1, W2 [out x hidden].
   std::vector<float> values = random(std::size_t(hidden) * in + hidden + std::size_t(out) * hidden);
   std::vector<float> gradients(values.size(), 0.0f);
@@ -413,12 +416,7 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
   const uint32_t features = positions * filters;
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  auto random = [&](std::size_t count) {
-    std::vector<float> v(count);
-    for (float& x : v) x = normal(rng);
-    return v;
-  };
+  auto random = [&](std::size_t count) { return normal_values(rng, count); };
   // The parameters: the convolution's W [filters x patch], the dense
   // layer's W2 [units x features].
   std::vector<float> values = random(std::size_t(filters) * patch + std::size_t(units) * features);
@@ -524,10 +522,6 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
   EXPECT_EQ(refusal(matmul->relu_mask_on_card(card.g.data(), card.y.data(), card.dx.data(), features)),
             "relu mask: the gradient is a view of a card tensor whose blocks read transposed; only a "
             "product's operand can read it");
-  MatmulCall into_view = product(batch, features, units, delta.data(), w2, card.flat.data());
-  into_view.c_on_card = true;
-  EXPECT_EQ(refusal(matmul->run(into_view)),
-            "matmul: a result cannot be written into a view of a card tensor");
   EXPECT_EQ(refusal(matmul->view_on_card(card.out.data(), patches.data(), batch * units, 1, units)),
             "view on card: the tensor viewed is not on the card: no earlier call left a result there");
   EXPECT_EQ(refusal(matmul->view_on_card(card.flat.data(), card.y.data(), features + 1, positions, filters)),
@@ -547,6 +541,23 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
   read.c = from_host.data();
   ASSERT_TRUE(matmul->run(read).ok());
   EXPECT_EQ(std::memcmp(from_alias.data(), from_host.data(), from_host.size() * 4), 0);
+
+  // A result over a view's addresses ends the view (its host memory was
+  // freed and names something new): a product then reads the result there,
+  // not the view.
+  MatmulCall over = product(batch, features, units, delta.data(), w2, card.flat.data());  // delta W2
+  over.c_on_card = true;
+  ASSERT_TRUE(matmul->run(over).ok());
+  std::vector<float> from_result(std::size_t(batch) * units), want(from_result.size());
+  MatmulCall reread = product(batch, units, features, card.flat.data(), w2, from_result.data());
+  reread.a_on_card = true;
+  reread.b_transposed = true;
+  ASSERT_TRUE(matmul->run(reread).ok());
+  reread.a = host.g_flat.data();  // delta W2 through the host
+  reread.a_on_card = false;
+  reread.c = want.data();
+  ASSERT_TRUE(matmul->run(reread).ok());
+  EXPECT_EQ(std::memcmp(from_result.data(), want.data(), want.size() * 4), 0);
 }
 
 // The bookkeeping of what the card read and wrote: spans merge when they

@@ -435,6 +435,24 @@ TEST(Graphs, AChainWrittenAsAGraphIsTheList) {
   EXPECT_NE(b->summary().find("layer1 (dense)"), std::string::npos) << b->summary();
 }
 
+// A training pass of `spec` through `card` (an executor that keeps
+// activations) gives the logits and gradients of the same pass through
+// the reference, bit for bit.
+void expect_the_host_paths_bits(const ModelSpec& spec, const Batch& batch, uint32_t seed,
+                                const DeviceInfo& device, testing::CardKeepingMatmul& card) {
+  auto on_host = Model::build(spec, seed).value();
+  auto on_card = Model::build(spec, seed).value();
+  testing::ReferenceMatmul host(device);
+  loss(*on_host, host, batch, true);
+  loss(*on_card, card, batch, true);
+  const std::vector<float>& want = on_host->logits().values;
+  const std::vector<float>& got = on_card->logits().values;
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << "logits";
+  const std::vector<float>& g = on_card->parameters().gradients();
+  const std::vector<float>& r = on_host->parameters().gradients();
+  EXPECT_EQ(std::memcmp(g.data(), r.data(), g.size() * 4), 0) << "gradients";
+}
+
 // With an executor that keeps activations, a tensor stays on the card when
 // a dense layer makes it and one dense layer reads it (d1's output here):
 // its gradient and ReLU mask stay there too. d2's output has two readers,
@@ -453,18 +471,11 @@ TEST(Graphs, ActivationsStayOnTheCardBetweenDenseLayersOnly) {
                         layer("dense", {{"name", "d4"}, {"units", "3"}})}};
   Device device = open_sw_emu(8);
   const Batch batch = random_batch(spec, 13, seed);
+  testing::CardKeepingMatmul card(device.info());
+  expect_the_host_paths_bits(spec, batch, seed, device.info(), card);
   auto on_host = Model::build(spec, seed).value();
   auto on_card = Model::build(spec, seed).value();
   testing::ReferenceMatmul host(device.info());
-  testing::CardKeepingMatmul card(device.info());
-  loss(*on_host, host, batch, true);
-  loss(*on_card, card, batch, true);
-  const std::vector<float>& want = on_host->logits().values;
-  const std::vector<float>& got = on_card->logits().values;
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << "logits";
-  const std::vector<float>& g = on_card->parameters().gradients();
-  const std::vector<float>& r = on_host->parameters().gradients();
-  EXPECT_EQ(std::memcmp(g.data(), r.data(), g.size() * 4), 0) << "gradients";
   // Left: d1's output (forward) and its gradient (d2's dx); read: d1's
   // output by d2 (forward, and dW in backward), the masked gradient by d1's
   // dW and db.
@@ -514,19 +525,8 @@ TEST(Graphs, AConvolutionsOutputStaysOnTheCardThroughAFlatten) {
   Device device = open_sw_emu(8);
   for (const bool relu : {false, true}) {
     SCOPED_TRACE(relu ? "the second convolution with a fused ReLU" : "the second convolution without");
-    const Batch batch = random_batch(spec(relu), 11, seed);
-    auto on_host = Model::build(spec(relu), seed).value();
-    auto on_card = Model::build(spec(relu), seed).value();
-    testing::ReferenceMatmul host(device.info());
     testing::CardKeepingMatmul card(device.info());
-    loss(*on_host, host, batch, true);
-    loss(*on_card, card, batch, true);
-    const std::vector<float>& want = on_host->logits().values;
-    const std::vector<float>& got = on_card->logits().values;
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << "logits";
-    const std::vector<float>& g = on_card->parameters().gradients();
-    const std::vector<float>& r = on_host->parameters().gradients();
-    EXPECT_EQ(std::memcmp(g.data(), r.data(), g.size() * 4), 0) << "gradients";
+    expect_the_host_paths_bits(spec(relu), random_batch(spec(relu), 11, seed), seed, device.info(), card);
     // Without the ReLU: left, the convolution's output, the first dense
     // layer's output and both dense layers' input gradients; read, the
     // view by the first dense layer's forward and dW, its output by the

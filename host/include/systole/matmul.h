@@ -109,7 +109,8 @@ class MatmulExecutor {
   // as rows x cols reads as cols x rows (what Flatten makes of an image's
   // channels, without moving it). Products read a view in whole blocks, or
   // transposed in whole blocks of rows that are one block's columns (see
-  // DeviceMatmul); nothing writes one.
+  // DeviceMatmul); nothing writes one (a result over a view's addresses
+  // ends it: the host memory it was named by has been freed).
   virtual Status view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
                               uint32_t cols);
 };
@@ -232,8 +233,8 @@ class DeviceMatmul final : public MatmulExecutor {
   // The device address of [c, c + count) in a card tensor for a new
   // result: in the tensor that holds the range, else in one made at c,
   // after the tensors the range overlaps are dropped (their host memory was
-  // freed, or the tensor grows). Copies of what it overwrites are made
-  // again before their next use.
+  // freed, or the tensor grows), views always. Copies of what it
+  // overwrites are made again before their next use.
   Result<uint64_t> card_result(const float* c, std::size_t count);
   // [p, p + count) in a card tensor or view; an error naming `what` when no
   // tensor holds all of it.
