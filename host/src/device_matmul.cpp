@@ -220,18 +220,19 @@ std::optional<std::size_t> DeviceMatmul::offset_in(const float* base, std::size_
   return offset;
 }
 
-namespace {
-// Whether the host address p lies in [base, base + count) of fp32 values,
-// and whether two such ranges overlap (compared as addresses: they need
-// not point into one array).
-bool holds(const float* base, std::size_t count, const float* p) {
-  const auto at = reinterpret_cast<std::uintptr_t>(p), from = reinterpret_cast<std::uintptr_t>(base);
-  return at >= from && at < from + count * sizeof(float);
+bool DeviceMatmul::holds(const float* base, std::size_t count, const float* p) {
+  return offset_in(base, count, p, 0).has_value();
 }
-bool overlap(const float* a, std::size_t a_count, const float* b, std::size_t b_count) {
-  return holds(a, a_count, b) || holds(b, b_count, a);
+
+void DeviceMatmul::drop_tensors(const float* p, std::size_t count, bool views_only) {
+  for (std::size_t t = tensors_.size(); t-- > 0;) {
+    const CardTensor& tensor = tensors_[t];
+    if ((views_only && !tensor.of) || !(holds(tensor.key, tensor.count, p) || holds(p, count, tensor.key)))
+      continue;
+    invalidate_copies(tensor);
+    tensors_.erase(tensors_.begin() + std::ptrdiff_t(t));
+  }
 }
-}  // namespace
 
 std::size_t DeviceMatmul::find_tensor(const float* p) const {
   return std::find_if(tensors_.begin(), tensors_.end(),
@@ -252,11 +253,7 @@ void DeviceMatmul::invalidate_copies(const CardTensor& written) {
 Result<uint64_t> DeviceMatmul::card_result(const float* c, std::size_t count) {
   // Nothing writes a view, and a pass names its views again before reading
   // them: a view the range overlaps lies under host memory freed since.
-  for (std::size_t t = tensors_.size(); t-- > 0;) {
-    if (!tensors_[t].of || !overlap(tensors_[t].key, tensors_[t].count, c, count)) continue;
-    invalidate_copies(tensors_[t]);
-    tensors_.erase(tensors_.begin() + std::ptrdiff_t(t));
-  }
+  drop_tensors(c, count, /*views_only=*/true);
   std::size_t at = find_tensor(c), offset = 0;
   if (at < tensors_.size()) {
     const CardTensor& held = tensors_[at];
@@ -269,11 +266,7 @@ Result<uint64_t> DeviceMatmul::card_result(const float* c, std::size_t count) {
   if (at == tensors_.size()) {
     // What the range overlaps was left under host memory that has since
     // been freed.
-    for (std::size_t t = tensors_.size(); t-- > 0;) {
-      if (!overlap(tensors_[t].key, tensors_[t].count, c, count)) continue;
-      invalidate_copies(tensors_[t]);
-      tensors_.erase(tensors_.begin() + std::ptrdiff_t(t));
-    }
+    drop_tensors(c, count, /*views_only=*/false);
     CardTensor tensor;
     tensor.key = c;
     tensor.slot.bank = spec::operand_bank(unit_, Operand::kC, device_.info().hbm_banks);
@@ -309,12 +302,17 @@ Result<uint64_t> DeviceMatmul::card_address(const float* p, std::size_t count,
                                             const std::string& what) const {
   auto span = card_span(p, count, what);
   if (!span.ok()) return span.status();
-  const CardTensor& tensor = *span->tensor;
-  if (!tensor.of) return tensor.slot.buffer.address() + span->offset * sizeof(float);
+  return card_address(*span, count, what);
+}
+
+Result<uint64_t> DeviceMatmul::card_address(const CardSpan& span, std::size_t count,
+                                            const std::string& what) const {
+  const CardTensor& tensor = *span.tensor;
+  if (!tensor.of) return tensor.slot.buffer.address() + span.offset * sizeof(float);
   // A view whose blocks are one row or one column is its tensor's values
   // in their order.
   if (tensor.block_rows == 1 || tensor.block_cols == 1)
-    return card_address(tensor.of + span->offset, count, what);
+    return card_address(tensor.of + span.offset, count, what);
   return Status(StatusCode::kInvalidArgument, what +
                                                   " is a view of a card tensor whose blocks read transposed; "
                                                   "only a product's operand can read it");
@@ -336,15 +334,13 @@ Status DeviceMatmul::view_on_card(const float* view, const float* key, std::size
                                                     std::to_string(rows) + " x " + std::to_string(cols));
   auto viewed = card_span(key, count, "view on card: the tensor viewed");
   if (!viewed.ok()) return viewed.status();
-  if (viewed->tensor->of)
+  const CardTensor& viewed_tensor = *viewed->tensor;
+  if (viewed_tensor.of)
     return Status(StatusCode::kInvalidArgument, "view on card: the tensor viewed is itself a view");
-  for (std::size_t t = tensors_.size(); t-- > 0;) {
-    if (!overlap(tensors_[t].key, tensors_[t].count, view, count)) continue;
-    if (tensors_[t].key == key)
-      return Status(StatusCode::kInvalidArgument, "view on card: a view cannot share the tensor's addresses");
-    invalidate_copies(tensors_[t]);
-    tensors_.erase(tensors_.begin() + std::ptrdiff_t(t));
-  }
+  if (holds(viewed_tensor.key, viewed_tensor.count, view) || holds(view, count, viewed_tensor.key))
+    return Status(StatusCode::kInvalidArgument, "view on card: a view cannot share the tensor's addresses");
+  // What else the view's range overlaps lies under host memory freed since.
+  drop_tensors(view, count, /*views_only=*/false);
   CardTensor tensor;
   tensor.key = view;
   tensor.count = count;
@@ -426,7 +422,7 @@ Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, uint3
     if (at->tensor->of && at->tensor->block_rows != 1 && at->tensor->block_cols != 1) {
       view = at->tensor;
     } else {
-      auto address = card_address(x, span, what);
+      auto address = card_address(*at, span, what);
       if (!address.ok()) return address.status();
       source_address = *address;
     }

@@ -351,10 +351,14 @@ class VectorEngine {
         unit_ = take_;
         take_ = advance(take_);
         slice_ = 0;
-        if (sum || (unit_end(unit_) && !to_bf16))
+        if (sum) {
           phase_ = Phase::kCompute;
-        else if (unit_end(unit_))
-          complete = true;  // to_bf16 rounded it on the way
+        } else if (unit_end(unit_)) {
+          if (to_bf16)
+            complete = true;  // rounded on the way
+          else
+            phase_ = Phase::kCompute;
+        }
         break;
       case Phase::kCompute:
         if (++slice_ < slices_) break;

@@ -526,6 +526,8 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
             "view on card: the tensor viewed is not on the card: no earlier call left a result there");
   EXPECT_EQ(refusal(matmul->view_on_card(card.flat.data(), card.y.data(), features + 1, positions, filters)),
             "view on card: 43 values are not whole blocks of 6 x 7");
+  EXPECT_EQ(refusal(matmul->view_on_card(card.y.data(), card.y.data(), features, positions, filters)),
+            "view on card: a view cannot share the tensor's addresses");
 
   // A view whose blocks are single rows reads as its tensor, from anywhere.
   std::vector<float> alias(std::size_t(batch) * features, sentinel), from_alias(std::size_t(units), 0.0f),

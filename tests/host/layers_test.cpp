@@ -453,6 +453,22 @@ void expect_the_host_paths_bits(const ModelSpec& spec, const Batch& batch, uint3
   EXPECT_EQ(std::memcmp(g.data(), r.data(), g.size() * 4), 0) << "gradients";
 }
 
+// The first `layers` layers of `spec` through `card`: their last output is
+// the host's, the same as through the reference.
+void expect_a_partial_pass_on_the_host(const ModelSpec& spec, const Batch& batch, uint32_t seed,
+                                       std::size_t layers, const DeviceInfo& device,
+                                       testing::CardKeepingMatmul& card) {
+  auto on_host = Model::build(spec, seed).value();
+  auto on_card = Model::build(spec, seed).value();
+  testing::ReferenceMatmul host(device);
+  LayerContext context;
+  context.matmul = &card;
+  ASSERT_TRUE(on_card->forward(context, batch.inputs.data(), batch.size, layers).ok());
+  context.matmul = &host;
+  ASSERT_TRUE(on_host->forward(context, batch.inputs.data(), batch.size, layers).ok());
+  EXPECT_EQ(on_card->output(layers).values, on_host->output(layers).values);
+}
+
 // With an executor that keeps activations, a tensor stays on the card when
 // a dense layer makes it and one dense layer reads it (d1's output here):
 // its gradient and ReLU mask stay there too. d2's output has two readers,
@@ -473,9 +489,6 @@ TEST(Graphs, ActivationsStayOnTheCardBetweenDenseLayersOnly) {
   const Batch batch = random_batch(spec, 13, seed);
   testing::CardKeepingMatmul card(device.info());
   expect_the_host_paths_bits(spec, batch, seed, device.info(), card);
-  auto on_host = Model::build(spec, seed).value();
-  auto on_card = Model::build(spec, seed).value();
-  testing::ReferenceMatmul host(device.info());
   // Left: d1's output (forward) and its gradient (d2's dx); read: d1's
   // output by d2 (forward, and dW in backward), the masked gradient by d1's
   // dW and db.
@@ -484,13 +497,8 @@ TEST(Graphs, ActivationsStayOnTheCardBetweenDenseLayersOnly) {
   EXPECT_EQ(card.masks, 1u);
 
   // The first layer alone: its output is what the host asked for.
-  LayerContext context;
-  context.matmul = &card;
-  ASSERT_TRUE(on_card->forward(context, batch.inputs.data(), batch.size, 1).ok());
+  expect_a_partial_pass_on_the_host(spec, batch, seed, 1, device.info(), card);
   EXPECT_EQ(card.results_left, 2u);
-  context.matmul = &host;
-  ASSERT_TRUE(on_host->forward(context, batch.inputs.data(), batch.size, 1).ok());
-  EXPECT_EQ(on_card->output(1).values, on_host->output(1).values);
 
   // A list of dense layers keeps every hidden layer's output there.
   const ModelSpec stack = dense_stack(20, {12, 9}, 3);
@@ -539,18 +547,10 @@ TEST(Graphs, AConvolutionsOutputStaysOnTheCardThroughAFlatten) {
     EXPECT_EQ(card.masks, 1u);
   }
   // Up to the Flatten: its output is what the host asked for.
-  const Batch batch = random_batch(spec(false), 11, seed);
-  auto on_host = Model::build(spec(false), seed).value();
-  auto on_card = Model::build(spec(false), seed).value();
-  testing::ReferenceMatmul host(device.info());
   testing::CardKeepingMatmul card(device.info());
-  LayerContext context;
-  context.matmul = &card;
-  ASSERT_TRUE(on_card->forward(context, batch.inputs.data(), batch.size, 3).ok());
+  expect_a_partial_pass_on_the_host(spec(false), random_batch(spec(false), 11, seed), seed, 3, device.info(),
+                                    card);
   EXPECT_EQ(card.views, 0u);
-  context.matmul = &host;
-  ASSERT_TRUE(on_host->forward(context, batch.inputs.data(), batch.size, 3).ok());
-  EXPECT_EQ(on_card->output(3).values, on_host->output(3).values);
 }
 
 // Layers may be written in any order that names its inputs; they run in a

@@ -239,8 +239,16 @@ class DeviceMatmul final : public MatmulExecutor {
   // [p, p + count) in a card tensor or view; an error naming `what` when no
   // tensor holds all of it.
   Result<CardSpan> card_span(const float* p, std::size_t count, const std::string& what) const;
-  // The values of a card tensor that is not a view, at span's offset.
+  // The device address of [p, p + count) in a card tensor (or in a view
+  // that reads its tensor's values in their order); an error naming `what`
+  // otherwise.
   Result<uint64_t> card_address(const float* p, std::size_t count, const std::string& what) const;
+  Result<uint64_t> card_address(const CardSpan& span, std::size_t count, const std::string& what) const;
+  // Whether the host address p lies in [base, base + count) of fp32 values.
+  static bool holds(const float* base, std::size_t count, const float* p);
+  // Drops the card tensors (or only the views) overlapping [p, p + count),
+  // their copies out of date: the host memory that named them was freed.
+  void drop_tensors(const float* p, std::size_t count, bool views_only);
   // Marks the copies made from `written` (or through a view of it) as out
   // of date.
   void invalidate_copies(const CardTensor& written);
