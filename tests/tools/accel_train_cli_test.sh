@@ -10,6 +10,7 @@ expect 0 "Epoch 2/2" "${small[@]}" --epochs 2 --checkpoint-dir "$work/straight"
 expect 0 "test_accuracy: (0\.[5-9]|1\.0)" "${small[@]}" --epochs 3
 expect 0 "^18/18 \[=+\] - .* - val_accuracy" "${small[@]}" --epochs 1
 expect 0 "^step time: [0-9.]+ ms = array products [0-9.]+ \([0-9]+ %\), staging .* other -?[0-9.]+$" "${small[@]}" --epochs 1
+expect 0 "^step time after the first step: [0-9.]+ ms = array products [0-9.]+ \([0-9]+ %\), staging .*, optimizer [0-9.]+ \([0-9]+ %\), other -?[0-9.]+$" "${small[@]}" --epochs 1
 expect 0 "Epoch 1/1" "${small[@]}" --epochs 1 --checkpoint-dir "$work/resumed"
 expect 0 "resumed from .* after epoch 1" "${small[@]}" --epochs 2 --checkpoint-dir "$work/resumed" --resume
 if cmp -s "$work/straight/checkpoint.safetensors" "$work/resumed/checkpoint.safetensors"; then

@@ -34,32 +34,6 @@ namespace {
 
 using namespace systole;
 
-// Where a training step's time went, in ms per step (a replica's, the mean
-// over the replicas; they run side by side): what "other" leaves is the
-// loop's own work (callbacks, metrics, the replicas' hand-offs).
-void print_step_times(const History& history) {
-  const StepTimes& t = history.step_times;
-  const double per_step = 1e3 / double(history.steps);
-  const double total = history.seconds * per_step;
-  const std::pair<const char*, double> parts[] = {
-      {"array products", t.device.launch_seconds * per_step},
-      {"staging", t.device.staging_seconds * per_step},
-      {"host layers", t.host_layers() * per_step},
-      {"all-reduce", t.all_reduce * per_step},
-      {"optimizer", t.optimizer * per_step},
-      {"input", history.input_wait_seconds * per_step},
-  };
-  std::string text;
-  double listed = 0;
-  for (const auto& [name, ms] : parts) {
-    char part[96];
-    std::snprintf(part, sizeof part, "%s %.2f (%.0f %%), ", name, ms, total > 0 ? 100.0 * ms / total : 0.0);
-    text += part;
-    listed += ms;
-  }
-  std::printf("step time: %.2f ms = %sother %.2f\n", total, text.c_str(), total - listed);
-}
-
 int train(const TrainConfig& config) {
   install_stop_signals();
   // Under mpirun this process is one rank of a job: an error ends the whole
@@ -174,6 +148,8 @@ int train(const TrainConfig& config) {
   // perf: the board's projection of the training steps (not of validation).
   ProjectionMeter projection(opened->device);
   callbacks->push_back(projection.callback());
+  SteadyStepMeter steady(trainer);
+  callbacks->push_back(steady.callback());
 
   std::unique_ptr<RecordingSource> recording;
   if (!config.record_dir.empty()) {
@@ -224,7 +200,11 @@ int train(const TrainConfig& config) {
         "replica; %.1f%% of the time waiting for input)\n",
         (unsigned long long)history->examples, history->seconds, double(history->examples) / history->seconds,
         history->launches_per_step, 100.0 * history->input_wait_seconds / history->seconds);
-  if (history->steps > 0) print_step_times(*history);
+  if (history->steps > 0) {
+    print_step_times("step time", history->step_times, history->seconds, history->steps,
+                     history->input_wait_seconds);
+    steady.report();
+  }
   projection.report(history->steps, history->examples);
   if (recording) {
     const Status recorded =

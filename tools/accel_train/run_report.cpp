@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "systole/callbacks.h"
 
@@ -23,6 +24,54 @@ void print_projection(const Projection& p, uint64_t steps, uint64_t examples) {
 }
 
 }  // namespace
+
+void print_step_times(const char* label, const StepTimes& times, double seconds, uint64_t steps,
+                      std::optional<double> input_seconds) {
+  const double per_step = 1e3 / double(steps);
+  const double total = seconds * per_step;
+  std::vector<std::pair<const char*, double>> parts = {
+      {"array products", times.device.launch_seconds * per_step},
+      {"staging", times.device.staging_seconds * per_step},
+      {"host layers", times.host_layers() * per_step},
+      {"all-reduce", times.all_reduce * per_step},
+      {"optimizer", times.optimizer * per_step},
+  };
+  if (input_seconds) parts.push_back({"input", *input_seconds * per_step});
+  std::string text;
+  double listed = 0;
+  for (const auto& [name, ms] : parts) {
+    char part[96];
+    std::snprintf(part, sizeof part, "%s %.2f (%.0f %%), ", name, ms, total > 0 ? 100.0 * ms / total : 0.0);
+    text += part;
+    listed += ms;
+  }
+  std::printf("%s: %.2f ms = %sother %.2f\n", label, total, text.c_str(), total - listed);
+}
+
+std::shared_ptr<Callback> SteadyStepMeter::callback() {
+  auto meter = std::make_shared<LambdaCallback>();
+  meter->train_batch_begin = [this](uint64_t, const Logs&) {
+    begun_ = Clock::now();
+    return ok_status();
+  };
+  meter->train_batch_end = [this](uint64_t, const Logs&) {
+    last_ = trainer_.step_times();
+    if (!first_) {
+      first_ = last_;
+      return ok_status();
+    }
+    seconds_ += std::chrono::duration<double>(Clock::now() - begun_).count();
+    ++steps_;
+    return ok_status();
+  };
+  return meter;
+}
+
+void SteadyStepMeter::report() const {
+  // The batches' input is fetched before their begin, outside these times.
+  if (steps_ > 0)
+    print_step_times("step time after the first step", last_.since(*first_), seconds_, steps_, std::nullopt);
+}
 
 void print_run_summary(const TrainConfig& config, const Device& device, const std::vector<uint32_t>& units,
                        const Trainer& trainer, const ProcessGroup* group, const std::string& data) {

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // What accel_train prints about a run besides fit's progress: the run's
-// summary before training, and the perf backend's projection of the
-// training steps after it.
+// summary before training, where its steps' time went, and the perf
+// backend's projection of the training steps after it.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,37 @@ void print_run_summary(const TrainConfig& config, const Device& device, const st
 // "test_loss: 0.3021 - test_accuracy: 0.8912": an evaluation's logs, the
 // loss first.
 void print_test_logs(const Logs& logs);
+
+// "LABEL: 2.65 ms = array products 1.01 (38 %), staging ..., other 0.41":
+// where `steps` training steps that took `seconds` went, in ms per step (a
+// replica's, the mean over the replicas: they run side by side), and the
+// time waiting for input when `seconds` holds it. "other" is what the
+// parts leave: the loop's own work (callbacks, metrics, the replicas'
+// hand-offs).
+void print_step_times(const char* label, const StepTimes& times, double seconds, uint64_t steps,
+                      std::optional<double> input_seconds);
+
+// The training steps after a run's first, which carries the run's warm-up
+// (buffers allocated, device memory first touched): what each step of a
+// long run costs. Each step is timed from its batch's begin to its end.
+class SteadyStepMeter {
+ public:
+  explicit SteadyStepMeter(const Trainer& trainer) : trainer_(trainer) {}
+  // The callback that times fit's training steps.
+  std::shared_ptr<Callback> callback();
+  // Prints "step time after the first step: ..."; nothing after fewer
+  // than two steps.
+  void report() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const Trainer& trainer_;
+  Clock::time_point begun_;
+  std::optional<StepTimes> first_;  // the trainer's, after the first step
+  StepTimes last_;                  // after the latest step
+  double seconds_ = 0;              // of the steps after the first
+  uint64_t steps_ = 0;
+};
 
 // perf: adds up the board's projection over the training steps of each
 // epoch (its validation pass left out), and prints it.
