@@ -29,10 +29,10 @@ void print_test_logs(const Logs& logs);
 
 // "LABEL: 2.65 ms = array products 1.01 (38 %), staging ..., other 0.41":
 // where `steps` training steps that took `seconds` went, in ms per step (a
-// replica's, the mean over the replicas: they run side by side), and the
-// time waiting for input when `seconds` holds it. "other" is what the
-// parts leave: the loop's own work (callbacks, metrics, the replicas'
-// hand-offs).
+// replica's, the mean over the replicas: they run side by side), with the
+// time waiting for input as a part when `input_seconds` is given (the
+// caller's `seconds` then include it). "other" is what the parts leave:
+// the loop's own work (callbacks, metrics, the replicas' hand-offs).
 void print_step_times(const char* label, const StepTimes& times, double seconds, uint64_t steps,
                       std::optional<double> input_seconds);
 
