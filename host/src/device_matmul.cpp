@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -24,6 +25,9 @@ namespace {
 // connects to its ports): A, B, C and the command list each in their own
 // (spec::operand_bank).
 using spec::Operand;
+
+// The command-list buffer's first size: lists of 1,000 descriptors.
+constexpr std::size_t kCommandBytes = spec::command_list_bytes(1000);
 
 // f32_to_bf16 of `rows` rows of `cols` values, `stride` apart, into
 // `out` packed. Compiled twice, and picked by the CPU at load time: the
@@ -143,6 +147,11 @@ Status DeviceMatmul::ensure(Slot& slot, std::size_t bytes) {
   const std::size_t size = std::max(bytes, slot.buffer ? slot.buffer.size() * 3 / 2 : bytes);
   slot.buffer = Buffer();
   auto buffer = device_.allocate(size, slot.bank);
+  // Out of room: rows kept for a later launch give theirs up (they are
+  // made again when read), and the buffer grows only as far as asked.
+  auto out_of_room = [&] { return !buffer.ok() && buffer.status().code() == StatusCode::kUnavailable; };
+  if (out_of_room() && drop_kept_rows(slot.bank)) buffer = device_.allocate(size, slot.bank);
+  if (out_of_room() && size > bytes) buffer = device_.allocate(bytes, slot.bank);
   if (!buffer.ok()) return buffer.status();
   slot.buffer = std::move(buffer).value();
   return ok_status();
@@ -161,6 +170,66 @@ Result<uint64_t> DeviceMatmul::stage(Slot& slot, const float* x, const OperandRo
     to_bf16(x, rows, cols, transposed, stride, transposed_, view);
   SYSTOLE_RETURN_IF_ERROR(slot.buffer.sync(Buffer::SyncDirection::kToDevice, bytes, 0));
   return slot.buffer.address();
+}
+
+Result<uint64_t> DeviceMatmul::made_rows(const MatmulCall& call, const OperandRows& made, uint32_t rows,
+                                         uint32_t cols, Slot& slot) {
+  const RowsKey& key = call.rows_key;
+  auto own_slot = [&] { return stage(slot, nullptr, &made, rows, cols, false, cols); };
+  if (!key.owner) return own_slot();
+  auto kept = std::find_if(kept_rows_.begin(), kept_rows_.end(), [&](const KeptRows& k) {
+    return k.key.owner == key.owner && k.key.part == key.part;
+  });
+  const bool found = kept != kept_rows_.end();
+  const bool this_run = found && kept->used_in_run == runs_;
+  if (found && kept->key.source == key.source && kept->rows == rows && kept->cols == cols &&
+      (call.rows_kept || this_run)) {
+    kept->used_in_run = runs_;
+    return kept->slot.buffer.address();
+  }
+  // Rows a call reads as kept that are not (given up for room, or never
+  // made), and other rows under a key an earlier call of this launch
+  // reads, go into the call's own slot.
+  if (call.rows_kept || this_run) return own_slot();
+  if (!found) {
+    // In the unit's command-list bank, which holds only the lists besides
+    // (every port of the unit reaches it): the room the operands' own banks
+    // have is left to them. The list buffer is made first, so that kept
+    // rows do not take the room it needs.
+    const Status room = ensure(commands_, kCommandBytes);
+    if (room.code() == StatusCode::kUnavailable) return own_slot();
+    SYSTOLE_RETURN_IF_ERROR(room);
+    kept_rows_.emplace_back();
+    kept = std::prev(kept_rows_.end());
+    kept->slot.bank = commands_.bank;
+  }
+  kept->key = RowsKey{key.owner, nullptr, key.part};  // nothing kept until the rows are staged
+  kept->used_in_run = runs_;                          // and not given up while they are
+  auto address = stage(kept->slot, nullptr, &made, rows, cols, false, cols);
+  if (!address.ok() && address.status().code() == StatusCode::kUnavailable) {
+    // The bank has no room to keep them: made again when read again.
+    kept_rows_.erase(kept);
+    return own_slot();
+  }
+  if (!address.ok()) return address.status();
+  kept->key.source = key.source;
+  kept->rows = rows;
+  kept->cols = cols;
+  return address;
+}
+
+bool DeviceMatmul::drop_kept_rows(uint32_t bank) {
+  const std::size_t before = kept_rows_.size();
+  kept_rows_.remove_if(
+      [&](const KeptRows& kept) { return kept.slot.bank == bank && kept.used_in_run != runs_; });
+  return kept_rows_.size() != before;
+}
+
+std::size_t DeviceMatmul::kept_rows_bytes() const {
+  std::size_t bytes = 0;
+  for (const KeptRows& kept : kept_rows_)
+    if (kept.key.source) bytes += std::size_t(kept.rows) * kept.cols * sizeof(uint16_t);
+  return bytes;
 }
 
 void Intervals::add(std::size_t begin, std::size_t end) {
@@ -504,6 +573,7 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     b_.push_back({Buffer(), spec::operand_bank(unit_, Operand::kB, banks)});
     c_.push_back({Buffer(), spec::operand_bank(unit_, Operand::kC, banks)});
   }
+  ++runs_;
   using Clock = Trace::Clock;
   const Clock::time_point begun = Clock::now();
   double launch_seconds = 0;
@@ -545,7 +615,9 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
                                call.a_stride(), Operand::kA, call.a_on_card, records);
     if (!a_card.ok()) return a_card.status();
     auto a = *a_card ? Result<uint64_t>(**a_card)
-                     : stage(a_[i], call.a, call.a_rows, call.m, call.k, call.a_transposed, call.a_stride());
+             : call.a_rows
+                 ? made_rows(call, *call.a_rows, call.m, call.k, a_[i])
+                 : stage(a_[i], call.a, nullptr, call.m, call.k, call.a_transposed, call.a_stride());
     if (!a.ok()) return a.status();
     problem.a = {*a, call.k};
 
@@ -553,7 +625,9 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
                                call.b_stride(), Operand::kB, call.b_on_card, records);
     if (!b_card.ok()) return b_card.status();
     auto b = *b_card ? Result<uint64_t>(**b_card)
-                     : stage(b_[i], call.b, call.b_rows, call.k, call.n, call.b_transposed, call.b_stride());
+             : call.b_rows
+                 ? made_rows(call, *call.b_rows, call.k, call.n, b_[i])
+                 : stage(b_[i], call.b, nullptr, call.k, call.n, call.b_transposed, call.b_stride());
     if (!b.ok()) return b.status();
     problem.b = {*b, call.n};
 

@@ -190,6 +190,22 @@ TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
     slice_of_a_wider_matrix(m, k, n, wide);
 }
 
+// Rows that copy a stored matrix (k x n or m x k), counting the requests
+// for bf16.
+class CountedRows final : public OperandRows {
+ public:
+  explicit CountedRows(const std::vector<float>& x) : x_(x) {}
+  void fp32(float* out) const override { std::copy(x_.begin(), x_.end(), out); }
+  void bf16(uint16_t* out) const override {
+    ++requests;
+    round_to_bf16(x_.data(), x_.size(), out);
+  }
+  mutable int requests = 0;
+
+ private:
+  const std::vector<float>& x_;
+};
+
 // An operand given as rows (made by the caller when asked, as a
 // convolution's patches are) gives the stored operand's bits; rows are
 // never transposed, and a call without an operand is refused.
@@ -200,21 +216,7 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
   std::vector<float> a(std::size_t(m) * k), b(std::size_t(k) * n);
   for (float& v : a) v = normal(rng);
   for (float& v : b) v = normal(rng);
-  // Rows that copy a stored matrix, counting the requests.
-  class Rows final : public OperandRows {
-   public:
-    explicit Rows(const std::vector<float>& x) : x_(x) {}
-    void fp32(float* out) const override { std::copy(x_.begin(), x_.end(), out); }
-    void bf16(uint16_t* out) const override {
-      ++requests;
-      round_to_bf16(x_.data(), x_.size(), out);
-    }
-    mutable int requests = 0;
-
-   private:
-    const std::vector<float>& x_;
-  };
-  const Rows a_rows(a), b_rows(b);
+  const CountedRows a_rows(a), b_rows(b);
   auto matmul = small_matmul();
   std::vector<float> stored(std::size_t(m) * n), made(stored.size());
   MatmulCall call = product(m, n, k, a.data(), b.data(), stored.data());
@@ -237,6 +239,151 @@ TEST(DeviceMatmulRows, OperandsMadeOnRequestGiveTheStoredOperandsBits) {
   refused = matmul->run(call);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("operand is missing"), std::string::npos) << refused.message();
+}
+
+// Rows kept under a key (a convolution's patches, from its forward product
+// to its weight gradient's): made once and read again as the other
+// operand with the bits of rows made again; made again, and not kept, for
+// a read from another source and for other rows under the key in the
+// launch that keeps them; made again and kept by a new forward pass.
+TEST(DeviceMatmulRows, KeptRowsAreMadeOnceAndReadAgainAsTheOtherOperand) {
+  const uint32_t seed = 14, positions = 29, patch = 23, filters = 5, n = 7;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  auto random = [&](std::size_t count) {
+    std::vector<float> v(count);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  const std::vector<float> patches = random(std::size_t(positions) * patch), other = random(patches.size());
+  const std::vector<float> w = random(std::size_t(patch) * n), g = random(std::size_t(positions) * filters);
+  const int owner = 0, source = 0, other_source = 0;
+  const CountedRows rows(patches), other_rows(other);
+  auto matmul = small_matmul();
+  // Forward: C = P W, P kept. Weight gradient: dW = G^T P, P read again.
+  auto forward = [&](const CountedRows& made, const void* from, std::vector<float>& c) {
+    MatmulCall call = product(positions, n, patch, nullptr, w.data(), c.data());
+    call.a_rows = &made;
+    call.rows_key = RowsKey{&owner, from, 0};
+    return call;
+  };
+  auto gradient = [&](const CountedRows& made, const void* from, std::vector<float>& c) {
+    MatmulCall call = product(filters, patch, positions, g.data(), nullptr, c.data());
+    call.a_transposed = true;
+    call.b_rows = &made;
+    call.rows_key = RowsKey{&owner, from, 0};
+    call.rows_kept = true;
+    return call;
+  };
+  // The bits of stored operands.
+  std::vector<float> y(std::size_t(positions) * n), dw(std::size_t(filters) * patch);
+  std::vector<float> other_y(y.size()), other_dw(dw.size());
+  MatmulCall stored = product(positions, n, patch, patches.data(), w.data(), y.data());
+  ASSERT_TRUE(matmul->run(stored).ok());
+  stored = product(filters, patch, positions, g.data(), patches.data(), dw.data());
+  stored.a_transposed = true;
+  ASSERT_TRUE(matmul->run(stored).ok());
+  stored = product(positions, n, patch, other.data(), w.data(), other_y.data());
+  ASSERT_TRUE(matmul->run(stored).ok());
+  stored = product(filters, patch, positions, g.data(), other.data(), other_dw.data());
+  stored.a_transposed = true;
+  ASSERT_TRUE(matmul->run(stored).ok());
+  auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+    return std::memcmp(x.data(), y.data(), x.size() * 4) == 0;
+  };
+
+  std::vector<float> got_y(y.size()), got_dw(dw.size());
+  ASSERT_TRUE(matmul->run(forward(rows, &source, got_y)).ok());
+  EXPECT_EQ(matmul->kept_rows_bytes(), std::size_t(positions) * patch * 2);
+  ASSERT_TRUE(matmul->run(gradient(rows, &source, got_dw)).ok());
+  EXPECT_EQ(rows.requests, 1);
+  EXPECT_TRUE(same(got_y, y));
+  EXPECT_TRUE(same(got_dw, dw));
+  // Read as kept from another source: made, each time, and not kept.
+  for (int request = 1; request <= 2; ++request) {
+    ASSERT_TRUE(matmul->run(gradient(other_rows, &other_source, got_dw)).ok());
+    EXPECT_EQ(other_rows.requests, request);
+    EXPECT_TRUE(same(got_dw, other_dw));
+  }
+  ASSERT_TRUE(matmul->run(gradient(rows, &source, got_dw)).ok());
+  EXPECT_EQ(rows.requests, 1);
+  EXPECT_TRUE(same(got_dw, dw));
+  // A new forward pass makes its rows again, and keeps them.
+  ASSERT_TRUE(matmul->run(forward(other_rows, &other_source, got_y)).ok());
+  EXPECT_EQ(other_rows.requests, 3);
+  EXPECT_TRUE(same(got_y, other_y));
+  // In one launch: the key's rows, then other rows under it in the call's
+  // own slot, and the key's rows again.
+  std::vector<float> second_dw(dw.size()), third_dw(dw.size());
+  ASSERT_TRUE(matmul
+                  ->run({forward(other_rows, &other_source, got_y), gradient(rows, &source, second_dw),
+                         gradient(other_rows, &other_source, third_dw)})
+                  .ok());
+  EXPECT_EQ(other_rows.requests, 4);
+  EXPECT_EQ(rows.requests, 2);
+  EXPECT_TRUE(same(got_y, other_y));
+  EXPECT_TRUE(same(second_dw, dw));
+  EXPECT_TRUE(same(third_dw, other_dw));
+}
+
+// Rows kept under a key where their bank (the command lists') has no room
+// go into the call's own slot, with the same bits, and are made again when
+// read again; rows kept earlier give their room up to rows kept later.
+TEST(DeviceMatmulRows, RowsTheBankHasNoRoomToKeepAreStagedAsUsual) {
+  const uint32_t seed = 15, m = 60, n = 5;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  auto random = [&](std::size_t count) {
+    std::vector<float> v(count);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  // Banks of 128 KiB; the command lists' buffer takes 68 KiB of its bank
+  // (1,000 descriptors) before any rows are kept there.
+  DeviceOptions options;
+  options.array_rows = options.array_cols = 8;
+  options.hbm_banks = 4;
+  options.bank_bytes = 128 << 10;
+  auto matmul =
+      DeviceMatmul::create(Device::open("sw_emu", 0, options).value(), 0, std::chrono::seconds(60)).value();
+  const int owner = 0;
+  // The product of rows (m x k, kept under `part` unless `part` < 0) with
+  // B, against the stored operands' bits.
+  auto check = [&](const std::vector<float>& a, const CountedRows& rows, const std::vector<float>& b,
+                   int part, bool kept) {
+    const uint32_t k = uint32_t(a.size() / m);
+    std::vector<float> stored(std::size_t(m) * n), made(stored.size());
+    ASSERT_TRUE(matmul->run(product(m, n, k, a.data(), b.data(), stored.data())).ok());
+    MatmulCall call = product(m, n, k, nullptr, b.data(), made.data());
+    call.a_rows = &rows;
+    if (part >= 0) call.rows_key = RowsKey{&owner, a.data(), uint32_t(part)};
+    call.rows_kept = kept;
+    ASSERT_TRUE(matmul->run(call).ok());
+    EXPECT_EQ(std::memcmp(stored.data(), made.data(), stored.size() * 4), 0);
+  };
+  // 72,000 bytes of rows: no room beside the lists.
+  const std::vector<float> large = random(std::size_t(m) * 600), large_b = random(600 * n);
+  const CountedRows large_rows(large);
+  check(large, large_rows, large_b, 0, false);
+  EXPECT_EQ(matmul->kept_rows_bytes(), 0u);
+  check(large, large_rows, large_b, 0, true);
+  EXPECT_EQ(large_rows.requests, 2);
+  // 48,000 bytes: room for one part's rows at a time.
+  const std::vector<float> first = random(std::size_t(m) * 400), second = random(first.size());
+  const std::vector<float> b = random(400 * n);
+  const CountedRows first_rows(first), second_rows(second);
+  check(first, first_rows, b, 0, false);
+  check(first, first_rows, b, 0, true);
+  EXPECT_EQ(first_rows.requests, 1);
+  EXPECT_EQ(matmul->kept_rows_bytes(), first.size() * 2);
+  check(second, second_rows, b, 1, false);
+  EXPECT_EQ(matmul->kept_rows_bytes(), second.size() * 2);
+  check(first, first_rows, b, 0, true);  // given up: made again
+  check(second, second_rows, b, 1, true);
+  EXPECT_EQ(first_rows.requests, 2);
+  EXPECT_EQ(second_rows.requests, 1);
 }
 
 // `count` values drawn from the standard normal distribution.

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,15 @@ class OperandRows {
   virtual ~OperandRows() = default;
   virtual void fp32(float* out) const = 0;
   virtual void bf16(uint16_t* out) const = 0;
+};
+
+// Names rows an executor may keep on the card for a later call: the layer
+// that makes them (`owner`), which of its parts (`part`, a convolution's
+// chunk), and the tensor they are made from (`source`).
+struct RowsKey {
+  const void* owner = nullptr;
+  const void* source = nullptr;
+  uint32_t part = 0;
 };
 
 // f32_to_bf16 of `count` values (vectorised as wide as the CPU allows).
@@ -61,6 +71,16 @@ struct MatmulCall {
   // a_on_card (b_on_card) reads op(A) (op(B)) from the tensor an earlier
   // call left there under the address a (b), rounded to bf16 on the card.
   bool a_on_card = false, b_on_card = false, c_on_card = false;
+  // Made rows (a_rows or b_rows) that a later call reads again, as a
+  // convolution's patches (its forward product's A is its weight
+  // gradient's B): a call with rows_key makes its rows (they are new, as a
+  // forward pass's) and an executor may keep them under the key where it
+  // has room; a later call that sets rows_kept reads the rows kept under
+  // its key (the same owner and part, made from the same source, of the
+  // same shape) instead of asking for them again. The rows must still be
+  // given: they are made when nothing is kept.
+  RowsKey rows_key;
+  bool rows_kept = false;
 
   uint32_t a_stride() const { return lda ? lda : a_transposed ? m : k; }
   uint32_t b_stride() const { return ldb ? ldb : b_transposed ? k : n; }
@@ -198,6 +218,8 @@ class DeviceMatmul final : public MatmulExecutor {
                       uint32_t cols) override;
   // How many tensors and views are on the card so far.
   std::size_t card_tensors() const { return tensors_.size(); }
+  // Bytes of made rows kept on the card (MatmulCall::rows_key).
+  std::size_t kept_rows_bytes() const;
 
  private:
   // One operand's device buffer, reallocated larger when a call needs it.
@@ -211,6 +233,15 @@ class DeviceMatmul final : public MatmulExecutor {
   Result<uint64_t> stage(Slot& slot, const float* x, const OperandRows* made, uint32_t rows, uint32_t cols,
                          bool transposed, uint32_t stride);
   Status ensure(Slot& slot, std::size_t bytes);
+  // Gives up the rows kept in `bank` that this run's launch does not read;
+  // whether there were any.
+  bool drop_kept_rows(uint32_t bank);
+  // The device address of the rows `made` gives for one of call's
+  // operands (rows x cols): staged into `slot`, or with a key into the
+  // rows kept under it (into `slot` when the bank has no room for them),
+  // or those rows as they are (MatmulCall::rows_kept).
+  Result<uint64_t> made_rows(const MatmulCall& call, const OperandRows& made, uint32_t rows, uint32_t cols,
+                             Slot& slot);
   // A tensor a call left on the card, named by the host address range
   // [key, key + count) it was not downloaded to; or a view of one.
   struct CardTensor {
@@ -304,6 +335,17 @@ class DeviceMatmul final : public MatmulExecutor {
   std::vector<CardTensor> tensors_;
   // Vector descriptors that run at the head of the next launch.
   std::vector<spec::CommandRecord> pending_;
+  // Made rows kept on the card, one set per owner and part: what they were
+  // made from (key.source, null while nothing is kept), their shape, and
+  // the last run() whose launch reads them.
+  struct KeptRows {
+    RowsKey key;
+    uint32_t rows = 0, cols = 0;
+    uint64_t used_in_run = 0;
+    Slot slot;
+  };
+  std::list<KeptRows> kept_rows_;  // a list: ensure() drops some while one is staged
+  uint64_t runs_ = 0;
 };
 
 }  // namespace systole

@@ -10,12 +10,16 @@
 // stored on the host: the executor asks for it (PatchRows) and the device
 // path gathers it in bf16 from the input rounded once, straight into
 // device memory (the same bits as rounding col, as f32_to_bf16 is per
-// value). The store keeps the weight, torch.nn.Conv2d's [filters,
+// value), and may keep it there from the forward product to the weight
+// gradient's, so that it is gathered and crosses the host link once a
+// step. The store keeps the weight, torch.nn.Conv2d's [filters,
 // channels, kh, kw], as [filters][kh][kw][channels]: W itself, which the
 // products read and dW writes in place (with placement: device, on the
-// card). Chunks bound the memory `col` takes on the device; their
-// boundaries fall on the executor's K block, so dW chained over chunks has
-// the bits of one product. Without a fused ReLU the output may stay on the
+// card). Chunks bound the memory `col` takes while it is made and each
+// launch's share of it (kept from forward to backward, a batch's `col`
+// takes 2 bytes a value on the device where the bank has room, else it is
+// made again); their boundaries fall on the executor's K block, so dW
+// chained over chunks has the bits of one product. Without a fused ReLU the output may stay on the
 // card (a Flatten and a Dense layer read it there); its gradient is then
 // read there too, a chunk at a time.
 #include <algorithm>
@@ -126,6 +130,7 @@ class Conv2D final : public Layer {
       call.k = patch_;
       call.n = filters_;
       call.a_rows = &col;
+      call.rows_key = patches_key(input, first);
       call.b = store.values(weight_);
       call.b_transposed = true;
       call.bias = use_bias_ ? store.values(bias_) : nullptr;
@@ -168,6 +173,8 @@ class Conv2D final : public Layer {
       dw.a_transposed = true;
       dw.a_on_card = delta_on_card;
       dw.b_rows = &col;
+      dw.rows_key = patches_key(input, first);
+      dw.rows_kept = true;  // the forward's, if the executor kept them
       dw.accumulate = first > 0;
       dw.c = store.gradient(weight_);
       calls.push_back(dw);
@@ -255,6 +262,12 @@ class Conv2D final : public Layer {
   }
 
   friend class PatchRows;
+
+  // The key under which an executor may keep the patches of the chunk at
+  // `first` between the forward product (A) and the weight gradient (B).
+  RowsKey patches_key(const Activations& input, uint32_t first) const {
+    return RowsKey{this, input.values.data(), first};
+  }
 
   // The rows of col for examples [first, first + count) from x (fp32, or
   // bf16: a zero is +0 in both).
