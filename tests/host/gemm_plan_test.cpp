@@ -190,6 +190,14 @@ TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
     slice_of_a_wider_matrix(m, k, n, wide);
 }
 
+// `count` values drawn from the standard normal distribution.
+std::vector<float> normal_values(std::mt19937& rng, std::size_t count) {
+  std::normal_distribution<float> normal;
+  std::vector<float> v(count);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
 // Rows that copy a stored matrix (k x n or m x k), counting the requests
 // for bf16.
 class CountedRows final : public OperandRows {
@@ -250,12 +258,7 @@ TEST(DeviceMatmulRows, KeptRowsAreMadeOnceAndReadAgainAsTheOtherOperand) {
   const uint32_t seed = 14, positions = 29, patch = 23, filters = 5, n = 7;
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  auto random = [&](std::size_t count) {
-    std::vector<float> v(count);
-    for (float& x : v) x = normal(rng);
-    return v;
-  };
+  auto random = [&](std::size_t count) { return normal_values(rng, count); };
   const std::vector<float> patches = random(std::size_t(positions) * patch), other = random(patches.size());
   const std::vector<float> w = random(std::size_t(patch) * n), g = random(std::size_t(positions) * filters);
   const int owner = 0, source = 0, other_source = 0;
@@ -334,12 +337,7 @@ TEST(DeviceMatmulRows, RowsTheBankHasNoRoomToKeepAreStagedAsUsual) {
   const uint32_t seed = 15, m = 60, n = 5;
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  auto random = [&](std::size_t count) {
-    std::vector<float> v(count);
-    for (float& x : v) x = normal(rng);
-    return v;
-  };
+  auto random = [&](std::size_t count) { return normal_values(rng, count); };
   // Banks of 128 KiB; the command lists' buffer takes 68 KiB of its bank
   // (1,000 descriptors) before any rows are kept there.
   DeviceOptions options;
@@ -384,14 +382,6 @@ TEST(DeviceMatmulRows, RowsTheBankHasNoRoomToKeepAreStagedAsUsual) {
   check(second, second_rows, b, 1, true);
   EXPECT_EQ(first_rows.requests, 2);
   EXPECT_EQ(second_rows.requests, 1);
-}
-
-// `count` values drawn from the standard normal distribution.
-std::vector<float> normal_values(std::mt19937& rng, std::size_t count) {
-  std::normal_distribution<float> normal;
-  std::vector<float> v(count);
-  for (float& x : v) x = normal(rng);
-  return v;
 }
 
 // One unit of 16 x 16 on a modelled U55C, with `values` (and their

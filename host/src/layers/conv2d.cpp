@@ -19,9 +19,9 @@
 // launch's share of it (kept from forward to backward, a batch's `col`
 // takes 2 bytes a value on the device where the bank has room, else it is
 // made again); their boundaries fall on the executor's K block, so dW
-// chained over chunks has the bits of one product. Without a fused ReLU the output may stay on the
-// card (a Flatten and a Dense layer read it there); its gradient is then
-// read there too, a chunk at a time.
+// chained over chunks has the bits of one product. Without a fused ReLU
+// the output may stay on the card (a Flatten and a Dense layer read it
+// there); its gradient is then read there too, a chunk at a time.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
