@@ -3,11 +3,15 @@
 // here. A sw_emu device with the fast engine computes every launch (the same
 // bits as every other backend); the SystemC card model (sim/systemc) times
 // it: host-link transfers for buffer syncs, and each launch through the
-// cycle model of the RTL controller against the board's HBM. The kernel's
-// performance counters read back are the model's, so every tool that
-// prints counters prints the board's.
+// cycle model of the RTL controller against the board's HBM. Each host
+// thread's requests are timed in simulated-time order together with the
+// other threads' when the projection is read, so it does not depend on the
+// order the machine ran the threads in. The kernel's performance counters
+// read back are the model's, so every tool that prints counters prints the
+// board's.
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,18 +46,21 @@ class PerfBackend final : public ForwardingBackend {
     totals_.array_rows = config.shape.rows;
     totals_.array_cols = config.shape.cols;
     totals_.compute_units = config.compute_units;
+    card::CardConfig alone = config;
+    alone.compute_units = 1;
+    for (Unit& u : units_) u.alone = std::make_unique<card::Card>(alone);
   }
 
   std::string name() const override { return name_; }
 
   Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
     SYSTOLE_RETURN_IF_ERROR(inner().write_memory(address, src, bytes));
-    transfer(src, bytes, true);
+    log({Op::kTransfer, true, 0, bytes});
     return ok_status();
   }
   Status read_memory(uint64_t address, void* dst, std::size_t bytes) override {
     SYSTOLE_RETURN_IF_ERROR(inner().read_memory(address, dst, bytes));
-    transfer(dst, bytes, false);
+    log({Op::kTransfer, false, 0, bytes});
     return ok_status();
   }
 
@@ -84,10 +91,8 @@ class PerfBackend final : public ForwardingBackend {
   void write_register(uint32_t unit, uint32_t offset, uint32_t value) override {
     if (offset == reg::kControl && (value & spec::ctrl::kApStart)) {
       std::lock_guard<std::mutex> lock(mutex_);
-      Unit& u = units_.at(unit);
-      u.issued = clock();
-      u.pending = true;
-      u.timed = false;
+      capture_launch(unit, units_.at(unit));
+      log_locked({Op::kStart, false, unit, 0});
     }
     inner().write_register(unit, offset, value);
   }
@@ -96,51 +101,99 @@ class PerfBackend final : public ForwardingBackend {
     if (!inner().wait_done(unit, timeout)) return false;
     std::lock_guard<std::mutex> lock(mutex_);
     Unit& u = units_.at(unit);
-    if (u.pending) time_launch(unit, u);
-    clock() = std::max(clock(), u.free);
+    u.timed = true;
+    log_locked({Op::kWait, false, unit, u.started});
     return true;
   }
 
+  void meet_host_threads(uint32_t threads) override { log({Op::kMeet, false, 0, threads}); }
+
   Result<Projection> projection() const override {
     std::lock_guard<std::mutex> lock(mutex_);
+    replay();
     Projection p = totals_;
     Picoseconds latest = 0;
-    for (const auto& [thread, time] : clocks_) latest = std::max(latest, time);
+    for (const auto& [thread, timeline] : timelines_) latest = std::max(latest, timeline.clock);
     for (const Unit& u : units_) latest = std::max(latest, u.free);
     p.seconds = double(latest) * 1e-12;
     return p;
   }
 
  private:
+  // What a host thread asked of the card, in its order. The card's shared
+  // parts (the host link; HBM pseudo-channels that several units reach)
+  // serve requests in simulated-time order, but host threads arrive in
+  // whatever order the machine runs them: so each thread's requests are
+  // logged as they come and timed later, all threads' together, earliest
+  // simulated time first (replay). The projection is then the same for
+  // every run of the same work.
+  struct Op {
+    enum Kind : uint8_t {
+      kTransfer,  // `bytes` over the host link, to the card or from it
+      kStart,     // ap_start on `unit`
+      kWait,      // the thread waits for `unit`'s first `count` launches
+      kMeet,      // the thread meets `count` threads (meet_host_threads)
+    } kind;
+    bool to_card;
+    uint32_t unit;
+    uint64_t count;  // kTransfer: bytes; kWait: launches; kMeet: threads
+  };
+  struct Timeline {
+    std::deque<Op> ops;     // not yet timed
+    Picoseconds clock = 0;  // simulated time after the timed ones
+    // Ties in simulated time go to the thread that drives the lowest unit
+    // (its first kStart's), so that they are broken the same way each run.
+    uint32_t key = kNoKey;
+  };
+  static constexpr uint32_t kNoKey = ~0u;
+  // A launch as the kernel's command port reads it: what the card model
+  // times.
+  struct Launch {
+    std::vector<uint8_t> list;
+    timing::LaunchArguments arguments;
+  };
   struct Unit {
-    Picoseconds issued = 0;  // ap_start, on its host thread's clock
-    Picoseconds free = 0;    // the end of its last launch
-    bool pending = false;    // started, not yet timed
-    bool timed = false;      // counters below are the last launch's
+    std::deque<Launch> launches;  // started, not yet timed by replay
+    uint64_t started = 0;         // launches started
+    uint64_t replayed = 0;        // of which timed by replay
+    Picoseconds free = 0;         // the end of its last replayed launch
+    // The counters a launch reads back: its own timing on a card it has to
+    // itself (the model of this card with one unit, its launches back to
+    // back), known when it starts. The projection's timing of the same
+    // launch (replay) adds the other units' contention, which depends on
+    // work the other threads may not have asked for yet.
+    std::unique_ptr<card::Card> alone;
+    Picoseconds alone_free = 0;
+    bool timed = false;  // finished: counters below are its last launch's
     spec::PerfCounters counters;
   };
 
-  // The calling host thread's simulated time (mutex_ held).
-  Picoseconds& clock() { return clocks_[std::this_thread::get_id()]; }
-
-  void transfer(const void* data, std::size_t bytes, bool to_card) {
+  void log(const Op& op) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const card::TransferReport report = card_.transfer(clock(), data, bytes, to_card);
-    totals_.link_seconds += double(report.end - report.begin) * 1e-12;
-    totals_.link_bytes += bytes;
-    clock() = report.end;
+    log_locked(op);
   }
+  void log_locked(const Op& op) {
+    if (op.kind == Op::kStart) ++units_.at(op.unit).started;
+    timelines_[std::this_thread::get_id()].ops.push_back(op);
+    // Bounded memory where the projection is never read: an earlier replay
+    // only loses the order of requests still to come.
+    if (++logged_ >= kReplayEvery) replay();
+  }
+  static constexpr uint64_t kReplayEvery = 1 << 20;
 
-  // The launch just finished on `unit`, on the board (mutex_ held).
-  void time_launch(uint32_t unit, Unit& u) {
-    timing::LaunchArguments arguments;
+  // The launch about to start on `unit`: keeps it for replay and times it
+  // alone for its counters (mutex_ held).
+  void capture_launch(uint32_t unit, Unit& u) {
+    Launch& launch = u.launches.emplace_back();
+    timing::LaunchArguments& arguments = launch.arguments;
     for (uint32_t port = 0; port < spec::kMemoryPorts; ++port)
       arguments.base[port] = read_register64(inner(), unit, reg::port_base(port));
     arguments.mem_bytes = read_register64(inner(), unit, reg::kMemBytesLo);
     // The list as the kernel's command port reads it. A list the device
     // refused before reading it (misplaced) is timed as its header alone.
     spec::CommandListHeader header{};
-    std::vector<uint8_t> list(sizeof header);
+    std::vector<uint8_t>& list = launch.list;
+    list.resize(sizeof header);
     if (inner().read_memory(arguments.command_addr(), list.data(), list.size()).ok()) {
       std::memcpy(&header, list.data(), sizeof header);
       if (header.count <= card_.config().shape.max_descriptors()) {
@@ -149,12 +202,94 @@ class PerfBackend final : public ForwardingBackend {
           list.resize(sizeof header);
       }
     }
-    const Picoseconds begin = std::max(u.issued, u.free);
-    const card::LaunchReport report = card_.launch(unit, begin, list.data(), list.size(), arguments);
-    u.free = report.end;
+    const card::LaunchReport report = u.alone->launch(0, u.alone_free, list.data(), list.size(), arguments);
+    u.alone_free = report.end;
     u.counters = report.timing.counters;
-    u.pending = false;
-    u.timed = true;
+    u.timed = false;
+  }
+
+  // When `op` would start on `timeline`'s clock, and whether it can be
+  // timed yet: a wait once the launches it waits for are (they may be
+  // another thread's), a meeting once all its threads are at it.
+  Picoseconds start_of(const Timeline& timeline, const Op& op) const {
+    return op.kind == Op::kStart ? std::max(timeline.clock, units_[op.unit].free) : timeline.clock;
+  }
+  bool ready(const Op& op) const {
+    switch (op.kind) {
+      case Op::kWait:
+        return units_[op.unit].replayed >= op.count;
+      case Op::kMeet:
+        return meeting().size() >= op.count;
+      default:
+        return true;
+    }
+  }
+  // The threads at a meeting: those whose next request is one.
+  std::vector<Timeline*> meeting() const {
+    std::vector<Timeline*> at;
+    for (auto& [thread, timeline] : timelines_)
+      if (!timeline.ops.empty() && timeline.ops.front().kind == Op::kMeet) at.push_back(&timeline);
+    return at;
+  }
+
+  // Times the logged requests of every thread, earliest first. A thread
+  // waiting for a launch not yet timed waits until it is: whatever it asks
+  // next comes after that launch's end (mutex_ held).
+  void replay() const {
+    logged_ = 0;
+    for (;;) {
+      Timeline* next = nullptr;
+      Picoseconds next_start = 0;
+      for (auto& [thread, timeline] : timelines_) {
+        if (timeline.ops.empty() || !ready(timeline.ops.front())) continue;
+        if (timeline.key == kNoKey)
+          for (const Op& op : timeline.ops)
+            if (op.kind == Op::kStart) {
+              timeline.key = op.unit;
+              break;
+            }
+        const Picoseconds start = start_of(timeline, timeline.ops.front());
+        if (!next || start < next_start || (start == next_start && timeline.key < next->key)) {
+          next = &timeline;
+          next_start = start;
+        }
+      }
+      if (!next) return;
+      const Op op = next->ops.front();
+      next->ops.pop_front();
+      if (op.kind == Op::kTransfer) {
+        const card::TransferReport report = card_.transfer(next->clock, op.count, op.to_card);
+        totals_.link_seconds += double(report.end - report.begin) * 1e-12;
+        totals_.link_bytes += op.count;
+        next->clock = report.end;
+      } else if (op.kind == Op::kStart) {
+        time_launch(op.unit, next_start);
+      } else if (op.kind == Op::kWait) {
+        next->clock = std::max(next->clock, units_[op.unit].free);
+      } else {
+        // The others at the meeting leave with this thread, at the latest
+        // of their times.
+        const std::vector<Timeline*> met = meeting();
+        Picoseconds latest = next->clock;
+        for (const Timeline* t : met) latest = std::max(latest, t->clock);
+        next->clock = latest;
+        for (Timeline* t : met) {
+          t->clock = latest;
+          t->ops.pop_front();
+        }
+      }
+    }
+  }
+
+  // The next launch of `unit`, begun at `begin` on the card (mutex_ held).
+  void time_launch(uint32_t unit, Picoseconds begin) const {
+    Unit& u = units_[unit];
+    const Launch& launch = u.launches.front();
+    const card::LaunchReport report =
+        card_.launch(unit, begin, launch.list.data(), launch.list.size(), launch.arguments);
+    u.launches.pop_front();
+    ++u.replayed;
+    u.free = report.end;
 
     totals_.launch_seconds += double(report.end - report.begin) * 1e-12;
     ++totals_.launches;
@@ -168,12 +303,16 @@ class PerfBackend final : public ForwardingBackend {
       ++totals_.memory_bound;
   }
 
-  card::Card card_;
+  // projection() is const to its callers, but first times what the
+  // threads have asked for since the last one: the model's state below is
+  // the replay's.
+  mutable card::Card card_;
   std::string name_;
   mutable std::mutex mutex_;
-  std::vector<Unit> units_;
-  std::map<std::thread::id, Picoseconds> clocks_;
-  Projection totals_;
+  mutable std::vector<Unit> units_;
+  mutable std::map<std::thread::id, Timeline> timelines_;
+  mutable uint64_t logged_ = 0;
+  mutable Projection totals_;
 };
 
 }  // namespace

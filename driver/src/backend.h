@@ -54,6 +54,7 @@ class DeviceBackend {
   virtual Result<Projection> projection() const {
     return Status(StatusCode::kUnavailable, name() + " runs the work: it projects no board's timing");
   }
+  virtual void meet_host_threads(uint32_t /*threads*/) {}
 };
 
 // A 64-bit register pair of one unit, low word first.
@@ -94,6 +95,7 @@ class ForwardingBackend : public DeviceBackend {
   }
   Status link_status() const override { return inner_->link_status(); }
   Result<Projection> projection() const override { return inner_->projection(); }
+  void meet_host_threads(uint32_t threads) override { inner_->meet_host_threads(threads); }
 
  protected:
   DeviceBackend& inner() const { return *inner_; }

@@ -239,6 +239,7 @@ Result<Device> detail::attach_device(std::shared_ptr<DeviceBackend> backend, con
 }
 
 Result<Projection> Device::projection() const { return backend_->projection(); }
+void Device::meet_host_threads(uint32_t threads) const { backend_->meet_host_threads(threads); }
 
 namespace {
 

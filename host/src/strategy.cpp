@@ -170,6 +170,7 @@ void Strategy::serve(uint32_t replica) {
     // other replicas waiting in an all-reduce.
     Status status;
     try {
+      if (meeting_) meeting_(replica);
       status = job(replica);
     } catch (...) {
       status = current_exception_status("replica " + std::to_string(replica));

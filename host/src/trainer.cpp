@@ -100,6 +100,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
         {std::move(matmul).value(), std::move(model), std::move(optimizer).value(), {}, {}});
   }
   if (config.placement == Placement::kDevice) SYSTOLE_RETURN_IF_ERROR(trainer->place_on_card(device, units));
+  // A modelled board times each replica's thread on its own; they meet
+  // where the replicas do.
+  trainer->strategy_.set_meeting([device, local](uint32_t) { device.meet_host_threads(local); });
   return trainer;
 }
 

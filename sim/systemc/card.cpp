@@ -40,8 +40,8 @@ Picoseconds to_ps(const sc_time& t) { return Picoseconds(t.to_seconds() * 1e12 +
 sc_time from_ps(Picoseconds ps) { return sc_time(double(ps), sc_core::SC_PS); }
 
 // Bandwidth booked per time bin: a request takes what its bins have left,
-// so requests that overlap in simulated time share the bandwidth whatever
-// order they arrive in. Bins far behind the latest request are dropped.
+// so requests that overlap in simulated time share the bandwidth, the one
+// booked first ahead. Bins far behind the latest request are dropped.
 class Calendar {
  public:
   Calendar(double bytes_per_ps, Picoseconds bin_ps)
@@ -325,14 +325,13 @@ const CardConfig& Card::config() const { return model_->config; }
 double Card::clock_hz() const { return model_->config.clock_mhz * 1e6; }
 double Card::link_gb_per_s() const { return model_->link_bytes_per_ps * 1e3; }
 
-TransferReport Card::transfer(Picoseconds at, const void* data, uint64_t bytes, bool to_card) {
+TransferReport Card::transfer(Picoseconds at, uint64_t bytes, bool to_card) {
   std::lock_guard<std::mutex> lock(simulation_mutex());
   model_->enter();
   tlm::tlm_generic_payload payload;
   payload.set_command(to_card ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
   payload.set_address(0);
-  payload.set_data_ptr(
-      static_cast<uint8_t*>(const_cast<void*>(data)));  // read by no one: the driver moves it
+  payload.set_data_ptr(nullptr);  // the model moves no data
   payload.set_data_length(bytes);
   payload.set_streaming_width(bytes);
   payload.set_byte_enable_ptr(nullptr);

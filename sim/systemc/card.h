@@ -10,8 +10,11 @@
 // The model is loosely timed with temporal decoupling: every initiator (a
 // host thread's transfers, a compute unit's launch) carries its own time,
 // and the targets book bandwidth on a calendar by that time, so work that
-// overlaps in simulated time contends even when the host asks for it in
-// another order. SystemC's own clock is not advanced.
+// overlaps in simulated time contends. Where it overlaps, the request
+// booked first is served first: a caller with several initiators asks in
+// simulated-time order for results that do not depend on the order its
+// threads ran in (the perf backend replays its threads' requests so).
+// SystemC's own clock is not advanced.
 #pragma once
 
 #include <cstdint>
@@ -72,9 +75,8 @@ class Card {
 
   // `bytes` over the host link, to the card or from it, asked for at
   // `at`: when it starts and ends (it waits behind transfers booked for
-  // the same time).
-  // `data` is the host side of the transfer (the model only times it).
-  TransferReport transfer(Picoseconds at, const void* data, uint64_t bytes, bool to_card);
+  // the same time). The model only times it: the driver moves the data.
+  TransferReport transfer(Picoseconds at, uint64_t bytes, bool to_card);
 
   // A launch on `unit` at `at` of the command list `list` (as
   // timing::simulate_launch takes it).

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The perf backend apart from its calibration (tests/rtl): its bad
-// parameters, its results, the host link's time, and contention between
-// compute units for an HBM pseudo-channel.
+// parameters, its results, the host link's time, contention between
+// compute units for an HBM pseudo-channel, and host threads: projections
+// that do not depend on the order they ran in, and their meetings.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -154,6 +157,118 @@ TEST(Perf, AHostCopyTakesMemoryOnlyWhereTheHostTouchesIt) {
   EXPECT_EQ(std::vector<uint8_t>(back, back + 8), std::vector<uint8_t>(8, 0));
   ASSERT_TRUE(buffer.read(back, 8, kBytes / 2).ok());
   EXPECT_EQ(std::vector<uint8_t>(back, back + 8), std::vector<uint8_t>(seven, seven + 8));
+}
+
+// Two host threads, one per unit, that ask the card for different work at
+// the same simulated times (uploads over the one host link, then a launch
+// each): whichever thread the machine runs first, the projection is the
+// same to the bit, and the tie goes to the thread of the lower unit. A
+// model that booked the link in the order the threads came would give the
+// first thread the link first.
+TEST(Perf, TheProjectionDoesNotDependOnTheOrderThreadsRan) {
+  struct Work {
+    uint32_t unit;
+    std::size_t upload_bytes;
+    uint32_t size;  // of a square product
+  };
+  // Unit 0: a long upload and a short product; unit 1: a short upload and
+  // a long product, which ends last when unit 0's upload is ahead of its own.
+  const Work works[2] = {{0, 24 << 20, 32}, {1, 4 << 20, 256}};
+  auto project = [&](const std::function<void(const std::function<void(uint32_t)>&)>& schedule) {
+    DeviceOptions options = perf_options();
+    options.compute_units = 2;
+    Device device = Device::open("perf", 0, options).value();
+    const Projection before = device.projection().value();
+    auto run = [&](uint32_t which) {
+      const Work& work = works[which];
+      const uint32_t bank = 4 * work.unit, size = work.size;
+      Buffer upload = device.allocate(work.upload_bytes, bank).value();
+      Buffer a = device.allocate(size * size * 2, bank).value();
+      Buffer b = device.allocate(size * size * 2, bank + 1).value();
+      Buffer c = device.allocate(size * size * 4, bank + 2).value();
+      GemmProblem problem;
+      problem.m = problem.n = problem.k = size;
+      problem.a = {a.address(), size};
+      problem.b = {b.address(), size};
+      problem.c = {c.address(), size};
+      const auto descriptors = plan_gemm(device.info(), problem).value();
+      const auto encoded = encode_command_lists(descriptors, device.info().max_descriptors).at(0);
+      Buffer list = device.allocate(encoded.size(), bank + 3).value();
+      EXPECT_TRUE(list.write(encoded.data(), encoded.size()).ok());
+      EXPECT_TRUE(upload.sync(Buffer::SyncDirection::kToDevice).ok());
+      EXPECT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
+      systole::Run launch = device.start(work.unit, list).value();
+      EXPECT_TRUE(launch.wait(std::chrono::seconds(60)).ok());
+      EXPECT_GT(launch.counters().busy_cycles, 0u);
+    };
+    schedule(run);
+    return device.projection().value().since(before);
+  };
+  // One thread after the other, in both orders, and both at once. (Both
+  // threads live throughout: a thread is a timeline of its own.)
+  auto in_order = [](uint32_t first) {
+    return [first](const std::function<void(uint32_t)>& run) {
+      std::promise<void> first_done;
+      std::shared_future<void> done = first_done.get_future().share();
+      std::thread later([&, done] {
+        done.wait();
+        run(1 - first);
+      });
+      std::thread earlier([&] {
+        run(first);
+        first_done.set_value();
+      });
+      earlier.join();
+      later.join();
+    };
+  };
+  auto together = [](const std::function<void(uint32_t)>& run) {
+    std::thread zero(run, 0), one(run, 1);
+    zero.join();
+    one.join();
+  };
+  const Projection zero_first = project(in_order(0));
+  const Projection one_first = project(in_order(1));
+  const Projection both = project(together);
+  std::printf("unit 0's thread first %.3f us, unit 1's first %.3f us, both at once %.3f us\n",
+              zero_first.seconds * 1e6, one_first.seconds * 1e6, both.seconds * 1e6);
+  for (const Projection* p : {&one_first, &both}) {
+    EXPECT_EQ(p->seconds, zero_first.seconds);
+    EXPECT_EQ(p->link_seconds, zero_first.link_seconds);
+    EXPECT_EQ(p->launch_seconds, zero_first.launch_seconds);
+    EXPECT_EQ(p->busy_cycles, zero_first.busy_cycles);
+    EXPECT_EQ(p->hbm_wait_cycles, zero_first.hbm_wait_cycles);
+  }
+  // Unit 1's 4 MiB waited behind unit 0's 24 MiB: the link's time is more
+  // than the two uploads' own.
+  const double link = 16 * 8e9 * 128 / 130 / 8 * 0.8;  // Gen3 x16 payload, bytes/s
+  EXPECT_GT(zero_first.link_seconds, (28 << 20) / link * 1.5);
+}
+
+// Host threads that meet (replicas at an all-reduce) continue from the
+// latest of their times: a download asked for after the meeting starts
+// when the other thread's upload has ended, though the link carries both
+// directions at once.
+TEST(Perf, HostThreadsThatMeetContinueFromTheLatest) {
+  const double link = 16 * 8e9 * 128 / 130 / 8 * 0.8;  // Gen3 x16 payload, bytes/s
+  const std::size_t up = 24 << 20, down = 4 << 20;
+  for (const bool meet : {false, true}) {
+    Device device = Device::open("perf", 0, perf_options()).value();
+    Buffer upload = device.allocate(up, 0).value(), download = device.allocate(down, 1).value();
+    std::thread uploader([&] {
+      EXPECT_TRUE(upload.sync(Buffer::SyncDirection::kToDevice).ok());
+      if (meet) device.meet_host_threads(2);
+    });
+    std::thread downloader([&] {
+      if (meet) device.meet_host_threads(2);
+      EXPECT_TRUE(download.sync(Buffer::SyncDirection::kFromDevice).ok());
+    });
+    uploader.join();
+    downloader.join();
+    const double seconds = device.projection().value().seconds;
+    const double expected = meet ? (up + down) / link + 2e-6 : up / link + 1e-6;
+    EXPECT_NEAR(seconds, expected, expected * 0.01) << (meet ? "meeting" : "apart");
+  }
 }
 
 // Two units each multiply 256x256x256 at the same simulated time: with their

@@ -14,6 +14,7 @@
 #include <new>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "common/thread_job.h"
@@ -192,6 +193,43 @@ TEST(Strategy, AReplicaThatThrowsEndsTheStepWithAnErrorNamingIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "the others did not wait";
   EXPECT_TRUE(strategy.run([&](uint32_t r) { return strategy.all_reduce_sum(r, buffers[r]); }).ok());
   EXPECT_EQ(buffers[1][0], 3.0f);
+}
+
+TEST(Strategy, ReplicasMeetAtEachJobAllReduceAndBarrier) {
+  Strategy strategy(3);
+  std::mutex mutex;
+  std::vector<std::vector<std::string>> seen(3);  // per replica, in order
+  std::vector<std::string> step(3);
+  strategy.set_meeting([&](uint32_t r) {
+    std::lock_guard<std::mutex> lock(mutex);
+    seen[r].push_back(step[r]);
+  });
+  std::vector<std::vector<float>> buffers(3, std::vector<float>(10, 1.0f));
+  ASSERT_TRUE(strategy
+                  .run([&](uint32_t r) -> Status {
+                    auto at = [&](const char* where) {
+                      std::lock_guard<std::mutex> lock(mutex);
+                      step[r] = where;
+                    };
+                    at("all-reduce");
+                    SYSTOLE_RETURN_IF_ERROR(strategy.all_reduce_sum(r, buffers[r]));
+                    at("barrier");
+                    SYSTOLE_RETURN_IF_ERROR(strategy.barrier(r));
+                    at("after");
+                    return ok_status();
+                  })
+                  .ok());
+  for (uint32_t r = 0; r < 3; ++r)
+    EXPECT_EQ(seen[r], (std::vector<std::string>{"", "all-reduce", "barrier"})) << "replica " << r;
+  // A failed meeting is none.
+  std::fill(seen.begin(), seen.end(), std::vector<std::string>{});
+  EXPECT_FALSE(strategy
+                   .run([&](uint32_t r) -> Status {
+                     if (r == 1) return Status(StatusCode::kDeviceError, "replica 1 broke");
+                     return strategy.all_reduce_sum(r, buffers[r]);
+                   })
+                   .ok());
+  for (uint32_t r = 0; r < 3; ++r) EXPECT_EQ(seen[r].size(), 1u) << "replica " << r << ": the job's start";
 }
 
 TEST(Strategy, ReduceSumsAndAverages) {

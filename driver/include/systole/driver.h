@@ -250,6 +250,12 @@ class Device {
   // The perf backend's projection of the work so far; kUnavailable on the
   // backends that run the work rather than model a board.
   Result<Projection> projection() const;
+  // For the projection: the calling host thread meets `threads` host
+  // threads, itself among them, as at a barrier (replicas at an
+  // all-reduce), so that what each of them asks of the card next starts
+  // after what all of them asked before. Each of the threads calls it at
+  // each such meeting. Does nothing on the backends that run the work.
+  void meet_host_threads(uint32_t threads) const;
 
   Result<Buffer> allocate(std::size_t bytes, uint32_t bank);
 

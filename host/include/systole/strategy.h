@@ -111,17 +111,23 @@ class Strategy {
   // Inside run(): the sum over all replicas of the job, in place,
   // identical on all.
   Status all_reduce_sum(uint32_t replica, std::vector<float>& values) {
-    return all_reduce_.sum(replica, values);
+    return met(replica, all_reduce_.sum(replica, values));
   }
   // Inside run(), across processes: the job's sum where this process's
   // terms are added by the replicas' `add`s (each unit of a card summing
   // its share of their gradients), into `total`.
   Status chained_sum(uint32_t replica, std::size_t count, std::size_t piece,
                      const ProcessGroup::AddTerms& add, float* total) {
-    return all_reduce_.chained_sum(replica, count, piece, add, total);
+    return met(replica, all_reduce_.chained_sum(replica, count, piece, add, total));
   }
   // Inside run(): waits for this process's other replicas.
-  Status barrier(uint32_t replica) { return all_reduce_.wait_for_all(replica); }
+  Status barrier(uint32_t replica) { return met(replica, all_reduce_.wait_for_all(replica)); }
+
+  // Called on each replica's thread wherever the replicas meet: as each
+  // job of run() starts, and after each all-reduce, chained sum and
+  // barrier. The trainer tells a modelled board's timing
+  // (Device::meet_host_threads). Set it before the first run().
+  void set_meeting(std::function<void(uint32_t replica)> meeting) { meeting_ = std::move(meeting); }
 
   // Combines per-replica values of this process's replicas over the whole
   // job, in global replica order (TensorFlow's Strategy.reduce).
@@ -134,6 +140,10 @@ class Strategy {
 
  private:
   void serve(uint32_t replica);
+  Status met(uint32_t replica, Status status) {
+    if (status.ok() && meeting_) meeting_(replica);
+    return status;
+  }
 
   uint32_t replicas_;
   ProcessGroup* group_;
@@ -146,6 +156,7 @@ class Strategy {
   bool stop_ = false;
   std::vector<Status> results_;
   std::vector<std::thread> threads_;
+  std::function<void(uint32_t)> meeting_;
 };
 
 }  // namespace systole
