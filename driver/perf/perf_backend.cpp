@@ -256,6 +256,19 @@ class PerfBackend final : public ForwardingBackend {
       }
       if (!next) return;
       const Op op = next->ops.front();
+      if (op.kind == Op::kMeet) {
+        // Everyone at the meeting (this thread among them) leaves it at the
+        // latest of their times. (Found before any leaves: a thread's next
+        // request may be the next meeting.)
+        const std::vector<Timeline*> met = meeting();
+        Picoseconds latest = 0;
+        for (const Timeline* t : met) latest = std::max(latest, t->clock);
+        for (Timeline* t : met) {
+          t->clock = latest;
+          t->ops.pop_front();
+        }
+        continue;
+      }
       next->ops.pop_front();
       if (op.kind == Op::kTransfer) {
         const card::TransferReport report = card_.transfer(next->clock, op.count, op.to_card);
@@ -264,19 +277,8 @@ class PerfBackend final : public ForwardingBackend {
         next->clock = report.end;
       } else if (op.kind == Op::kStart) {
         time_launch(op.unit, next_start);
-      } else if (op.kind == Op::kWait) {
-        next->clock = std::max(next->clock, units_[op.unit].free);
       } else {
-        // The others at the meeting leave with this thread, at the latest
-        // of their times.
-        const std::vector<Timeline*> met = meeting();
-        Picoseconds latest = next->clock;
-        for (const Timeline* t : met) latest = std::max(latest, t->clock);
-        next->clock = latest;
-        for (Timeline* t : met) {
-          t->clock = latest;
-          t->ops.pop_front();
-        }
+        next->clock = std::max(next->clock, units_[op.unit].free);  // kWait
       }
     }
   }
