@@ -33,6 +33,30 @@ DeviceOptions perf_options(const std::string& board = "u55c") {
 
 Status open_status(const DeviceOptions& options) { return Device::open("perf", 0, options).status(); }
 
+// A size x size x size product's operands in banks a, b and c and its
+// command list, written to the list's host copy (not yet synced), in
+// `list_bank`.
+struct SquareProduct {
+  Buffer a, b, c, list;
+};
+SquareProduct square_product(Device& device, uint32_t size, uint32_t a_bank, uint32_t b_bank, uint32_t c_bank,
+                             uint32_t list_bank) {
+  SquareProduct p;
+  p.a = device.allocate(size * size * 2, a_bank).value();
+  p.b = device.allocate(size * size * 2, b_bank).value();
+  p.c = device.allocate(size * size * 4, c_bank).value();
+  GemmProblem problem;
+  problem.m = problem.n = problem.k = size;
+  problem.a = {p.a.address(), size};
+  problem.b = {p.b.address(), size};
+  problem.c = {p.c.address(), size};
+  const auto descriptors = plan_gemm(device.info(), problem).value();
+  const auto encoded = encode_command_lists(descriptors, device.info().max_descriptors).at(0);
+  p.list = device.allocate(encoded.size(), list_bank).value();
+  EXPECT_TRUE(p.list.write(encoded.data(), encoded.size()).ok());
+  return p;
+}
+
 TEST(Perf, BadParametersAreNamed) {
   DeviceOptions options = perf_options("u99");
   Status status = open_status(options);
@@ -181,23 +205,12 @@ TEST(Perf, TheProjectionDoesNotDependOnTheOrderThreadsRan) {
     const Projection before = device.projection().value();
     auto run = [&](uint32_t which) {
       const Work& work = works[which];
-      const uint32_t bank = 4 * work.unit, size = work.size;
+      const uint32_t bank = 4 * work.unit;
       Buffer upload = device.allocate(work.upload_bytes, bank).value();
-      Buffer a = device.allocate(size * size * 2, bank).value();
-      Buffer b = device.allocate(size * size * 2, bank + 1).value();
-      Buffer c = device.allocate(size * size * 4, bank + 2).value();
-      GemmProblem problem;
-      problem.m = problem.n = problem.k = size;
-      problem.a = {a.address(), size};
-      problem.b = {b.address(), size};
-      problem.c = {c.address(), size};
-      const auto descriptors = plan_gemm(device.info(), problem).value();
-      const auto encoded = encode_command_lists(descriptors, device.info().max_descriptors).at(0);
-      Buffer list = device.allocate(encoded.size(), bank + 3).value();
-      EXPECT_TRUE(list.write(encoded.data(), encoded.size()).ok());
+      SquareProduct product = square_product(device, work.size, bank, bank + 1, bank + 2, bank + 3);
       EXPECT_TRUE(upload.sync(Buffer::SyncDirection::kToDevice).ok());
-      EXPECT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
-      systole::Run launch = device.start(work.unit, list).value();
+      EXPECT_TRUE(product.list.sync(Buffer::SyncDirection::kToDevice).ok());
+      systole::Run launch = device.start(work.unit, product.list).value();
       EXPECT_TRUE(launch.wait(std::chrono::seconds(60)).ok());
       EXPECT_GT(launch.counters().busy_cycles, 0u);
     };
@@ -286,20 +299,9 @@ TEST(Perf, UnitsContendForAPseudoChannel) {
     std::vector<Buffer> lists;
     for (uint32_t u = 0; u < units; ++u) {
       const uint32_t bank = shared_bank ? 0 : 2 * u;
-      Buffer a = device.allocate(size * size * 2, bank).value();
-      Buffer b = device.allocate(size * size * 2, bank).value();
-      Buffer c = device.allocate(size * size * 4, bank + 1).value();
-      GemmProblem problem;
-      problem.m = problem.n = problem.k = size;
-      problem.a = {a.address(), size};
-      problem.b = {b.address(), size};
-      problem.c = {c.address(), size};
-      const auto descriptors = plan_gemm(device.info(), problem).value();
-      const auto encoded = encode_command_lists(descriptors, device.info().max_descriptors).at(0);
-      Buffer list = device.allocate(encoded.size(), 6).value();
-      EXPECT_TRUE(list.write(encoded.data(), encoded.size()).ok());
-      keep.insert(keep.end(), {a, b, c});
-      lists.push_back(list);
+      SquareProduct product = square_product(device, size, bank, bank, bank + 1, 6);
+      keep.insert(keep.end(), {product.a, product.b, product.c});
+      lists.push_back(product.list);
     }
     // The lists' upload is on the host link; the launches start after it.
     for (Buffer& list : lists) EXPECT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
