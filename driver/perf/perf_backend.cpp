@@ -129,7 +129,7 @@ class PerfBackend final : public ForwardingBackend {
   // every run of the same work.
   struct Op {
     enum Kind : uint8_t {
-      kTransfer,  // `bytes` over the host link, to the card or from it
+      kTransfer,  // `count` bytes over the host link, to the card or from it
       kStart,     // ap_start on `unit`
       kWait,      // the thread waits for `unit`'s first `count` launches
       kMeet,      // the thread meets `count` threads (meet_host_threads)
