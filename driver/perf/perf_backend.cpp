@@ -102,7 +102,7 @@ class PerfBackend final : public ForwardingBackend {
     std::lock_guard<std::mutex> lock(mutex_);
     Unit& u = units_.at(unit);
     u.timed = true;
-    log_locked({Op::kWait, false, unit, u.started});
+    log_locked({Op::kWait, false, unit, u.replayed + u.launches.size()});
     return true;
   }
 
@@ -142,7 +142,8 @@ class PerfBackend final : public ForwardingBackend {
     std::deque<Op> ops;     // not yet timed
     Picoseconds clock = 0;  // simulated time after the timed ones
     // Ties in simulated time go to the thread that drives the lowest unit
-    // (its first kStart's), so that they are broken the same way each run.
+    // (its first kStart's, known once logged), so that they are broken the
+    // same way each run.
     uint32_t key = kNoKey;
   };
   static constexpr uint32_t kNoKey = ~0u;
@@ -154,8 +155,7 @@ class PerfBackend final : public ForwardingBackend {
   };
   struct Unit {
     std::deque<Launch> launches;  // started, not yet timed by replay
-    uint64_t started = 0;         // launches started
-    uint64_t replayed = 0;        // of which timed by replay
+    uint64_t replayed = 0;        // launches timed by replay
     Picoseconds free = 0;         // the end of its last replayed launch
     // The counters a launch reads back: its own timing on a card it has to
     // itself (the model of this card with one unit, its launches back to
@@ -173,8 +173,9 @@ class PerfBackend final : public ForwardingBackend {
     log_locked(op);
   }
   void log_locked(const Op& op) {
-    if (op.kind == Op::kStart) ++units_.at(op.unit).started;
-    timelines_[std::this_thread::get_id()].ops.push_back(op);
+    Timeline& timeline = timelines_[std::this_thread::get_id()];
+    if (op.kind == Op::kStart && timeline.key == kNoKey) timeline.key = op.unit;
+    timeline.ops.push_back(op);
     // Bounded memory where the projection is never read: an earlier replay
     // only loses the order of requests still to come.
     if (++logged_ >= kReplayEvery) replay();
@@ -242,12 +243,6 @@ class PerfBackend final : public ForwardingBackend {
       Picoseconds next_start = 0;
       for (auto& [thread, timeline] : timelines_) {
         if (timeline.ops.empty() || !ready(timeline.ops.front())) continue;
-        if (timeline.key == kNoKey)
-          for (const Op& op : timeline.ops)
-            if (op.kind == Op::kStart) {
-              timeline.key = op.unit;
-              break;
-            }
         const Picoseconds start = start_of(timeline, timeline.ops.front());
         if (!next || start < next_start || (start == next_start && timeline.key < next->key)) {
           next = &timeline;
