@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "card_unit.h"
 #include "common/engines.h"
 #include "reference/reference.h"
 #include "systole/matmul.h"
@@ -20,6 +21,8 @@
 
 namespace systole {
 namespace {
+
+using namespace testing::card;
 
 DeviceInfo device_info(uint32_t size) {
   DeviceInfo info;
@@ -133,18 +136,6 @@ std::unique_ptr<DeviceMatmul> small_matmul() {
       .value();
 }
 
-// C (m x n) = A B (k deep), stored as given.
-MatmulCall product(uint32_t m, uint32_t n, uint32_t k, const float* a, const float* b, float* c) {
-  MatmulCall call;
-  call.m = m;
-  call.n = n;
-  call.k = k;
-  call.a = a;
-  call.b = b;
-  call.c = c;
-  return call;
-}
-
 // Operands read with a row stride (a slice of a wider matrix, as NumPy
 // views give them), plain or stored transposed, give the packed operands'
 // bits; a stride shorter than a stored row is refused.
@@ -188,14 +179,6 @@ void slice_of_a_wider_matrix(uint32_t m, uint32_t k, uint32_t n, uint32_t wide) 
 TEST(DeviceMatmulStrides, ASliceOfAWiderMatrixIsReadInPlace) {
   for (const auto& [m, k, n, wide] : {std::array<uint32_t, 4>{13, 21, 6, 29}, {75, 141, 5, 150}})
     slice_of_a_wider_matrix(m, k, n, wide);
-}
-
-// `count` values drawn from the standard normal distribution.
-std::vector<float> normal_values(std::mt19937& rng, std::size_t count) {
-  std::normal_distribution<float> normal;
-  std::vector<float> v(count);
-  for (float& x : v) x = normal(rng);
-  return v;
 }
 
 // Rows that copy a stored matrix (k x n or m x k), counting the requests
@@ -382,35 +365,6 @@ TEST(DeviceMatmulRows, RowsTheBankHasNoRoomToKeepAreStagedAsUsual) {
   check(second, second_rows, b, 1, true);
   EXPECT_EQ(first_rows.requests, 2);
   EXPECT_EQ(second_rows.requests, 1);
-}
-
-// One unit of 16 x 16 on a modelled U55C, with `values` (and their
-// `gradients`) uploaded to the card, not yet kept there.
-struct ResidentUnit {
-  Device device;
-  std::unique_ptr<DeviceMatmul> matmul;
-  ResidentParameters resident;
-};
-ResidentUnit resident_unit(const std::vector<float>& values, const std::vector<float>& gradients) {
-  DeviceOptions options;
-  options.array_rows = options.array_cols = 16;
-  options.hbm_banks = 8;
-  options.bank_bytes = 64 << 20;
-  options.perf.board = "u55c";
-  ResidentUnit unit;
-  unit.device = Device::open("perf", 0, options).value();
-  unit.matmul = DeviceMatmul::create(unit.device, 0, std::chrono::seconds(60)).value();
-  ResidentParameters& resident = unit.resident;
-  resident.values = values.data();
-  resident.gradients = gradients.data();
-  resident.count = values.size();
-  resident.values_buffer =
-      unit.device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kC, 8)).value();
-  resident.gradient_buffer =
-      unit.device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kA, 8)).value();
-  EXPECT_TRUE(resident.values_buffer.write(values.data(), values.size() * 4).ok());
-  EXPECT_TRUE(resident.values_buffer.sync(Buffer::SyncDirection::kToDevice).ok());
-  return unit;
 }
 
 // Two dense layers' forward and backward on a modelled card that keeps the

@@ -53,6 +53,7 @@ std::vector<PlacementCase> placement_cases() {
       {"mlp_adamw_two_units", small_shape().spec(), {1, 0}, optimizer_named("adamw"), true},
       {"cnn_sync_batchnorm_two_units", cnn_spec(true), {0, 1}, optimizer_named("adam"), true},
       {"guide_cnn_two_units", guide_cnn_spec(), {0, 1}, optimizer_named("adam"), true},
+      {"padded_cnn_two_units", padded_cnn_spec(), {0, 1}, optimizer_named("sgd"), true},
       {"transformer_block_two_units", transformer_block(), {0, 1}, optimizer_named("adam"), true},
       {"lars_on_the_host_two_units", small_shape().spec(), {0, 1}, optimizer_named("lars"), false},
       {"clipped_adam_on_the_host", small_shape().spec(), {0}, clipped, false},

@@ -80,4 +80,19 @@ ModelSpec guide_cnn_spec() {
   return spec;
 }
 
+ModelSpec padded_cnn_spec() {
+  ModelSpec spec;
+  spec.input_shape = {4, 5, 1};
+  spec.classes = 3;
+  spec.layers = {
+      {"conv2d", {{"filters", "4"}, {"kernel_size", "3"}, {"padding", "same"}, {"activation", "relu"}}},
+      {"conv2d", {{"filters", "5"}, {"kernel_size", "[2, 3]"}, {"padding", "same"}}},
+      {"batch_normalization", {}},
+      {"relu", {}},
+      {"conv2d", {{"filters", "3"}, {"kernel_size", "2"}, {"strides", "2"}, {"padding", "same"}}},
+      {"flatten", {}},
+      {"dense", {{"units", "3"}}}};
+  return spec;
+}
+
 }  // namespace systole::testing::training

@@ -56,4 +56,10 @@ ModelSpec cnn_spec(bool sync);
 // stays on the card), Flatten and two dense layers.
 ModelSpec guide_cnn_spec();
 
+// Three convolutions over the same images whose input gradients take the
+// three ways: a 2x3 kernel padded `same` on one side only, its gradient
+// coming from BatchNormalization on the host; one of strides 2, its
+// gradient read from the card through a Flatten.
+ModelSpec padded_cnn_spec();
+
 }  // namespace systole::testing::training

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "systole/boards.h"
+#include "systole/convolution.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/status.h"
@@ -133,6 +134,17 @@ class MatmulExecutor {
   // ends it: the host memory it was named by has been freed).
   virtual Status view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
                               uint32_t cols);
+  // The input gradient of a convolution with strides 1, for `examples`
+  // images, summed on the card: dx = col2im(dy W) (convolution.h), the
+  // same bits as the product and col2im on the host while W's bf16 values
+  // are finite. dy (examples x out_height x out_width x filters) is a card
+  // tensor (or a view of one) when dy_on_card, else host values; w is the
+  // weight (filters x patch); dx (examples x height x width x channels) is
+  // written on the host. Only dx crosses the host link, not dcol.
+  // kUnavailable where the executor cannot: the caller then runs the
+  // product and col2im on the host.
+  virtual Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
+                                             bool dy_on_card, const float* w, float* dx);
 };
 
 // A model's trainable parameters kept on a card (placement: device): the
@@ -216,6 +228,14 @@ class DeviceMatmul final : public MatmulExecutor {
   // turn, each row of the copy a block row of every block).
   Status view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
                       uint32_t cols) override;
+  // Runs dy's products with each kernel tap's weights over a zero-padded
+  // copy of dy (tap (ky, kx) reads it ky rows and kx columns earlier, so
+  // that each product's row p holds that tap's term for input pixel p),
+  // and sums the products with the engine's `sum` in col2im's order. A
+  // tap that reads padding adds the product of a zero row: +0 for finite
+  // weights, as col2im's.
+  Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
+                                     bool dy_on_card, const float* w, float* dx) override;
   // How many tensors and views are on the card so far.
   std::size_t card_tensors() const { return tensors_.size(); }
   // Bytes of made rows kept on the card (MatmulCall::rows_key).
@@ -228,6 +248,8 @@ class DeviceMatmul final : public MatmulExecutor {
     uint32_t bank = 0;
   };
   DeviceMatmul() = default;
+  // Slots for calls [0, calls).
+  void ensure_call_slots(std::size_t calls);
   // op(X) (rows x cols) as bf16 in the slot's buffer, on the device: X
   // rounded, or the bf16 rows `made` gives when it is set.
   Result<uint64_t> stage(Slot& slot, const float* x, const OperandRows* made, uint32_t rows, uint32_t cols,
@@ -345,6 +367,16 @@ class DeviceMatmul final : public MatmulExecutor {
     Slot slot;
   };
   std::list<KeptRows> kept_rows_;  // a list: ensure() drops some while one is staged
+  // conv_input_gradient_on_card's work: the zero-padded copies of dy in
+  // bf16, one per padded shape (whose padding is zeroed once), the taps'
+  // products and their sum.
+  struct PaddedGradient {
+    uint32_t padded_height = 0, padded_width = 0, out_height = 0, out_width = 0, filters = 0;
+    uint32_t examples = 0;  // images whose padding is zero
+    Slot slot;
+  };
+  std::vector<PaddedGradient> padded_;
+  Slot tap_products_, tap_sum_;
   uint64_t runs_ = 0;
 };
 

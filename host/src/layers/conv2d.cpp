@@ -5,8 +5,10 @@
 //   forward      y    = col  W^T (+ b) (ReLU)       [positions x filters]
 //   weights      dW   = dy^T col                    [filters x patch]
 //   bias         db   = 1^T dy
-//   input        dcol = dy W, scattered back by col2im
-// run on the array; the host only gathers and scatters. `col` is never
+//   input        dcol = dy W, summed back into dx by col2im
+// run on the array; the host only gathers and sums. (With placement:
+// device and strides 1 the card sums dx itself: see
+// MatmulExecutor::conv_input_gradient_on_card.) `col` is never
 // stored on the host: the executor asks for it (PatchRows) and the device
 // path gathers it in bf16 from the input rounded once, straight into
 // device memory (the same bits as rounding col, as f32_to_bf16 is per
@@ -27,6 +29,7 @@
 #include <numeric>
 
 #include "layer_kit.h"
+#include "systole/convolution.h"
 
 namespace systole {
 namespace {
@@ -56,58 +59,65 @@ class Conv2D final : public Layer {
  public:
   Conv2D(uint32_t filters, std::pair<uint32_t, uint32_t> kernel, std::pair<uint32_t, uint32_t> strides,
          bool same, bool relu, bool use_bias)
-      : filters_(filters),
-        kh_(kernel.first),
-        kw_(kernel.second),
-        sh_(strides.first),
-        sw_(strides.second),
-        same_(same),
-        relu_(relu),
-        use_bias_(use_bias) {}
+      : same_(same), relu_(relu), use_bias_(use_bias) {
+    shape_.filters = filters;
+    shape_.kernel_height = kernel.first;
+    shape_.kernel_width = kernel.second;
+    shape_.stride_height = strides.first;
+    shape_.stride_width = strides.second;
+  }
 
   Result<Shape> build(const Shapes& inputs, const LayerSite& site, ParameterStore& store) override {
+    ConvShape& s = shape_;
     const Shape& input = inputs[0];
     if (input.size() != 3)
       return Status(StatusCode::kInvalidArgument,
                     "conv2d expects height x width x channels, got " + shape_text(input));
-    h_ = input[0];
-    w_ = input[1];
-    c_ = input[2];
+    s.height = input[0];
+    s.width = input[1];
+    s.channels = input[2];
     if (same_) {
-      oh_ = (h_ + sh_ - 1) / sh_;
-      ow_ = (w_ + sw_ - 1) / sw_;
-      const uint32_t pad_h = std::max<int64_t>(int64_t(oh_ - 1) * sh_ + kh_ - h_, 0);
-      const uint32_t pad_w = std::max<int64_t>(int64_t(ow_ - 1) * sw_ + kw_ - w_, 0);
-      top_ = pad_h / 2;
-      left_ = pad_w / 2;
-      bottom_ = pad_h - top_;
-      right_ = pad_w - left_;
+      s.out_height = (s.height + s.stride_height - 1) / s.stride_height;
+      s.out_width = (s.width + s.stride_width - 1) / s.stride_width;
+      const uint32_t pad_h =
+          std::max<int64_t>(int64_t(s.out_height - 1) * s.stride_height + s.kernel_height - s.height, 0);
+      const uint32_t pad_w =
+          std::max<int64_t>(int64_t(s.out_width - 1) * s.stride_width + s.kernel_width - s.width, 0);
+      s.top = pad_h / 2;
+      s.left = pad_w / 2;
+      bottom_ = pad_h - s.top;
+      right_ = pad_w - s.left;
     } else {
-      if (kh_ > h_ || kw_ > w_)
-        return Status(StatusCode::kInvalidArgument, "kernel_size: " + std::to_string(kh_) + "x" +
-                                                        std::to_string(kw_) + " is larger than the input " +
-                                                        shape_text(input) + " with padding valid");
-      oh_ = (h_ - kh_) / sh_ + 1;
-      ow_ = (w_ - kw_) / sw_ + 1;
+      if (s.kernel_height > s.height || s.kernel_width > s.width)
+        return Status(StatusCode::kInvalidArgument, "kernel_size: " + std::to_string(s.kernel_height) + "x" +
+                                                        std::to_string(s.kernel_width) +
+                                                        " is larger than the input " + shape_text(input) +
+                                                        " with padding valid");
+      s.out_height = (s.height - s.kernel_height) / s.stride_height + 1;
+      s.out_width = (s.width - s.kernel_width) / s.stride_width + 1;
     }
-    patch_ = kh_ * kw_ * c_;
     // torch's padding='same' takes stride 1 and even padding only;
     // otherwise a ZeroPad2d module goes first.
-    pad_module_ = same_ && (sh_ != 1 || sw_ != 1 || top_ != bottom_ || left_ != right_);
+    pad_module_ =
+        same_ && (s.stride_height != 1 || s.stride_width != 1 || s.top != bottom_ || s.left != right_);
     const std::string prefix = site.module(pad_module_ ? 1 : 0);
-    weight_ = store.declare(prefix + ".weight", {filters_, c_, kh_, kw_}, Region::kTrainable,
+    weight_ = store.declare(prefix + ".weight", {s.filters, s.channels, s.kernel_height, s.kernel_width},
+                            Region::kTrainable,
                             /*integer=*/false, /*axes=*/{0, 2, 3, 1});
-    if (use_bias_) bias_ = store.declare(prefix + ".bias", {filters_}, Region::kTrainable);
-    return Shape{oh_, ow_, filters_};
+    if (use_bias_) bias_ = store.declare(prefix + ".bias", {s.filters}, Region::kTrainable);
+    return Shape{s.out_height, s.out_width, s.filters};
   }
 
   void initialize(ParameterStore& store, std::mt19937_64& rng) const override {
+    const ConvShape& s = shape_;
     // Keras draws the kernel as [kh][kw][channels][filters].
-    glorot_uniform(rng, uint64_t(patch_), uint64_t(kh_) * kw_ * filters_, uint64_t(patch_) * filters_,
-                   [&](std::size_t i, float value) {
-                     const std::size_t f = i % filters_, c = i / filters_ % c_;
-                     const std::size_t kx = i / filters_ / c_ % kw_, ky = i / filters_ / c_ / kw_;
-                     store.values(weight_)[f * patch_ + (ky * kw_ + kx) * c_ + c] = value;
+    glorot_uniform(rng, uint64_t(s.patch()), uint64_t(s.kernel_height) * s.kernel_width * s.filters,
+                   uint64_t(s.patch()) * s.filters, [&](std::size_t i, float value) {
+                     const std::size_t f = i % s.filters, c = i / s.filters % s.channels;
+                     const std::size_t kx = i / s.filters / s.channels % s.kernel_width,
+                                       ky = i / s.filters / s.channels / s.kernel_width;
+                     store.values(weight_)[f * s.patch() + (ky * s.kernel_width + kx) * s.channels + c] =
+                         value;
                    });
   }
 
@@ -116,8 +126,8 @@ class Conv2D final : public Layer {
     const Activations& input = inputs[0];
     const uint32_t batch = input.batch;
     output.batch = batch;
-    output.shape = {oh_, ow_, filters_};
-    output.values.resize(std::size_t(batch) * oh_ * ow_ * filters_);
+    output.shape = {shape_.out_height, shape_.out_width, shape_.filters};
+    output.values.resize(std::size_t(batch) * shape_.positions() * shape_.filters);
     round_input(input);
     if (output.on_card)
       SYSTOLE_RETURN_IF_ERROR(context.matmul->hold_on_card(output.values.data(), output.values.size()));
@@ -126,16 +136,16 @@ class Conv2D final : public Layer {
       const uint32_t count = std::min(chunk, batch - first);
       const PatchRows col(*this, input.values.data(), input_bf16_.data(), first, count);
       MatmulCall call;
-      call.m = count * oh_ * ow_;
-      call.k = patch_;
-      call.n = filters_;
+      call.m = count * shape_.positions();
+      call.k = shape_.patch();
+      call.n = shape_.filters;
       call.a_rows = &col;
       call.rows_key = patches_key(input, first);
       call.b = store.values(weight_);
       call.b_transposed = true;
       call.bias = use_bias_ ? store.values(bias_) : nullptr;
       call.relu = relu_;
-      call.c = output.values.data() + std::size_t(first) * oh_ * ow_ * filters_;
+      call.c = output.values.data() + std::size_t(first) * shape_.positions() * shape_.filters;
       call.c_on_card = output.on_card;
       SYSTOLE_RETURN_IF_ERROR(context.matmul->run(call));
     }
@@ -161,14 +171,14 @@ class Conv2D final : public Layer {
     const uint32_t chunk = chunk_examples(batch, context.matmul->k_block());
     for (uint32_t first = 0; first < batch; first += chunk) {
       const uint32_t count = std::min(chunk, batch - first);
-      const uint32_t positions = count * oh_ * ow_;
-      const float* dy = delta + std::size_t(first) * oh_ * ow_ * filters_;
+      const uint32_t positions = count * shape_.positions();
+      const float* dy = delta + std::size_t(first) * shape_.positions() * shape_.filters;
       const PatchRows col(*this, input.values.data(), input_bf16_.data(), first, count);
       std::vector<MatmulCall> calls;
       MatmulCall dw;
-      dw.m = filters_;
+      dw.m = shape_.filters;
       dw.k = positions;
-      dw.n = patch_;
+      dw.n = shape_.patch();
       dw.a = dy;
       dw.a_transposed = true;
       dw.a_on_card = delta_on_card;
@@ -183,7 +193,7 @@ class Conv2D final : public Layer {
         MatmulCall db;
         db.m = 1;
         db.k = positions;
-        db.n = filters_;
+        db.n = shape_.filters;
         db.a = ones_.data();
         db.b = dy;
         db.b_on_card = delta_on_card;
@@ -191,20 +201,37 @@ class Conv2D final : public Layer {
         db.c = store.gradient(bias_);
         calls.push_back(db);
       }
+      // With the model on the card, a convolution of strides 1 sums its
+      // input gradient there, so that only dx crosses the host link, not
+      // dcol (kernel_height * kernel_width times as large). The same bits.
+      const bool card_col2im = input_gradient && context.matmul->keeps_activations() &&
+                               shape_.stride_height == 1 && shape_.stride_width == 1;
+      MatmulCall dcol;
       if (input_gradient) {
-        dcol_.resize(std::size_t(positions) * patch_);
-        MatmulCall dx;
-        dx.m = positions;
-        dx.k = filters_;
-        dx.n = patch_;
-        dx.a = dy;
-        dx.a_on_card = delta_on_card;
-        dx.b = store.values(weight_);
-        dx.c = dcol_.data();
-        calls.push_back(dx);
+        dcol_.resize(std::size_t(positions) * shape_.patch());
+        dcol.m = positions;
+        dcol.k = shape_.filters;
+        dcol.n = shape_.patch();
+        dcol.a = dy;
+        dcol.a_on_card = delta_on_card;
+        dcol.b = store.values(weight_);
+        dcol.c = dcol_.data();
+        if (!card_col2im) calls.push_back(dcol);
       }
       SYSTOLE_RETURN_IF_ERROR(context.matmul->run(calls));
-      if (input_gradient) col2im(first, count, input_gradient->values.data());
+      if (!input_gradient) continue;
+      float* dx = input_gradient->values.data() + std::size_t(first) * shape_.input_values();
+      if (card_col2im) {
+        const Status on_card = context.matmul->conv_input_gradient_on_card(shape_, count, dy, delta_on_card,
+                                                                           store.values(weight_), dx);
+        // Without room on the card for it, dcol comes down as elsewhere.
+        if (on_card.code() != StatusCode::kUnavailable) {
+          SYSTOLE_RETURN_IF_ERROR(on_card);
+          continue;
+        }
+        SYSTOLE_RETURN_IF_ERROR(context.matmul->run(dcol));
+      }
+      col2im(shape_, count, dcol_.data(), dx);
     }
     return ok_status();
   }
@@ -217,11 +244,12 @@ class Conv2D final : public Layer {
   std::string torch_code() const override {
     std::string code;
     if (pad_module_)
-      code = "torch.nn.ZeroPad2d((" + std::to_string(left_) + ", " + std::to_string(right_) + ", " +
-             std::to_string(top_) + ", " + std::to_string(bottom_) + ")), ";
-    code += "torch.nn.Conv2d(" + std::to_string(c_) + ", " + std::to_string(filters_) + ", " +
-            pair_text(kh_, kw_);
-    if (sh_ != 1 || sw_ != 1) code += ", stride=" + pair_text(sh_, sw_);
+      code = "torch.nn.ZeroPad2d((" + std::to_string(shape_.left) + ", " + std::to_string(right_) + ", " +
+             std::to_string(shape_.top) + ", " + std::to_string(bottom_) + ")), ";
+    code += "torch.nn.Conv2d(" + std::to_string(shape_.channels) + ", " + std::to_string(shape_.filters) +
+            ", " + pair_text(shape_.kernel_height, shape_.kernel_width);
+    if (shape_.stride_height != 1 || shape_.stride_width != 1)
+      code += ", stride=" + pair_text(shape_.stride_height, shape_.stride_width);
     if (same_ && !pad_module_) code += ", padding='same'";
     if (!use_bias_) code += ", bias=False";
     return code + ")" + (relu_ ? ", torch.nn.ReLU()" : "");
@@ -235,10 +263,10 @@ class Conv2D final : public Layer {
   // Examples per chunk: all of them when `col` fits kChunkElements, else a
   // multiple of the examples that make whole K blocks of positions.
   uint32_t chunk_examples(uint32_t batch, uint32_t k_block) const {
-    const uint64_t per_example = uint64_t(oh_) * ow_ * patch_;
+    const uint64_t per_example = uint64_t(shape_.positions()) * shape_.patch();
     const uint64_t fit = std::max<uint64_t>(1, kChunkElements / per_example);
     if (fit >= batch) return batch;
-    const uint64_t positions = uint64_t(oh_) * ow_;
+    const uint64_t positions = uint64_t(shape_.positions());
     const uint64_t unit = k_block ? k_block / std::gcd(positions, uint64_t(k_block)) : 1;
     return uint32_t(std::min<uint64_t>(batch, std::max(unit, fit / unit * unit)));
   }
@@ -249,15 +277,17 @@ class Conv2D final : public Layer {
   // in the padding.
   template <class Visit>
   void walk_patches(uint32_t first, uint32_t count, Visit visit) const {
+    const ConvShape& s = shape_;
     std::size_t row = 0;
     for (uint32_t n = first; n < first + count; ++n)
-      for (uint32_t oy = 0; oy < oh_; ++oy)
-        for (uint32_t ox = 0; ox < ow_; ++ox)
-          for (uint32_t ky = 0; ky < kh_; ++ky)
-            for (uint32_t kx = 0; kx < kw_; ++kx, row += c_) {
-              const int64_t y = int64_t(oy) * sh_ + ky - top_, x = int64_t(ox) * sw_ + kx - left_;
-              const bool inside = y >= 0 && x >= 0 && y < h_ && x < w_;
-              visit(row, inside ? ((int64_t(n) * h_ + y) * w_ + x) * c_ : int64_t(-1));
+      for (uint32_t oy = 0; oy < s.out_height; ++oy)
+        for (uint32_t ox = 0; ox < s.out_width; ++ox)
+          for (uint32_t ky = 0; ky < s.kernel_height; ++ky)
+            for (uint32_t kx = 0; kx < s.kernel_width; ++kx, row += s.channels) {
+              const int64_t y = int64_t(oy) * s.stride_height + ky - s.top,
+                            x = int64_t(ox) * s.stride_width + kx - s.left;
+              const bool inside = y >= 0 && x >= 0 && y < s.height && x < s.width;
+              visit(row, inside ? ((int64_t(n) * s.height + y) * s.width + x) * s.channels : int64_t(-1));
             }
   }
 
@@ -275,9 +305,9 @@ class Conv2D final : public Layer {
   void im2col(const T* x, uint32_t first, uint32_t count, T* col) const {
     walk_patches(first, count, [&](std::size_t row, int64_t source) {
       if (source >= 0)
-        std::memcpy(col + row, x + source, c_ * sizeof(T));
+        std::memcpy(col + row, x + source, shape_.channels * sizeof(T));
       else
-        std::fill_n(col + row, c_, T(0));
+        std::fill_n(col + row, shape_.channels, T(0));
     });
   }
 
@@ -287,19 +317,9 @@ class Conv2D final : public Layer {
     round_to_bf16(input.values.data(), input.values.size(), input_bf16_.data());
   }
 
-  // dx += the rows of dcol_, each piece added back to the pixel it came
-  // from, in a fixed order.
-  void col2im(uint32_t first, uint32_t count, float* dx) const {
-    walk_patches(first, count, [&](std::size_t row, int64_t source) {
-      if (source < 0) return;
-      for (uint32_t c = 0; c < c_; ++c) dx[source + c] += dcol_[row + c];
-    });
-  }
-
-  uint32_t filters_, kh_, kw_, sh_, sw_;
   bool same_, relu_, use_bias_;
-  uint32_t h_ = 0, w_ = 0, c_ = 0, oh_ = 0, ow_ = 0, patch_ = 0;
-  uint32_t top_ = 0, left_ = 0, bottom_ = 0, right_ = 0;
+  ConvShape shape_;
+  uint32_t bottom_ = 0, right_ = 0;
   bool pad_module_ = false;
   std::size_t weight_ = 0, bias_ = 0;
   std::vector<float> dcol_, ones_, masked_;

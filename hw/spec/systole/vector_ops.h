@@ -178,25 +178,42 @@ inline constexpr uint32_t kVectorLanes = kBeatBytes / 4;
 // The sum opcode's arithmetic over host arrays: out[i] = ((+0 + term(0)[i])
 // + term(1)[i]) + ... + term(terms - 1)[i] for i in [begin, end), where
 // term(k) gives the k-th array (terms >= 1); a subnormal term reads as a zero, a tiny
-// sum flushes, NaNs are canonical. The host's all-reduce and the fast
-// sw_emu engine both sum through it. `out` may be term(0)'s array.
+// sum flushes, NaNs are canonical. The host's all-reduce, its col2im and
+// the fast sw_emu engine sum through it. `out` may be term(0)'s array.
+// The caller has set FlushToZero (vector_sum sets it).
 template <class Term>
-inline void vector_sum(std::size_t terms, const Term& term, std::size_t begin, std::size_t end, float* out) {
-  const FlushToZero flush_to_zero;
+inline void vector_sum_flushed(std::size_t terms, const Term& term, std::size_t begin, std::size_t end,
+                               float* out) {
+  // Where the hardware flushes, only the last pass canonicalises: a NaN
+  // stays a NaN through every add (only its payload may differ), and
+  // nothing else is ever not canonical.
+  auto canonical = [](float value, bool last) {
+    return kOperandsFlushInHardware && !last ? value : numerics::f32_canonical(value);
+  };
   // Blocks small enough that `out` stays in L1 across the passes.
   constexpr std::size_t kBlock = 2048;
   for (std::size_t block = begin; block < end; block += kBlock) {
     const std::size_t stop = std::min(end, block + kBlock);
     const float* first = term(0);  // may be out itself
-    for (std::size_t i = block; i < stop; ++i)
-      out[i] = numerics::f32_canonical(vector_math::add(0.0f, first[i]));
+    bool last = terms == 1;
+    for (std::size_t i = block; i < stop; ++i) out[i] = canonical(vector_math::add(0.0f, first[i]), last);
     for (std::size_t k = 1; k < terms; ++k) {
       const float* __restrict in = term(k);
       float* __restrict acc = out;
-      for (std::size_t i = block; i < stop; ++i)
-        acc[i] = numerics::f32_canonical(vector_math::add(acc[i], in[i]));
+      last = k + 1 == terms;
+      if (last) {
+        for (std::size_t i = block; i < stop; ++i) acc[i] = canonical(vector_math::add(acc[i], in[i]), true);
+      } else {
+        for (std::size_t i = block; i < stop; ++i) acc[i] = canonical(vector_math::add(acc[i], in[i]), false);
+      }
     }
   }
+}
+
+template <class Term>
+inline void vector_sum(std::size_t terms, const Term& term, std::size_t begin, std::size_t end, float* out) {
+  const FlushToZero flush_to_zero;
+  vector_sum_flushed(terms, term, begin, end, out);
 }
 
 // An elementwise opcode over `n` elements of host arrays, reading and

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// The shape of a 2-D convolution over NHWC images, and its col2im: how the
+// input gradient is summed from the rows of dcol = dy W (NUMERICS.md, "A
+// convolution's input gradient"). The host's col2im and the card's (the
+// executor's conv_input_gradient_on_card) follow the same order, so they
+// give the same bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace systole {
+
+struct ConvShape {
+  uint32_t height = 0, width = 0, channels = 0;  // the input
+  uint32_t filters = 0;
+  uint32_t kernel_height = 1, kernel_width = 1;
+  uint32_t stride_height = 1, stride_width = 1;
+  uint32_t top = 0, left = 0;  // zero rows above the input, columns left of it
+  uint32_t out_height = 0, out_width = 0;
+
+  // A row of the patch matrix: (ky, kx, channel).
+  uint32_t patch() const { return kernel_height * kernel_width * channels; }
+  uint32_t taps() const { return kernel_height * kernel_width; }
+  std::size_t input_values() const { return std::size_t(height) * width * channels; }
+  std::size_t positions() const { return std::size_t(out_height) * out_width; }
+};
+
+// dx = col2im(dcol) for `examples` images: dcol is their patch matrix's
+// gradient (examples * out_height * out_width rows of patch() values), dx
+// their input gradient (written, not added to). Each input value is the
+// sum, from +0, of one term per kernel tap in descending (ky, kx) order:
+// the dcol value the tap read it into, or +0 where the tap read padding or
+// no output position read it through the tap. The sums are the vector
+// engine's (spec::vector_sum: subnormals flush, NaNs are canonical).
+void col2im(const ConvShape& shape, uint32_t examples, const float* dcol, float* dx);
+
+}  // namespace systole
