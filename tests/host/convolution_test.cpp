@@ -9,6 +9,7 @@
 // of its definition.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -75,6 +76,11 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
   DeviceMatmul& matmul = *unit.matmul;
   matmul.keep_resident(unit.resident);
 
+  // The host memory that names dy on the card, as a layer's: the same
+  // arrays throughout (the card names its tensors by their addresses).
+  std::size_t largest = 0;
+  for (const ConvShape& s : shapes) largest = std::max(largest, 3 * s.positions() * s.filters);
+  std::vector<float> key(largest, -1234.5f), view(largest, -1234.5f);
   // The padded copies are zeroed once per shape and reused: chunks grow,
   // shrink and grow again, with the shapes in turn.
   for (const uint32_t examples : {2u, 3u, 1u, 3u})
@@ -117,7 +123,6 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
         const uint64_t host_bytes = unit.device.projection().value().link_bytes - before;
 
         // The card's, from dy where the mode puts it.
-        std::vector<float> key(dy_count, -1234.5f), view(dy_count, -1234.5f);
         const float* card_dy = dy.data();
         if (mode != Dy::kHost) {
           make_dy.c = key.data();
@@ -126,9 +131,9 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
           card_dy = key.data();
         }
         if (mode == Dy::kCardView) {
-          ASSERT_TRUE(
-              matmul.view_on_card(view.data(), key.data(), dy_count, s.filters, uint32_t(s.positions()))
-                  .ok());
+          const Status viewed =
+              matmul.view_on_card(view.data(), key.data(), dy_count, s.filters, uint32_t(s.positions()));
+          ASSERT_TRUE(viewed.ok()) << viewed.to_string();
           card_dy = view.data();
         }
         const uint64_t between = unit.device.projection().value().link_bytes;
