@@ -25,6 +25,8 @@ __attribute__((target_clones("avx2", "default"))) void add_term(const float* __r
   }
 }
 
+// out = the sum of terms[0 .. count) as spec::vector_sum adds it, under
+// FlushToZero (compiled twice, as add_term is).
 __attribute__((target_clones("avx2", "default"))) void sum_terms(const float* const* terms, uint32_t count,
                                                                  uint32_t values, float* out) {
   spec::vector_sum_flushed(

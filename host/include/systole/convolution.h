@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shape of a 2-D convolution over NHWC images, and its col2im: how the
-// input gradient is summed from the rows of dcol = dy W (NUMERICS.md, "A
-// convolution's input gradient"). The host's col2im and the card's (the
-// executor's conv_input_gradient_on_card) follow the same order, so they
-// give the same bits.
+// input gradient is summed from the rows of dcol = dy W. The host's col2im
+// and the card's (MatmulExecutor::conv_input_gradient_on_card) add the
+// same terms in the same order, so they give the same bits.
 #pragma once
 
 #include <cstddef>
