@@ -54,16 +54,9 @@ void col2im(const ConvShape& shape, uint32_t examples, const float* dcol, float*
   // In dcol's order: each value's terms come in descending tap order, as
   // the output positions that read it do, and dcol streams once.
   std::memset(dx, 0, examples * s.input_values() * sizeof(float));
-  const float* row = dcol;
-  for (uint32_t n = 0; n < examples; ++n)
-    for (uint32_t oy = 0; oy < s.out_height; ++oy)
-      for (uint32_t ox = 0; ox < s.out_width; ++ox)
-        for (uint32_t tap = 0; tap < taps; ++tap, row += channels) {
-          const int64_t y = int64_t(oy) * s.stride_height + tap / s.kernel_width - s.top;
-          const int64_t x = int64_t(ox) * s.stride_width + tap % s.kernel_width - s.left;
-          if (y >= 0 && x >= 0 && y < s.height && x < s.width)
-            add_term(row, channels, dx + ((std::size_t(n) * s.height + y) * s.width + x) * channels);
-        }
+  s.walk_patches(0, examples, [&](std::size_t row, int64_t source) {
+    if (source >= 0) add_term(dcol + row, channels, dx + source);
+  });
   if (kOperandsFlushInHardware)
     for (std::size_t i = 0; i < examples * s.input_values(); ++i) dx[i] = numerics::f32_canonical(dx[i]);
   // The +0 terms of the taps that miss a value change a sum only when it

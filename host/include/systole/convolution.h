@@ -23,6 +23,25 @@ struct ConvShape {
   uint32_t taps() const { return kernel_height * kernel_width; }
   std::size_t input_values() const { return std::size_t(height) * width * channels; }
   std::size_t positions() const { return std::size_t(out_height) * out_width; }
+
+  // Calls visit(row, source) for each of the `channels`-long pieces of the
+  // patch matrix's rows for examples [first, first + count), in order: row
+  // is its offset in those rows, source the offset of the input value it
+  // reads (counting from example 0), or -1 in the padding.
+  template <class Visit>
+  void walk_patches(uint32_t first, uint32_t count, Visit visit) const {
+    std::size_t row = 0;
+    for (uint32_t n = first; n < first + count; ++n)
+      for (uint32_t oy = 0; oy < out_height; ++oy)
+        for (uint32_t ox = 0; ox < out_width; ++ox)
+          for (uint32_t ky = 0; ky < kernel_height; ++ky)
+            for (uint32_t kx = 0; kx < kernel_width; ++kx, row += channels) {
+              const int64_t y = int64_t(oy) * stride_height + ky - top,
+                            x = int64_t(ox) * stride_width + kx - left;
+              const bool inside = y >= 0 && x >= 0 && y < height && x < width;
+              visit(row, inside ? ((int64_t(n) * height + y) * width + x) * channels : int64_t(-1));
+            }
+  }
 };
 
 // dx = col2im(dcol) for `examples` images: dcol is their patch matrix's

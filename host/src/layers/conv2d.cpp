@@ -206,18 +206,20 @@ class Conv2D final : public Layer {
       // dcol (kernel_height * kernel_width times as large). The same bits.
       const bool card_col2im = input_gradient && context.matmul->keeps_activations() &&
                                shape_.stride_height == 1 && shape_.stride_width == 1;
-      MatmulCall dcol;
-      if (input_gradient) {
+      // dcol = dy W into the host's dcol_ (taken only where it is used).
+      auto dcol = [&] {
         dcol_.resize(std::size_t(positions) * shape_.patch());
-        dcol.m = positions;
-        dcol.k = shape_.filters;
-        dcol.n = shape_.patch();
-        dcol.a = dy;
-        dcol.a_on_card = delta_on_card;
-        dcol.b = store.values(weight_);
-        dcol.c = dcol_.data();
-        if (!card_col2im) calls.push_back(dcol);
-      }
+        MatmulCall call;
+        call.m = positions;
+        call.k = shape_.filters;
+        call.n = shape_.patch();
+        call.a = dy;
+        call.a_on_card = delta_on_card;
+        call.b = store.values(weight_);
+        call.c = dcol_.data();
+        return call;
+      };
+      if (input_gradient && !card_col2im) calls.push_back(dcol());
       SYSTOLE_RETURN_IF_ERROR(context.matmul->run(calls));
       if (!input_gradient) continue;
       float* dx = input_gradient->values.data() + std::size_t(first) * shape_.input_values();
@@ -229,7 +231,7 @@ class Conv2D final : public Layer {
           SYSTOLE_RETURN_IF_ERROR(on_card);
           continue;
         }
-        SYSTOLE_RETURN_IF_ERROR(context.matmul->run(dcol));
+        SYSTOLE_RETURN_IF_ERROR(context.matmul->run(dcol()));
       }
       col2im(shape_, count, dcol_.data(), dx);
     }
@@ -271,26 +273,6 @@ class Conv2D final : public Layer {
     return uint32_t(std::min<uint64_t>(batch, std::max(unit, fit / unit * unit)));
   }
 
-  // Calls visit(row, source) for each of the `channels`-long pieces of the
-  // rows of `col` for examples [first, first + count), in order: row is its
-  // offset in `col`, source the offset of the input pixel it copies, or -1
-  // in the padding.
-  template <class Visit>
-  void walk_patches(uint32_t first, uint32_t count, Visit visit) const {
-    const ConvShape& s = shape_;
-    std::size_t row = 0;
-    for (uint32_t n = first; n < first + count; ++n)
-      for (uint32_t oy = 0; oy < s.out_height; ++oy)
-        for (uint32_t ox = 0; ox < s.out_width; ++ox)
-          for (uint32_t ky = 0; ky < s.kernel_height; ++ky)
-            for (uint32_t kx = 0; kx < s.kernel_width; ++kx, row += s.channels) {
-              const int64_t y = int64_t(oy) * s.stride_height + ky - s.top,
-                            x = int64_t(ox) * s.stride_width + kx - s.left;
-              const bool inside = y >= 0 && x >= 0 && y < s.height && x < s.width;
-              visit(row, inside ? ((int64_t(n) * s.height + y) * s.width + x) * s.channels : int64_t(-1));
-            }
-  }
-
   friend class PatchRows;
 
   // The key under which an executor may keep the patches of the chunk at
@@ -303,7 +285,7 @@ class Conv2D final : public Layer {
   // bf16: a zero is +0 in both).
   template <class T>
   void im2col(const T* x, uint32_t first, uint32_t count, T* col) const {
-    walk_patches(first, count, [&](std::size_t row, int64_t source) {
+    shape_.walk_patches(first, count, [&](std::size_t row, int64_t source) {
       if (source >= 0)
         std::memcpy(col + row, x + source, shape_.channels * sizeof(T));
       else
