@@ -148,8 +148,9 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
                                     << " against " << (first < dx.size() ? expected[first] : 0.0f);
         // dcol (taps times dx's values) stays on the card; with dy on the
         // host its bf16 copy goes up, as the host's product's does.
-        if (s.taps() > 1)
+        if (s.taps() > 1) {
           EXPECT_LT(card_bytes, host_bytes) << card_bytes << " bytes against the host's " << host_bytes;
+        }
       }
 }
 

@@ -319,6 +319,11 @@ class DeviceMatmul final : public MatmulExecutor {
   Result<std::optional<uint64_t>> card_operand(const float* x, uint32_t rows, uint32_t cols, bool transposed,
                                                uint32_t stride, spec::Operand operand, bool on_card,
                                                std::vector<spec::CommandRecord>& records);
+  // The device address of op(X) (rows x cols) for a product: a bf16 copy
+  // the card makes (card_operand), else X rounded into `slot`.
+  Result<uint64_t> operand(const float* x, uint32_t rows, uint32_t cols, bool transposed, uint32_t stride,
+                           spec::Operand which, bool on_card, Slot& slot,
+                           std::vector<spec::CommandRecord>& records);
   // The element offset of [p, p + count) in a resident region of `size`
   // elements at `base`: none when p is outside it, SIZE_MAX when it starts
   // inside and runs past the end.
