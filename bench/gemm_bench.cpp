@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -224,31 +225,60 @@ void BM_SystoleHls(benchmark::State& state) {
   set_flops(state, s);
 }
 
-// The fp32 FMA peak of `threads` cores: each runs 12 independent chains of
-// 8-lane FMAs (enough to cover the latency on two FMA pipes).
-__attribute__((target("avx2,fma"))) double fma_peak_gflops(int threads) {
-  constexpr long kIterations = 50'000'000;
-  constexpr int kChains = 12;
+// The fp32 FMA peak of `threads` cores in the widest vectors the fast
+// engine uses here (AVX-512 where the CPU has it, else AVX2): each core
+// runs 12 independent chains of FMAs (enough to cover the latency on two
+// FMA pipes). chains() is inlined into each instruction set's parallel
+// region, so its FMAs are that set's instructions.
+template <class Vector, Vector (*kSet1)(float), Vector (*kFma)(Vector, Vector, Vector)>
+__attribute__((always_inline)) inline float chains(long iterations) {
+  constexpr int kChains = 12, kLanes = sizeof(Vector) / sizeof(float);
+  Vector acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = kSet1(float(i) * 1e-3f);
+  const Vector x = kSet1(0.999999f), y = kSet1(1e-7f);
+  for (long it = 0; it < iterations; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = kFma(acc[i], x, y);
+  float lanes[kLanes], sum = 0;
+  for (int i = 0; i < kChains; ++i) {
+    std::memcpy(lanes, &acc[i], sizeof lanes);
+    for (float lane : lanes) sum += lane;
+  }
+  return sum;
+}
+constexpr long kPeakIterations = 50'000'000;
+__attribute__((target("avx2,fma"))) inline __m256 set1_256(float x) { return _mm256_set1_ps(x); }
+__attribute__((target("avx2,fma"))) inline __m256 fma_256(__m256 a, __m256 b, __m256 c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+__attribute__((target("avx512f"))) inline __m512 set1_512(float x) { return _mm512_set1_ps(x); }
+__attribute__((target("avx512f"))) inline __m512 fma_512(__m512 a, __m512 b, __m512 c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+// Seconds for kPeakIterations x 12 FMAs on each of `threads` cores.
+__attribute__((target("avx2,fma"))) double peak_seconds_256(int threads) {
+  const auto start = std::chrono::steady_clock::now();
+  float sink = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+  sink += chains<__m256, set1_256, fma_256>(kPeakIterations);
+  benchmark::DoNotOptimize(sink);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+__attribute__((target("avx512f"))) double peak_seconds_512(int threads) {
+  const auto start = std::chrono::steady_clock::now();
+  float sink = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+  sink += chains<__m512, set1_512, fma_512>(kPeakIterations);
+  benchmark::DoNotOptimize(sink);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+bool has_avx512() { return __builtin_cpu_supports("avx512f"); }
+const char* peak_isa() { return has_avx512() ? "AVX-512" : "AVX2"; }
+double fma_peak_gflops(int threads) {
+  const int lanes = has_avx512() ? 16 : 8;
   double best = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    const auto start = std::chrono::steady_clock::now();
-    float sink = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    {
-      __m256 acc[kChains];
-      for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(float(i) * 1e-3f);
-      const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-      for (long it = 0; it < kIterations; ++it)
-        for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-      __m256 total = acc[0];
-      for (int i = 1; i < kChains; ++i) total = _mm256_add_ps(total, acc[i]);
-      float lanes[8];
-      _mm256_storeu_ps(lanes, total);
-      for (float lane : lanes) sink += lane;
-    }
-    benchmark::DoNotOptimize(sink);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, double(threads) * kIterations * kChains * 8 * 2 / seconds * 1e-9);
+    const double seconds = has_avx512() ? peak_seconds_512(threads) : peak_seconds_256(threads);
+    best = std::max(best, double(threads) * kPeakIterations * 12 * lanes * 2 / seconds * 1e-9);
   }
   return best;
 }
@@ -319,8 +349,8 @@ int main(int argc, char** argv) {
   };
 
   const double peak[3] = {0, fma_peak_gflops(1), fma_peak_gflops(2)};
-  std::printf("\nfp32 FMA peak of this CPU (measured): %.1f GFLOP/s on 1 thread, %.1f on 2\n", peak[1],
-              peak[2]);
+  std::printf("\nfp32 FMA peak of this CPU in %s (measured): %.1f GFLOP/s on 1 thread, %.1f on 2\n",
+              peak_isa(), peak[1], peak[2]);
   if (!openblas().sgemm) std::printf("OpenBLAS: %s\n", openblas().why_not.c_str());
   std::printf("\nsw_emu fast engine, fp32 host operands to fp32 result (128x128 array), GFLOP/s\n");
   std::printf("%-20s %6s %6s %5s %3s %9s %9s %9s %8s %8s %7s\n", "shape", "M", "N", "K", "thr", "systole",
@@ -352,8 +382,8 @@ int main(int argc, char** argv) {
     if (square > 0) {
       std::printf("FIGURE gemm_sw_emu_gflops_%dt %.1f GFLOP/s (1024^3 from fp32 host operands)\n", threads,
                   square);
-      std::printf("FIGURE gemm_fraction_of_fma_peak_%dt %.2f ratio (1024^3; peak %.1f GFLOP/s)\n", threads,
-                  square / peak[threads], peak[threads]);
+      std::printf("FIGURE gemm_fraction_of_fma_peak_%dt %.2f ratio (1024^3; %s peak %.1f GFLOP/s)\n", threads,
+                  square / peak[threads], peak_isa(), peak[threads]);
     }
     if (const double kernel = collector["BM_SystoleKernel/2/" + std::to_string(threads) + "/real_time"];
         kernel > 0)

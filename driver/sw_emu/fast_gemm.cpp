@@ -9,6 +9,12 @@
 // is finished (bias, ReLU) from registers straight into C at its last K
 // tile, so a single-tile product never touches the accumulator block.
 //
+// Two micro-kernels: AVX-512 (8 x 32 blocks, masked stores for the blocks C
+// cuts short, and A read in place where packing it would not pay) and AVX2
+// + FMA (6 x 16), picked by the CPU. C with few columns (the 10 logits) may
+// be computed as its transpose, C^T = B^T A^T: the same sums in the same
+// order, so the same bits.
+//
 // Threads run with MXCSR FTZ and DAZ set, which implement the contract's
 // flush-to-signed-zero rules in hardware. A panel pair whose exponent ranges
 // keep every product in the fp32 normal range uses FMA (same bits, since the
@@ -36,9 +42,7 @@ namespace {
 
 using numerics::bf16_t;
 
-constexpr uint32_t kMr = 6;    // rows of C per micro-kernel
-constexpr uint32_t kNr = 16;   // columns of C per micro-kernel (2 x 8 lanes)
-constexpr uint32_t kNc = 128;  // columns of B packed at a time (fits L2)
+constexpr uint32_t kNc = 128;  // columns of the right operand packed at a time (fits L2)
 
 bf16_t load_bf16(const uint8_t* p) {
   bf16_t value;
@@ -170,63 +174,193 @@ __attribute__((target("avx2"))) void store_output8(const FastGemmArgs& args, uin
                    finish8(args, n, _mm256_loadu_ps(accumulators)));
 }
 
-// One K tile for an MR x NR block: column sums from +0 in K order, then
-// accumulator + sums, with +0 for the accumulator when `from_zero` (the first
-// K tile of a product that does not accumulate; the accumulator block is
-// then not read). `a` is MR-interleaved, `w` NR-interleaved. With `finish`,
-// this is the product's last K tile and the block lies wholly inside an
-// fp32 C: the results go through finish8 straight into C's rows m0.., columns
-// n0.., instead of into the accumulator block.
-template <bool kFused>
-__attribute__((target("avx2,fma"))) void micro_kernel(const float* a, const float* w, uint32_t depth,
+// A block's results written straight into an fp32 C at the product's last
+// K tile: the block's rows are C's rows m0.., its columns C's columns n0..,
+// of which `rows` and `cols` lie inside C.
+struct Finish {
+  const FastGemmArgs* args;
+  uint32_t m0, n0, rows, cols;
+};
+
+// A micro-kernel computes one K tile for a block of C: column sums from +0
+// in K order, then accumulator + sums, with +0 for the accumulator when
+// `from_zero` (the first K tile of a product that does not accumulate; the
+// accumulator block is then not read). `a` is packed kMr-interleaved, `w`
+// kNr-interleaved. With `finish`, the sums go through the output stage
+// into C instead of into the accumulator block. kFused multiplies and adds
+// in one FMA, which the caller allows only where every product is exact.
+
+// AVX2: 6 rows x 16 columns in 12 ymm registers. It finishes whole blocks
+// only; the others go through the accumulator block.
+struct Avx2Kernel {
+  static constexpr uint32_t kMr = 6, kNr = 16;
+  static constexpr bool kFinishesPartialBlocks = false;
+  static constexpr bool kReadsLeftInPlace = false;
+
+  template <bool kFused>
+  __attribute__((target("avx2,fma"))) static void run(const float* a, const float* w, uint32_t depth,
                                                       float* accumulator, bool from_zero,
-                                                      const FastGemmArgs* finish, uint32_t m0, uint32_t n0) {
-  __m256 sum[kMr][2];
+                                                      const Finish* finish) {
+    __m256 sum[kMr][2];
 #pragma GCC unroll 6
-  for (uint32_t r = 0; r < kMr; ++r) sum[r][0] = sum[r][1] = _mm256_setzero_ps();
-  for (uint32_t k = 0; k < depth; ++k) {
-    const __m256 w0 = _mm256_loadu_ps(w);
-    const __m256 w1 = _mm256_loadu_ps(w + 8);
+    for (uint32_t r = 0; r < kMr; ++r) sum[r][0] = sum[r][1] = _mm256_setzero_ps();
+    for (uint32_t k = 0; k < depth; ++k) {
+      const __m256 w0 = _mm256_loadu_ps(w);
+      const __m256 w1 = _mm256_loadu_ps(w + 8);
+#pragma GCC unroll 6
+      for (uint32_t r = 0; r < kMr; ++r) {
+        const __m256 ar = _mm256_broadcast_ss(a + r);
+        if constexpr (kFused) {
+          sum[r][0] = _mm256_fmadd_ps(ar, w0, sum[r][0]);
+          sum[r][1] = _mm256_fmadd_ps(ar, w1, sum[r][1]);
+        } else {
+          sum[r][0] = _mm256_add_ps(sum[r][0], _mm256_mul_ps(ar, w0));
+          sum[r][1] = _mm256_add_ps(sum[r][1], _mm256_mul_ps(ar, w1));
+        }
+      }
+      a += kMr;
+      w += kNr;
+    }
 #pragma GCC unroll 6
     for (uint32_t r = 0; r < kMr; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r);
-      if constexpr (kFused) {
-        sum[r][0] = _mm256_fmadd_ps(ar, w0, sum[r][0]);
-        sum[r][1] = _mm256_fmadd_ps(ar, w1, sum[r][1]);
+      float* row = accumulator + r * kNr;
+      const __m256 zero = _mm256_setzero_ps();
+      const __m256 lo = _mm256_add_ps(from_zero ? zero : _mm256_loadu_ps(row), sum[r][0]);
+      const __m256 hi = _mm256_add_ps(from_zero ? zero : _mm256_loadu_ps(row + 8), sum[r][1]);
+      if (finish) {
+        const FastGemmArgs& args = *finish->args;
+        float* out = reinterpret_cast<float*>(args.c + (uint64_t(finish->m0 + r) * args.ldc + finish->n0) *
+                                                           sizeof(float));
+        _mm256_storeu_ps(out, finish8(args, finish->n0, lo));
+        _mm256_storeu_ps(out + 8, finish8(args, finish->n0 + 8, hi));
       } else {
-        sum[r][0] = _mm256_add_ps(sum[r][0], _mm256_mul_ps(ar, w0));
-        sum[r][1] = _mm256_add_ps(sum[r][1], _mm256_mul_ps(ar, w1));
+        _mm256_storeu_ps(row, lo);
+        _mm256_storeu_ps(row + 8, hi);
       }
     }
-    a += kMr;
-    w += kNr;
   }
-#pragma GCC unroll 6
-  for (uint32_t r = 0; r < kMr; ++r) {
-    float* row = accumulator + r * kNr;
-    const __m256 zero = _mm256_setzero_ps();
-    const __m256 lo = _mm256_add_ps(from_zero ? zero : _mm256_loadu_ps(row), sum[r][0]);
-    const __m256 hi = _mm256_add_ps(from_zero ? zero : _mm256_loadu_ps(row + 8), sum[r][1]);
-    if (finish) {
-      float* out =
-          reinterpret_cast<float*>(finish->c + (uint64_t(m0 + r) * finish->ldc + n0) * sizeof(float));
-      _mm256_storeu_ps(out, finish8(*finish, n0, lo));
-      _mm256_storeu_ps(out + 8, finish8(*finish, n0 + 8, hi));
-    } else {
-      _mm256_storeu_ps(row, lo);
-      _mm256_storeu_ps(row + 8, hi);
-    }
+};
+
+// finish8 for 16 lanes, of which `lanes` lie inside C.
+__attribute__((target("avx512f"))) inline __m512 finish16(const FastGemmArgs& args, uint32_t n,
+                                                          __mmask16 lanes, __m512 value) {
+  if (args.flags & spec::flag::kBias)
+    value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(lanes, reinterpret_cast<const float*>(args.bias) + n));
+  if (args.flags & spec::flag::kRelu) {
+    const __mmask16 keep = _mm512_cmp_ps_mask(value, _mm512_setzero_ps(), _CMP_GT_OQ) |
+                           _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
+    value = _mm512_maskz_mov_ps(keep, value);
   }
+  const __m512 canonical_nan = _mm512_castsi512_ps(_mm512_set1_epi32(int(numerics::kF32CanonicalNan)));
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q), value, canonical_nan);
 }
 
-// A 64-byte aligned float array that keeps its memory between calls, so that
-// repeated GEMMs do not pay page faults for fresh packing buffers.
+// AVX-512: 8 rows x 32 columns in 16 zmm registers, twice the AVX2
+// kernel's work per instruction. Masked stores let it finish blocks that C
+// cuts short too. It can also read the left operand in place, as bf16 rows
+// in device memory (run_in_place), where packing it would cost more than
+// it saves.
+struct Avx512Kernel {
+  static constexpr uint32_t kMr = 8, kNr = 32;
+  static constexpr bool kFinishesPartialBlocks = true;
+  static constexpr bool kReadsLeftInPlace = true;
+
+  template <bool kFused>
+  __attribute__((target("avx512f,avx512bw"))) static void run(const float* a, const float* w, uint32_t depth,
+                                                              float* accumulator, bool from_zero,
+                                                              const Finish* finish) {
+    __m512 sum[kMr][2];
+#pragma GCC unroll 8
+    for (uint32_t r = 0; r < kMr; ++r) sum[r][0] = sum[r][1] = _mm512_setzero_ps();
+    for (uint32_t k = 0; k < depth; ++k) {
+#pragma GCC unroll 8
+      for (uint32_t r = 0; r < kMr; ++r) multiply_add<kFused>(_mm512_set1_ps(a[r]), w, sum[r]);
+      a += kMr;
+      w += kNr;
+    }
+    store(sum, accumulator, from_zero, finish);
+  }
+
+  // `a` is the block's first row at the K tile's first K, rows `lda_bytes`
+  // apart, of which `rows` lie inside C (the others read the last of those
+  // again; their sums are not stored).
+  template <bool kFused>
+  __attribute__((target("avx512f,avx512bw"))) static void run_in_place(const uint8_t* a, uint64_t lda_bytes,
+                                                                       uint32_t rows, const float* w,
+                                                                       uint32_t depth, float* accumulator,
+                                                                       bool from_zero, const Finish* finish) {
+    const uint8_t* row[kMr];
+    for (uint32_t r = 0; r < kMr; ++r) row[r] = a + std::min(r, rows - 1) * lda_bytes;
+    __m512 sum[kMr][2];
+#pragma GCC unroll 8
+    for (uint32_t r = 0; r < kMr; ++r) sum[r][0] = sum[r][1] = _mm512_setzero_ps();
+    for (uint32_t k = 0; k < depth; ++k) {
+#pragma GCC unroll 8
+      for (uint32_t r = 0; r < kMr; ++r) {
+        // The bf16 value in both halves of every lane, then shifted into
+        // the lane's top half: its fp32 bits (DAZ reads a subnormal as 0).
+        bf16_t bits;
+        std::memcpy(&bits, row[r] + k * sizeof(bf16_t), sizeof bits);
+        const __m512 ar = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_set1_epi16(short(bits)), 16));
+        multiply_add<kFused>(ar, w, sum[r]);
+      }
+      w += kNr;
+    }
+    store(sum, accumulator, from_zero, finish);
+  }
+
+ private:
+  template <bool kFused>
+  __attribute__((target("avx512f"), always_inline)) static inline void multiply_add(__m512 ar, const float* w,
+                                                                                    __m512 (&sum)[2]) {
+    const __m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + 16);
+    if constexpr (kFused) {
+      sum[0] = _mm512_fmadd_ps(ar, w0, sum[0]);
+      sum[1] = _mm512_fmadd_ps(ar, w1, sum[1]);
+    } else {
+      sum[0] = _mm512_add_ps(sum[0], _mm512_mul_ps(ar, w0));
+      sum[1] = _mm512_add_ps(sum[1], _mm512_mul_ps(ar, w1));
+    }
+  }
+
+  __attribute__((target("avx512f"), always_inline)) static inline void store(__m512 (&sum)[kMr][2],
+                                                                             float* accumulator,
+                                                                             bool from_zero,
+                                                                             const Finish* finish) {
+    // Lanes of the two halves inside C (all of them without `finish`).
+    const uint32_t cols = finish ? finish->cols : kNr;
+    const __mmask16 lo_lanes = cols >= 16 ? 0xFFFF : __mmask16((1u << cols) - 1);
+    const __mmask16 hi_lanes = cols >= 32 ? 0xFFFF : cols > 16 ? __mmask16((1u << (cols - 16)) - 1) : 0;
+#pragma GCC unroll 8
+    for (uint32_t r = 0; r < kMr; ++r) {
+      float* row = accumulator + r * kNr;
+      const __m512 zero = _mm512_setzero_ps();
+      const __m512 lo = _mm512_add_ps(from_zero ? zero : _mm512_loadu_ps(row), sum[r][0]);
+      const __m512 hi = _mm512_add_ps(from_zero ? zero : _mm512_loadu_ps(row + 16), sum[r][1]);
+      if (finish) {
+        if (r >= finish->rows) break;
+        const FastGemmArgs& args = *finish->args;
+        float* out = reinterpret_cast<float*>(args.c + (uint64_t(finish->m0 + r) * args.ldc + finish->n0) *
+                                                           sizeof(float));
+        _mm512_mask_storeu_ps(out, lo_lanes, finish16(args, finish->n0, lo_lanes, lo));
+        _mm512_mask_storeu_ps(out + 16, hi_lanes, finish16(args, finish->n0 + 16, hi_lanes, hi));
+      } else {
+        _mm512_storeu_ps(row, lo);
+        _mm512_storeu_ps(row + 16, hi);
+      }
+    }
+  }
+};
+
+// A 64-byte aligned array that keeps its memory between calls, so that
+// repeated GEMMs do not pay page faults or allocations for fresh buffers.
+template <class T>
 class Workspace {
  public:
-  float* get(std::size_t count) {
+  T* get(std::size_t count) {
     if (count > capacity_) {
-      const std::size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
-      data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+      const std::size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
+      data_.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
       capacity_ = count;
     }
     return data_.get();
@@ -234,24 +368,28 @@ class Workspace {
 
  private:
   struct Free {
-    void operator()(float* p) const { std::free(p); }
+    void operator()(T* p) const { std::free(p); }
   };
-  std::unique_ptr<float[], Free> data_;
+  std::unique_ptr<T[], Free> data_;
   std::size_t capacity_ = 0;
 };
 
 // Decodes 8 bf16 values to fp32 (subnormals as zeros of their sign, which
 // DAZ would make of them anyway) and folds their biased exponents into the
 // running minimum over nonzero values and the running maximum.
-__attribute__((target("avx2"))) inline __m256i decode8(const uint8_t* in, __m256i& min_nonzero,
-                                                       __m256i& max) {
-  const __m256i raw = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in)));
+__attribute__((target("avx2"))) inline __m256i decode8(__m128i bf16x8, __m256i& min_nonzero, __m256i& max) {
+  const __m256i raw = _mm256_cvtepu16_epi32(bf16x8);
   const __m256i exponent = _mm256_and_si256(_mm256_srli_epi32(raw, 7), _mm256_set1_epi32(0xFF));
   const __m256i zero = _mm256_cmpeq_epi32(exponent, _mm256_setzero_si256());
   const __m256i bits = _mm256_slli_epi32(raw, 16);
   min_nonzero = _mm256_min_epu32(min_nonzero, _mm256_blendv_epi8(exponent, _mm256_set1_epi32(255), zero));
   max = _mm256_max_epu32(max, exponent);
   return _mm256_blendv_epi8(bits, _mm256_and_si256(bits, _mm256_set1_epi32(int(0x80000000u))), zero);
+}
+
+__attribute__((target("avx2"))) inline __m256i decode8(const uint8_t* in, __m256i& min_nonzero,
+                                                       __m256i& max) {
+  return decode8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in)), min_nonzero, max);
 }
 
 __attribute__((target("avx2"))) uint32_t horizontal(__m256i v, bool take_min) {
@@ -270,198 +408,405 @@ __attribute__((target("avx2"))) ExponentRange merged(ExponentRange range, __m256
   return range;
 }
 
-// Packs rows [row0, row0 + kMr) of A, all K tiles, MR-interleaved:
-// out[(t * tile + kk) * kMr + r]; rows past M are +0. K past the end is not
-// written: the micro-kernel stops at the last real K (tile_depth). Eight K
-// at a time, the six rows' values are decoded and transposed in registers
-// into 48 consecutive floats.
-__attribute__((target("avx2"))) void pack_a(const FastGemmArgs& args, uint32_t row0, uint32_t k_tiles,
-                                            float* out, ExponentRange* ranges) {
+// The exponent range of `count` consecutive bf16 values folded into
+// `range`, sixteen at a time.
+__attribute__((target("avx2"))) ExponentRange scan_range(const uint8_t* in, uint64_t count,
+                                                         ExponentRange range) {
+  __m256i min_nonzero = _mm256_set1_epi16(255), max = _mm256_setzero_si256();
+  uint64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i * sizeof(bf16_t)));
+    const __m256i exponent = _mm256_and_si256(_mm256_srli_epi16(bits, 7), _mm256_set1_epi16(0xFF));
+    const __m256i zero = _mm256_cmpeq_epi16(exponent, _mm256_setzero_si256());
+    min_nonzero = _mm256_min_epu16(min_nonzero, _mm256_blendv_epi8(exponent, _mm256_set1_epi16(255), zero));
+    max = _mm256_max_epu16(max, exponent);
+  }
+  alignas(32) uint16_t lowest[16], highest[16];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lowest), min_nonzero);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(highest), max);
+  for (uint32_t lane = 0; lane < 16; ++lane) {
+    range.min_nonzero = std::min<uint32_t>(range.min_nonzero, lowest[lane]);
+    range.max = std::max<uint32_t>(range.max, highest[lane]);
+  }
+  for (; i < count; ++i) range.add(load_bf16(in + i * sizeof(bf16_t)));
+  return range;
+}
+
+// One of the loop nest's two operands as stored in device memory: value
+// (i, k) at bf16 element i * i_stride + k * k_stride from `base`, where i
+// runs over the rows of C the operand gives (A's rows; B's columns, or A's
+// rows when the nest computes C's transpose) and one of the strides is 1.
+// i past `extent` packs as +0.
+struct Source {
+  const uint8_t* base;
+  uint64_t i_stride, k_stride;
+  uint32_t extent;
+
+  const uint8_t* at(uint64_t i, uint64_t k) const {
+    return base + (i * i_stride + k * k_stride) * sizeof(bf16_t);
+  }
+};
+
+// Packs i in [i0, i0 + kWidth) of a source whose k is contiguous (A, or B
+// read as the transpose's right operand), all K tiles, kWidth-interleaved:
+// out[(t * tile + kk) * kWidth + r]. K past the end is not written: the
+// micro-kernel stops at the last real K (tile_depth). Eight K at a time,
+// each group of eight i is decoded and transposed in registers.
+template <uint32_t kWidth>
+__attribute__((target("avx2"))) void pack_across(const FastGemmArgs& args, const Source& source, uint32_t i0,
+                                                 uint32_t k_tiles, float* out, ExponentRange* ranges) {
+  static_assert(kWidth < 8 || kWidth % 8 == 0, "a group of eight lanes must not spill into the next");
+  constexpr uint32_t kGroups = (kWidth + 7) / 8, kLanes = kWidth < 8 ? kWidth : 8;
   const uint32_t tile = args.k_tile;
-  const uint32_t rows = row0 < args.m ? std::min(kMr, args.m - row0) : 0;
-  const uint8_t* row[kMr];
-  for (uint32_t r = 0; r < kMr; ++r)
-    row[r] = r < rows ? args.a + uint64_t(row0 + r) * args.lda * sizeof(bf16_t) : nullptr;
-  const __m256i first_six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+  const uint32_t valid = i0 < source.extent ? std::min(kWidth, source.extent - i0) : 0;
+  // Each store's spare lanes (kWidth < 8) land where the next one writes;
+  // the last store of a run leaves them out.
+  const __m256i stored_lanes =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(int(kLanes)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   for (uint32_t t = 0; t < k_tiles; ++t) {
     const uint32_t end = t * tile + tile_depth(args, t);
     ExponentRange range;
     __m256i min_nonzero = _mm256_set1_epi32(255), max = _mm256_setzero_si256();
     uint32_t k = t * tile;
-    for (; k + 8 <= end; k += 8) {
-      __m256 v[8];
-      for (uint32_t r = 0; r < 8; ++r)
-        v[r] = r < rows ? _mm256_castsi256_ps(decode8(row[r] + k * sizeof(bf16_t), min_nonzero, max))
-                        : _mm256_setzero_ps();
-      detail::transpose8x8(v);  // v[i]: K = k + i of rows 0..7
-      // Each store's two spare lanes land where the next store writes; the
-      // last store leaves them out.
-      float* at = out + uint64_t(k) * kMr;
-      for (uint32_t i = 0; i < 7; ++i) _mm256_storeu_ps(at + i * kMr, v[i]);
-      _mm256_maskstore_ps(at + 7 * kMr, first_six, v[7]);
-    }
+    for (; k + 8 <= end; k += 8)
+      for (uint32_t g = 0; g < kGroups; ++g) {
+        __m256 v[8];
+        for (uint32_t r = 0; r < 8; ++r) {
+          const uint32_t i = g * 8 + r;
+          v[r] = i < valid ? _mm256_castsi256_ps(decode8(source.at(i0 + i, k), min_nonzero, max))
+                           : _mm256_setzero_ps();
+        }
+        detail::transpose8x8(v);  // v[kk]: K = k + kk of the group's eight i
+        float* at = out + uint64_t(k) * kWidth + g * 8;
+        for (uint32_t kk = 0; kk < 7; ++kk) _mm256_storeu_ps(at + kk * kWidth, v[kk]);
+        if constexpr (kLanes == 8)
+          _mm256_storeu_ps(at + 7 * kWidth, v[7]);
+        else
+          _mm256_maskstore_ps(at + 7 * kWidth, stored_lanes, v[7]);
+      }
     for (; k < end; ++k)
-      for (uint32_t r = 0; r < kMr; ++r) {
-        const bf16_t bits = r < rows ? load_bf16(row[r] + k * sizeof(bf16_t)) : 0;
+      for (uint32_t i = 0; i < kWidth; ++i) {
+        const bf16_t bits = i < valid ? load_bf16(source.at(i0 + i, k)) : 0;
         range.add(bits);
-        out[uint64_t(k) * kMr + r] = numerics::bf16_to_f32(bits);
+        out[uint64_t(k) * kWidth + i] = numerics::bf16_to_f32(bits);
       }
     ranges[t] = merged(range, min_nonzero, max);
   }
 }
 
-// Packs columns [col0, col0 + kNr) of B, all K tiles, NR-interleaved:
-// out[(t * tile + kk) * kNr + c]; columns past N are +0, K past the end is
-// not written (as in pack_a).
-__attribute__((target("avx2"))) void pack_b(const FastGemmArgs& args, uint32_t col0, uint32_t k_tiles,
-                                            float* out, ExponentRange* ranges) {
+// Packs i in [i0, i0 + kWidth) of a source whose i is contiguous (B, or A
+// read as the transpose's left operand), laid out as pack_across's.
+template <uint32_t kWidth>
+__attribute__((target("avx2"))) void pack_along(const FastGemmArgs& args, const Source& source, uint32_t i0,
+                                                uint32_t k_tiles, float* out, ExponentRange* ranges) {
+  static_assert(kWidth < 8 || kWidth % 8 == 0, "a row is whole groups of eight, or fewer than eight");
+  constexpr uint32_t kGroups = (kWidth + 7) / 8, kLanes = kWidth < 8 ? kWidth : 8;
   const uint32_t tile = args.k_tile;
-  const uint32_t cols = col0 < args.n ? std::min(kNr, args.n - col0) : 0;
-  alignas(32) bf16_t padded[kNr] = {};  // a short row, then +0s
+  const uint32_t valid = i0 < source.extent ? std::min(kWidth, source.extent - i0) : 0;
+  const __m256i stored_lanes =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(int(kLanes)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  // A short row (the last panel's) is read in whole groups of eight where
+  // the bytes past it still lie inside the operand (a later row follows),
+  // and its lanes past the row are cleared; only the last few rows go
+  // through a copy. Groups wholly past the row are +0.
+  const uint32_t groups_read = (valid + 7) / 8, lanes_read = groups_read * 8;
+  __m128i keep[kGroups];
+  for (uint32_t g = 0; g < kGroups; ++g)
+    keep[g] = _mm_cmpgt_epi16(_mm_set1_epi16(short(std::min(8u, valid - std::min(valid, g * 8)))),
+                              _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7));
+  alignas(16) bf16_t padded[kGroups * 8] = {};  // a short row, then +0s
   for (uint32_t t = 0; t < k_tiles; ++t) {
     __m256i min_nonzero = _mm256_set1_epi32(255), max = _mm256_setzero_si256();
     for (uint32_t k = t * tile; k < t * tile + tile_depth(args, t); ++k) {
-      const uint8_t* row = args.b + (uint64_t(k) * args.ldb + col0) * sizeof(bf16_t);
-      if (cols < kNr) {
-        std::memcpy(padded, row, cols * sizeof(bf16_t));
+      const uint8_t* row = source.at(i0, k);
+      const bool copy = valid < lanes_read && uint64_t(args.k - 1 - k) * source.k_stride < lanes_read - valid;
+      if (copy) {
+        std::memcpy(padded, row, valid * sizeof(bf16_t));
         row = reinterpret_cast<const uint8_t*>(padded);
       }
-      float* packed = out + uint64_t(k) * kNr;
-      for (uint32_t half = 0; half < 2; ++half)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + half * 8),
-                            decode8(row + half * 8 * sizeof(bf16_t), min_nonzero, max));
+      float* packed = out + uint64_t(k) * kWidth;
+      for (uint32_t g = 0; g < kGroups; ++g) {
+        __m256i values = _mm256_setzero_si256();
+        if (g < groups_read) {
+          const __m128i bits =
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + g * 8 * sizeof(bf16_t)));
+          values = decode8(copy ? bits : _mm_and_si128(bits, keep[g]), min_nonzero, max);
+        }
+        if constexpr (kLanes == 8)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + g * 8), values);
+        else
+          _mm256_maskstore_ps(packed, stored_lanes, _mm256_castsi256_ps(values));
+      }
     }
     ranges[t] = merged(ExponentRange(), min_nonzero, max);
   }
 }
 
-// Loop nest: for each kNc-column block of B (packed by all threads), each
-// thread takes blocks of up to kMc rows of C (smaller blocks when C has few
-// rows, so that every thread gets about as many: the MLP's 64 rows made one
-// block of 48 and one of 16); for each K tile, each NR-column micro
-// panel of that tile (8 KiB at k_tile 128, kept in L1) meets every MR-row
-// micro panel of A in the block. The block's fp32 accumulators stay in L2
-// across K tiles and are finished (bias, ReLU, conversion) at the end.
-void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
-  constexpr uint32_t kMc = 8 * kMr;  // rows of C per thread work item
+template <uint32_t kWidth>
+void pack(const FastGemmArgs& args, const Source& source, uint32_t i0, uint32_t k_tiles, float* out,
+          ExponentRange* ranges) {
+  if (source.k_stride == 1)
+    pack_across<kWidth>(args, source, i0, k_tiles, out, ranges);
+  else
+    pack_along<kWidth>(args, source, i0, k_tiles, out, ranges);
+}
+
+// For a left panel the micro-kernel reads in place (rows [i0, i0 + rows)
+// of A): one exponent range over all its K, given to each of its K tiles.
+void range_in_place(const FastGemmArgs& args, const Source& source, uint32_t i0, uint32_t rows,
+                    uint32_t k_tiles, ExponentRange* ranges) {
+  const uint32_t valid = i0 < source.extent ? std::min(rows, source.extent - i0) : 0;
+  ExponentRange range;
+  if (source.i_stride == args.k)  // the rows lie end to end
+    range = scan_range(source.at(i0, 0), uint64_t(valid) * args.k, range);
+  else
+    for (uint32_t r = 0; r < valid; ++r) range = scan_range(source.at(i0 + r, 0), args.k, range);
+  std::fill(ranges, ranges + k_tiles, range);
+}
+
+// The output stage for a block of C's transpose: `block` holds rows n0..
+// (of C^T, so C's columns) and kNr columns m0.. (C's rows), `rows` of them
+// inside C^T. Eight by eight, transposed in registers into C's rows.
+template <uint32_t kMr, uint32_t kNr>
+__attribute__((target("avx2"))) void store_transposed(const FastGemmArgs& args, const float* block,
+                                                      uint32_t n0, uint32_t m0) {
+  const bool whole8 = !(args.flags & spec::flag::kOutputBf16);
+  for (uint32_t r0 = 0; r0 < kMr; r0 += 8)
+    for (uint32_t c0 = 0; c0 < kNr; c0 += 8) {
+      const uint32_t n = n0 + r0;
+      if (n >= args.n || m0 + c0 >= args.m) continue;
+      __m256 v[8];
+      for (uint32_t r = 0; r < 8; ++r)
+        v[r] = r0 + r < kMr ? _mm256_loadu_ps(block + (r0 + r) * kNr + c0) : _mm256_setzero_ps();
+      detail::transpose8x8(v);  // v[c]: C's row m0 + c0 + c, columns n..n+7
+      for (uint32_t c = 0; c < 8 && m0 + c0 + c < args.m; ++c) {
+        const uint32_t m = m0 + c0 + c;
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, v[c]);
+        if (whole8 && n + 8 <= args.n && r0 + 8 <= kMr) {
+          store_output8(args, m, n, lanes);
+          continue;
+        }
+        for (uint32_t j = 0; j < 8 && r0 + j < kMr && n + j < args.n; ++j)
+          store_output(args, m, n + j, lanes[j]);
+      }
+    }
+}
+
+// Loop nest: for each kNc-column block of the right operand (packed by all
+// threads), each thread takes blocks of up to kMc rows (smaller blocks when
+// there are few rows, so that every thread gets about as many: the MLP's
+// 64 rows made one block of 48 and one of 16); for each K tile, each
+// kNr-wide micro panel of that tile (8 to 16 KiB at k_tile 128, kept in
+// L1) meets every kMr-row micro panel of the left operand in the block.
+// The block's fp32 accumulators stay in L2 across K tiles and are finished
+// (bias, ReLU, conversion) at the end, or by the micro-kernel of the last
+// K tile where it can write C itself.
+//
+// `transposed` computes C's transpose, C^T = B^T A^T (B's columns are the
+// nest's rows): the same sums in the same K order, so the same bits, in a
+// layout that fills the kernel's kNr columns when C has only a few (the
+// 10 logits).
+template <class Kernel>
+void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
+  constexpr uint32_t kMr = Kernel::kMr, kNr = Kernel::kNr;
+  constexpr uint32_t kMc = 8 * kMr;  // rows per thread work item
+  const Source a{args.a, args.lda, 1, args.m}, b{args.b, 1, args.ldb, args.n};
+  const Source& left = transposed ? b : a;
+  const Source& right = transposed ? a : b;
+  const uint32_t rows = left.extent, cols = right.extent;
   const uint32_t tile = args.k_tile;
   const uint32_t k_tiles = (args.k + tile - 1) / tile;
   const uint64_t k_padded = uint64_t(k_tiles) * tile;
-  const uint32_t row_panels = (args.m + kMr - 1) / kMr;
-  const uint32_t col_panels = (args.n + kNr - 1) / kNr;
+  const uint32_t row_panels = (rows + kMr - 1) / kMr;
+  const uint32_t col_panels = (cols + kNr - 1) / kNr;
   const uint32_t panels_per_nc = kNc / kNr;
-  // With several threads, at least four work items each where the rows
-  // allow.
+  // Two ways to share the work. With many rows, the threads pack each
+  // column block together and split its rows, at least four row blocks
+  // each where the rows allow. With few rows (each thread would get less
+  // than two full row blocks), each thread takes whole column groups,
+  // packs them itself and runs every row against them: small row blocks
+  // would reload a shared column tile from another core's cache for every
+  // few rows.
+  const bool split_columns = threads > 1 && row_panels <= 2 * threads * (kMc / kMr) && col_panels >= threads;
   const uint32_t panels_per_mc =
-      threads > 1 ? std::clamp((row_panels + 4 * threads - 1) / (4 * threads), 1u, kMc / kMr) : kMc / kMr;
+      threads > 1 && !split_columns
+          ? std::clamp((row_panels + 4 * threads - 1) / (4 * threads), 1u, kMc / kMr)
+          : kMc / kMr;
   const uint32_t row_blocks = (row_panels + panels_per_mc - 1) / panels_per_mc;
+  const uint32_t group_panels = std::min(panels_per_nc, (col_panels + threads - 1) / threads);
+  // A left operand that meets a single column panel is used once: the
+  // kernels that can read it in place skip packing it.
+  const bool left_in_place = Kernel::kReadsLeftInPlace && !transposed && col_panels == 1;
 
-  thread_local Workspace a_workspace, b_workspace;
-  float* const a_packed = a_workspace.get(row_panels * k_padded * kMr);
-  float* const b_packed = b_workspace.get(panels_per_nc * k_padded * kNr);
-  std::vector<ExponentRange> a_ranges(std::size_t(row_panels) * k_tiles);
-  std::vector<ExponentRange> b_ranges(std::size_t(panels_per_nc) * k_tiles);
+  thread_local Workspace<float> left_workspace;
+  thread_local Workspace<ExponentRange> left_range_workspace;
+  float* const left_packed = left_in_place ? nullptr : left_workspace.get(row_panels * k_padded * kMr);
+  ExponentRange* const left_ranges = left_range_workspace.get(std::size_t(row_panels) * k_tiles);
+  // The column block the threads share (split_columns: each thread's own).
+  thread_local Workspace<float> shared_right_workspace;
+  thread_local Workspace<ExponentRange> shared_right_range_workspace;
+  float* const shared_right =
+      split_columns ? nullptr : shared_right_workspace.get(panels_per_nc * k_padded * kNr);
+  ExponentRange* const shared_right_ranges =
+      split_columns ? nullptr : shared_right_range_workspace.get(std::size_t(panels_per_nc) * k_tiles);
+  const bool bf16_output = args.flags & spec::flag::kOutputBf16;
+  const bool accumulate = args.flags & spec::flag::kAccumulate;
+
+  // The right operand's column block from panel nc_panel0 is packed into
+  // `packed` (and its exponent ranges into `ranges`); this packs its panel
+  // `local`.
+  auto pack_right = [&](uint32_t nc_panel0, uint32_t local, float* packed, ExponentRange* ranges) {
+    pack<kNr>(args, right, (nc_panel0 + local) * kNr, k_tiles, packed + local * k_padded * kNr,
+              &ranges[std::size_t(local) * k_tiles]);
+  };
 
   // Each thread's share; the worksharing loops inside bind to the parallel
   // region when there is one. One thread calls it directly: an OpenMP
   // region costs a few microseconds even for a team of one.
   auto work = [&] {
     const numerics::FlushToZero flush_to_zero;
-    thread_local Workspace accumulator_workspace;
+    thread_local Workspace<float> accumulator_workspace;
     float* const accumulators = accumulator_workspace.get(std::size_t(kMc) * kNc);
 
 #pragma omp for schedule(static)
-    for (uint32_t panel = 0; panel < row_panels; ++panel)
-      pack_a(args, panel * kMr, k_tiles, a_packed + panel * k_padded * kMr,
-             &a_ranges[std::size_t(panel) * k_tiles]);
+    for (uint32_t panel = 0; panel < row_panels; ++panel) {
+      ExponentRange* const ranges = &left_ranges[std::size_t(panel) * k_tiles];
+      if (left_in_place)
+        range_in_place(args, left, panel * kMr, kMr, k_tiles, ranges);
+      else
+        pack<kMr>(args, left, panel * kMr, k_tiles, left_packed + panel * k_padded * kMr, ranges);
+    }
 
+    // Row block `block` against the packed right panels [nc_panel0,
+    // nc_panel0 + nc_panels): all K tiles, then the output stage.
+    auto compute = [&](uint32_t block, uint32_t nc_panel0, uint32_t nc_panels, const float* right_packed,
+                       const ExponentRange* right_ranges) {
+      const uint32_t panel0 = block * panels_per_mc;
+      const uint32_t mc_panels = std::min(panels_per_mc, row_panels - panel0);
+      auto accumulator = [&](uint32_t i, uint32_t j) {
+        return accumulators + (std::size_t(i) * panels_per_nc + j) * kMr * kNr;
+      };
+      // The part of panel pair (i, j) inside the nest's rows and columns.
+      auto rows_in = [&](uint32_t i) { return std::min(kMr, rows - std::min(rows, (panel0 + i) * kMr)); };
+      auto cols_in = [&](uint32_t j) { return std::min(kNr, cols - std::min(cols, (nc_panel0 + j) * kNr)); };
+      // A panel pair the micro-kernel of its last K tile finishes into C.
+      auto direct = [&](uint32_t i, uint32_t j) {
+        return !bf16_output && !transposed &&
+               (Kernel::kFinishesPartialBlocks || (rows_in(i) == kMr && cols_in(j) == kNr));
+      };
+      // Calls whole8(accumulators, m, n) for each 8 accumulators of a
+      // panel row that lie inside C (row m, columns n..n+7) and one(element,
+      // m, n) for each of the rest inside C, in the panel pairs (i, j) that
+      // `chosen` picks. Transposed, everything goes through one().
+      auto for_each_output = [&](auto whole8, auto one, auto chosen) {
+        for (uint32_t i = 0; i < mc_panels; ++i)
+          for (uint32_t j = 0; j < nc_panels; ++j) {
+            if (!chosen(i, j)) continue;
+            for (uint32_t r = 0; r < rows_in(i); ++r) {
+              const uint32_t row = (panel0 + i) * kMr + r, col0 = (nc_panel0 + j) * kNr;
+              float* values = accumulator(i, j) + r * kNr;
+              uint32_t c = 0;
+              if (!transposed)
+                for (; c + 8 <= cols_in(j); c += 8) whole8(values + c, row, col0 + c);
+              for (; c < cols_in(j); ++c) {
+                if (transposed)
+                  one(values[c], col0 + c, row);
+                else
+                  one(values[c], row, col0 + c);
+              }
+            }
+          }
+      };
+      auto load_one = [&](float& acc, uint32_t m, uint32_t n) { acc = initial_accumulator(args, m, n); };
+      auto store_one = [&](float& acc, uint32_t m, uint32_t n) { store_output(args, m, n, acc); };
+      auto load8 = [&](float* acc, uint32_t m, uint32_t n) { load_accumulators8(args, m, n, acc); };
+      auto store8 = [&](float* acc, uint32_t m, uint32_t n) { store_output8(args, m, n, acc); };
+      // bf16 C has no 8-wide form: its 8 go one at a time.
+      auto by_one = [](auto one) {
+        return [one](float* acc, uint32_t m, uint32_t n) {
+          for (uint32_t c = 0; c < 8; ++c) one(acc[c], m, n + c);
+        };
+      };
+      if (accumulate) {
+        auto every = [](uint32_t, uint32_t) { return true; };
+        if (bf16_output)
+          for_each_output(by_one(load_one), load_one, every);
+        else
+          for_each_output(load8, load_one, every);
+      }
+      for (uint32_t t = 0; t < k_tiles; ++t) {
+        const uint32_t depth = tile_depth(args, t);
+        const bool from_zero = t == 0 && !accumulate, last = t + 1 == k_tiles;
+        for (uint32_t j = 0; j < nc_panels; ++j) {
+          const float* right_tile = right_packed + (j * k_padded + uint64_t(t) * tile) * kNr;
+          const ExponentRange& right_range = right_ranges[std::size_t(j) * k_tiles + t];
+          for (uint32_t i = 0; i < mc_panels; ++i) {
+            const uint32_t panel = panel0 + i;
+            const float* left_tile = left_packed + (panel * k_padded + uint64_t(t) * tile) * kMr;
+            const Finish finish{&args, panel * kMr, (nc_panel0 + j) * kNr, rows_in(i), cols_in(j)};
+            const Finish* finishing = last && direct(i, j) ? &finish : nullptr;
+            const bool fused = fma_safe(left_ranges[std::size_t(panel) * k_tiles + t], right_range);
+            if constexpr (Kernel::kReadsLeftInPlace) {
+              if (left_in_place) {
+                const uint8_t* rows0 = left.at(uint64_t(panel) * kMr, uint64_t(t) * tile);
+                const uint64_t lda_bytes = uint64_t(args.lda) * sizeof(bf16_t);
+                if (fused)
+                  Kernel::template run_in_place<true>(rows0, lda_bytes, rows_in(i), right_tile, depth,
+                                                      accumulator(i, j), from_zero, finishing);
+                else
+                  Kernel::template run_in_place<false>(rows0, lda_bytes, rows_in(i), right_tile, depth,
+                                                       accumulator(i, j), from_zero, finishing);
+                continue;
+              }
+            }
+            if (fused)
+              Kernel::template run<true>(left_tile, right_tile, depth, accumulator(i, j), from_zero,
+                                         finishing);
+            else
+              Kernel::template run<false>(left_tile, right_tile, depth, accumulator(i, j), from_zero,
+                                          finishing);
+          }
+        }
+      }
+      auto rest = [&](uint32_t i, uint32_t j) { return !direct(i, j); };
+      if (transposed) {
+        for (uint32_t i = 0; i < mc_panels; ++i)
+          for (uint32_t j = 0; j < nc_panels; ++j)
+            store_transposed<kMr, kNr>(args, accumulator(i, j), (panel0 + i) * kMr, (nc_panel0 + j) * kNr);
+      } else if (bf16_output) {
+        for_each_output(by_one(store_one), store_one, rest);
+      } else {
+        for_each_output(store8, store_one, rest);
+      }
+    };
+
+    if (split_columns) {
+      thread_local Workspace<float> right_workspace;
+      thread_local Workspace<ExponentRange> right_range_workspace;
+      float* const right_packed = right_workspace.get(group_panels * k_padded * kNr);
+      ExponentRange* const right_ranges = right_range_workspace.get(std::size_t(group_panels) * k_tiles);
+      // (the implicit barrier above: the left operand is packed)
+#pragma omp for schedule(static)
+      for (uint32_t nc_panel0 = 0; nc_panel0 < col_panels; nc_panel0 += group_panels) {
+        const uint32_t nc_panels = std::min(group_panels, col_panels - nc_panel0);
+        for (uint32_t local = 0; local < nc_panels; ++local)
+          pack_right(nc_panel0, local, right_packed, right_ranges);
+        for (uint32_t block = 0; block < row_blocks; ++block)
+          compute(block, nc_panel0, nc_panels, right_packed, right_ranges);
+      }
+      return;
+    }
     for (uint32_t nc_panel0 = 0; nc_panel0 < col_panels; nc_panel0 += panels_per_nc) {
       const uint32_t nc_panels = std::min(panels_per_nc, col_panels - nc_panel0);
 #pragma omp for schedule(static)
       for (uint32_t local = 0; local < nc_panels; ++local)
-        pack_b(args, (nc_panel0 + local) * kNr, k_tiles, b_packed + local * k_padded * kNr,
-               &b_ranges[std::size_t(local) * k_tiles]);
-        // (implicit barrier: the B block is packed before anyone uses it)
-
+        pack_right(nc_panel0, local, shared_right, shared_right_ranges);
+        // (implicit barrier: the block is packed before anyone uses it)
 #pragma omp for schedule(dynamic, 1)
-      for (uint32_t block = 0; block < row_blocks; ++block) {
-        const uint32_t panel0 = block * panels_per_mc;
-        const uint32_t mc_panels = std::min(panels_per_mc, row_panels - panel0);
-        auto accumulator = [&](uint32_t i, uint32_t j) {
-          return accumulators + (std::size_t(i) * panels_per_nc + j) * kMr * kNr;
-        };
-        // Calls whole8(accumulators, m, n) for each 8 accumulators of a
-        // panel row that lie inside C (row m, columns n..n+7) and one(element,
-        // m, n) for each of the rest inside C, in the panel pairs (i, j) that
-        // `chosen` picks.
-        auto for_each_output = [&](auto whole8, auto one, auto chosen) {
-          for (uint32_t i = 0; i < mc_panels; ++i)
-            for (uint32_t j = 0; j < nc_panels; ++j) {
-              if (!chosen(i, j)) continue;
-              for (uint32_t r = 0; r < kMr; ++r) {
-                const uint32_t m = (panel0 + i) * kMr + r, n0 = (nc_panel0 + j) * kNr;
-                if (m >= args.m) break;
-                float* row = accumulator(i, j) + r * kNr;
-                for (uint32_t c = 0; c < kNr; c += 8) {
-                  if (n0 + c + 8 <= args.n) {
-                    whole8(row + c, m, n0 + c);
-                    continue;
-                  }
-                  for (uint32_t n = n0 + c; n < std::min(args.n, n0 + c + 8); ++n) one(row[n - n0], m, n);
-                }
-              }
-            }
-        };
-        const bool bf16_output = args.flags & spec::flag::kOutputBf16;
-        auto load_one = [&](float& acc, uint32_t m, uint32_t n) { acc = initial_accumulator(args, m, n); };
-        auto store_one = [&](float& acc, uint32_t m, uint32_t n) { store_output(args, m, n, acc); };
-        auto load8 = [&](float* acc, uint32_t m, uint32_t n) { load_accumulators8(args, m, n, acc); };
-        auto store8 = [&](float* acc, uint32_t m, uint32_t n) { store_output8(args, m, n, acc); };
-        // bf16 C has no 8-wide form: its 8 go one at a time.
-        auto by_one = [](auto one) {
-          return [one](float* acc, uint32_t m, uint32_t n) {
-            for (uint32_t c = 0; c < 8; ++c) one(acc[c], m, n + c);
-          };
-        };
-        // A panel pair wholly inside an fp32 C is finished by the
-        // micro-kernel of its last K tile; the others in for_each_output.
-        // Rows and columns past C accumulate values that are never stored.
-        auto direct = [&](uint32_t i, uint32_t j) {
-          return !bf16_output && (panel0 + i + 1) * kMr <= args.m && (nc_panel0 + j + 1) * kNr <= args.n;
-        };
-        const bool accumulate = args.flags & spec::flag::kAccumulate;
-        if (accumulate) {
-          auto every = [](uint32_t, uint32_t) { return true; };
-          if (bf16_output)
-            for_each_output(by_one(load_one), load_one, every);
-          else
-            for_each_output(load8, load_one, every);
-        }
-        for (uint32_t t = 0; t < k_tiles; ++t) {
-          const uint32_t depth = tile_depth(args, t);
-          const bool from_zero = t == 0 && !accumulate, last = t + 1 == k_tiles;
-          for (uint32_t j = 0; j < nc_panels; ++j) {
-            const float* b_tile = b_packed + (j * k_padded + uint64_t(t) * tile) * kNr;
-            const ExponentRange& b_range = b_ranges[std::size_t(j) * k_tiles + t];
-            for (uint32_t i = 0; i < mc_panels; ++i) {
-              const uint32_t panel = panel0 + i;
-              const float* a_tile = a_packed + (panel * k_padded + uint64_t(t) * tile) * kMr;
-              const FastGemmArgs* finish = last && direct(i, j) ? &args : nullptr;
-              const uint32_t m0 = panel * kMr, n0 = (nc_panel0 + j) * kNr;
-              if (fma_safe(a_ranges[std::size_t(panel) * k_tiles + t], b_range))
-                micro_kernel<true>(a_tile, b_tile, depth, accumulator(i, j), from_zero, finish, m0, n0);
-              else
-                micro_kernel<false>(a_tile, b_tile, depth, accumulator(i, j), from_zero, finish, m0, n0);
-            }
-          }
-        }
-        auto rest = [&](uint32_t i, uint32_t j) { return !direct(i, j); };
-        if (bf16_output)
-          for_each_output(by_one(store_one), store_one, rest);
-        else
-          for_each_output(store8, store_one, rest);
-      }
-      // (implicit barrier: everyone is done with this B block)
+      for (uint32_t block = 0; block < row_blocks; ++block)
+        compute(block, nc_panel0, nc_panels, shared_right, shared_right_ranges);
+      // (implicit barrier: everyone is done with this block)
     }
   };
   if (threads > 1) {
@@ -472,18 +817,50 @@ void avx2_gemm(const FastGemmArgs& args, uint32_t threads) {
   }
 }
 
-#endif  // SYSTOLE_HAVE_X86
-
-// True when the CPU has the AVX2 + FMA the fast kernels need.
-bool has_avx2_fma() {
-#if SYSTOLE_HAVE_X86
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
+// Whether the nest computes C's transpose: when that pads the product to
+// clearly fewer kMr x kNr blocks' worth of work (C with fewer columns than
+// the kernel has, and more rows).
+template <class Kernel>
+bool transpose_pays(const FastGemmArgs& args) {
+  // C no wider than one column panel: a kernel that reads A in place
+  // packs nothing but B's few columns, which costs less than any padding.
+  if (Kernel::kReadsLeftInPlace && args.n <= Kernel::kNr) return false;
+  auto padded = [](uint64_t rows, uint64_t cols) {
+    return (rows + Kernel::kMr - 1) / Kernel::kMr * Kernel::kMr *
+           ((cols + Kernel::kNr - 1) / Kernel::kNr * Kernel::kNr);
+  };
+  return 4 * padded(args.n, args.m) < 3 * padded(args.m, args.n);
 }
 
+template <class Kernel>
+void blocked_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmOrder order) {
+  const bool transposed =
+      order == FastGemmOrder::kAuto ? transpose_pays<Kernel>(args) : order == FastGemmOrder::kTransposed;
+  blocked_gemm<Kernel>(args, threads, transposed);
+}
+
+#endif  // SYSTOLE_HAVE_X86
+
 }  // namespace
+
+bool fast_gemm_supports(FastGemmIsa isa) {
+  switch (isa) {
+    case FastGemmIsa::kAuto:
+    case FastGemmIsa::kPortable:
+      return true;
+#if SYSTOLE_HAVE_X86
+    case FastGemmIsa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case FastGemmIsa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             fast_gemm_supports(FastGemmIsa::kAvx2);
+#else
+    default:
+      return false;
+#endif
+  }
+  return false;
+}
 
 FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port, const uint8_t* b_port,
                             uint8_t* c_port, uint32_t k_tile) {
@@ -503,16 +880,22 @@ FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port
   return args;
 }
 
-void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa) {
-#if SYSTOLE_HAVE_X86
-  if (isa == FastGemmIsa::kAuto && has_avx2_fma()) {
-    // Below about 2 M multiply-adds (20 us on one core) waking another
-    // thread costs more than it saves; the bits do not depend on it.
-    constexpr uint64_t kMacsPerExtraThread = 1 << 21;
-    const uint64_t macs = uint64_t(args.m) * args.n * args.k;
-    avx2_gemm(args, uint32_t(std::clamp<uint64_t>(macs / kMacsPerExtraThread, 1, std::max(threads, 1u))));
-    return;
+void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa, FastGemmOrder order) {
+  if (isa == FastGemmIsa::kAuto) {
+    static const FastGemmIsa best = fast_gemm_supports(FastGemmIsa::kAvx512) ? FastGemmIsa::kAvx512
+                                    : fast_gemm_supports(FastGemmIsa::kAvx2) ? FastGemmIsa::kAvx2
+                                                                             : FastGemmIsa::kPortable;
+    isa = best;
   }
+  if (!fast_gemm_supports(isa)) isa = FastGemmIsa::kPortable;
+#if SYSTOLE_HAVE_X86
+  // Below about 2 M multiply-adds (20 us on one core) waking another
+  // thread costs more than it saves; the bits do not depend on it.
+  constexpr uint64_t kMacsPerExtraThread = 1 << 21;
+  const uint64_t macs = uint64_t(args.m) * args.n * args.k;
+  const uint32_t team = uint32_t(std::clamp<uint64_t>(macs / kMacsPerExtraThread, 1, std::max(threads, 1u)));
+  if (isa == FastGemmIsa::kAvx512) return blocked_gemm<Avx512Kernel>(args, team, order);
+  if (isa == FastGemmIsa::kAvx2) return blocked_gemm<Avx2Kernel>(args, team, order);
 #endif
   portable_gemm(args);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fast bit-exact GEMM of the sw_emu backend: the same bits as the HLS
-// kernel (hw/spec/NUMERICS.md), computed with AVX2/FMA on several threads.
+// kernel (hw/spec/NUMERICS.md), computed with AVX-512 or AVX2/FMA on
+// several threads.
 #pragma once
 
 #include <cstdint>
@@ -26,11 +27,24 @@ struct FastGemmArgs {
 FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port, const uint8_t* b_port,
                             uint8_t* c_port, uint32_t k_tile);
 
+// The code that computes it. Every choice gives the same bits.
 enum class FastGemmIsa {
-  kAuto,      // AVX2 + FMA when the CPU has them, else portable
+  kAuto,      // the widest of the others this CPU has
+  kAvx512,    // AVX-512 F and BW: 8 x 32 blocks of C
+  kAvx2,      // AVX2 + FMA: 6 x 16 blocks
   kPortable,  // plain C++ in the contract's order (slow; for other hosts)
 };
 
-void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa = FastGemmIsa::kAuto);
+// Whether this CPU (and OS) runs `isa`.
+bool fast_gemm_supports(FastGemmIsa isa);
+
+// The layout of the blocked loop nest: C, or its transpose C^T = B^T A^T
+// (chosen when C has too few columns to fill the kernel's blocks).
+enum class FastGemmOrder { kAuto, kDirect, kTransposed };
+
+// Computes the descriptor's product on up to `threads` threads. An `isa`
+// the CPU does not have runs the portable code.
+void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa = FastGemmIsa::kAuto,
+               FastGemmOrder order = FastGemmOrder::kAuto);
 
 }  // namespace systole::sw_emu

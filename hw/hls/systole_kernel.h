@@ -113,34 +113,52 @@ WRITE_BEATS:
   bus_bytes += beats_spanned(addr, bytes) * kBeatBytes;
 }
 
+constexpr uint64_t gcd_u64(uint64_t a, uint64_t b) {
+  while (b != 0) {
+    const uint64_t rest = a % b;
+    a = b;
+    b = rest;
+  }
+  return a;
+}
+
+// beats_spanned summed over `count` rows of `bytes` bytes, the first at
+// `addr` and each `stride` bytes after the one before. A row's beats depend
+// only on where it starts within a beat, which repeats every kBeatBytes /
+// gcd(stride, kBeatBytes) rows, so at most kBeatBytes rows are looked at.
+constexpr uint64_t rows_beats(uint64_t addr, uint64_t stride, uint64_t count, uint64_t bytes) {
+  const uint64_t period = kBeatBytes / gcd_u64(stride % kBeatBytes, kBeatBytes);
+  uint64_t beats = 0;
+  for (uint64_t row = 0; row < period && row < count; ++row)
+    beats += beats_spanned(addr + row * stride, bytes) * ((count - row + period - 1) / period);
+  return beats;
+}
+
 // Bus bytes one GEMM descriptor moves, following the access pattern of
-// execute_gemm below (the fast sw_emu path reports this; a test checks that
-// the kernel's own count agrees).
+// execute_gemm below, one row at a time (the fast sw_emu path reports this;
+// a test checks that the kernel's own count agrees).
 inline void add_descriptor_traffic(const spec::GemmDescriptor& d, const spec::ArrayShape& shape,
                                    spec::PerfCounters& counters) {
   using spec::kBf16Bytes;
   using spec::kFp32Bytes;
   const uint32_t c_bytes = spec::output_element_bytes(d.flags);
   for (uint32_t k0 = 0; k0 < d.k; k0 += shape.rows)
-    for (uint32_t m = 0; m < d.m; ++m)
-      counters.dma_read_bytes += beats_spanned(d.a_addr + (uint64_t(m) * d.lda + k0) * kBf16Bytes,
-                                               uint64_t(min_u32(shape.rows, d.k - k0)) * kBf16Bytes) *
-                                 kBeatBytes;
+    counters.dma_read_bytes += rows_beats(d.a_addr + uint64_t(k0) * kBf16Bytes, uint64_t(d.lda) * kBf16Bytes,
+                                          d.m, uint64_t(min_u32(shape.rows, d.k - k0)) * kBf16Bytes) *
+                               kBeatBytes;
   for (uint32_t n0 = 0; n0 < d.n; n0 += shape.cols) {
     const uint32_t cols = min_u32(shape.cols, d.n - n0);
-    for (uint32_t k = 0; k < d.k; ++k)
-      counters.dma_read_bytes +=
-          beats_spanned(d.b_addr + (uint64_t(k) * d.ldb + n0) * kBf16Bytes, uint64_t(cols) * kBf16Bytes) *
-          kBeatBytes;
+    counters.dma_read_bytes += rows_beats(d.b_addr + uint64_t(n0) * kBf16Bytes, uint64_t(d.ldb) * kBf16Bytes,
+                                          d.k, uint64_t(cols) * kBf16Bytes) *
+                               kBeatBytes;
     if (d.flags & spec::flag::kBias)
       counters.dma_read_bytes +=
           beats_spanned(d.bias_addr + uint64_t(n0) * kFp32Bytes, uint64_t(cols) * kFp32Bytes) * kBeatBytes;
-    for (uint32_t m = 0; m < d.m; ++m) {
-      const uint64_t row = d.c_addr + (uint64_t(m) * d.ldc + n0) * c_bytes;
-      const uint64_t beats = beats_spanned(row, uint64_t(cols) * c_bytes) * kBeatBytes;
-      if (d.flags & spec::flag::kAccumulate) counters.dma_read_bytes += beats;
-      counters.dma_write_bytes += beats;
-    }
+    const uint64_t c_beats = rows_beats(d.c_addr + uint64_t(n0) * c_bytes, uint64_t(d.ldc) * c_bytes, d.m,
+                                        uint64_t(cols) * c_bytes) *
+                             kBeatBytes;
+    if (d.flags & spec::flag::kAccumulate) counters.dma_read_bytes += c_beats;
+    counters.dma_write_bytes += c_beats;
   }
 }
 

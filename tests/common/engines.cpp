@@ -88,13 +88,14 @@ Outcome run_reference(const Workload& workload, uint32_t rows) {
   return outcome;
 }
 
-Outcome run_portable(const Workload& workload, uint32_t rows) {
+Outcome run_fast(const Workload& workload, uint32_t rows, sw_emu::FastGemmIsa isa,
+                 sw_emu::FastGemmOrder order, uint32_t threads) {
   Outcome outcome;
   outcome.memory = workload.memory;
   uint8_t* base = outcome.memory.data();
   for (const spec::GemmDescriptor& d : workload.descriptors) {
     const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(d, base, base, base, rows);
-    sw_emu::fast_gemm(args, 1, sw_emu::FastGemmIsa::kPortable);
+    sw_emu::fast_gemm(args, threads, isa, order);
   }
   return outcome;
 }

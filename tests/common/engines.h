@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/random_workload.h"
+#include "fast_gemm.h"
 #include "systole/driver.h"
 
 namespace systole::testing {
@@ -38,8 +39,12 @@ Outcome run_on_device(Device& device, const std::vector<uint8_t>& memory, const 
 // tests/reference, descriptor after descriptor.
 Outcome run_reference(const Workload& workload, uint32_t rows);
 
-// The fast path's portable (non-SIMD) code, called directly.
-Outcome run_portable(const Workload& workload, uint32_t rows);
+// The fast path called directly with one instruction set and loop order
+// (the device picks them itself), on `threads` threads. The caller checks
+// sw_emu::fast_gemm_supports(isa): an ISA this CPU lacks runs the portable
+// code.
+Outcome run_fast(const Workload& workload, uint32_t rows, sw_emu::FastGemmIsa isa,
+                 sw_emu::FastGemmOrder order, uint32_t threads);
 
 // "" when equal, else where and how the images differ.
 std::string first_difference(const std::vector<uint8_t>& expected, const std::vector<uint8_t>& actual);

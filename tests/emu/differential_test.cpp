@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Differential tests (label emu): the same random command lists through the
-// HLS kernel, the fast path (1 and 2 threads), the fast path's portable code
-// and the reference, compared byte for byte over the whole memory image
-// (outputs, and everything around them that must stay untouched).
+// HLS kernel, the fast path (1 and 2 threads; every instruction set this CPU
+// has and both loop orders, and its portable code) and the reference,
+// compared byte for byte over the whole memory image (outputs, and
+// everything around them that must stay untouched).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <tuple>
 
 #include "common/engines.h"
@@ -45,7 +47,8 @@ TEST_P(Differential, AllModelsAgreeToTheBit) {
     EXPECT_EQ(fast.counters.dma_write_bytes, hls.counters.dma_write_bytes);
     EXPECT_EQ(fast.counters.descriptors_done, hls.counters.descriptors_done);
   }
-  const Outcome portable = run_portable(workload, shape.rows);
+  const Outcome portable =
+      run_fast(workload, shape.rows, sw_emu::FastGemmIsa::kPortable, sw_emu::FastGemmOrder::kAuto, 1);
   EXPECT_EQ(first_difference(expected.memory, portable.memory), "") << "portable fast path vs reference";
 
   uint64_t macs = 0;
@@ -60,6 +63,58 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Values::kTypical, Values::kCancelling, Values::kExtreme),
                        ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u)),
     [](const ::testing::TestParamInfo<Param>& info) {
+      return std::to_string(std::get<0>(info.param)) + "x" + std::to_string(std::get<0>(info.param)) + "_" +
+             values_name(std::get<1>(info.param)) + "_seed" + std::to_string(std::get<2>(info.param));
+    });
+
+// The fast path's instruction sets and loop orders, each called directly,
+// on products as large as the 128x128 array's (up to 4 x 128 + 3 columns
+// and about as many rows: several of the engine's column and row blocks,
+// both ways of sharing them among threads, and C's transpose), against the
+// reference. The device picks one of them; this
+// checks every one this CPU can run, and says which it could not.
+using IsaParam = std::tuple<uint32_t /*array size*/, Values, uint32_t /*seed*/>;
+
+class FastEngine : public ::testing::TestWithParam<IsaParam> {};
+
+TEST_P(FastEngine, EveryInstructionSetAndOrderAgreesWithTheReference) {
+  const auto [size, values, seed] = GetParam();
+  WorkloadOptions options;
+  options.shape = spec::ArrayShape{size, size};
+  options.values = values;
+  options.descriptors = 4;
+  options.max_m = 4 * size + 30;  // past 2 threads' worth of the engine's row blocks at 128
+  const Workload workload = make_workload(seed, options);
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(size) + "x" + std::to_string(size) +
+               ", " + values_name(values) + " values, descriptors:\n" + workload.description);
+  const Outcome expected = run_reference(workload, size);
+  using sw_emu::FastGemmIsa;
+  using sw_emu::FastGemmOrder;
+  int ran = 0;
+  for (FastGemmIsa isa : {FastGemmIsa::kAvx512, FastGemmIsa::kAvx2}) {
+    const char* name = isa == FastGemmIsa::kAvx512 ? "AVX-512" : "AVX2";
+    if (!sw_emu::fast_gemm_supports(isa)) {
+      std::printf("this CPU has no %s: its fast path is not checked here\n", name);
+      continue;
+    }
+    for (FastGemmOrder order : {FastGemmOrder::kDirect, FastGemmOrder::kTransposed})
+      for (uint32_t threads : {1u, 2u}) {
+        const Outcome fast = run_fast(workload, size, isa, order, threads);
+        EXPECT_EQ(first_difference(expected.memory, fast.memory), "")
+            << name << (order == FastGemmOrder::kDirect ? ", C" : ", C's transpose") << ", " << threads
+            << " threads vs reference";
+        ++ran;
+      }
+  }
+  EXPECT_GT(ran, 0) << "no SIMD fast path runs on this CPU";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Emu, FastEngine,
+    ::testing::Combine(::testing::Values(8u, 128u),
+                       ::testing::Values(Values::kTypical, Values::kCancelling, Values::kExtreme),
+                       ::testing::Values(1u, 2u, 3u)),
+    [](const ::testing::TestParamInfo<IsaParam>& info) {
       return std::to_string(std::get<0>(info.param)) + "x" + std::to_string(std::get<0>(info.param)) + "_" +
              values_name(std::get<1>(info.param)) + "_seed" + std::to_string(std::get<2>(info.param));
     });
