@@ -5,11 +5,13 @@
 // sequence is the same for every backend.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "systole/driver.h"
 #include "systole/status.h"
@@ -24,6 +26,12 @@ class DeviceBackend {
   virtual uint32_t compute_units() const = 0;
   virtual uint32_t hbm_banks() const = 0;
   virtual uint64_t bank_bytes() const = 0;
+  // Host threads the caller of one unit may use for its own work on the
+  // unit's behalf (rounding operands to bf16): the cores shared among the
+  // units, unless the backend was told its threads per unit.
+  virtual uint32_t host_threads() const {
+    return std::max(1u, std::thread::hardware_concurrency() / std::max(1u, compute_units()));
+  }
 
   // Device memory. Addresses are device byte addresses.
   virtual Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) = 0;
@@ -74,6 +82,7 @@ class ForwardingBackend : public DeviceBackend {
   uint32_t compute_units() const override { return inner_->compute_units(); }
   uint32_t hbm_banks() const override { return inner_->hbm_banks(); }
   uint64_t bank_bytes() const override { return inner_->bank_bytes(); }
+  uint32_t host_threads() const override { return inner_->host_threads(); }
   Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
     return inner_->allocate(bytes, bank);
   }

@@ -97,6 +97,7 @@ Result<DeviceInfo> identify(detail::DeviceBackend& backend, const std::string& b
   // A kernel of interface 2.0 has no Features register (it reads as 0).
   info.features = backend.read_register(0, reg::kFeatures);
   info.compute_units = backend.compute_units();
+  info.host_threads = backend.host_threads();
   info.hbm_banks = backend.hbm_banks();
   info.bank_bytes = backend.bank_bytes();
   SYSTOLE_RETURN_IF_ERROR(backend.link_status());

@@ -10,8 +10,8 @@
 // tile, so a single-tile product never touches the accumulator block.
 //
 // Two micro-kernels: AVX-512 (8 x 32 blocks, masked stores for the blocks C
-// cuts short, and A read in place where packing it would not pay) and AVX2
-// + FMA (6 x 16), picked by the CPU. C with few columns (the 10 logits) may
+// cuts short, and A read in place as bf16 rows, unpacked) and AVX2 + FMA
+// (6 x 16), picked by the CPU. C with few columns (the 10 logits) may
 // be computed as its transpose, C^T = B^T A^T: the same sums in the same
 // order, so the same bits.
 //
@@ -257,9 +257,9 @@ __attribute__((target("avx512f"))) inline __m512 finish16(const FastGemmArgs& ar
 
 // AVX-512: 8 rows x 32 columns in 16 zmm registers, twice the AVX2
 // kernel's work per instruction. Masked stores let it finish blocks that C
-// cuts short too. It can also read the left operand in place, as bf16 rows
-// in device memory (run_in_place), where packing it would cost more than
-// it saves.
+// cuts short too. It reads A in place, as bf16 rows in device memory
+// (run_in_place); the packed form serves C's transpose, whose left operand
+// is B's columns.
 struct Avx512Kernel {
   static constexpr uint32_t kMr = 8, kNr = 32;
   static constexpr bool kFinishesPartialBlocks = true;
@@ -635,9 +635,10 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
           : kMc / kMr;
   const uint32_t row_blocks = (row_panels + panels_per_mc - 1) / panels_per_mc;
   const uint32_t group_panels = std::min(panels_per_nc, (col_panels + threads - 1) / threads);
-  // A left operand that meets a single column panel is used once: the
-  // kernels that can read it in place skip packing it.
-  const bool left_in_place = Kernel::kReadsLeftInPlace && !transposed && col_panels == 1;
+  // A kernel that reads A in place does not pack it: its extra broadcast
+  // work hides behind the FMAs, and packing would write A again in fp32
+  // and read it back (85 MB at the TPU CNN's 9216 x 2304 forward).
+  const bool left_in_place = Kernel::kReadsLeftInPlace && !transposed;
 
   thread_local Workspace<float> left_workspace;
   thread_local Workspace<ExponentRange> left_range_workspace;

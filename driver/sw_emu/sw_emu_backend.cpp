@@ -109,15 +109,14 @@ class SwEmuBackend final : public EmulatedBackend {
       : EmulatedBackend(options.hbm_banks, options.bank_bytes),
         shape_{options.array_rows, options.array_cols, spec::ArrayShape{}.m_limit, options.sw_emu_features} {
     const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
-    const uint32_t threads = options.threads_per_unit
-                                 ? options.threads_per_unit
-                                 : std::max(1u, cores / std::max(1u, options.compute_units));
+    threads_ = options.threads_per_unit ? options.threads_per_unit
+                                        : std::max(1u, cores / std::max(1u, options.compute_units));
     name_ = "sw_emu[" + std::to_string(index) + "] " + std::to_string(shape_.rows) + "x" +
             std::to_string(shape_.cols) + (options.engine == EmuEngine::kHls ? " hls" : " fast");
     for (uint32_t i = 0; i < options.compute_units; ++i) {
       auto unit = std::make_unique<Unit>();
       unit->engine = options.engine == EmuEngine::kHls ? make_hls_engine(shape_)
-                                                       : std::make_unique<FastEngine>(shape_, threads);
+                                                       : std::make_unique<FastEngine>(shape_, threads_);
       unit->worker = std::thread([this, u = unit.get()] { serve(*u); });
       units_.push_back(std::move(unit));
     }
@@ -136,6 +135,7 @@ class SwEmuBackend final : public EmulatedBackend {
 
   std::string name() const override { return name_; }
   uint32_t compute_units() const override { return uint32_t(units_.size()); }
+  uint32_t host_threads() const override { return threads_; }
 
   uint32_t read_register(uint32_t index, uint32_t offset) override {
     Unit& unit = *units_.at(index);
@@ -326,6 +326,7 @@ class SwEmuBackend final : public EmulatedBackend {
     unit.finished.notify_all();
   }
 
+  uint32_t threads_ = 1;  // the fast engine's, per unit
   spec::ArrayShape shape_;
   std::string name_;
   std::vector<std::unique_ptr<Unit>> units_;

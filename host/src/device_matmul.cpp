@@ -2,6 +2,8 @@
 // Matrix products on a compute unit: operands to bf16 (transposing on the
 // way), staged in the unit's banks, tiled by plan_gemm, one launch per call
 // list.
+#include <omp.h>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -82,12 +84,31 @@ __attribute__((target("avx2"))) void transpose_avx2(const float* x, uint32_t row
 }
 #endif
 
+// convert_rows on up to `threads` threads, each a band of rows. Below
+// about 64 K values (some 20 us) another thread costs more than it saves.
+void convert_rows_parallel(const float* x, uint32_t rows, uint32_t cols, uint32_t stride, uint16_t* out,
+                           uint32_t threads) {
+  constexpr uint64_t kValuesPerExtraThread = 1 << 16;
+  const uint32_t team = uint32_t(
+      std::clamp<uint64_t>(uint64_t(rows) * cols / kValuesPerExtraThread, 1, std::min(threads, rows)));
+  if (team <= 1) {
+    convert_rows(x, rows, cols, stride, out);
+    return;
+  }
+#pragma omp parallel num_threads(team)
+  {
+    const uint64_t part = uint64_t(omp_get_thread_num()), parts = uint64_t(omp_get_num_threads());
+    const uint32_t first = uint32_t(rows * part / parts), end = uint32_t(rows * (part + 1) / parts);
+    convert_rows(x + std::size_t(first) * stride, end - first, cols, stride, out + std::size_t(first) * cols);
+  }
+}
+
 // rows x cols of op(X) as bf16, row-major, from X (rows x cols, or cols x
-// rows when transposed; `stride` elements from one stored row to the next).
-// A transpose goes through `scratch` in fp32 so that the conversion runs
-// over contiguous arrays.
+// rows when transposed; `stride` elements from one stored row to the next),
+// rounded on up to `threads` threads. A transpose goes through `scratch` in
+// fp32 so that the conversion runs over contiguous arrays.
 void to_bf16(const float* x, uint32_t rows, uint32_t cols, bool transposed, uint32_t stride,
-             std::vector<float>& scratch, uint16_t* out) {
+             std::vector<float>& scratch, uint16_t* out, uint32_t threads) {
   if (transposed) {
     scratch.resize(std::size_t(rows) * cols);
 #if defined(__x86_64__)
@@ -99,7 +120,7 @@ void to_bf16(const float* x, uint32_t rows, uint32_t cols, bool transposed, uint
     x = scratch.data();
     stride = cols;
   }
-  convert_rows(x, rows, cols, stride, out);
+  convert_rows_parallel(x, rows, cols, stride, out, threads);
 }
 
 }  // namespace
@@ -173,7 +194,7 @@ Result<uint64_t> DeviceMatmul::stage(Slot& slot, const float* x, const OperandRo
   if (made)
     made->bf16(view);
   else
-    to_bf16(x, rows, cols, transposed, stride, transposed_, view);
+    to_bf16(x, rows, cols, transposed, stride, transposed_, view, device_.info().host_threads);
   SYSTOLE_RETURN_IF_ERROR(slot.buffer.sync(Buffer::SyncDirection::kToDevice, bytes, 0));
   return slot.buffer.address();
 }
