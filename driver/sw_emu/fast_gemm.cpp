@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "systole/descriptor.h"
@@ -543,12 +544,18 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
               if (left_in_place) {
                 const uint8_t* rows0 = left.at(uint64_t(panel) * kMr, uint64_t(t) * tile);
                 const uint64_t lda_bytes = uint64_t(args.lda) * sizeof(bf16_t);
+                auto in_place = [&](auto fused_kernel, auto halves) {
+                  Kernel::template run_in_place<fused_kernel(), halves()>(
+                      rows0, lda_bytes, rows_in(i), right_tile, depth, accumulator(i, j), from_zero,
+                      finishing);
+                };
+                using Half = std::integral_constant<uint32_t, 1>;
+                using Whole = std::integral_constant<uint32_t, 2>;
+                const bool half = cols_in(j) <= kNr / 2;
                 if (fused)
-                  Kernel::template run_in_place<true>(rows0, lda_bytes, rows_in(i), right_tile, depth,
-                                                      accumulator(i, j), from_zero, finishing);
+                  half ? in_place(std::true_type(), Half()) : in_place(std::true_type(), Whole());
                 else
-                  Kernel::template run_in_place<false>(rows0, lda_bytes, rows_in(i), right_tile, depth,
-                                                       accumulator(i, j), from_zero, finishing);
+                  half ? in_place(std::false_type(), Half()) : in_place(std::false_type(), Whole());
                 continue;
               }
             }

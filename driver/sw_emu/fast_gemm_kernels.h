@@ -158,17 +158,19 @@ struct Avx512Kernel {
     for (uint32_t r = 0; r < kMr; ++r) sum[r][0] = sum[r][1] = _mm512_setzero_ps();
     for (uint32_t k = 0; k < depth; ++k) {
 #pragma GCC unroll 8
-      for (uint32_t r = 0; r < kMr; ++r) multiply_add<kFused>(_mm512_set1_ps(a[r]), w, sum[r]);
+      for (uint32_t r = 0; r < kMr; ++r) multiply_add<kFused, 2>(_mm512_set1_ps(a[r]), w, sum[r]);
       a += kMr;
       w += kNr;
     }
-    store(sum, accumulator, from_zero, finish);
+    store<2>(sum, accumulator, from_zero, finish);
   }
 
   // `a` is the block's first row at the K tile's first K, rows `lda_bytes`
   // apart, of which `rows` lie inside C (the others read the last of those
-  // again; their sums are not stored).
-  template <bool kFused>
+  // again; their sums are not stored). kHalves = 1 computes only the
+  // block's first 16 columns, for a block C cuts to 16 or fewer (the 10
+  // logits): half the FMAs.
+  template <bool kFused, uint32_t kHalves>
   __attribute__((target("avx512f,avx512bw"))) static void run_in_place(const uint8_t* a, uint64_t lda_bytes,
                                                                        uint32_t rows, const float* w,
                                                                        uint32_t depth, float* accumulator,
@@ -186,27 +188,28 @@ struct Avx512Kernel {
         bf16_t bits;
         std::memcpy(&bits, row[r] + k * sizeof(bf16_t), sizeof bits);
         const __m512 ar = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_set1_epi16(short(bits)), 16));
-        multiply_add<kFused>(ar, w, sum[r]);
+        multiply_add<kFused, kHalves>(ar, w, sum[r]);
       }
       w += kNr;
     }
-    store(sum, accumulator, from_zero, finish);
+    store<kHalves>(sum, accumulator, from_zero, finish);
   }
 
  private:
-  template <bool kFused>
+  // sum[h] += ar * w[16h .. 16h + 15] for the first kHalves halves.
+  template <bool kFused, uint32_t kHalves>
   __attribute__((target("avx512f"), always_inline)) static inline void multiply_add(__m512 ar, const float* w,
                                                                                     __m512 (&sum)[2]) {
-    const __m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + 16);
-    if constexpr (kFused) {
-      sum[0] = _mm512_fmadd_ps(ar, w0, sum[0]);
-      sum[1] = _mm512_fmadd_ps(ar, w1, sum[1]);
-    } else {
-      sum[0] = _mm512_add_ps(sum[0], _mm512_mul_ps(ar, w0));
-      sum[1] = _mm512_add_ps(sum[1], _mm512_mul_ps(ar, w1));
+    for (uint32_t h = 0; h < kHalves; ++h) {
+      const __m512 wh = _mm512_loadu_ps(w + 16 * h);
+      if constexpr (kFused)
+        sum[h] = _mm512_fmadd_ps(ar, wh, sum[h]);
+      else
+        sum[h] = _mm512_add_ps(sum[h], _mm512_mul_ps(ar, wh));
     }
   }
 
+  template <uint32_t kHalves>
   __attribute__((target("avx512f"), always_inline)) static inline void store(__m512 (&sum)[kMr][2],
                                                                              float* accumulator,
                                                                              bool from_zero,
@@ -227,10 +230,11 @@ struct Avx512Kernel {
         float* out = reinterpret_cast<float*>(args.c + (uint64_t(finish->m0 + r) * args.ldc + finish->n0) *
                                                            sizeof(float));
         _mm512_mask_storeu_ps(out, lo_lanes, finish16(args, finish->n0, lo_lanes, lo));
-        _mm512_mask_storeu_ps(out + 16, hi_lanes, finish16(args, finish->n0 + 16, hi_lanes, hi));
+        if (kHalves == 2)
+          _mm512_mask_storeu_ps(out + 16, hi_lanes, finish16(args, finish->n0 + 16, hi_lanes, hi));
       } else {
         _mm512_storeu_ps(row, lo);
-        _mm512_storeu_ps(row + 16, hi);
+        if (kHalves == 2) _mm512_storeu_ps(row + 16, hi);
       }
     }
   }
