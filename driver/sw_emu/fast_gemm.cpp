@@ -27,7 +27,6 @@
 #include <cstring>
 #include <memory>
 #include <type_traits>
-#include <vector>
 
 #include "systole/descriptor.h"
 #include "systole/detail/transpose8.h"
@@ -390,8 +389,9 @@ __attribute__((target("avx2"))) void store_transposed(const FastGemmArgs& args, 
 // there are few rows, so that every thread gets about as many: the MLP's
 // 64 rows made one block of 48 and one of 16); for each K tile, each
 // kNr-wide micro panel of that tile (8 to 16 KiB at k_tile 128, kept in
-// L1) meets every kMr-row micro panel of the left operand in the block.
-// The block's fp32 accumulators stay in L2 across K tiles and are finished
+// L1) meets every kMr-row micro panel of the left operand in the block
+// (packed, or read in place by a kernel that can). The block's fp32
+// accumulators stay in L2 across K tiles and are finished
 // (bias, ReLU, conversion) at the end, or by the micro-kernel of the last
 // K tile where it can write C itself.
 //
@@ -536,7 +536,8 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
           const ExponentRange& right_range = right_ranges[std::size_t(j) * k_tiles + t];
           for (uint32_t i = 0; i < mc_panels; ++i) {
             const uint32_t panel = panel0 + i;
-            const float* left_tile = left_packed + (panel * k_padded + uint64_t(t) * tile) * kMr;
+            const float* left_tile =
+                left_in_place ? nullptr : left_packed + (panel * k_padded + uint64_t(t) * tile) * kMr;
             const Finish finish{&args, panel * kMr, (nc_panel0 + j) * kNr, rows_in(i), cols_in(j)};
             const Finish* finishing = last && direct(i, j) ? &finish : nullptr;
             const bool fused = fma_safe(left_ranges[std::size_t(panel) * k_tiles + t], right_range);
