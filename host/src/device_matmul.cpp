@@ -89,8 +89,8 @@ __attribute__((target("avx2"))) void transpose_avx2(const float* x, uint32_t row
 void convert_rows_parallel(const float* x, uint32_t rows, uint32_t cols, uint32_t stride, uint16_t* out,
                            uint32_t threads) {
   constexpr uint64_t kValuesPerExtraThread = 1 << 16;
-  const uint32_t team = uint32_t(
-      std::clamp<uint64_t>(uint64_t(rows) * cols / kValuesPerExtraThread, 1, std::min(threads, rows)));
+  const uint32_t team = uint32_t(std::clamp<uint64_t>(uint64_t(rows) * cols / kValuesPerExtraThread, 1,
+                                                      std::max(1u, std::min(threads, rows))));
   if (team <= 1) {
     convert_rows(x, rows, cols, stride, out);
     return;

@@ -141,8 +141,9 @@ struct DeviceInfo {
   uint32_t beat_bytes = 0;
   uint32_t features = 0;  // spec::feature::k* (the Features register)
   uint32_t compute_units = 0;
-  uint32_t host_threads =
-      1;  // the caller of one unit may use for staging: threads_per_unit, or cores / units
+  // Host threads the caller of one unit may use for its own work for the
+  // unit (rounding operands to bf16): threads_per_unit, or cores / units.
+  uint32_t host_threads = 1;
   uint32_t hbm_banks = 0;
   uint64_t bank_bytes = 0;
 
