@@ -230,9 +230,11 @@ void BM_SystoleHls(benchmark::State& state) {
 // runs 12 independent chains of FMAs (enough to cover the latency on two
 // FMA pipes). chains() is inlined into each instruction set's parallel
 // region, so its FMAs are that set's instructions.
+constexpr int kPeakChains = 12;
+constexpr long kPeakIterations = 50'000'000;
 template <class Vector, Vector (*kSet1)(float), Vector (*kFma)(Vector, Vector, Vector)>
 __attribute__((always_inline)) inline float chains(long iterations) {
-  constexpr int kChains = 12, kLanes = sizeof(Vector) / sizeof(float);
+  constexpr int kChains = kPeakChains, kLanes = sizeof(Vector) / sizeof(float);
   Vector acc[kChains];
   for (int i = 0; i < kChains; ++i) acc[i] = kSet1(float(i) * 1e-3f);
   const Vector x = kSet1(0.999999f), y = kSet1(1e-7f);
@@ -245,7 +247,6 @@ __attribute__((always_inline)) inline float chains(long iterations) {
   }
   return sum;
 }
-constexpr long kPeakIterations = 50'000'000;
 __attribute__((target("avx2,fma"))) inline __m256 set1_256(float x) { return _mm256_set1_ps(x); }
 __attribute__((target("avx2,fma"))) inline __m256 fma_256(__m256 a, __m256 b, __m256 c) {
   return _mm256_fmadd_ps(a, b, c);
@@ -254,7 +255,7 @@ __attribute__((target("avx512f"))) inline __m512 set1_512(float x) { return _mm5
 __attribute__((target("avx512f"))) inline __m512 fma_512(__m512 a, __m512 b, __m512 c) {
   return _mm512_fmadd_ps(a, b, c);
 }
-// Seconds for kPeakIterations x 12 FMAs on each of `threads` cores.
+// Seconds for kPeakIterations x kPeakChains FMAs on each of `threads` cores.
 __attribute__((target("avx2,fma"))) double peak_seconds_256(int threads) {
   const auto start = std::chrono::steady_clock::now();
   float sink = 0;
@@ -271,14 +272,15 @@ __attribute__((target("avx512f"))) double peak_seconds_512(int threads) {
   benchmark::DoNotOptimize(sink);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-bool has_avx512() { return __builtin_cpu_supports("avx512f"); }
+// What the fast engine needs for its AVX-512 kernel (F and BW).
+bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
 const char* peak_isa() { return has_avx512() ? "AVX-512" : "AVX2"; }
 double fma_peak_gflops(int threads) {
   const int lanes = has_avx512() ? 16 : 8;
   double best = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
     const double seconds = has_avx512() ? peak_seconds_512(threads) : peak_seconds_256(threads);
-    best = std::max(best, double(threads) * kPeakIterations * 12 * lanes * 2 / seconds * 1e-9);
+    best = std::max(best, double(threads) * kPeakIterations * kPeakChains * lanes * 2 / seconds * 1e-9);
   }
   return best;
 }

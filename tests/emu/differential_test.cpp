@@ -17,6 +17,13 @@ namespace {
 
 using Param = std::tuple<uint32_t /*array size*/, Values, uint32_t /*seed*/>;
 
+// "16x16_extreme_seed3".
+std::string case_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto [size, values, seed] = info.param;
+  return std::to_string(size) + "x" + std::to_string(size) + "_" + values_name(values) + "_seed" +
+         std::to_string(seed);
+}
+
 class Differential : public ::testing::TestWithParam<Param> {};
 
 TEST_P(Differential, AllModelsAgreeToTheBit) {
@@ -57,25 +64,20 @@ TEST_P(Differential, AllModelsAgreeToTheBit) {
   EXPECT_EQ(hls.counters.descriptors_done, workload.descriptors.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Emu, Differential,
-    ::testing::Combine(::testing::Values(4u, 8u, 16u),
-                       ::testing::Values(Values::kTypical, Values::kCancelling, Values::kExtreme),
-                       ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u)),
-    [](const ::testing::TestParamInfo<Param>& info) {
-      return std::to_string(std::get<0>(info.param)) + "x" + std::to_string(std::get<0>(info.param)) + "_" +
-             values_name(std::get<1>(info.param)) + "_seed" + std::to_string(std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Emu, Differential,
+                         ::testing::Combine(::testing::Values(4u, 8u, 16u),
+                                            ::testing::Values(Values::kTypical, Values::kCancelling,
+                                                              Values::kExtreme),
+                                            ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u)),
+                         case_name);
 
 // The fast path's instruction sets and loop orders, each called directly,
 // on products as large as the 128x128 array's (up to 4 x 128 + 3 columns
 // and about as many rows: several of the engine's column and row blocks,
 // both ways of sharing them among threads, and C's transpose), against the
-// reference. The device picks one of them; this
-// checks every one this CPU can run, and says which it could not.
-using IsaParam = std::tuple<uint32_t /*array size*/, Values, uint32_t /*seed*/>;
-
-class FastEngine : public ::testing::TestWithParam<IsaParam> {};
+// reference. The device picks one of them; this checks every one this CPU
+// can run, and says which it could not (the engine is x86-64 only).
+class FastEngine : public ::testing::TestWithParam<Param> {};
 
 TEST_P(FastEngine, EveryInstructionSetAndOrderAgreesWithTheReference) {
   const auto [size, values, seed] = GetParam();
@@ -109,15 +111,12 @@ TEST_P(FastEngine, EveryInstructionSetAndOrderAgreesWithTheReference) {
   EXPECT_GT(ran, 0) << "no SIMD fast path runs on this CPU";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Emu, FastEngine,
-    ::testing::Combine(::testing::Values(8u, 128u),
-                       ::testing::Values(Values::kTypical, Values::kCancelling, Values::kExtreme),
-                       ::testing::Values(1u, 2u, 3u)),
-    [](const ::testing::TestParamInfo<IsaParam>& info) {
-      return std::to_string(std::get<0>(info.param)) + "x" + std::to_string(std::get<0>(info.param)) + "_" +
-             values_name(std::get<1>(info.param)) + "_seed" + std::to_string(std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Emu, FastEngine,
+                         ::testing::Combine(::testing::Values(8u, 128u),
+                                            ::testing::Values(Values::kTypical, Values::kCancelling,
+                                                              Values::kExtreme),
+                                            ::testing::Values(1u, 2u, 3u)),
+                         case_name);
 
 }  // namespace
 }  // namespace systole::testing
