@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "collector.h"
+#include "fast_gemm.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/matmul.h"
@@ -272,8 +273,7 @@ __attribute__((target("avx512f"))) double peak_seconds_512(int threads) {
   benchmark::DoNotOptimize(sink);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-// What the fast engine needs for its AVX-512 kernel (F and BW).
-bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+bool has_avx512() { return sw_emu::fast_gemm_supports(sw_emu::FastGemmIsa::kAvx512); }
 const char* peak_isa() { return has_avx512() ? "AVX-512" : "AVX2"; }
 double fma_peak_gflops(int threads) {
   const int lanes = has_avx512() ? 16 : 8;

@@ -18,6 +18,12 @@
 
 namespace systole::detail {
 
+// This host's cores shared among `units` compute units, at least one each:
+// the default of a unit's host threads (and of sw_emu's threads per unit).
+inline uint32_t cores_per_unit(uint32_t units) {
+  return std::max(1u, std::thread::hardware_concurrency() / std::max(1u, units));
+}
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
@@ -29,9 +35,7 @@ class DeviceBackend {
   // Host threads the caller of one unit may use for its own work on the
   // unit's behalf (rounding operands to bf16): the cores shared among the
   // units, unless the backend was told its threads per unit.
-  virtual uint32_t host_threads() const {
-    return std::max(1u, std::thread::hardware_concurrency() / std::max(1u, compute_units()));
-  }
+  virtual uint32_t host_threads() const { return cores_per_unit(compute_units()); }
 
   // Device memory. Addresses are device byte addresses.
   virtual Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) = 0;

@@ -108,9 +108,7 @@ class SwEmuBackend final : public EmulatedBackend {
   SwEmuBackend(uint32_t index, const DeviceOptions& options)
       : EmulatedBackend(options.hbm_banks, options.bank_bytes),
         shape_{options.array_rows, options.array_cols, spec::ArrayShape{}.m_limit, options.sw_emu_features} {
-    const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
-    threads_ = options.threads_per_unit ? options.threads_per_unit
-                                        : std::max(1u, cores / std::max(1u, options.compute_units));
+    threads_ = options.threads_per_unit ? options.threads_per_unit : cores_per_unit(options.compute_units);
     name_ = "sw_emu[" + std::to_string(index) + "] " + std::to_string(shape_.rows) + "x" +
             std::to_string(shape_.cols) + (options.engine == EmuEngine::kHls ? " hls" : " fast");
     for (uint32_t i = 0; i < options.compute_units; ++i) {
