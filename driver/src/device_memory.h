@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Device memory of the emulated backends: one anonymous mapping for all
 // banks. Pages are committed when first touched, so a large address space
-// (32 banks of 512 MiB) costs nothing until used.
+// (32 banks of 512 MiB) costs nothing until used. A page of slack follows
+// the last bank, so that the fast engine's vector loads, which may read a
+// few bytes past an operand's last value (and not use them), stay inside
+// the mapping wherever the operand lies; an inaccessible page follows the
+// slack, so that a read further past faults rather than reading whatever
+// mapping lies next.
 #pragma once
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -19,13 +25,23 @@ namespace systole::detail {
 
 class DeviceMemory {
  public:
+  static constexpr uint64_t kSlackBytes = 4096;
+
   explicit DeviceMemory(uint64_t bytes) : bytes_(bytes) {
+    const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+    guard_at_ = (bytes + kSlackBytes + page - 1) / page * page;
+    mapped_ = guard_at_ + page;
     void* p =
-        mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    base_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+        mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return;
+    base_ = static_cast<uint8_t*>(p);
+    if (mprotect(base_ + guard_at_, page, PROT_NONE) != 0) {
+      munmap(base_, mapped_);
+      base_ = nullptr;
+    }
   }
   ~DeviceMemory() {
-    if (base_) munmap(base_, bytes_);
+    if (base_) munmap(base_, mapped_);
   }
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -37,7 +53,8 @@ class DeviceMemory {
 
  private:
   uint64_t bytes_;
-  uint8_t* base_;
+  uint64_t guard_at_ = 0, mapped_ = 0;  // the guard page's offset; the mapping's size
+  uint8_t* base_ = nullptr;
 };
 
 // The memory side of an emulated device: the mapping, its per-bank

@@ -10,6 +10,10 @@
 
 namespace systole::sw_emu {
 
+// Bytes past A's last value that the engine may read (and not use): the
+// memory behind A must be readable that far.
+inline constexpr uint32_t kFastGemmReadSlack = 2;
+
 // One GEMM descriptor resolved to host pointers (device memory is host memory
 // in sw_emu). Pointers are to the first element and need no alignment.
 struct FastGemmArgs {

@@ -183,11 +183,14 @@ struct Avx512Kernel {
     for (uint32_t k = 0; k < depth; ++k) {
 #pragma GCC unroll 8
       for (uint32_t r = 0; r < kMr; ++r) {
-        // The bf16 value in both halves of every lane, then shifted into
-        // the lane's top half: its fp32 bits (DAZ reads a subnormal as 0).
-        bf16_t bits;
+        // The 32 bits from the value on, broadcast (a load, no shuffle),
+        // then shifted so that the value is each lane's top half: its fp32
+        // bits (DAZ reads a subnormal as 0). The next value, in the low
+        // half, is shifted out; at A's end those two bytes lie past it
+        // (kFastGemmReadSlack).
+        uint32_t bits;
         std::memcpy(&bits, row[r] + k * sizeof(bf16_t), sizeof bits);
-        const __m512 ar = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_set1_epi16(short(bits)), 16));
+        const __m512 ar = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_set1_epi32(int(bits)), 16));
         multiply_add<kFused, kHalves>(ar, w, sum[r]);
       }
       w += kNr;

@@ -5,6 +5,7 @@
 // engine, which shares the kernel's command-list walker and validation.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -20,12 +21,22 @@
 namespace systole::detail {
 namespace {
 
+static_assert(DeviceMemory::kSlackBytes >= sw_emu::kFastGemmReadSlack,
+              "the fast engine may read past an operand at the end of device memory");
+
 using hls_kernel::Beat;
 using hls_kernel::LaunchResult;
 namespace reg = spec::reg;
 
 // One compute unit's AXI4-Lite registers, indexed by offset / 4.
 using RegisterFile = std::array<uint32_t, reg::kMapEnd / 4>;
+
+// The same, as the host and the unit share it: the argument and result
+// registers are read and written without the unit's lock (a launch takes
+// some 45 register accesses). The lock that ap_start and ap_done are
+// exchanged under orders them: arguments written before ap_start are seen
+// by the launch, results written before ap_done by the host that saw it.
+using SharedRegisterFile = std::array<std::atomic<uint32_t>, reg::kMapEnd / 4>;
 
 // Runs one command list. The ports point at their base addresses.
 class KernelEngine {
@@ -137,9 +148,9 @@ class SwEmuBackend final : public EmulatedBackend {
 
   uint32_t read_register(uint32_t index, uint32_t offset) override {
     Unit& unit = *units_.at(index);
-    std::lock_guard<std::mutex> lock(unit.mutex);
     switch (offset) {
       case reg::kControl: {
+        std::lock_guard<std::mutex> lock(unit.mutex);
         uint32_t value = unit.busy ? 0 : spec::ctrl::kApIdle;
         if (unit.done) value |= spec::ctrl::kApDone | spec::ctrl::kApReady;
         unit.done = false;  // ap_done is clear-on-read
@@ -166,27 +177,27 @@ class SwEmuBackend final : public EmulatedBackend {
       case reg::kFeatures:
         return shape_.features;
       default:
-        return offset < reg::kMapEnd && offset % 4 == 0 ? unit.registers[offset / 4] : 0;
+        return offset < reg::kMapEnd && offset % 4 == 0
+                   ? unit.registers[offset / 4].load(std::memory_order_relaxed)
+                   : 0;
     }
   }
 
   void write_register(uint32_t index, uint32_t offset, uint32_t value) override {
     Unit& unit = *units_.at(index);
+    if (offset >= reg::kCommandAddrLo && offset < reg::kStatus && offset % 4 == 0) {
+      unit.registers[offset / 4].store(value, std::memory_order_relaxed);  // only the arguments are writable
+      return;
+    }
+    if (offset != reg::kControl || !(value & spec::ctrl::kApStart)) return;
     {
       std::lock_guard<std::mutex> lock(unit.mutex);
-      if (offset == reg::kControl) {
-        if (!(value & spec::ctrl::kApStart) || unit.busy) return;
-        unit.busy = true;
-        unit.done = false;
-        unit.started = Clock::now();
-        unit.handed = unit.eager;
-        if (!unit.handed) return;  // the waiter will run it (see wait_done)
-      } else if (offset >= reg::kCommandAddrLo && offset < reg::kStatus && offset % 4 == 0) {
-        unit.registers[offset / 4] = value;  // only the arguments are writable
-        return;
-      } else {
-        return;
-      }
+      if (unit.busy) return;
+      unit.busy = true;
+      unit.done = false;
+      unit.started = Clock::now();
+      unit.handed = unit.eager;
+      if (!unit.handed) return;  // the waiter will run it (see wait_done)
     }
     unit.work.notify_all();
   }
@@ -234,7 +245,7 @@ class SwEmuBackend final : public EmulatedBackend {
     std::mutex mutex;
     std::condition_variable work;      // the worker: a launch to run, or stop
     std::condition_variable finished;  // waiters: done
-    RegisterFile registers{};
+    SharedRegisterFile registers{};
     bool busy = false;     // started, not yet done
     bool running = false;  // a thread (the worker or a waiter) runs the launch
     bool done = false;
@@ -302,17 +313,22 @@ class SwEmuBackend final : public EmulatedBackend {
   // return; released while the engine works) and publishes its result.
   void run_latched(Unit& unit, std::unique_lock<std::mutex>& lock) {
     unit.running = true;
-    const RegisterFile arguments = unit.registers;  // as latched at ap_start
+    RegisterFile arguments;  // as latched at ap_start
+    for (std::size_t i = 0; i < arguments.size(); ++i)
+      arguments[i] = unit.registers[i].load(std::memory_order_relaxed);
     lock.unlock();
     const LaunchResult result = launch(*unit.engine, arguments);
     lock.lock();
-    auto set64 = [&](uint32_t offset_lo, uint64_t value) {
-      unit.registers[offset_lo / 4] = uint32_t(value);
-      unit.registers[offset_lo / 4 + 1] = uint32_t(value >> 32);
+    auto set = [&](uint32_t offset, uint32_t value) {
+      unit.registers[offset / 4].store(value, std::memory_order_relaxed);
     };
-    unit.registers[reg::kStatus / 4] = static_cast<uint32_t>(result.status);
-    unit.registers[reg::kErrorIndex / 4] = result.error_index;
-    unit.registers[reg::kDescriptorsDone / 4] = result.counters.descriptors_done;
+    auto set64 = [&](uint32_t offset_lo, uint64_t value) {
+      set(offset_lo, uint32_t(value));
+      set(offset_lo + 4, uint32_t(value >> 32));
+    };
+    set(reg::kStatus, static_cast<uint32_t>(result.status));
+    set(reg::kErrorIndex, result.error_index);
+    set(reg::kDescriptorsDone, result.counters.descriptors_done);
     set64(reg::kBusyCyclesLo, result.counters.busy_cycles);
     set64(reg::kMacsLo, result.counters.macs);
     set64(reg::kDmaReadBytesLo, result.counters.dma_read_bytes);

@@ -2,6 +2,7 @@
 // Runs workloads through the kernel's models.
 #include "common/engines.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "fast_gemm.h"
@@ -90,13 +91,16 @@ Outcome run_reference(const Workload& workload, uint32_t rows) {
 
 Outcome run_fast(const Workload& workload, uint32_t rows, sw_emu::FastGemmIsa isa,
                  sw_emu::FastGemmOrder order, uint32_t threads) {
-  Outcome outcome;
-  outcome.memory = workload.memory;
-  uint8_t* base = outcome.memory.data();
+  // The image with the slack the engine may read past an operand.
+  std::vector<uint8_t> memory(workload.memory.size() + sw_emu::kFastGemmReadSlack);
+  std::copy(workload.memory.begin(), workload.memory.end(), memory.begin());
   for (const spec::GemmDescriptor& d : workload.descriptors) {
-    const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(d, base, base, base, rows);
+    const sw_emu::FastGemmArgs args =
+        sw_emu::fast_gemm_args(d, memory.data(), memory.data(), memory.data(), rows);
     sw_emu::fast_gemm(args, threads, isa, order);
   }
+  Outcome outcome;
+  outcome.memory.assign(memory.begin(), memory.end() - sw_emu::kFastGemmReadSlack);
   return outcome;
 }
 

@@ -5,13 +5,16 @@
 
 #include <atomic>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "../../driver/src/bank_allocator.h"
 #include "common/engines.h"
 #include "common/random_workload.h"
+#include "reference/reference.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
+#include "systole/numerics.h"
 
 namespace systole {
 namespace {
@@ -155,6 +158,53 @@ TEST(SwEmu, ACommandListRunningOffDeviceMemoryIsRejected) {
   EXPECT_EQ(status.code(), StatusCode::kDeviceError);
   EXPECT_EQ(run.error_code(), spec::ErrorCode::kAddressOutOfRange);
   EXPECT_EQ(run.error_index(), spec::kHeaderErrorIndex);
+}
+
+// The fast engine's vector loads may read a few bytes past an operand
+// (sw_emu::kFastGemmReadSlack); device memory ends in slack, so an A whose
+// last value is device memory's last byte is read like any other. A 5 x 7
+// A at the end of the last bank, against the reference.
+TEST(SwEmu, AnOperandEndingAtTheEndOfDeviceMemoryIsRead) {
+  DeviceOptions options = small_device();
+  options.bank_bytes = 4096;
+  Device device = Device::open("sw_emu", 0, options).value();
+  Buffer list = device.allocate(4096, 0).value();
+  Buffer data = device.allocate(4096, 1).value();
+  ASSERT_EQ(data.address() + data.size(), uint64_t(options.hbm_banks) * options.bank_bytes);
+  spec::GemmDescriptor d{};
+  d.opcode = uint8_t(spec::Opcode::kGemm);
+  d.m = 5;
+  d.n = 3;
+  d.k = 7;
+  d.lda = d.k;
+  d.ldb = d.ldc = d.n;
+  d.b_addr = data.address();
+  d.c_addr = data.address() + 64;
+  d.a_addr = data.address() + data.size() - uint64_t(d.m) * d.k * 2;
+  // Device memory as an image: random bf16 values in A and B, C zeros.
+  const uint32_t seed = 23;
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> image(data.address() + data.size());
+  auto fill = [&](uint64_t at, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint16_t value = numerics::f32_to_bf16(std::normal_distribution<float>()(rng));
+      std::memcpy(&image[at + 2 * i], &value, 2);
+    }
+  };
+  fill(d.a_addr, d.m * d.k);
+  fill(d.b_addr, d.k * d.n);
+  ASSERT_TRUE(data.write(&image[data.address()], data.size()).ok());
+  ASSERT_TRUE(data.sync(Buffer::SyncDirection::kToDevice).ok());
+  const auto lists =
+      encode_command_lists(std::vector<spec::GemmDescriptor>{d}, device.info().max_descriptors);
+  ASSERT_TRUE(list.write(lists.at(0).data(), lists[0].size()).ok());
+  ASSERT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
+  ASSERT_TRUE(device.start(0, list).value().wait(milliseconds(10'000)).ok());
+  std::vector<uint8_t> c(uint64_t(d.m) * d.n * 4);
+  ASSERT_TRUE(data.sync(Buffer::SyncDirection::kFromDevice).ok());
+  ASSERT_TRUE(data.read(c.data(), c.size(), d.c_addr - data.address()).ok());
+  reference::gemm(d, device.info().shape.rows, image);
+  EXPECT_EQ(std::memcmp(c.data(), &image[d.c_addr], c.size()), 0) << "seed " << seed;
 }
 
 // A list of big descriptors on the HLS engine, which takes a while, and the

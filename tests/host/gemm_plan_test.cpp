@@ -14,6 +14,7 @@
 
 #include "card_unit.h"
 #include "common/engines.h"
+#include "common/exhaustive.h"
 #include "reference/reference.h"
 #include "systole/matmul.h"
 #include "systole/numerics.h"
@@ -172,6 +173,31 @@ void slice_of_a_wider_matrix(uint32_t m, uint32_t k, uint32_t n, uint32_t wide) 
   const Status refused = matmul->run(call);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("lda " + std::to_string(m - 1)), std::string::npos) << refused.message();
+}
+
+// The runtime's conversion (with AVX512-BF16's instruction where the CPU
+// has it, else the contract's code vectorised) gives f32_to_bf16's bits for
+// every fp32 value. Each block of 4,096 values goes in two calls, whose
+// split moves through 0..63 so that every tail length (1..31 values after
+// whole groups of 32) is met; nothing is written past a call's values.
+TEST(RoundToBf16, EveryFp32ValueGivesTheContractsBits) {
+  constexpr uint64_t kBlock = 4096;
+  const uint64_t failure = testing::first_failure((uint64_t(1) << 32) / kBlock, [](uint64_t block) {
+    float in[kBlock];
+    uint16_t out[kBlock + 1];
+    for (uint64_t i = 0; i < kBlock; ++i) in[i] = numerics::f32_from_bits(uint32_t(block * kBlock + i));
+    const std::size_t split = block % 64;
+    out[split] = out[kBlock] = 0xABCD;
+    round_to_bf16(in, split, out);
+    if (out[split] != 0xABCD) return false;
+    round_to_bf16(in + split, kBlock - split, out + split);
+    if (out[kBlock] != 0xABCD) return false;
+    for (uint64_t i = 0; i < kBlock; ++i)
+      if (out[i] != numerics::f32_bits_to_bf16(uint32_t(block * kBlock + i))) return false;
+    return true;
+  });
+  ASSERT_EQ(failure, (uint64_t(1) << 32) / kBlock)
+      << "a value in fp32 0x" << std::hex << failure * kBlock << " + 4096, or a write past a call's values";
 }
 
 // Two sizes: a small one, and one whose transpose has several 64-column
