@@ -200,26 +200,30 @@ __attribute__((target("avx2"))) ExponentRange merged(ExponentRange range, __m256
 }
 
 // The exponent range of `count` consecutive bf16 values folded into
-// `range`, sixteen at a time.
-__attribute__((target("avx2"))) ExponentRange scan_range(const uint8_t* in, uint64_t count,
-                                                         ExponentRange range) {
-  __m256i min_nonzero = _mm256_set1_epi16(255), max = _mm256_setzero_si256();
+// `range`, 32 at a time; the last few through a masked load, whose +0s
+// change neither bound. Only the AVX-512 kernel, which reads A in place,
+// scans.
+__attribute__((target("avx512f,avx512bw"))) ExponentRange scan_range(const uint8_t* in, uint64_t count,
+                                                                     ExponentRange range) {
+  const __m512i all_ones = _mm512_set1_epi16(255);
+  __m512i min_nonzero = all_ones, max = _mm512_setzero_si512();
+  auto fold = [&](__m512i bits) __attribute__((target("avx512f,avx512bw"))) {
+    const __m512i exponent = _mm512_and_si512(_mm512_srli_epi16(bits, 7), all_ones);
+    const __mmask32 nonzero = _mm512_test_epi16_mask(exponent, exponent);
+    min_nonzero = _mm512_mask_min_epu16(min_nonzero, nonzero, min_nonzero, exponent);
+    max = _mm512_max_epu16(max, exponent);
+  };
   uint64_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i * sizeof(bf16_t)));
-    const __m256i exponent = _mm256_and_si256(_mm256_srli_epi16(bits, 7), _mm256_set1_epi16(0xFF));
-    const __m256i zero = _mm256_cmpeq_epi16(exponent, _mm256_setzero_si256());
-    min_nonzero = _mm256_min_epu16(min_nonzero, _mm256_blendv_epi8(exponent, _mm256_set1_epi16(255), zero));
-    max = _mm256_max_epu16(max, exponent);
-  }
-  alignas(32) uint16_t lowest[16], highest[16];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lowest), min_nonzero);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(highest), max);
-  for (uint32_t lane = 0; lane < 16; ++lane) {
+  for (; i + 32 <= count; i += 32) fold(_mm512_loadu_si512(in + i * sizeof(bf16_t)));
+  if (i < count)
+    fold(_mm512_maskz_loadu_epi16(__mmask32((uint64_t(1) << (count - i)) - 1), in + i * sizeof(bf16_t)));
+  alignas(64) uint16_t lowest[32], highest[32];
+  _mm512_store_si512(lowest, min_nonzero);
+  _mm512_store_si512(highest, max);
+  for (uint32_t lane = 0; lane < 32; ++lane) {
     range.min_nonzero = std::min<uint32_t>(range.min_nonzero, lowest[lane]);
     range.max = std::max<uint32_t>(range.max, highest[lane]);
   }
-  for (; i < count; ++i) range.add(load_bf16(in + i * sizeof(bf16_t)));
   return range;
 }
 
@@ -333,11 +337,46 @@ __attribute__((target("avx2"))) void pack_along(const FastGemmArgs& args, const 
   }
 }
 
+// pack_along for the AVX-512 kernel's 32-wide panels: a row's 32 values
+// in one masked load (lanes past the row read nothing, so no copy is
+// needed near the operand's end), decoded 16 at a time.
+__attribute__((target("avx512f,avx512bw"))) void pack_along32(const FastGemmArgs& args, const Source& source,
+                                                              uint32_t i0, uint32_t k_tiles, float* out,
+                                                              ExponentRange* ranges) {
+  const uint32_t tile = args.k_tile;
+  const uint32_t valid = i0 < source.extent ? std::min(32u, source.extent - i0) : 0;
+  const __mmask32 lanes = __mmask32((uint64_t(1) << valid) - 1);
+  const __m512i exponent_bits = _mm512_set1_epi32(0xFF), sign = _mm512_set1_epi32(int(0x80000000u));
+  for (uint32_t t = 0; t < k_tiles; ++t) {
+    __m512i min_nonzero = exponent_bits, max = _mm512_setzero_si512();
+    // 16 bf16 values as fp32 bits (subnormals as zeros of their sign), their
+    // exponents folded into the range.
+    auto decode16 = [&](__m256i bf16x16) __attribute__((target("avx512f,avx512bw"))) {
+      const __m512i raw = _mm512_cvtepu16_epi32(bf16x16);
+      const __m512i exponent = _mm512_and_si512(_mm512_srli_epi32(raw, 7), exponent_bits);
+      const __mmask16 nonzero = _mm512_test_epi32_mask(exponent, exponent);
+      min_nonzero = _mm512_mask_min_epu32(min_nonzero, nonzero, min_nonzero, exponent);
+      max = _mm512_max_epu32(max, exponent);
+      const __m512i bits = _mm512_slli_epi32(raw, 16);
+      return _mm512_mask_and_epi32(bits, __mmask16(~nonzero), bits, sign);
+    };
+    for (uint32_t k = t * tile; k < t * tile + tile_depth(args, t); ++k) {
+      const __m512i row = _mm512_maskz_loadu_epi16(lanes, source.at(i0, k));
+      float* packed = out + uint64_t(k) * 32;
+      _mm512_storeu_si512(packed, decode16(_mm512_castsi512_si256(row)));
+      _mm512_storeu_si512(packed + 16, decode16(_mm512_extracti64x4_epi64(row, 1)));
+    }
+    ranges[t] = ExponentRange{_mm512_reduce_min_epu32(min_nonzero), _mm512_reduce_max_epu32(max)};
+  }
+}
+
 template <uint32_t kWidth>
 void pack(const FastGemmArgs& args, const Source& source, uint32_t i0, uint32_t k_tiles, float* out,
           ExponentRange* ranges) {
   if (source.k_stride == 1)
     pack_across<kWidth>(args, source, i0, k_tiles, out, ranges);
+  else if constexpr (kWidth == Avx512Kernel::kNr)  // only the AVX-512 kernel packs 32 wide
+    pack_along32(args, source, i0, k_tiles, out, ranges);
   else
     pack_along<kWidth>(args, source, i0, k_tiles, out, ranges);
 }
@@ -382,6 +421,31 @@ __attribute__((target("avx2"))) void store_transposed(const FastGemmArgs& args, 
           store_output(args, m, n + j, lanes[j]);
       }
     }
+}
+
+// Runs body(i) for i in [0, count): shared among the threads of the
+// enclosing parallel region (statically, or one at a time as threads come
+// free), then a barrier; a plain loop for a single thread, for which an
+// orphaned worksharing loop would still pay libgomp's bookkeeping (a
+// dynamic one allocates).
+template <class Body>
+void share_static(bool parallel, uint32_t count, Body body) {
+  if (!parallel) {
+    for (uint32_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#pragma omp for schedule(static)
+  for (uint32_t i = 0; i < count; ++i) body(i);
+}
+
+template <class Body>
+void share_dynamic(bool parallel, uint32_t count, Body body) {
+  if (!parallel) {
+    for (uint32_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#pragma omp for schedule(dynamic, 1)
+  for (uint32_t i = 0; i < count; ++i) body(i);
 }
 
 // Loop nest: for each kNc-column block of the right operand (packed by all
@@ -455,21 +519,22 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
   };
 
   // Each thread's share; the worksharing loops inside bind to the parallel
-  // region when there is one. One thread calls it directly: an OpenMP
-  // region costs a few microseconds even for a team of one.
+  // region when there is one. One thread calls it directly, and its loops
+  // are plain: an OpenMP region costs a few microseconds even for a team
+  // of one.
   auto work = [&] {
     const numerics::FlushToZero flush_to_zero;
     thread_local Workspace<float> accumulator_workspace;
     float* const accumulators = accumulator_workspace.get(std::size_t(kMc) * kNc);
 
-#pragma omp for schedule(static)
-    for (uint32_t panel = 0; panel < row_panels; ++panel) {
+    const bool parallel = threads > 1;
+    share_static(parallel, row_panels, [&](uint32_t panel) {
       ExponentRange* const ranges = &left_ranges[std::size_t(panel) * k_tiles];
       if (left_in_place)
         range_in_place(args, left, panel * kMr, kMr, k_tiles, ranges);
       else
         pack<kMr>(args, left, panel * kMr, k_tiles, left_packed + panel * k_padded * kMr, ranges);
-    }
+    });
 
     // Row block `block` against the packed right panels [nc_panel0,
     // nc_panel0 + nc_panels): all K tiles, then the output stage.
@@ -586,27 +651,27 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
       thread_local Workspace<ExponentRange> right_range_workspace;
       float* const right_packed = right_workspace.get(group_panels * k_padded * kNr);
       ExponentRange* const right_ranges = right_range_workspace.get(std::size_t(group_panels) * k_tiles);
-      // (the implicit barrier above: the left operand is packed)
-#pragma omp for schedule(static)
-      for (uint32_t nc_panel0 = 0; nc_panel0 < col_panels; nc_panel0 += group_panels) {
+      // (the barrier above: the left operand is packed)
+      const uint32_t groups = (col_panels + group_panels - 1) / group_panels;
+      share_static(parallel, groups, [&](uint32_t group) {
+        const uint32_t nc_panel0 = group * group_panels;
         const uint32_t nc_panels = std::min(group_panels, col_panels - nc_panel0);
         for (uint32_t local = 0; local < nc_panels; ++local)
           pack_right(nc_panel0, local, right_packed, right_ranges);
         for (uint32_t block = 0; block < row_blocks; ++block)
           compute(block, nc_panel0, nc_panels, right_packed, right_ranges);
-      }
+      });
       return;
     }
     for (uint32_t nc_panel0 = 0; nc_panel0 < col_panels; nc_panel0 += panels_per_nc) {
       const uint32_t nc_panels = std::min(panels_per_nc, col_panels - nc_panel0);
-#pragma omp for schedule(static)
-      for (uint32_t local = 0; local < nc_panels; ++local)
-        pack_right(nc_panel0, local, shared_right, shared_right_ranges);
-        // (implicit barrier: the block is packed before anyone uses it)
-#pragma omp for schedule(dynamic, 1)
-      for (uint32_t block = 0; block < row_blocks; ++block)
+      share_static(parallel, nc_panels,
+                   [&](uint32_t local) { pack_right(nc_panel0, local, shared_right, shared_right_ranges); });
+      // (the barrier: the block is packed before anyone uses it)
+      share_dynamic(parallel, row_blocks, [&](uint32_t block) {
         compute(block, nc_panel0, nc_panels, shared_right, shared_right_ranges);
-      // (implicit barrier: everyone is done with this block)
+      });
+      // (the barrier: everyone is done with this block)
     }
   };
   if (threads > 1) {
