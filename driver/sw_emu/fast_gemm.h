@@ -46,8 +46,13 @@ bool fast_gemm_supports(FastGemmIsa isa);
 // (chosen when C has too few columns to fill the kernel's blocks).
 enum class FastGemmOrder { kAuto, kDirect, kTransposed };
 
-// Computes the descriptor's product on up to `threads` threads. An `isa`
-// the CPU does not have runs the portable code.
+// How many of `threads` threads pay for the descriptor's product when the
+// host has just written its operands (a launch's): one, unless the work
+// covers fetching the operands into the other threads' caches.
+uint32_t fast_gemm_team(const FastGemmArgs& args, uint32_t threads);
+
+// Computes the descriptor's product on `threads` threads. An `isa` the CPU
+// does not have runs the portable code.
 void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa = FastGemmIsa::kAuto,
                FastGemmOrder order = FastGemmOrder::kAuto);
 

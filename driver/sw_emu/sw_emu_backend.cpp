@@ -71,7 +71,7 @@ class FastEngine final : public KernelEngine {
         [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
           const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(
               d, bytes(ports.a[0]), bytes(ports.b[0]), reinterpret_cast<uint8_t*>(ports.c[0]), shape_.rows);
-          sw_emu::fast_gemm(args, threads_);
+          sw_emu::fast_gemm(args, sw_emu::fast_gemm_team(args, threads_));
           counters.macs += uint64_t(d.m) * d.n * d.k;
           counters.busy_cycles += hls_kernel::array_schedule_cycles(d, shape_);
           hls_kernel::add_descriptor_traffic(d, shape_, counters);
