@@ -48,6 +48,17 @@ class DeviceBackend {
   // where data crosses a link that write_memory/read_memory carry (boards,
   // and the card model, which counts the link's bytes).
   virtual uint8_t* shared_memory(uint64_t /*address*/, std::size_t /*bytes*/) { return nullptr; }
+  // Host memory the kernel reads and writes itself (as an XRT buffer made
+  // from a user pointer, on a board that reaches host memory): the device
+  // address of [host, host + bytes), which descriptors may use until
+  // release(address). kUnavailable where the kernel reaches only device
+  // memory.
+  virtual Result<uint64_t> import_host(void* /*host*/, std::size_t /*bytes*/) {
+    return Status(StatusCode::kUnavailable, name() + " reaches only its own device memory");
+  }
+  // The device addresses a launch may use (its mem_bytes argument): the
+  // banks, and imported host memory where the backend has it.
+  virtual uint64_t address_limit() const { return uint64_t(hbm_banks()) * bank_bytes(); }
 
   // AXI4-Lite registers of one compute unit (offsets from spec::reg).
   virtual uint32_t read_register(uint32_t unit, uint32_t offset) = 0;
@@ -74,10 +85,10 @@ inline uint64_t read_register64(DeviceBackend& backend, uint32_t unit, uint32_t 
   return backend.read_register(unit, offset_lo) | uint64_t(backend.read_register(unit, offset_lo + 4)) << 32;
 }
 
-// A backend on top of another that forwards every call but shared_memory,
-// for backends that change a few (perf times sw_emu's launches and its host
-// link; tests count launches): their buffers keep host copies, so every
-// transfer goes through write_memory/read_memory.
+// A backend on top of another that forwards every call but shared_memory
+// and import_host, for backends that change a few (perf times sw_emu's
+// launches and its host link; tests count launches): their buffers keep
+// host copies, so every transfer goes through write_memory/read_memory.
 class ForwardingBackend : public DeviceBackend {
  public:
   explicit ForwardingBackend(std::shared_ptr<DeviceBackend> inner) : inner_(std::move(inner)) {}

@@ -294,6 +294,21 @@ Result<Buffer> Device::allocate(std::size_t bytes, uint32_t bank) {
   return Buffer(std::move(state));
 }
 
+Result<Buffer> Device::import_host(void* host, std::size_t bytes) {
+  if (!host || bytes == 0)
+    return Status(StatusCode::kInvalidArgument, "import_host: no host memory (" + std::to_string(bytes) +
+                                                    " bytes at " + (host ? "a pointer" : "null") + ")");
+  Result<uint64_t> address = backend_->import_host(host, bytes);
+  if (!address.ok()) return address.status();
+  auto state = std::make_shared<detail::BufferState>();
+  state->backend = backend_;
+  state->address = *address;
+  state->bank = Buffer::kHostMemory;
+  state->size = bytes;
+  state->host = static_cast<uint8_t*>(host);  // mapped: the kernel works on it
+  return Buffer(std::move(state));
+}
+
 Result<Run> Device::start(uint32_t unit, const Buffer& command_list) {
   namespace reg = spec::reg;
   if (unit >= backend_->compute_units())
@@ -312,8 +327,7 @@ Result<Run> Device::start(uint32_t unit, const Buffer& command_list) {
   write_register64(*backend_, unit, reg::kCommandAddrLo, command_list.address());
   for (uint32_t port = 1; port < spec::kMemoryPorts; ++port)
     write_register64(*backend_, unit, reg::port_base(port), 0);
-  write_register64(*backend_, unit, reg::kMemBytesLo,
-                   uint64_t(backend_->hbm_banks()) * backend_->bank_bytes());
+  write_register64(*backend_, unit, reg::kMemBytesLo, backend_->address_limit());
   backend_->write_register(unit, reg::kControl, spec::ctrl::kApStart);
   SYSTOLE_RETURN_IF_ERROR(backend_->link_status());
 

@@ -12,9 +12,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 #include "bank_allocator.h"
@@ -58,9 +62,15 @@ class DeviceMemory {
 };
 
 // The memory side of an emulated device: the mapping, its per-bank
-// allocator, and range-checked host access.
+// allocator, range-checked host access, and the host memory a kernel that
+// runs on the host may reach besides (import).
 class EmulatedMemory {
  public:
+  // Imported host memory lies at device address kHostWindow + its host
+  // address (user space is below 2^57 even with 5-level paging), past any
+  // bank and below a launch's address limit of twice kHostWindow.
+  static constexpr uint64_t kHostWindow = uint64_t(1) << 57;
+
   EmulatedMemory(uint32_t banks, uint64_t bank_bytes)
       : memory_(uint64_t(banks) * bank_bytes), allocator_(banks, bank_bytes) {}
 
@@ -89,7 +99,51 @@ class EmulatedMemory {
     return check(address, bytes).ok() ? memory_.base() + address : nullptr;
   }
 
+  // Registers [host, host + bytes) and returns its device address.
+  Result<uint64_t> import(void* host, std::size_t bytes) {
+    const uint64_t at = reinterpret_cast<uintptr_t>(host);
+    if (!host || bytes == 0 || at >= kHostWindow || bytes > kHostWindow - at)
+      return Status(StatusCode::kInvalidArgument,
+                    "cannot import " + std::to_string(bytes) + " bytes of host memory at 0x" + hex(at));
+    std::lock_guard<std::mutex> lock(imports_mutex_);
+    imports_.push_back({kHostWindow + at, bytes});
+    return kHostWindow + at;
+  }
+  // Ends an import made at `address`; false if `address` is not one.
+  bool release_import(uint64_t address) {
+    if (address < kHostWindow) return false;
+    std::lock_guard<std::mutex> lock(imports_mutex_);
+    auto found = std::find_if(imports_.begin(), imports_.end(),
+                              [&](const Import& import) { return import.address == address; });
+    if (found != imports_.end()) imports_.erase(found);
+    return true;
+  }
+  // The host address of device range [address, address + bytes) where all
+  // of it lies in the banks or in one imported range, and `over` bytes
+  // past it may be read as well (device memory's slack covers a few; host
+  // memory is readable to the end of the page that holds an import's last
+  // byte); nullptr otherwise.
+  uint8_t* reach(uint64_t address, uint64_t bytes, uint64_t over = 0) const {
+    if (spec::in_range(address, bytes, memory_.bytes()))
+      return over <= DeviceMemory::kSlackBytes ? memory_.base() + address : nullptr;
+    if (address < kHostWindow) return nullptr;
+    static const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+    std::lock_guard<std::mutex> lock(imports_mutex_);
+    for (const Import& import : imports_) {
+      const uint64_t end = import.address + import.bytes, readable_end = (end + page - 1) / page * page;
+      if (address >= import.address && address <= end && bytes <= end - address &&
+          over <= readable_end - (address + bytes))
+        return reinterpret_cast<uint8_t*>(uintptr_t(address - kHostWindow));
+    }
+    return nullptr;
+  }
+
  private:
+  static std::string hex(uint64_t value) {
+    char text[20];
+    std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(value));
+    return text;
+  }
   Status check(uint64_t address, std::size_t bytes) const {
     if (!spec::in_range(address, bytes, memory_.bytes()))
       return Status(StatusCode::kInvalidArgument, "device range [" + std::to_string(address) + ", +" +
@@ -99,6 +153,11 @@ class EmulatedMemory {
 
   DeviceMemory memory_;
   BankAllocator allocator_;
+  struct Import {
+    uint64_t address, bytes;
+  };
+  mutable std::mutex imports_mutex_;
+  std::vector<Import> imports_;  // a few at a time: searched in turn
 };
 
 // A backend that owns its device memory (sw_emu, hw_emu): the memory half
@@ -114,7 +173,9 @@ class EmulatedBackend : public DeviceBackend {
   Result<uint64_t> allocate(std::size_t bytes, uint32_t bank) override {
     return memory_.allocate(bytes, bank);
   }
-  void release(uint64_t address) override { memory_.release(address); }
+  void release(uint64_t address) override {
+    if (!memory_.release_import(address)) memory_.release(address);
+  }
   Status write_memory(uint64_t address, const void* src, std::size_t bytes) override {
     return memory_.write(address, src, bytes);
   }

@@ -30,6 +30,9 @@ struct FastGemmArgs {
 // A validated descriptor's operands, with each port at its base pointer.
 FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port, const uint8_t* b_port,
                             uint8_t* c_port, uint32_t k_tile);
+// The same, given where its operands are (`bias` unused without the flag).
+FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a, const uint8_t* b, uint8_t* c,
+                            const uint8_t* bias, uint32_t k_tile);
 
 // The code that computes it. Every choice gives the same bits.
 enum class FastGemmIsa {

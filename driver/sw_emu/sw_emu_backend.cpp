@@ -38,64 +38,107 @@ using RegisterFile = std::array<uint32_t, reg::kMapEnd / 4>;
 // by the launch, results written before ap_done by the host that saw it.
 using SharedRegisterFile = std::array<std::atomic<uint32_t>, reg::kMapEnd / 4>;
 
-// Runs one command list. The ports point at their base addresses.
+// Runs one command list, whose ports start at device addresses `bases`
+// (bases[0]: the list, in the banks; launch() has checked them).
 class KernelEngine {
  public:
   virtual ~KernelEngine() = default;
-  virtual LaunchResult run(const hls_kernel::Ports& ports, uint64_t mem_bytes) = 0;
+  virtual LaunchResult run(const uint64_t (&bases)[spec::kMemoryPorts], uint64_t mem_bytes) = 0;
 };
 
+// The hw/hls kernel compiled natively: its ports reach the banks.
 template <uint32_t Rows, uint32_t Cols>
 class HlsEngine final : public KernelEngine {
  public:
-  explicit HlsEngine(uint32_t features) : features_(features) {}
-  LaunchResult run(const hls_kernel::Ports& ports, uint64_t mem_bytes) override {
-    return hls_kernel::systole_kernel(ports, mem_bytes, *onchip_, features_);
+  HlsEngine(uint32_t features, const EmulatedMemory& memory) : features_(features), memory_(memory) {}
+  LaunchResult run(const uint64_t (&bases)[spec::kMemoryPorts], uint64_t mem_bytes) override {
+    return hls_kernel::systole_kernel(hls_kernel::ports_at(memory_.base(), bases), mem_bytes, *onchip_,
+                                      features_);
   }
 
  private:
   uint32_t features_;
+  const EmulatedMemory& memory_;
   std::unique_ptr<hls_kernel::OnChip<Rows, Cols>> onchip_ =
       std::make_unique<hls_kernel::OnChip<Rows, Cols>>();
 };
 
+// The fast engine: its GEMMs reach the banks and imported host memory
+// (EmulatedMemory::reach), its vector descriptors the banks.
 class FastEngine final : public KernelEngine {
  public:
-  FastEngine(spec::ArrayShape shape, uint32_t threads) : shape_(shape), threads_(threads) {}
+  FastEngine(spec::ArrayShape shape, uint32_t threads, const EmulatedMemory& memory)
+      : shape_(shape), threads_(threads), memory_(memory) {}
 
   // A group's ports reach the same memory: the first of each serves it.
-  LaunchResult run(const hls_kernel::Ports& ports, uint64_t mem_bytes) override {
-    auto bytes = [](const Beat* port) { return reinterpret_cast<const uint8_t*>(port); };
+  LaunchResult run(const uint64_t (&bases)[spec::kMemoryPorts], uint64_t mem_bytes) override {
+    const uint64_t a_base = bases[spec::kFirstAPort], b_base = bases[spec::kFirstBPort],
+                   c_base = bases[spec::kFirstCPort];
+    // A GEMM's operands where the engine works on them; all null if any
+    // lies out of its reach. A's loads may read a little past it.
+    struct Operands {
+      const uint8_t *a, *b, *bias;
+      uint8_t* c;
+      bool reached() const { return a && b && c && bias; }
+    };
+    auto gemm_operands = [&](const spec::GemmDescriptor& d) {
+      const bool bias = d.flags & spec::flag::kBias;
+      return Operands{
+          memory_.reach(a_base + d.a_addr, spec::matrix_span_bytes(d.m, d.k, d.lda, spec::kBf16Bytes),
+                        sw_emu::kFastGemmReadSlack),
+          memory_.reach(b_base + d.b_addr, spec::matrix_span_bytes(d.k, d.n, d.ldb, spec::kBf16Bytes)),
+          bias ? memory_.reach(c_base + d.bias_addr, uint64_t(d.n) * spec::kFp32Bytes) : memory_.base(),
+          memory_.reach(c_base + d.c_addr,
+                        spec::matrix_span_bytes(d.m, d.n, d.ldc, spec::output_element_bytes(d.flags)))};
+    };
+    auto vector_in_banks = [&](const spec::VectorDescriptor& d) {
+      const spec::VectorOperands operands = spec::vector_operands(spec::Opcode(d.opcode));
+      const uint64_t addresses[4] = {a_base + d.x_addr, c_base + d.y_addr, c_base + d.z_addr,
+                                     c_base + d.w_addr};
+      for (int i = 0; i < 4; ++i)
+        if (operands.uses(i) &&
+            !spec::in_range(addresses[i], spec::vector_operand_bytes(d, i), memory_.bytes()))
+          return false;
+      return true;
+    };
+    hls_kernel::Ports ports{};
+    ports.cmd = reinterpret_cast<Beat*>(memory_.base() + bases[0]);
     return hls_kernel::run_command_list(
         ports, mem_bytes, shape_,
         [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
-          const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(
-              d, bytes(ports.a[0]), bytes(ports.b[0]), reinterpret_cast<uint8_t*>(ports.c[0]), shape_.rows);
+          const Operands at = gemm_operands(d);
+          const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(d, at.a, at.b, at.c, at.bias, shape_.rows);
           sw_emu::fast_gemm(args, sw_emu::fast_gemm_team(args, threads_));
           counters.macs += uint64_t(d.m) * d.n * d.k;
           counters.busy_cycles += hls_kernel::array_schedule_cycles(d, shape_);
           hls_kernel::add_descriptor_traffic(d, shape_, counters);
         },
         [&](const spec::VectorDescriptor& d, spec::PerfCounters& counters) {
-          sw_emu::fast_vector(d, bytes(ports.a[0]), reinterpret_cast<uint8_t*>(ports.c[0]), counters);
+          sw_emu::fast_vector(d, memory_.base() + a_base, memory_.base() + c_base, counters);
+        },
+        [&](const uint8_t* record) {
+          if (spec::is_vector_opcode(record[0]))
+            return vector_in_banks(spec::decode<spec::VectorDescriptor>(record));
+          return gemm_operands(spec::decode<spec::GemmDescriptor>(record)).reached();
         });
   }
 
  private:
   spec::ArrayShape shape_;
   uint32_t threads_;
+  const EmulatedMemory& memory_;
 };
 
-std::unique_ptr<KernelEngine> make_hls_engine(spec::ArrayShape shape) {
+std::unique_ptr<KernelEngine> make_hls_engine(spec::ArrayShape shape, const EmulatedMemory& memory) {
 #define SYSTOLE_BOARD_ENGINE(r, c) \
-  if (shape.rows == r && shape.cols == c) return std::make_unique<HlsEngine<r, c>>(shape.features);
+  if (shape.rows == r && shape.cols == c) return std::make_unique<HlsEngine<r, c>>(shape.features, memory);
   SYSTOLE_BOARD_SHAPES(SYSTOLE_BOARD_ENGINE)
 #undef SYSTOLE_BOARD_ENGINE
   if (shape.rows != shape.cols) return nullptr;
   switch (shape.rows) {
 #define SYSTOLE_HLS_ENGINE(size) \
   case size:                     \
-    return std::make_unique<HlsEngine<size, size>>(shape.features);
+    return std::make_unique<HlsEngine<size, size>>(shape.features, memory);
     SYSTOLE_ARRAY_SIZES(SYSTOLE_HLS_ENGINE)
 #undef SYSTOLE_HLS_ENGINE
     default:
@@ -120,12 +163,13 @@ class SwEmuBackend final : public EmulatedBackend {
       : EmulatedBackend(options.hbm_banks, options.bank_bytes),
         shape_{options.array_rows, options.array_cols, spec::ArrayShape{}.m_limit, options.sw_emu_features} {
     threads_ = options.threads_per_unit ? options.threads_per_unit : cores_per_unit(options.compute_units);
+    fast_ = options.engine == EmuEngine::kFast;
     name_ = "sw_emu[" + std::to_string(index) + "] " + std::to_string(shape_.rows) + "x" +
             std::to_string(shape_.cols) + (options.engine == EmuEngine::kHls ? " hls" : " fast");
     for (uint32_t i = 0; i < options.compute_units; ++i) {
       auto unit = std::make_unique<Unit>();
-      unit->engine = options.engine == EmuEngine::kHls ? make_hls_engine(shape_)
-                                                       : std::make_unique<FastEngine>(shape_, threads_);
+      unit->engine =
+          fast_ ? std::make_unique<FastEngine>(shape_, threads_, memory_) : make_hls_engine(shape_, memory_);
       unit->worker = std::thread([this, u = unit.get()] { serve(*u); });
       units_.push_back(std::move(unit));
     }
@@ -145,6 +189,15 @@ class SwEmuBackend final : public EmulatedBackend {
   std::string name() const override { return name_; }
   uint32_t compute_units() const override { return uint32_t(units_.size()); }
   uint32_t host_threads() const override { return threads_; }
+  // The fast engine reaches host memory; the HLS kernel, only its ports'
+  // device memory.
+  Result<uint64_t> import_host(void* host, std::size_t bytes) override {
+    if (!fast_) return DeviceBackend::import_host(host, bytes);
+    return memory_.import(host, bytes);
+  }
+  uint64_t address_limit() const override {
+    return fast_ ? 2 * EmulatedMemory::kHostWindow : EmulatedBackend::address_limit();
+  }
 
   uint32_t read_register(uint32_t index, uint32_t offset) override {
     Unit& unit = *units_.at(index);
@@ -270,8 +323,8 @@ class SwEmuBackend final : public EmulatedBackend {
   }
 
   // The launch arguments are checked here, where a board's interconnect
-  // would answer DECERR: the ports must be beat-aligned and their windows,
-  // and the command list, inside device memory.
+  // would answer DECERR: the ports must be beat-aligned, their windows
+  // inside the address space, and the command list inside device memory.
   LaunchResult launch(KernelEngine& engine, const RegisterFile& arguments) {
     uint64_t bases[spec::kMemoryPorts];  // bases[0]: the command list
     for (uint32_t p = 0; p < spec::kMemoryPorts; ++p) bases[p] = argument64(arguments, reg::port_base(p));
@@ -286,7 +339,7 @@ class SwEmuBackend final : public EmulatedBackend {
       }
     bool fits = spec::in_range(cmd, spec::kBeatBytes, memory_.bytes());
     for (uint32_t p = 1; p < spec::kMemoryPorts; ++p)
-      fits = fits && spec::in_range(bases[p], window, memory_.bytes());
+      fits = fits && spec::in_range(bases[p], window, address_limit());
     if (fits) {
       const auto header = spec::decode<spec::CommandListHeader>(memory_.base() + cmd);
       fits = header.count > shape_.max_descriptors() ||
@@ -296,7 +349,7 @@ class SwEmuBackend final : public EmulatedBackend {
       result.status = spec::ErrorCode::kAddressOutOfRange;
       return result;
     }
-    return engine.run(hls_kernel::ports_at(memory_.base(), bases), window);
+    return engine.run(bases, window);
   }
 
   void serve(Unit& unit) {
@@ -341,6 +394,7 @@ class SwEmuBackend final : public EmulatedBackend {
   }
 
   uint32_t threads_ = 1;  // the fast engine's, per unit
+  bool fast_ = true;      // the fast engine (else the HLS kernel)
   spec::ArrayShape shape_;
   std::string name_;
   std::vector<std::unique_ptr<Unit>> units_;

@@ -548,10 +548,18 @@ BLOCKS:
 // kernel passes execute_gemm and execute_vector, the fast sw_emu path its
 // own engines). So every model shares the fetch, the validation and the
 // accounting of the list itself. `shape.features` says whether the vector
-// engine is there.
-template <class ExecuteGemm, class ExecuteVector>
+// engine is there. `reachable(record)` says whether a valid descriptor's
+// operands lie where the model's ports reach (kAddressOutOfRange if not):
+// everywhere below mem_bytes for the kernel; the fast sw_emu engine's
+// address space has a gap between its banks and the host memory it may
+// reach.
+struct AllReachable {
+  bool operator()(const uint8_t*) const { return true; }
+};
+
+template <class ExecuteGemm, class ExecuteVector, class Reachable = AllReachable>
 LaunchResult run_command_list(const Ports& ports, uint64_t mem_bytes, const spec::ArrayShape& shape,
-                              ExecuteGemm&& gemm, ExecuteVector&& vector) {
+                              ExecuteGemm&& gemm, ExecuteVector&& vector, Reachable&& reachable = {}) {
   LaunchResult result;
   spec::PerfCounters& counters = result.counters;
   const Beat* cmd_port = ports.cmd;
@@ -566,6 +574,12 @@ VALIDATE:
   for (uint32_t i = 0; i < header.count; ++i) {
     counters.dma_read_bytes += kBeatBytes;
     result.status = spec::validate_record(cmd_port[1 + i].bytes, mem_bytes, shape);
+    // In validation's order: after the address ranges only the overlap of
+    // a vector descriptor's buffers is checked.
+    const bool ranges_checked =
+        result.status == spec::ErrorCode::kOk || result.status == spec::ErrorCode::kOverlappingBuffers;
+    if (ranges_checked && !reachable(cmd_port[1 + i].bytes))
+      result.status = spec::ErrorCode::kAddressOutOfRange;
     if (result.status != spec::ErrorCode::kOk) {
       result.error_index = i;
       return result;

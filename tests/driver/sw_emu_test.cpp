@@ -3,8 +3,12 @@
 // launch-argument checks, timeouts, busy units, several compute units.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -205,6 +209,130 @@ TEST(SwEmu, AnOperandEndingAtTheEndOfDeviceMemoryIsRead) {
   ASSERT_TRUE(data.read(c.data(), c.size(), d.c_addr - data.address()).ok());
   reference::gemm(d, device.info().shape.rows, image);
   EXPECT_EQ(std::memcmp(c.data(), &image[d.c_addr], c.size()), 0) << "seed " << seed;
+}
+
+// A 5 x 3 x 7 product's descriptor: A and B in `data` (bf16 values drawn
+// from the seeded normal distribution, written there), C at `c`.
+spec::GemmDescriptor small_product(Buffer& data, uint64_t c, uint32_t seed) {
+  spec::GemmDescriptor d{};
+  d.opcode = uint8_t(spec::Opcode::kGemm);
+  d.m = 5;
+  d.n = 3;
+  d.k = 7;
+  d.lda = d.k;
+  d.ldb = d.ldc = d.n;
+  d.a_addr = data.address();
+  d.b_addr = data.address() + 128;
+  d.c_addr = c;
+  std::mt19937 rng(seed);
+  for (uint32_t i = 0; i < d.m * d.k + d.k * d.n; ++i) {
+    const uint16_t value = numerics::f32_to_bf16(std::normal_distribution<float>()(rng));
+    EXPECT_TRUE(data.write(&value, 2, i < d.m * d.k ? 2 * i : 128 + 2 * (i - d.m * d.k)).ok());
+  }
+  return d;
+}
+
+// Runs `descriptors` as one list on unit 0; the run, waited on.
+systole::Run run_list(Device& device, const std::vector<spec::CommandRecord>& records) {
+  const auto lists = encode_command_lists(records, device.info().max_descriptors);
+  Buffer list = device.allocate(lists.at(0).size(), 0).value();
+  EXPECT_TRUE(list.write(lists[0].data(), lists[0].size()).ok());
+  systole::Run run = device.start(0, list).value();
+  (void)run.wait(milliseconds(10'000));
+  return run;
+}
+
+// C (fp32) of a product as the reference computes it from device memory.
+std::vector<float> reference_product(const Buffer& data, spec::GemmDescriptor d, uint32_t rows) {
+  std::vector<uint8_t> image(data.size() + uint64_t(d.m) * d.n * 4);
+  EXPECT_TRUE(data.read(image.data(), data.size()).ok());
+  d.a_addr -= data.address();
+  d.b_addr -= data.address();
+  d.c_addr = data.size();
+  reference::gemm(d, rows, image);
+  std::vector<float> c(uint64_t(d.m) * d.n);
+  std::memcpy(c.data(), image.data() + data.size(), c.size() * 4);
+  return c;
+}
+
+// Host memory the fast engine reaches (Device::import_host, as an XRT
+// buffer made from a user pointer): a product writes its C straight into
+// the caller's array, with the reference's bits, and the buffer is mapped.
+TEST(SwEmu, TheFastEngineWritesImportedHostMemoryInPlace) {
+  Device device = Device::open("sw_emu", 0, small_device()).value();
+  Buffer data = device.allocate(4096, 1).value();
+  std::vector<float> c(15, -1.0f);
+  Buffer imported = device.import_host(c.data(), c.size() * 4).value();
+  EXPECT_TRUE(imported.mapped());
+  EXPECT_EQ(imported.bank(), Buffer::kHostMemory);
+  EXPECT_EQ(imported.map(), c.data());
+  const spec::GemmDescriptor d = small_product(data, imported.address(), 41);
+  systole::Run run = run_list(device, {spec::record_of(d)});
+  ASSERT_EQ(run.error_code(), spec::ErrorCode::kOk);
+  const std::vector<float> expected = reference_product(data, d, device.info().shape.rows);
+  EXPECT_EQ(std::memcmp(c.data(), expected.data(), c.size() * 4), 0) << "seed 41";
+}
+
+// Descriptors that reach past an import's end, into the addresses between
+// the banks and host memory, or into an import that has ended, and vector
+// descriptors on host memory, end the launch with kAddressOutOfRange at
+// their index before anything is written; so does an A that ends at a
+// page boundary of host memory (the engine reads two bytes past A). The
+// HLS engine reaches no host memory at all.
+TEST(SwEmu, DescriptorsOutsideImportedHostMemoryEndTheLaunch) {
+  Device device = Device::open("sw_emu", 0, small_device()).value();
+  Buffer data = device.allocate(4096, 1).value();
+  std::vector<float> c(15, -1.0f), before = c;
+  Buffer imported = device.import_host(c.data(), c.size() * 4).value();
+  const spec::GemmDescriptor fits = small_product(data, imported.address(), 43);
+  auto ends_at = [&](const std::vector<spec::CommandRecord>& records, uint32_t index, const char* what) {
+    SCOPED_TRACE(what);
+    systole::Run run = run_list(device, records);
+    EXPECT_EQ(run.error_code(), spec::ErrorCode::kAddressOutOfRange);
+    EXPECT_EQ(run.error_index(), index);
+    EXPECT_EQ(std::memcmp(c.data(), before.data(), c.size() * 4), 0) << "something was written";
+  };
+  spec::GemmDescriptor past = fits;
+  past.ldc = past.n + 1;  // the last row runs 4 bytes past the import
+  ends_at({spec::record_of(fits), spec::record_of(past)}, 1, "past the import's end");
+  spec::GemmDescriptor gap = fits;
+  gap.c_addr = uint64_t(small_device().hbm_banks) * small_device().bank_bytes;
+  ends_at({spec::record_of(fits), spec::record_of(gap)}, 1, "between the banks and host memory");
+  spec::VectorDescriptor scale{};
+  scale.opcode = uint8_t(spec::Opcode::kAxpby);
+  scale.n = 4;
+  scale.x_addr = data.address();
+  scale.y_addr = imported.address();
+  scale.alpha = scale.beta = 1.0f;
+  ends_at({spec::record_of(fits), spec::record_of(scale)}, 1, "a vector descriptor on host memory");
+
+  // A ending at a page boundary of host memory, and then mid-page.
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  std::unique_ptr<uint8_t, void (*)(void*)> pages(static_cast<uint8_t*>(std::aligned_alloc(page, page)),
+                                                  std::free);
+  std::memset(pages.get(), 0, page);
+  Buffer host_a = device.import_host(pages.get(), page).value();
+  spec::GemmDescriptor a_in_host = fits;
+  a_in_host.a_addr = host_a.address() + page - uint64_t(fits.m) * fits.k * 2;
+  ends_at({spec::record_of(a_in_host)}, 0, "A at a page boundary");
+  a_in_host.a_addr -= 2;
+  EXPECT_EQ(run_list(device, {spec::record_of(a_in_host)}).error_code(), spec::ErrorCode::kOk);
+  before = c;  // +0s now: A was
+
+  const uint64_t ended = imported.address();
+  imported = Buffer();
+  spec::GemmDescriptor after = fits;
+  after.c_addr = ended;
+  ends_at({spec::record_of(after)}, 0, "an import that has ended");
+
+  DeviceOptions hls = small_device();
+  hls.engine = EmuEngine::kHls;
+  Device kernel = Device::open("sw_emu", 0, hls).value();
+  const Result<Buffer> refused = kernel.import_host(c.data(), c.size() * 4);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("reaches only its own device memory"), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(device.import_host(nullptr, 4).status().code(), StatusCode::kInvalidArgument);
 }
 
 // A list of big descriptors on the HLS engine, which takes a while, and the

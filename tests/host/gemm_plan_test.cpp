@@ -13,6 +13,7 @@
 #include <string>
 
 #include "card_unit.h"
+#include "common/awkward_fp32.h"
 #include "common/engines.h"
 #include "common/exhaustive.h"
 #include "reference/reference.h"
@@ -198,6 +199,45 @@ TEST(RoundToBf16, EveryFp32ValueGivesTheContractsBits) {
   });
   ASSERT_EQ(failure, (uint64_t(1) << 32) / kBlock)
       << "a value in fp32 0x" << std::hex << failure * kBlock << " + 4096, or a write past a call's values";
+}
+
+// Where the device reaches host memory (sw_emu's fast engine), a C of 16
+// KiB or more is the caller's array, which the products write in place
+// (and read, accumulating). The bits are those of the staged path (the
+// HLS engine, which cannot reach host memory): a plain product, one with
+// bias and ReLU, and one accumulating into awkward fp32 values (NaNs,
+// infinities, subnormals), at 68 x 61 x 300 (C is 16,592 bytes).
+TEST(DeviceMatmulImport, ACallersResultWrittenInPlaceHasTheStagedBits) {
+  const uint32_t seed = 31, m = 68, n = 61, k = 300;
+  std::mt19937 rng(seed);
+  const std::vector<float> a = normal_values(rng, std::size_t(m) * k),
+                           b = normal_values(rng, std::size_t(k) * n);
+  const std::vector<float> bias = normal_values(rng, n);
+  std::mt19937_64 awkward(seed);
+  std::vector<float> start(std::size_t(m) * n);
+  for (float& v : start) v = numerics::f32_from_bits(testing::awkward_bits(awkward));
+  auto open = [](EmuEngine engine) {
+    DeviceOptions options;
+    options.array_rows = options.array_cols = 16;
+    options.engine = engine;
+    return DeviceMatmul::create(Device::open("sw_emu", 0, options).value(), 0, std::chrono::seconds(60))
+        .value();
+  };
+  auto in_place = open(EmuEngine::kFast), staged = open(EmuEngine::kHls);
+  for (int form = 0; form < 3; ++form) {
+    std::vector<float> c_in_place = start, c_staged = start;
+    MatmulCall call = product(m, n, k, a.data(), b.data(), c_in_place.data());
+    call.bias = form == 1 ? bias.data() : nullptr;
+    call.relu = form == 1;
+    call.accumulate = form == 2;
+    ASSERT_TRUE(in_place->run(call).ok());
+    call.c = c_staged.data();
+    ASSERT_TRUE(staged->run(call).ok());
+    EXPECT_EQ(std::memcmp(c_in_place.data(), c_staged.data(), c_staged.size() * 4), 0)
+        << "form " << form << ", seed " << seed;
+  }
+  EXPECT_EQ(in_place->results_in_place(), 3u);
+  EXPECT_EQ(staged->results_in_place(), 0u);
 }
 
 // Two sizes: a small one, and one whose transpose has several 64-column

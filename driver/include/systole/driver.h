@@ -168,6 +168,9 @@ class Buffer {
  public:
   enum class SyncDirection { kToDevice, kFromDevice };
 
+  // The bank of a buffer over host memory (Device::import_host).
+  static constexpr uint32_t kHostMemory = ~0u;
+
   Buffer() = default;
   explicit operator bool() const { return state_ != nullptr; }
 
@@ -261,6 +264,15 @@ class Device {
   void meet_host_threads(uint32_t threads) const;
 
   Result<Buffer> allocate(std::size_t bytes, uint32_t bank);
+  // A buffer over `bytes` of the caller's own memory at `host`, as an XRT
+  // buffer made from a user pointer, in bank Buffer::kHostMemory: its host
+  // view is that memory, and the descriptors that point into it read and
+  // write it there, on a backend whose kernel reaches host memory itself
+  // (sw_emu's fast engine). The buffer is mapped: its syncs move nothing.
+  // kUnavailable on the other backends, whose kernels reach only device
+  // memory (the caller stages through a buffer of its own there). The
+  // memory must stay valid while the buffer lives.
+  Result<Buffer> import_host(void* host, std::size_t bytes);
 
   // Starts `command_list` (a buffer holding a header and descriptors, synced
   // to the device) on a compute unit. Fails if that unit is still busy. The

@@ -177,7 +177,9 @@ class Intervals {
 // (NUMERICS.md) straight into the host views of buffers in the unit's HBM
 // banks (on the emulators, mapped: device memory itself, so nothing else
 // is copied), which grow to the largest call seen; tiled by plan_gemm and
-// run as command lists.
+// run as command lists. Where the device reaches host memory itself
+// (Device::import_host: sw_emu's fast engine), a large C is the caller's
+// array, which the products write (and read, accumulating) in place.
 // Bias and ReLU are fused into the last K block; accumulate chains K
 // through fp32 C, which gives the bits of one long product.
 class DeviceMatmul final : public MatmulExecutor {
@@ -192,6 +194,8 @@ class DeviceMatmul final : public MatmulExecutor {
   // The kernel's performance counters summed over every launch so far.
   const spec::PerfCounters& counters() const { return counters_; }
   MatmulTimes times() const override { return times_; }
+  // Calls whose C the device wrote in the caller's array (import_host).
+  uint64_t results_in_place() const { return results_in_place_; }
 
   // Keeps `resident`'s parameters on the card from now on: an operand that
   // points into its values is read from bf16 copies the card makes from
@@ -329,6 +333,10 @@ class DeviceMatmul final : public MatmulExecutor {
   // inside and runs past the end.
   static std::optional<std::size_t> offset_in(const float* base, std::size_t size, const float* p,
                                               std::size_t count);
+  // The caller's C of call `call` (`bytes` at c) as a buffer the device
+  // writes itself, kept until the run ends; null where the device cannot
+  // reach it or C is small.
+  Buffer* import_result(std::size_t call, float* c, std::size_t bytes);
   // Runs the records as command lists; adds the launches' time.
   Status launch(const std::vector<spec::CommandRecord>& records, std::optional<TraceScope>& upload,
                 double& launch_seconds);
@@ -352,8 +360,12 @@ class DeviceMatmul final : public MatmulExecutor {
   uint64_t launches_ = 0;
   spec::PerfCounters counters_;
   MatmulTimes times_;
-  // Per call index: A, B, C (with bias behind it).
+  // Per call index: A, B, C (with bias behind it), and C imported from
+  // the caller (none where it is staged).
   std::vector<Slot> a_, b_, c_;
+  std::vector<Buffer> imported_;
+  bool imports_host_ = true;  // until the device says it cannot
+  uint64_t results_in_place_ = 0;
   Slot commands_;
   std::vector<float> transposed_;
   std::optional<ResidentParameters> resident_;
