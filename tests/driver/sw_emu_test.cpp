@@ -164,17 +164,10 @@ TEST(SwEmu, ACommandListRunningOffDeviceMemoryIsRejected) {
   EXPECT_EQ(run.error_index(), spec::kHeaderErrorIndex);
 }
 
-// The fast engine's vector loads may read a few bytes past an operand
-// (sw_emu::kFastGemmReadSlack); device memory ends in slack, so an A whose
-// last value is device memory's last byte is read like any other. A 5 x 7
-// A at the end of the last bank, against the reference.
-TEST(SwEmu, AnOperandEndingAtTheEndOfDeviceMemoryIsRead) {
-  DeviceOptions options = small_device();
-  options.bank_bytes = 4096;
-  Device device = Device::open("sw_emu", 0, options).value();
-  Buffer list = device.allocate(4096, 0).value();
-  Buffer data = device.allocate(4096, 1).value();
-  ASSERT_EQ(data.address() + data.size(), uint64_t(options.hbm_banks) * options.bank_bytes);
+// A 5 x 3 x 7 product's descriptor: A and B at device addresses a and b
+// in `data` (their bf16 values drawn from the seeded normal distribution
+// and written there), C at device address c.
+spec::GemmDescriptor small_product(Buffer& data, uint64_t a, uint64_t b, uint64_t c, uint32_t seed) {
   spec::GemmDescriptor d{};
   d.opcode = uint8_t(spec::Opcode::kGemm);
   d.m = 5;
@@ -182,57 +175,19 @@ TEST(SwEmu, AnOperandEndingAtTheEndOfDeviceMemoryIsRead) {
   d.k = 7;
   d.lda = d.k;
   d.ldb = d.ldc = d.n;
-  d.b_addr = data.address();
-  d.c_addr = data.address() + 64;
-  d.a_addr = data.address() + data.size() - uint64_t(d.m) * d.k * 2;
-  // Device memory as an image: random bf16 values in A and B, C zeros.
-  const uint32_t seed = 23;
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> image(data.address() + data.size());
-  auto fill = [&](uint64_t at, uint32_t count) {
-    for (uint32_t i = 0; i < count; ++i) {
-      const uint16_t value = numerics::f32_to_bf16(std::normal_distribution<float>()(rng));
-      std::memcpy(&image[at + 2 * i], &value, 2);
-    }
-  };
-  fill(d.a_addr, d.m * d.k);
-  fill(d.b_addr, d.k * d.n);
-  ASSERT_TRUE(data.write(&image[data.address()], data.size()).ok());
-  ASSERT_TRUE(data.sync(Buffer::SyncDirection::kToDevice).ok());
-  const auto lists =
-      encode_command_lists(std::vector<spec::GemmDescriptor>{d}, device.info().max_descriptors);
-  ASSERT_TRUE(list.write(lists.at(0).data(), lists[0].size()).ok());
-  ASSERT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
-  ASSERT_TRUE(device.start(0, list).value().wait(milliseconds(10'000)).ok());
-  std::vector<uint8_t> c(uint64_t(d.m) * d.n * 4);
-  ASSERT_TRUE(data.sync(Buffer::SyncDirection::kFromDevice).ok());
-  ASSERT_TRUE(data.read(c.data(), c.size(), d.c_addr - data.address()).ok());
-  reference::gemm(d, device.info().shape.rows, image);
-  EXPECT_EQ(std::memcmp(c.data(), &image[d.c_addr], c.size()), 0) << "seed " << seed;
-}
-
-// A 5 x 3 x 7 product's descriptor: A and B in `data` (bf16 values drawn
-// from the seeded normal distribution, written there), C at `c`.
-spec::GemmDescriptor small_product(Buffer& data, uint64_t c, uint32_t seed) {
-  spec::GemmDescriptor d{};
-  d.opcode = uint8_t(spec::Opcode::kGemm);
-  d.m = 5;
-  d.n = 3;
-  d.k = 7;
-  d.lda = d.k;
-  d.ldb = d.ldc = d.n;
-  d.a_addr = data.address();
-  d.b_addr = data.address() + 128;
+  d.a_addr = a;
+  d.b_addr = b;
   d.c_addr = c;
   std::mt19937 rng(seed);
   for (uint32_t i = 0; i < d.m * d.k + d.k * d.n; ++i) {
     const uint16_t value = numerics::f32_to_bf16(std::normal_distribution<float>()(rng));
-    EXPECT_TRUE(data.write(&value, 2, i < d.m * d.k ? 2 * i : 128 + 2 * (i - d.m * d.k)).ok());
+    const uint64_t at = i < d.m * d.k ? a + 2 * i : b + 2 * (i - d.m * d.k);
+    EXPECT_TRUE(data.write(&value, 2, at - data.address()).ok());
   }
   return d;
 }
 
-// Runs `descriptors` as one list on unit 0; the run, waited on.
+// Runs the records as one list on unit 0; the run, waited on.
 systole::Run run_list(Device& device, const std::vector<spec::CommandRecord>& records) {
   const auto lists = encode_command_lists(records, device.info().max_descriptors);
   Buffer list = device.allocate(lists.at(0).size(), 0).value();
@@ -242,7 +197,8 @@ systole::Run run_list(Device& device, const std::vector<spec::CommandRecord>& re
   return run;
 }
 
-// C (fp32) of a product as the reference computes it from device memory.
+// C (fp32) of a product whose A and B lie in `data`, as the reference
+// computes it.
 std::vector<float> reference_product(const Buffer& data, spec::GemmDescriptor d, uint32_t rows) {
   std::vector<uint8_t> image(data.size() + uint64_t(d.m) * d.n * 4);
   EXPECT_TRUE(data.read(image.data(), data.size()).ok());
@@ -253,6 +209,26 @@ std::vector<float> reference_product(const Buffer& data, spec::GemmDescriptor d,
   std::vector<float> c(uint64_t(d.m) * d.n);
   std::memcpy(c.data(), image.data() + data.size(), c.size() * 4);
   return c;
+}
+
+// The fast engine's vector loads may read a few bytes past an operand
+// (sw_emu::kFastGemmReadSlack); device memory ends in slack, so an A whose
+// last value is device memory's last byte is read like any other (without
+// the slack, the guard page after it faults).
+TEST(SwEmu, AnOperandEndingAtTheEndOfDeviceMemoryIsRead) {
+  DeviceOptions options = small_device();
+  options.bank_bytes = 4096;
+  Device device = Device::open("sw_emu", 0, options).value();
+  Buffer data = device.allocate(4096, 1).value();
+  const uint64_t end = data.address() + data.size();
+  ASSERT_EQ(end, uint64_t(options.hbm_banks) * options.bank_bytes);
+  const spec::GemmDescriptor d =
+      small_product(data, end - 5 * 7 * 2, data.address(), data.address() + 64, 23);
+  ASSERT_EQ(run_list(device, {spec::record_of(d)}).error_code(), spec::ErrorCode::kOk);
+  std::vector<float> c(15);
+  ASSERT_TRUE(data.read(c.data(), c.size() * 4, 64).ok());
+  const std::vector<float> expected = reference_product(data, d, device.info().shape.rows);
+  EXPECT_EQ(std::memcmp(c.data(), expected.data(), c.size() * 4), 0) << "seed 23";
 }
 
 // Host memory the fast engine reaches (Device::import_host, as an XRT
@@ -266,7 +242,8 @@ TEST(SwEmu, TheFastEngineWritesImportedHostMemoryInPlace) {
   EXPECT_TRUE(imported.mapped());
   EXPECT_EQ(imported.bank(), Buffer::kHostMemory);
   EXPECT_EQ(imported.map(), c.data());
-  const spec::GemmDescriptor d = small_product(data, imported.address(), 41);
+  const spec::GemmDescriptor d =
+      small_product(data, data.address(), data.address() + 128, imported.address(), 41);
   systole::Run run = run_list(device, {spec::record_of(d)});
   ASSERT_EQ(run.error_code(), spec::ErrorCode::kOk);
   const std::vector<float> expected = reference_product(data, d, device.info().shape.rows);
@@ -284,7 +261,8 @@ TEST(SwEmu, DescriptorsOutsideImportedHostMemoryEndTheLaunch) {
   Buffer data = device.allocate(4096, 1).value();
   std::vector<float> c(15, -1.0f), before = c;
   Buffer imported = device.import_host(c.data(), c.size() * 4).value();
-  const spec::GemmDescriptor fits = small_product(data, imported.address(), 43);
+  const spec::GemmDescriptor fits =
+      small_product(data, data.address(), data.address() + 128, imported.address(), 43);
   auto ends_at = [&](const std::vector<spec::CommandRecord>& records, uint32_t index, const char* what) {
     SCOPED_TRACE(what);
     systole::Run run = run_list(device, records);
