@@ -670,13 +670,16 @@ void DeviceMatmul::ensure_call_slots(std::size_t calls) {
 }
 
 Buffer* DeviceMatmul::import_result(std::size_t call, float* c, std::size_t bytes) {
-  // Below some 16 KiB, copying C down costs less than importing it.
+  // Importing C and ending the import cost about 0.06 us here, copying it
+  // down from the cache 0.03 us for 4 KiB and 0.12 us for 16 KiB: smaller
+  // results are copied.
   constexpr std::size_t kImportBytes = 16 << 10;
   if (!imports_host_ || bytes < kImportBytes) return nullptr;
   auto imported = device_.import_host(c, bytes);
   if (!imported.ok()) {
-    // The device reaches only its own memory: C is copied down from now on.
-    imports_host_ = false;
+    // A device that reaches only its own memory has C copied down from now
+    // on; any other refusal, this time.
+    if (imported.status().code() == StatusCode::kUnavailable) imports_host_ = false;
     return nullptr;
   }
   if (imported_.size() <= call) imported_.resize(call + 1);
