@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -22,6 +21,7 @@
 
 #include "backend.h"
 #include "bank_allocator.h"
+#include "hex.h"
 #include "systole/status.h"
 #include "systole/validate.h"
 
@@ -104,7 +104,7 @@ class EmulatedMemory {
     const uint64_t at = reinterpret_cast<uintptr_t>(host);
     if (!host || bytes == 0 || at >= kHostWindow || bytes > kHostWindow - at)
       return Status(StatusCode::kInvalidArgument,
-                    "cannot import " + std::to_string(bytes) + " bytes of host memory at 0x" + hex(at));
+                    "cannot import " + std::to_string(bytes) + " bytes of host memory at " + hex(at));
     std::lock_guard<std::mutex> lock(imports_mutex_);
     imports_.push_back({kHostWindow + at, bytes});
     return kHostWindow + at;
@@ -139,11 +139,6 @@ class EmulatedMemory {
   }
 
  private:
-  static std::string hex(uint64_t value) {
-    char text[20];
-    std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(value));
-    return text;
-  }
   Status check(uint64_t address, std::size_t bytes) const {
     if (!spec::in_range(address, bytes, memory_.bytes()))
       return Status(StatusCode::kInvalidArgument, "device range [" + std::to_string(address) + ", +" +

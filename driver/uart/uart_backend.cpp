@@ -2,12 +2,12 @@
 #include "uart_backend.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "../src/bank_allocator.h"
+#include "../src/hex.h"
 #include "uart_link.h"
 
 namespace systole {
@@ -15,12 +15,6 @@ namespace uart {
 namespace {
 
 using spec::uart::Command;
-
-std::string hex(uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 const char* command_name(Command command) {
   switch (command) {
@@ -132,7 +126,7 @@ class UartBackend : public detail::DeviceBackend {
   // One request and its response; a read's words, else none.
   Result<std::vector<uint32_t>> transact(Command command, uint64_t address, const std::vector<uint32_t>& data,
                                          uint32_t read_words) {
-    const std::string what = name() + ": " + command_name(command) + " at " + hex(address);
+    const std::string what = name() + ": " + command_name(command) + " at " + detail::hex(address);
     if (address > UINT32_MAX)
       return Status(StatusCode::kInvalidArgument, what + ": the link carries 32-bit addresses");
     const uint32_t words = is_read(command) ? read_words : uint32_t(data.size());

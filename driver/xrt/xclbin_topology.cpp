@@ -5,21 +5,15 @@
 #include <experimental/xrt_xclbin.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <limits>
 
+#include "../src/hex.h"
 #include "systole/boards.h"
 #include "systole/spec.h"
 
 namespace systole::detail {
 namespace {
-
-std::string hex(uint64_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 // "HBM[12]" -> 12; -1 for any other tag.
 int hbm_index(const std::string& tag) {
