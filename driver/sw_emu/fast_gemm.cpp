@@ -727,12 +727,6 @@ bool fast_gemm_supports(FastGemmIsa isa) {
   return false;
 }
 
-FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port, const uint8_t* b_port,
-                            uint8_t* c_port, uint32_t k_tile) {
-  return fast_gemm_args(d, a_port + d.a_addr, b_port + d.b_addr, c_port + d.c_addr,
-                        (d.flags & spec::flag::kBias) ? c_port + d.bias_addr : nullptr, k_tile);
-}
-
 FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a, const uint8_t* b, uint8_t* c,
                             const uint8_t* bias, uint32_t k_tile) {
   FastGemmArgs args;

@@ -27,10 +27,8 @@ struct FastGemmArgs {
   uint32_t k_tile = 0;  // the array's row count
 };
 
-// A validated descriptor's operands, with each port at its base pointer.
-FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a_port, const uint8_t* b_port,
-                            uint8_t* c_port, uint32_t k_tile);
-// The same, given where its operands are (`bias` unused without the flag).
+// A validated descriptor, given where its operands are (`bias` unused
+// without the flag).
 FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a, const uint8_t* b, uint8_t* c,
                             const uint8_t* bias, uint32_t k_tile);
 

@@ -94,9 +94,11 @@ Outcome run_fast(const Workload& workload, uint32_t rows, sw_emu::FastGemmIsa is
   // The image with the slack the engine may read past an operand.
   std::vector<uint8_t> memory(workload.memory.size() + sw_emu::kFastGemmReadSlack);
   std::copy(workload.memory.begin(), workload.memory.end(), memory.begin());
+  uint8_t* const base = memory.data();
   for (const spec::GemmDescriptor& d : workload.descriptors) {
+    const uint8_t* bias = (d.flags & spec::flag::kBias) ? base + d.bias_addr : nullptr;
     const sw_emu::FastGemmArgs args =
-        sw_emu::fast_gemm_args(d, memory.data(), memory.data(), memory.data(), rows);
+        sw_emu::fast_gemm_args(d, base + d.a_addr, base + d.b_addr, base + d.c_addr, bias, rows);
     sw_emu::fast_gemm(args, threads, isa, order);
   }
   Outcome outcome;
