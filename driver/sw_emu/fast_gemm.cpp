@@ -10,11 +10,12 @@
 // ReLU) from registers straight into C at its last K tile, so a single-tile
 // product never touches the accumulator block.
 //
-// Two micro-kernels (fast_gemm_kernels.h), picked by the CPU: AVX-512 (8 x
-// 32 blocks; masked stores for the blocks C cuts short; A read in place as
-// bf16 rows) and AVX2 + FMA (6 x 16). C with few columns may be computed as
-// its transpose, C^T = B^T A^T: the same sums in the same order, so the
-// same bits.
+// Micro-kernels (fast_gemm_kernels.h), picked by the CPU: AVX-512 (8 x 32
+// blocks; masked stores for the blocks C cuts short; A read in place as
+// bf16 rows; for C of 12 columns or fewer, 16 x 16 blocks whose vectors
+// hold 8 rows x 2 columns) and AVX2 + FMA (6 x 16). C with few columns may
+// be computed as its transpose, C^T = B^T A^T: the same sums in the same
+// order, so the same bits.
 //
 // Threads run with MXCSR FTZ and DAZ set, which implement the contract's
 // flush-to-signed-zero rules in hardware. A panel pair whose exponent ranges
@@ -132,6 +133,7 @@ void portable_gemm(const FastGemmArgs& args) {
 
 using kernels::Avx2Kernel;
 using kernels::Avx512Kernel;
+using kernels::Avx512PairKernel;
 using kernels::Finish;
 using kernels::load_accumulators8;
 using kernels::store_output8;
@@ -337,14 +339,19 @@ __attribute__((target("avx2"))) void pack_along(const FastGemmArgs& args, const 
   }
 }
 
-// pack_along for the AVX-512 kernel's 32-wide panels: a row's 32 values
-// in one masked load (lanes past the row read nothing, so no copy is
-// needed near the operand's end), decoded 16 at a time.
-__attribute__((target("avx512f,avx512bw"))) void pack_along32(const FastGemmArgs& args, const Source& source,
-                                                              uint32_t i0, uint32_t k_tiles, float* out,
-                                                              ExponentRange* ranges) {
+// pack_along for the AVX-512 kernels' panels, 32 or 16 wide: a row's
+// values in one masked load (lanes past the row read nothing, so no copy
+// is needed near the operand's end), decoded 16 at a time. A 32-wide panel
+// of 16 columns or fewer fills only each row's first 16 lanes: the 8 x 32
+// kernel computes only those for it.
+template <uint32_t kWidth>
+__attribute__((target("avx512f,avx512bw"))) void pack_along_avx512(const FastGemmArgs& args,
+                                                                   const Source& source, uint32_t i0,
+                                                                   uint32_t k_tiles, float* out,
+                                                                   ExponentRange* ranges) {
+  static_assert(kWidth == 16 || kWidth == 32, "whole 16-lane vectors, at most one load's 32 values");
   const uint32_t tile = args.k_tile;
-  const uint32_t valid = i0 < source.extent ? std::min(32u, source.extent - i0) : 0;
+  const uint32_t valid = i0 < source.extent ? std::min(kWidth, source.extent - i0) : 0;
   const __mmask32 lanes = __mmask32((uint64_t(1) << valid) - 1);
   const __m512i exponent_bits = _mm512_set1_epi32(0xFF), sign = _mm512_set1_epi32(int(0x80000000u));
   for (uint32_t t = 0; t < k_tiles; ++t) {
@@ -360,38 +367,48 @@ __attribute__((target("avx512f,avx512bw"))) void pack_along32(const FastGemmArgs
       const __m512i bits = _mm512_slli_epi32(raw, 16);
       return _mm512_mask_and_epi32(bits, __mmask16(~nonzero), bits, sign);
     };
-    for (uint32_t k = t * tile; k < t * tile + tile_depth(args, t); ++k) {
-      const __m512i row = _mm512_maskz_loadu_epi16(lanes, source.at(i0, k));
-      float* packed = out + uint64_t(k) * 32;
-      _mm512_storeu_si512(packed, decode16(_mm512_castsi512_si256(row)));
-      _mm512_storeu_si512(packed + 16, decode16(_mm512_extracti64x4_epi64(row, 1)));
+    const uint32_t end = t * tile + tile_depth(args, t);
+    if (valid <= 16) {
+      for (uint32_t k = t * tile; k < end; ++k)
+        _mm512_storeu_si512(
+            out + uint64_t(k) * kWidth,
+            decode16(_mm512_castsi512_si256(_mm512_maskz_loadu_epi16(lanes, source.at(i0, k)))));
+    } else {
+      for (uint32_t k = t * tile; k < end; ++k) {
+        const __m512i row = _mm512_maskz_loadu_epi16(lanes, source.at(i0, k));
+        float* packed = out + uint64_t(k) * kWidth;
+        _mm512_storeu_si512(packed, decode16(_mm512_castsi512_si256(row)));
+        _mm512_storeu_si512(packed + 16, decode16(_mm512_extracti64x4_epi64(row, 1)));
+      }
     }
     ranges[t] = ExponentRange{_mm512_reduce_min_epu32(min_nonzero), _mm512_reduce_max_epu32(max)};
   }
 }
 
-template <uint32_t kWidth>
+// Packs panel i0.. of `source` for Kernel, kWidth wide.
+template <class Kernel, uint32_t kWidth>
 void pack(const FastGemmArgs& args, const Source& source, uint32_t i0, uint32_t k_tiles, float* out,
           ExponentRange* ranges) {
   if (source.k_stride == 1)
     pack_across<kWidth>(args, source, i0, k_tiles, out, ranges);
-  else if constexpr (kWidth == Avx512Kernel::kNr)  // only the AVX-512 kernel packs 32 wide
-    pack_along32(args, source, i0, k_tiles, out, ranges);
+  else if constexpr (Kernel::kAvx512 && kWidth % 16 == 0)
+    pack_along_avx512<kWidth>(args, source, i0, k_tiles, out, ranges);
   else
     pack_along<kWidth>(args, source, i0, k_tiles, out, ranges);
 }
 
-// For a left panel the micro-kernel reads in place (rows [i0, i0 + rows)
-// of A): one exponent range over all its K, given to each of its K tiles.
+// For left panels the micro-kernel reads in place (rows [i0, i0 + rows)
+// of A): one exponent range over all their K, given to each panel's K
+// tiles (`ranges`, k_tiles per panel).
 void range_in_place(const FastGemmArgs& args, const Source& source, uint32_t i0, uint32_t rows,
-                    uint32_t k_tiles, ExponentRange* ranges) {
+                    uint32_t panel_rows, uint32_t k_tiles, ExponentRange* ranges) {
   const uint32_t valid = i0 < source.extent ? std::min(rows, source.extent - i0) : 0;
   ExponentRange range;
   if (source.i_stride == args.k)  // the rows lie end to end
     range = scan_range(source.at(i0, 0), uint64_t(valid) * args.k, range);
   else
     for (uint32_t r = 0; r < valid; ++r) range = scan_range(source.at(i0 + r, 0), args.k, range);
-  std::fill(ranges, ranges + k_tiles, range);
+  std::fill(ranges, ranges + std::size_t(rows / panel_rows) * k_tiles, range);
 }
 
 // The output stage for a block of C's transpose: `block` holds rows n0..
@@ -495,6 +512,17 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
   // work hides behind the FMAs, and packing would write A again in fp32
   // and read it back (85 MB at the TPU CNN's 9216 x 2304 forward).
   const bool left_in_place = Kernel::kReadsLeftInPlace && !transposed;
+  // Left panels read in place are scanned for their exponent range in
+  // groups of some 8 K values: folding a scan's 32 lanes into one range
+  // costs about as much as scanning 1,000 values, which a panel of K = 9
+  // (72 values) or of the 10 logits' K = 128 would pay every time. A
+  // group's range bounds each of its panels', so a panel that would pass
+  // fma_safe alone may not (other bits are not possible: both paths give
+  // the same).
+  constexpr uint64_t kScanValues = 8192;
+  const uint32_t scan_panels =
+      uint32_t(std::clamp<uint64_t>(kScanValues / (uint64_t(kMr) * args.k), 1, row_panels));
+  const uint32_t scan_groups = (row_panels + scan_panels - 1) / scan_panels;
 
   thread_local Workspace<float> left_workspace;
   thread_local Workspace<ExponentRange> left_range_workspace;
@@ -514,8 +542,8 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
   // `packed` (and its exponent ranges into `ranges`); this packs its panel
   // `local`.
   auto pack_right = [&](uint32_t nc_panel0, uint32_t local, float* packed, ExponentRange* ranges) {
-    pack<kNr>(args, right, (nc_panel0 + local) * kNr, k_tiles, packed + local * k_padded * kNr,
-              &ranges[std::size_t(local) * k_tiles]);
+    pack<Kernel, kNr>(args, right, (nc_panel0 + local) * kNr, k_tiles, packed + local * k_padded * kNr,
+                      &ranges[std::size_t(local) * k_tiles]);
   };
 
   // Each thread's share; the worksharing loops inside bind to the parallel
@@ -528,13 +556,18 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
     float* const accumulators = accumulator_workspace.get(std::size_t(kMc) * kNc);
 
     const bool parallel = threads > 1;
-    share_static(parallel, row_panels, [&](uint32_t panel) {
-      ExponentRange* const ranges = &left_ranges[std::size_t(panel) * k_tiles];
-      if (left_in_place)
-        range_in_place(args, left, panel * kMr, kMr, k_tiles, ranges);
-      else
-        pack<kMr>(args, left, panel * kMr, k_tiles, left_packed + panel * k_padded * kMr, ranges);
-    });
+    if (left_in_place) {
+      share_static(parallel, scan_groups, [&](uint32_t group) {
+        const uint32_t panel = group * scan_panels, panels = std::min(scan_panels, row_panels - panel);
+        range_in_place(args, left, panel * kMr, panels * kMr, kMr, k_tiles,
+                       &left_ranges[std::size_t(panel) * k_tiles]);
+      });
+    } else if constexpr (Kernel::kPacksLeft) {
+      share_static(parallel, row_panels, [&](uint32_t panel) {
+        pack<Kernel, kMr>(args, left, panel * kMr, k_tiles, left_packed + panel * k_padded * kMr,
+                          &left_ranges[std::size_t(panel) * k_tiles]);
+      });
+    }
 
     // Row block `block` against the packed right panels [nc_panel0,
     // nc_panel0 + nc_panels): all K tiles, then the output stage.
@@ -610,27 +643,25 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
               if (left_in_place) {
                 const uint8_t* rows0 = left.at(uint64_t(panel) * kMr, uint64_t(t) * tile);
                 const uint64_t lda_bytes = uint64_t(args.lda) * sizeof(bf16_t);
-                auto in_place = [&](auto fused_kernel, auto halves) {
-                  Kernel::template run_in_place<fused_kernel(), halves()>(
-                      rows0, lda_bytes, rows_in(i), right_tile, depth, accumulator(i, j), from_zero,
-                      finishing);
+                auto in_place = [&](auto run) {
+                  run(rows0, lda_bytes, rows_in(i), cols_in(j), right_tile, depth, accumulator(i, j),
+                      from_zero, finishing);
                 };
-                using Half = std::integral_constant<uint32_t, 1>;
-                using Whole = std::integral_constant<uint32_t, 2>;
-                const bool half = cols_in(j) <= kNr / 2;
                 if (fused)
-                  half ? in_place(std::true_type(), Half()) : in_place(std::true_type(), Whole());
+                  in_place(Kernel::template run_in_place<true>);
                 else
-                  half ? in_place(std::false_type(), Half()) : in_place(std::false_type(), Whole());
+                  in_place(Kernel::template run_in_place<false>);
                 continue;
               }
             }
-            if (fused)
-              Kernel::template run<true>(left_tile, right_tile, depth, accumulator(i, j), from_zero,
-                                         finishing);
-            else
-              Kernel::template run<false>(left_tile, right_tile, depth, accumulator(i, j), from_zero,
-                                          finishing);
+            if constexpr (Kernel::kPacksLeft) {
+              if (fused)
+                Kernel::template run<true>(left_tile, right_tile, depth, accumulator(i, j), from_zero,
+                                           finishing);
+              else
+                Kernel::template run<false>(left_tile, right_tile, depth, accumulator(i, j), from_zero,
+                                            finishing);
+            }
           }
         }
       }
@@ -704,6 +735,14 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmOrder orde
   blocked_gemm<Kernel>(args, threads, transposed);
 }
 
+// The AVX-512 kernels: C of few columns in pairs of lanes, unless C's
+// transpose is asked for; else 8 x 32 blocks.
+void avx512_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmOrder order) {
+  if (args.n <= Avx512PairKernel::kMaxCols && order != FastGemmOrder::kTransposed)
+    return blocked_gemm<Avx512PairKernel>(args, threads, /*transposed=*/false);
+  blocked_gemm<Avx512Kernel>(args, threads, order);
+}
+
 #endif  // SYSTOLE_HAVE_X86
 
 }  // namespace
@@ -718,7 +757,7 @@ bool fast_gemm_supports(FastGemmIsa isa) {
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case FastGemmIsa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             fast_gemm_supports(FastGemmIsa::kAvx2);
+             __builtin_cpu_supports("avx512vl") && fast_gemm_supports(FastGemmIsa::kAvx2);
 #else
     default:
       return false;
@@ -768,7 +807,7 @@ void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa, Fast
   if (!fast_gemm_supports(isa)) isa = FastGemmIsa::kPortable;
 #if SYSTOLE_HAVE_X86
   threads = std::max(threads, 1u);
-  if (isa == FastGemmIsa::kAvx512) return blocked_gemm<Avx512Kernel>(args, threads, order);
+  if (isa == FastGemmIsa::kAvx512) return avx512_gemm(args, threads, order);
   if (isa == FastGemmIsa::kAvx2) return blocked_gemm<Avx2Kernel>(args, threads, order);
 #endif
   portable_gemm(args);

@@ -35,7 +35,7 @@ FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a, con
 // The code that computes it. Every choice gives the same bits.
 enum class FastGemmIsa {
   kAuto,      // the widest of the others this CPU has
-  kAvx512,    // AVX-512 F and BW: 8 x 32 blocks of C
+  kAvx512,    // AVX-512 F, BW and VL: 8 x 32 blocks of C, 16 x 16 in pairs for 12 columns or fewer
   kAvx2,      // AVX2 + FMA: 6 x 16 blocks
   kPortable,  // plain C++ in the contract's order (slow; for other hosts)
 };

@@ -22,7 +22,8 @@ class Generator {
       spec::GemmDescriptor d{};
       d.opcode = static_cast<uint8_t>(spec::Opcode::kGemm);
       d.m = awkward(shape.rows, std::min(options_.max_m, shape.max_m()), shape.max_m());
-      d.n = awkward(shape.cols, 3 * shape.cols + 1, 4 * shape.cols + 3);
+      d.n = options_.max_n ? pick(1, options_.max_n)
+                           : awkward(shape.cols, 3 * shape.cols + 1, 4 * shape.cols + 3);
       d.k = awkward(shape.rows, 3 * shape.rows + 1, shape.max_k());
       d.flags = uint8_t(pick(0, spec::flag::kAll));
       const bool chain = !w.descriptors.empty() && pick(0, 3) == 0;

@@ -37,6 +37,7 @@ struct WorkloadOptions {
   uint32_t descriptors = 6;
   Values values = Values::kTypical;
   uint32_t max_m = 40;  // keep the HLS engine fast; some cases exceed it
+  uint32_t max_n = 0;   // C's columns: 1 to this; 0 for sizes near the array's
 };
 
 Workload make_workload(uint32_t seed, const WorkloadOptions& options);
