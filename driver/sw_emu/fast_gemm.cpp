@@ -202,30 +202,43 @@ __attribute__((target("avx2"))) ExponentRange merged(ExponentRange range, __m256
 }
 
 // The exponent range of `count` consecutive bf16 values folded into
-// `range`, 32 at a time; the last few through a masked load, whose +0s
-// change neither bound. Only the AVX-512 kernel, which reads A in place,
-// scans.
+// `range`, 64 at a time in two independent folds; the last few through
+// masked loads, whose +0s change neither bound. Only the AVX-512 kernels,
+// which read A in place, scan. On a value's magnitude bits (exponent, then
+// mantissa), a nonzero exponent means a magnitude of at least 0x80, so
+// the magnitude less 0x80, wrapping in 16 bits, puts zeros and subnormals
+// above every other: its minimum gives the smallest nonzero exponent, the
+// largest magnitude the largest.
 __attribute__((target("avx512f,avx512bw"))) ExponentRange scan_range(const uint8_t* in, uint64_t count,
                                                                      ExponentRange range) {
-  const __m512i all_ones = _mm512_set1_epi16(255);
-  __m512i min_nonzero = all_ones, max = _mm512_setzero_si512();
-  auto fold = [&](__m512i bits) __attribute__((target("avx512f,avx512bw"))) {
-    const __m512i exponent = _mm512_and_si512(_mm512_srli_epi16(bits, 7), all_ones);
-    const __mmask32 nonzero = _mm512_test_epi16_mask(exponent, exponent);
-    min_nonzero = _mm512_mask_min_epu16(min_nonzero, nonzero, min_nonzero, exponent);
-    max = _mm512_max_epu16(max, exponent);
+  const __m512i magnitude = _mm512_set1_epi16(0x7FFF), smallest_normal = _mm512_set1_epi16(0x80);
+  __m512i low[2] = {_mm512_set1_epi16(-1), _mm512_set1_epi16(-1)};  // magnitude - 0x80
+  __m512i high[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+  auto fold = [&](int f, __m512i bits) __attribute__((target("avx512f,avx512bw"), always_inline)) {
+    const __m512i m = _mm512_and_si512(bits, magnitude);
+    low[f] = _mm512_min_epu16(low[f], _mm512_sub_epi16(m, smallest_normal));
+    high[f] = _mm512_max_epu16(high[f], m);
   };
   uint64_t i = 0;
-  for (; i + 32 <= count; i += 32) fold(_mm512_loadu_si512(in + i * sizeof(bf16_t)));
-  if (i < count)
-    fold(_mm512_maskz_loadu_epi16(__mmask32((uint64_t(1) << (count - i)) - 1), in + i * sizeof(bf16_t)));
-  alignas(64) uint16_t lowest[32], highest[32];
-  _mm512_store_si512(lowest, min_nonzero);
-  _mm512_store_si512(highest, max);
-  for (uint32_t lane = 0; lane < 32; ++lane) {
-    range.min_nonzero = std::min<uint32_t>(range.min_nonzero, lowest[lane]);
-    range.max = std::max<uint32_t>(range.max, highest[lane]);
+  for (; i + 64 <= count; i += 64) {
+    fold(0, _mm512_loadu_si512(in + i * sizeof(bf16_t)));
+    fold(1, _mm512_loadu_si512(in + (i + 32) * sizeof(bf16_t)));
   }
+  for (int f = 0; i < count; i += 32, ++f) {
+    const uint64_t left = std::min<uint64_t>(32, count - i);
+    const __mmask32 lanes = left == 32 ? ~__mmask32(0) : __mmask32((uint64_t(1) << left) - 1);
+    fold(f, _mm512_maskz_loadu_epi16(lanes, in + i * sizeof(bf16_t)));
+  }
+  // Across lanes, in 32-bit lanes of the 16-bit values (zero-extended).
+  const __m512i low16 = _mm512_min_epu16(low[0], low[1]), high16 = _mm512_max_epu16(high[0], high[1]);
+  const __m512i even_mask = _mm512_set1_epi32(0xFFFF);
+  const uint32_t lowest = std::min(_mm512_reduce_min_epu32(_mm512_and_si512(low16, even_mask)),
+                                   _mm512_reduce_min_epu32(_mm512_srli_epi32(low16, 16)));
+  const uint32_t highest = std::max(_mm512_reduce_max_epu32(_mm512_and_si512(high16, even_mask)),
+                                    _mm512_reduce_max_epu32(_mm512_srli_epi32(high16, 16)));
+  if (lowest < 0xFF80)  // some value has a nonzero exponent
+    range.min_nonzero = std::min(range.min_nonzero, (lowest + 0x80) >> 7);
+  range.max = std::max(range.max, highest >> 7);
   return range;
 }
 

@@ -401,7 +401,7 @@ Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, uint3
   std::size_t offset = 0;
   uint64_t source_address = 0;
   const CardTensor* view = nullptr;  // a view whose blocks read transposed
-  const std::string what = std::string("matmul: operand ") + (operand == Operand::kA ? "A" : "B");
+  const char* const what = operand == Operand::kA ? "matmul: operand A" : "matmul: operand B";
   if (on_card) {
     auto at = card_span(x, span, what);
     if (!at.ok()) return at.status();
@@ -531,10 +531,15 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   double launch_seconds = 0;
   const uint32_t track = Trace::unit_track(unit_);
   // The vector work queued for this launch and the copies the card makes
-  // first, then the products.
-  std::vector<spec::CommandRecord> records = std::exchange(pending_, {}), products;
+  // first, then the products (pending_ keeps records_' memory).
+  records_.clear();
+  std::swap(records_, pending_);
+  std::vector<spec::CommandRecord>& records = records_;
+  std::vector<spec::CommandRecord>& products = products_;
+  products.clear();
   // Products whose C stays on the card (not downloaded).
-  std::vector<bool> on_card(calls.size(), false);
+  std::vector<char>& on_card = on_card_;
+  on_card.assign(calls.size(), false);
   std::optional<TraceScope> upload(std::in_place, "upload", "device", track);  // until the first launch
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const MatmulCall& call = calls[i];

@@ -6,7 +6,9 @@
 // everything around them that must stay untouched).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <tuple>
 
 #include "common/engines.h"
@@ -129,6 +131,64 @@ TEST_P(FastEngine, NarrowProductsAgreeWithTheReference) {
   options.max_m = 3 * 16 + 5;
   options.max_n = 14;
   check_fast_paths(size, seed, options);
+}
+
+// The engine multiplies with FMA only where every product of a pair of
+// panels lies in fp32's normal range, by the exponents it scans. Here a
+// product underflows after a sum of -2^-126 (multiply, flush to zero, add:
+// -2^-126; FMA: -(2^-126 - 2^-130), subnormal, so zero), or overflows after
+// -2^127 (multiply then add: Inf; FMA: 2^127), each in a product of its
+// own. C of 2 columns (the pair kernel) and of 20 (the 8 x 32 kernel),
+// every ISA and order.
+TEST(FastEngineProducts, OutsideTheNormalRangeMultiplyThenAdd) {
+  auto power = [](int exponent, bool negative = false) {
+    return uint16_t((negative ? 0x8000 : 0) | (exponent + 127) << 7);
+  };
+  struct Case {
+    const char* name;
+    uint16_t a[3], b[3];  // A's row; B's column 0
+    float expected;
+  };
+  const Case cases[] = {
+      {"underflow", {power(-63, true), power(-65), 0}, {power(-63), power(-65), 0}, -std::ldexp(1.0f, -126)},
+      {"overflow", {power(64, true), power(64), 0}, {power(63), power(64), 0}, INFINITY},
+  };
+  for (const Case& test : cases)
+    for (uint32_t n : {2u, 20u}) {
+      SCOPED_TRACE(std::string(test.name) + ", N = " + std::to_string(n));
+      Workload workload;
+      spec::GemmDescriptor d{};
+      d.opcode = uint8_t(spec::Opcode::kGemm);
+      d.m = 1;
+      d.n = n;
+      d.k = 3;
+      d.lda = d.k;
+      d.ldb = d.ldc = n;
+      std::vector<uint16_t> b(std::size_t(d.k) * n, 0);
+      for (uint32_t k = 0; k < d.k; ++k) b[k * n] = test.b[k];
+      auto place = [&](const void* values, std::size_t bytes) {
+        const uint64_t at = (workload.memory.size() + 63) / 64 * 64;
+        workload.memory.resize(at + bytes + 64);
+        std::memcpy(workload.memory.data() + at, values, bytes);
+        return at;
+      };
+      d.a_addr = place(test.a, sizeof test.a);
+      d.b_addr = place(b.data(), b.size() * sizeof(uint16_t));
+      const std::vector<float> c(n, 0.0f);
+      d.c_addr = place(c.data(), c.size() * sizeof(float));
+      workload.descriptors.push_back(d);
+      const Outcome expected = run_reference(workload, 8);
+      float c0;
+      std::memcpy(&c0, expected.memory.data() + d.c_addr, sizeof c0);
+      ASSERT_EQ(c0, test.expected);  // the contract's answer, as the reference gives it
+      for (auto isa : {sw_emu::FastGemmIsa::kAvx512, sw_emu::FastGemmIsa::kAvx2}) {
+        if (!sw_emu::fast_gemm_supports(isa)) continue;
+        for (auto order : {sw_emu::FastGemmOrder::kDirect, sw_emu::FastGemmOrder::kTransposed})
+          EXPECT_EQ(first_difference(expected.memory, run_fast(workload, 8, isa, order, 1).memory), "")
+              << (isa == sw_emu::FastGemmIsa::kAvx512 ? "AVX-512" : "AVX2")
+              << (order == sw_emu::FastGemmOrder::kDirect ? ", C" : ", C's transpose");
+      }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Emu, FastEngine,

@@ -374,6 +374,10 @@ class DeviceMatmul final : public MatmulExecutor {
   std::vector<CardTensor> tensors_;
   // Vector descriptors that run at the head of the next launch.
   std::vector<spec::CommandRecord> pending_;
+  // run()'s own lists, kept so that their memory is reused: the launch's
+  // records, its products, and which calls leave C on the card.
+  std::vector<spec::CommandRecord> records_, products_;
+  std::vector<char> on_card_;
   // Made rows kept on the card, one set per owner and part: what they were
   // made from (key.source, null while nothing is kept), their shape, and
   // the last run() whose launch reads them.
