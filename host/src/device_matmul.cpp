@@ -677,10 +677,14 @@ Status DeviceMatmul::launch(const std::vector<spec::CommandRecord>& records,
   using Clock = Trace::Clock;
   Trace* trace = Trace::installed();
   const uint32_t track = Trace::unit_track(unit_);
-  for (const std::vector<uint8_t>& list : encode_command_lists(records, device_.info().max_descriptors)) {
-    SYSTOLE_RETURN_IF_ERROR(ensure(commands_, list.size()));
-    SYSTOLE_RETURN_IF_ERROR(commands_.buffer.write(list.data(), list.size()));
-    SYSTOLE_RETURN_IF_ERROR(commands_.buffer.sync(Buffer::SyncDirection::kToDevice, list.size(), 0));
+  const uint32_t max_descriptors = device_.info().max_descriptors;
+  for (std::size_t first = 0; first < records.size(); first += max_descriptors) {
+    // Encoded straight into the list buffer's host view.
+    const std::size_t count = std::min<std::size_t>(max_descriptors, records.size() - first);
+    const std::size_t bytes = spec::command_list_bytes(count);
+    SYSTOLE_RETURN_IF_ERROR(ensure(commands_, bytes));
+    encode_command_list(&records[first], count, commands_.buffer.map<uint8_t>());
+    SYSTOLE_RETURN_IF_ERROR(commands_.buffer.sync(Buffer::SyncDirection::kToDevice, bytes, 0));
     upload.reset();
     const Clock::time_point started = Clock::now();
     auto run = device_.start(unit_, commands_.buffer);

@@ -55,16 +55,19 @@ Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device, co
   return descriptors;
 }
 
+void encode_command_list(const spec::CommandRecord* records, std::size_t count, uint8_t* out) {
+  spec::encode(spec::command_list_header(uint32_t(count)), out);
+  for (std::size_t i = 0; i < count; ++i)
+    std::copy(records[i].begin(), records[i].end(), out + spec::kBeatBytes * (i + 1));
+}
+
 std::vector<std::vector<uint8_t>> encode_command_lists(const std::vector<spec::CommandRecord>& records,
                                                        uint32_t max_descriptors) {
   std::vector<std::vector<uint8_t>> lists;
   for (std::size_t first = 0; first < records.size(); first += max_descriptors) {
     const std::size_t count = std::min<std::size_t>(max_descriptors, records.size() - first);
     std::vector<uint8_t> bytes(spec::command_list_bytes(count));
-    spec::encode(spec::command_list_header(uint32_t(count)), bytes.data());
-    for (std::size_t i = 0; i < count; ++i)
-      std::copy(records[first + i].begin(), records[first + i].end(),
-                bytes.begin() + spec::kBeatBytes * (i + 1));
+    encode_command_list(&records[first], count, bytes.data());
     lists.push_back(std::move(bytes));
   }
   return lists;

@@ -39,6 +39,10 @@ struct GemmProblem {
 // accumulate-into-C; bias and ReLU on the last.
 Result<std::vector<spec::GemmDescriptor>> plan_gemm(const DeviceInfo& device, const GemmProblem& problem);
 
+// One command list of `count` records, encoded into `out`
+// (spec::command_list_bytes(count) bytes: a device buffer's host view).
+void encode_command_list(const spec::CommandRecord* records, std::size_t count, uint8_t* out);
+
 // Command lists of at most `max_descriptors` each, encoded for the device:
 // of GEMM descriptors, or of records of either kind (spec::record_of).
 std::vector<std::vector<uint8_t>> encode_command_lists(const std::vector<spec::CommandRecord>& records,
