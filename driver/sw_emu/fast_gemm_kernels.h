@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "fast_gemm.h"
@@ -299,9 +300,8 @@ inline constexpr PairPicks kPairPicks{};
 // K, where the 8 x 32 kernel's half block takes 8 (one per row, 6 of its
 // 16 lanes past C). For each K, the rows' A values are shuffled into
 // pairs of lanes and each pair of B values is broadcast; A is read in
-// place, as bf16 rows in device memory, B from panels packed 16 wide
-// (pack_along<16>). Only the direct order: the left operand is never
-// packed.
+// place, as bf16 rows in device memory, B from panels packed 16 wide.
+// Only the direct order: the left operand is never packed.
 struct Avx512PairKernel {
   static constexpr uint32_t kMr = 16, kNr = 16;
   static constexpr uint32_t kMaxCols = 12;  // 7 or 8 pairs gain nothing on the 8 x 32 kernel's half block
@@ -325,6 +325,8 @@ struct Avx512PairKernel {
       SYSTOLE_PAIRS(5)
       SYSTOLE_PAIRS(6)
 #undef SYSTOLE_PAIRS
+      default:  // the engine picks this kernel only for C of kMaxCols columns or fewer
+        std::abort();
     }
   }
 

@@ -81,12 +81,20 @@ INSTANTIATE_TEST_SUITE_P(Emu, Differential,
 // can run, and says which it could not (the engine is x86-64 only).
 class FastEngine : public ::testing::TestWithParam<Param> {};
 
-// Every instruction set and order against the reference on `options`'
-// workload of `seed`.
-void check_fast_paths(uint32_t size, uint32_t seed, const WorkloadOptions& options) {
+// Every instruction set and order against the reference, on the workload
+// of the test's size, values and seed with `descriptors` products of up to
+// `max_m` rows and `max_n` columns (0: sizes near the array's).
+void check_fast_paths(const Param& param, uint32_t descriptors, uint32_t max_m, uint32_t max_n) {
+  const auto [size, values, seed] = param;
+  WorkloadOptions options;
+  options.shape = spec::ArrayShape{size, size};
+  options.values = values;
+  options.descriptors = descriptors;
+  options.max_m = max_m;
+  options.max_n = max_n;
   const Workload workload = make_workload(seed, options);
   SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(size) + "x" + std::to_string(size) +
-               ", " + values_name(options.values) + " values, descriptors:\n" + workload.description);
+               ", " + values_name(values) + " values, descriptors:\n" + workload.description);
   const Outcome expected = run_reference(workload, size);
   using sw_emu::FastGemmIsa;
   using sw_emu::FastGemmOrder;
@@ -110,28 +118,14 @@ void check_fast_paths(uint32_t size, uint32_t seed, const WorkloadOptions& optio
 }
 
 TEST_P(FastEngine, EveryInstructionSetAndOrderAgreesWithTheReference) {
-  const auto [size, values, seed] = GetParam();
-  WorkloadOptions options;
-  options.shape = spec::ArrayShape{size, size};
-  options.values = values;
-  options.descriptors = 4;
-  options.max_m = 4 * size + 30;  // past 2 threads' worth of the engine's row blocks at 128
-  check_fast_paths(size, seed, options);
+  // Rows past 2 threads' worth of the engine's row blocks at 128.
+  check_fast_paths(GetParam(), 4, 4 * std::get<0>(GetParam()) + 30, 0);
 }
 
 // C of 1 to 14 columns (the AVX-512 engine computes up to 12 in pairs of
 // lanes, 16 rows at a time): odd counts, rows that end inside a block, K
 // that ends inside a group of eight.
-TEST_P(FastEngine, NarrowProductsAgreeWithTheReference) {
-  const auto [size, values, seed] = GetParam();
-  WorkloadOptions options;
-  options.shape = spec::ArrayShape{size, size};
-  options.values = values;
-  options.descriptors = 6;
-  options.max_m = 3 * 16 + 5;
-  options.max_n = 14;
-  check_fast_paths(size, seed, options);
-}
+TEST_P(FastEngine, NarrowProductsAgreeWithTheReference) { check_fast_paths(GetParam(), 6, 3 * 16 + 5, 14); }
 
 // The engine multiplies with FMA only where every product of a pair of
 // panels lies in fp32's normal range, by the exponents it scans. Here a
