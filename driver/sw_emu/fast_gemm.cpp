@@ -526,15 +526,14 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
   // and read it back (85 MB at the TPU CNN's 9216 x 2304 forward).
   const bool left_in_place = Kernel::kReadsLeftInPlace && !transposed;
   // Left panels read in place are scanned for their exponent range in
-  // groups of some 8 K values: folding a scan's 32 lanes into one range
-  // costs about as much as scanning 1,000 values, which a panel of K = 9
-  // (72 values) or of the 10 logits' K = 128 would pay every time. A
-  // group's range bounds each of its panels', so a panel that would pass
-  // fma_safe alone may not (other bits are not possible: both paths give
-  // the same).
+  // groups of some 8 K values, not one by one: each scan ends by folding
+  // its lanes into one range, which a panel of K = 9 (72 values) would pay
+  // for every 72 values. A group's range bounds each of its panels', so a
+  // panel that would pass fma_safe alone may multiply, then add, here:
+  // slower, with the same bits.
   constexpr uint64_t kScanValues = 8192;
   const uint32_t scan_panels =
-      uint32_t(std::clamp<uint64_t>(kScanValues / (uint64_t(kMr) * args.k), 1, row_panels));
+      uint32_t(std::clamp<uint64_t>(kScanValues / (uint64_t(kMr) * args.k), 1, std::max(row_panels, 1u)));
   const uint32_t scan_groups = (row_panels + scan_panels - 1) / scan_panels;
 
   thread_local Workspace<float> left_workspace;
