@@ -96,9 +96,8 @@ Outcome run_fast(const Workload& workload, uint32_t rows, sw_emu::FastGemmIsa is
   std::copy(workload.memory.begin(), workload.memory.end(), memory.begin());
   uint8_t* const base = memory.data();
   for (const spec::GemmDescriptor& d : workload.descriptors) {
-    const uint8_t* bias = (d.flags & spec::flag::kBias) ? base + d.bias_addr : nullptr;
-    const sw_emu::FastGemmArgs args =
-        sw_emu::fast_gemm_args(d, base + d.a_addr, base + d.b_addr, base + d.c_addr, bias, rows);
+    const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(d, base + d.a_addr, base + d.b_addr,
+                                                             base + d.c_addr, base + d.bias_addr, rows);
     sw_emu::fast_gemm(args, threads, isa, order);
   }
   Outcome outcome;
