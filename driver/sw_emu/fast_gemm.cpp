@@ -236,10 +236,11 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
           : kMc / kMr;
   const uint32_t row_blocks = (row_panels + panels_per_mc - 1) / panels_per_mc;
   const uint32_t group_panels = std::min(panels_per_nc, (col_panels + threads - 1) / threads);
-  // A kernel that reads A in place does not pack it: its extra broadcast
-  // work hides behind the FMAs, and packing would write A again in fp32
-  // and read it back (85 MB at the TPU CNN's 9216 x 2304 forward).
-  const bool left_in_place = Kernel::kReadsLeftInPlace && !transposed;
+  // A kernel that reads A in place does not pack it where C has at most
+  // its kInPlaceCols columns: packing would write A again in fp32 and
+  // read it back (85 MB at the TPU CNN's 9216 x 2304 forward), which
+  // costs most where each value serves few column panels.
+  const bool left_in_place = Kernel::kReadsLeftInPlace && !transposed && cols <= Kernel::kInPlaceCols;
   // Left panels read in place are scanned for their exponent range in
   // groups of some 8 K values, not one by one: each scan ends by folding
   // its lanes into one range, which a panel of K = 9 (72 values) would pay
@@ -286,8 +287,8 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
     if (left_in_place) {
       share_static(parallel, scan_groups, [&](uint32_t group) {
         const uint32_t panel = group * scan_panels, panels = std::min(scan_panels, row_panels - panel);
-        range_in_place(args, left, panel * kMr, panels * kMr, kMr, k_tiles,
-                       &left_ranges[std::size_t(panel) * k_tiles]);
+        range_in_place<Kernel>(args, left, panel * kMr, panels * kMr, kMr, k_tiles,
+                               &left_ranges[std::size_t(panel) * k_tiles]);
       });
     } else if constexpr (Kernel::kPacksLeft) {
       share_static(parallel, row_panels, [&](uint32_t panel) {
@@ -507,17 +508,22 @@ FastGemmArgs fast_gemm_args(const spec::GemmDescriptor& d, const uint8_t* a, con
   return args;
 }
 
-uint32_t fast_gemm_team(const FastGemmArgs& args, uint32_t threads) {
-  // A launch's operands were just written by the host, on its own core:
-  // every other thread first fetches its share of them from that core's
-  // cache, which on a 2-core VM costs about as much as the thread saves
-  // below some 32 M multiply-adds (200 us on one core). Measured through
-  // DeviceMatmul at 128 x 64 x 1600: 148 GFLOP/s on one thread, 88 on
-  // two, where the engine alone, its operands left in place, ran at 186
-  // and 320.
-  constexpr uint64_t kMacsPerExtraThread = uint64_t(1) << 24;
-  const uint64_t macs = uint64_t(args.m) * args.n * args.k;
-  return uint32_t(std::clamp<uint64_t>(macs / kMacsPerExtraThread, 1, std::max(threads, 1u)));
+uint32_t TeamSizer::size_class(uint64_t macs) { return 63 - uint32_t(__builtin_clzll(macs | 1)); }
+
+uint32_t TeamSizer::team(uint64_t macs) const {
+  if (threads_ == 1 || macs < kMinMacs) return 1;
+  const Trials& trials = classes_[size_class(macs)];
+  if (trials.count[0] < kTrials || trials.count[1] < kTrials)
+    return trials.count[0] <= trials.count[1] ? 1 : threads_;
+  return trials.best[1] < trials.best[0] ? threads_ : 1;
+}
+
+void TeamSizer::record(uint64_t macs, uint32_t team, double seconds) {
+  if (threads_ == 1 || macs < kMinMacs) return;
+  Trials& trials = classes_[size_class(macs)];
+  const int which = team == 1 ? 0 : 1;
+  trials.count[which] = std::min(trials.count[which] + 1, kTrials);
+  trials.best[which] = std::min(trials.best[which], seconds / double(macs));
 }
 
 void fast_gemm(const FastGemmArgs& args, uint32_t threads, FastGemmIsa isa, FastGemmOrder order) {

@@ -47,10 +47,39 @@ bool fast_gemm_supports(FastGemmIsa isa);
 // (chosen when C has too few columns to fill the kernel's blocks).
 enum class FastGemmOrder { kAuto, kDirect, kTransposed };
 
-// How many of `threads` threads pay for the descriptor's product when the
-// host has just written its operands (a launch's): one, unless the work
-// covers fetching the operands into the other threads' caches.
-uint32_t fast_gemm_team(const FastGemmArgs& args, uint32_t threads);
+// How many threads a launch's products run on, learnt by timing them. A
+// second thread pays only where the work it takes covers fetching its
+// share of the operands, which the host has just written on its own core,
+// into its core's cache, and what that costs differs several fold between
+// machines (the 64 x 256 x 784 product through DeviceMatmul on two threads: 1.5
+// times one thread's time on one 2-core VM, 0.57 times on another). So for products
+// of each size (a power of two of multiply-adds) the sizer tries one
+// thread and the whole team kTrials times each, then keeps whichever ran
+// faster per multiply-add. Every team size gives the same bits. Products
+// under kMinMacs (some 20 us on one thread) stay on one thread untimed.
+// Not thread-safe: one per engine, whose launches run one at a time.
+class TeamSizer {
+ public:
+  static constexpr uint64_t kMinMacs = uint64_t(1) << 20;
+  static constexpr uint32_t kTrials = 3;
+
+  explicit TeamSizer(uint32_t threads) : threads_(threads < 1 ? 1 : threads) {}
+
+  // The team for a product of `macs` multiply-adds.
+  uint32_t team(uint64_t macs) const;
+  // How long a product of `macs` took on a team of `team` (as team() gave).
+  void record(uint64_t macs, uint32_t team, double seconds);
+
+ private:
+  struct Trials {
+    uint32_t count[2] = {0, 0};       // one thread, the whole team
+    double best[2] = {1e300, 1e300};  // seconds per multiply-add
+  };
+  static uint32_t size_class(uint64_t macs);
+
+  uint32_t threads_;
+  Trials classes_[64];
+};
 
 // Computes the descriptor's product on `threads` threads. An `isa` the CPU
 // does not have runs the portable code.

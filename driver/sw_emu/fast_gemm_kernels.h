@@ -76,15 +76,22 @@ struct Finish {
 // in one FMA, which the caller allows only where every product is exact.
 // Each kernel says what the loop nest may ask of it: kFinishesPartialBlocks
 // (finish blocks C cuts short), kReadsLeftInPlace (run_in_place on A's bf16
-// rows), kPacksLeft (run on packed left panels, which C's transpose needs),
-// kAvx512 (its right panels may be packed with AVX-512).
+// rows, which the nest calls where C has at most kInPlaceCols), kPacksLeft (run on packed left panels, which
+// C's transpose needs), kAvx512 (its right panels may be packed with AVX-512).
 
-// AVX2: 6 rows x 16 columns in 12 ymm registers. It finishes whole blocks
-// only; the others go through the accumulator block.
+// AVX2: 6 rows x 16 columns in 12 ymm registers. It reads A in place, as
+// bf16 rows in device memory (run_in_place), where C has 64 columns or
+// fewer, else packed: on Zen 3 the in-place kernel's shifts take FMA
+// slots (10 % slower at 256 columns and more, one thread), while packing
+// costs most where each of A's values serves few column panels (10-20 %
+// faster in place at the im2col products' 32 and 64 columns and the 10
+// logits). It finishes whole blocks only; the others go through the
+// accumulator block.
 struct Avx2Kernel {
   static constexpr uint32_t kMr = 6, kNr = 16;
   static constexpr bool kFinishesPartialBlocks = false;
-  static constexpr bool kReadsLeftInPlace = false;
+  static constexpr bool kReadsLeftInPlace = true;
+  static constexpr uint32_t kInPlaceCols = 64;
   static constexpr bool kPacksLeft = true;
   static constexpr bool kAvx512 = false;
 
@@ -96,22 +103,65 @@ struct Avx2Kernel {
 #pragma GCC unroll 6
     for (uint32_t r = 0; r < kMr; ++r) sum[r][0] = sum[r][1] = _mm256_setzero_ps();
     for (uint32_t k = 0; k < depth; ++k) {
-      const __m256 w0 = _mm256_loadu_ps(w);
-      const __m256 w1 = _mm256_loadu_ps(w + 8);
 #pragma GCC unroll 6
-      for (uint32_t r = 0; r < kMr; ++r) {
-        const __m256 ar = _mm256_broadcast_ss(a + r);
-        if constexpr (kFused) {
-          sum[r][0] = _mm256_fmadd_ps(ar, w0, sum[r][0]);
-          sum[r][1] = _mm256_fmadd_ps(ar, w1, sum[r][1]);
-        } else {
-          sum[r][0] = _mm256_add_ps(sum[r][0], _mm256_mul_ps(ar, w0));
-          sum[r][1] = _mm256_add_ps(sum[r][1], _mm256_mul_ps(ar, w1));
-        }
-      }
+      for (uint32_t r = 0; r < kMr; ++r) multiply_add<kFused>(_mm256_broadcast_ss(a + r), w, sum[r]);
       a += kMr;
       w += kNr;
     }
+    store(sum, accumulator, from_zero, finish);
+  }
+
+  // `a` is the block's first row at the K tile's first K, rows `lda_bytes`
+  // apart, of which `rows` lie inside C (the others read the last of those
+  // again; their sums are not stored). Each value as the AVX-512 kernel
+  // reads it: the 32 bits from it on, broadcast, then shifted into each
+  // lane's top half (its fp32 bits; DAZ reads a subnormal as 0). Taking
+  // two K from one load (a shift and a mask) measured slower on Zen 3:
+  // the mask and the four right-operand vectors left too few registers
+  // for the sums.
+  template <bool kFused>
+  __attribute__((target("avx2,fma"))) static void run_in_place(const uint8_t* a, uint64_t lda_bytes,
+                                                               uint32_t rows, uint32_t /*cols*/,
+                                                               const float* w, uint32_t depth,
+                                                               float* accumulator, bool from_zero,
+                                                               const Finish* finish) {
+    const uint8_t* row[kMr];
+    for (uint32_t r = 0; r < kMr; ++r) row[r] = a + std::min(r, rows - 1) * lda_bytes;
+    __m256 sum[kMr][2];
+#pragma GCC unroll 6
+    for (uint32_t r = 0; r < kMr; ++r) sum[r][0] = sum[r][1] = _mm256_setzero_ps();
+    for (uint32_t k = 0; k < depth; ++k) {
+#pragma GCC unroll 6
+      for (uint32_t r = 0; r < kMr; ++r) {
+        uint32_t bits;
+        std::memcpy(&bits, row[r] + k * sizeof(bf16_t), sizeof bits);
+        multiply_add<kFused>(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_set1_epi32(int(bits)), 16)), w,
+                             sum[r]);
+      }
+      w += kNr;
+    }
+    store(sum, accumulator, from_zero, finish);
+  }
+
+ private:
+  // sum += ar * w[0 .. 15].
+  template <bool kFused>
+  __attribute__((target("avx2,fma"), always_inline)) static inline void multiply_add(__m256 ar,
+                                                                                     const float* w,
+                                                                                     __m256 (&sum)[2]) {
+    for (uint32_t h = 0; h < 2; ++h) {
+      const __m256 wh = _mm256_loadu_ps(w + 8 * h);
+      if constexpr (kFused)
+        sum[h] = _mm256_fmadd_ps(ar, wh, sum[h]);
+      else
+        sum[h] = _mm256_add_ps(sum[h], _mm256_mul_ps(ar, wh));
+    }
+  }
+
+  __attribute__((target("avx2,fma"), always_inline)) static inline void store(__m256 (&sum)[kMr][2],
+                                                                              float* accumulator,
+                                                                              bool from_zero,
+                                                                              const Finish* finish) {
 #pragma GCC unroll 6
     for (uint32_t r = 0; r < kMr; ++r) {
       float* row = accumulator + r * kNr;
@@ -180,6 +230,7 @@ struct Avx512Kernel {
   static constexpr uint32_t kMr = 8, kNr = 32;
   static constexpr bool kFinishesPartialBlocks = true;
   static constexpr bool kReadsLeftInPlace = true;
+  static constexpr uint32_t kInPlaceCols = UINT32_MAX;
   static constexpr bool kPacksLeft = true;
   static constexpr bool kAvx512 = true;
 
@@ -307,6 +358,7 @@ struct Avx512PairKernel {
   static constexpr uint32_t kMaxCols = 12;  // 7 or 8 pairs gain nothing on the 8 x 32 kernel's half block
   static constexpr bool kFinishesPartialBlocks = true;
   static constexpr bool kReadsLeftInPlace = true;
+  static constexpr uint32_t kInPlaceCols = kMaxCols;
   static constexpr bool kPacksLeft = false;
   static constexpr bool kAvx512 = true;
 

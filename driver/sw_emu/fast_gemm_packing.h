@@ -98,14 +98,22 @@ __attribute__((target("avx2"))) inline ExponentRange merged(ExponentRange range,
   return range;
 }
 
+// `range` widened by a scan's folds: the smallest magnitude less 0x80
+// (wrapping in 16 bits) and the largest magnitude.
+inline ExponentRange with_folds(ExponentRange range, uint32_t lowest, uint32_t highest) {
+  if (lowest < 0xFF80)  // some value has a nonzero exponent
+    range.min_nonzero = std::min(range.min_nonzero, (lowest + 0x80) >> 7);
+  range.max = std::max(range.max, highest >> 7);
+  return range;
+}
+
 // The exponent range of `count` consecutive bf16 values folded into
 // `range`, 64 at a time in two independent folds; the last few through
-// masked loads, whose +0s change neither bound. Only the AVX-512 kernels,
-// which read A in place, scan. On a value's magnitude bits (exponent, then
+// masked loads, whose +0s change neither bound. On a value's magnitude bits (exponent, then
 // mantissa), a nonzero exponent means a magnitude of at least 0x80, so
 // the magnitude less 0x80, wrapping in 16 bits, puts zeros and subnormals
 // above every other: its minimum gives the smallest nonzero exponent, the
-// largest magnitude the largest.
+// largest magnitude the largest. For the AVX-512 kernels.
 __attribute__((target("avx512f,avx512bw"))) inline ExponentRange scan_range(const uint8_t* in, uint64_t count,
                                                                             ExponentRange range) {
   const __m512i magnitude = _mm512_set1_epi16(0x7FFF), smallest_normal = _mm512_set1_epi16(0x80);
@@ -133,10 +141,40 @@ __attribute__((target("avx512f,avx512bw"))) inline ExponentRange scan_range(cons
                                    _mm512_reduce_min_epu32(_mm512_srli_epi32(low16, 16)));
   const uint32_t highest = std::max(_mm512_reduce_max_epu32(_mm512_and_si512(high16, even_mask)),
                                     _mm512_reduce_max_epu32(_mm512_srli_epi32(high16, 16)));
-  if (lowest < 0xFF80)  // some value has a nonzero exponent
-    range.min_nonzero = std::min(range.min_nonzero, (lowest + 0x80) >> 7);
-  range.max = std::max(range.max, highest >> 7);
-  return range;
+  return with_folds(range, lowest, highest);
+}
+
+// scan_range in AVX2: 32 values at a time, the last few through a copy
+// padded with +0s; the lanes folded by PHMINPOSUW (the largest as the
+// smallest complement).
+__attribute__((target("avx2"))) inline ExponentRange scan_range_avx2(const uint8_t* in, uint64_t count,
+                                                                     ExponentRange range) {
+  const __m256i magnitude = _mm256_set1_epi16(0x7FFF), smallest_normal = _mm256_set1_epi16(0x80);
+  __m256i low[2] = {_mm256_set1_epi16(-1), _mm256_set1_epi16(-1)};  // magnitude - 0x80
+  __m256i high[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  auto fold = [&](int f, const uint8_t* at) __attribute__((target("avx2"), always_inline)) {
+    const __m256i m = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)), magnitude);
+    low[f] = _mm256_min_epu16(low[f], _mm256_sub_epi16(m, smallest_normal));
+    high[f] = _mm256_max_epu16(high[f], m);
+  };
+  uint64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    fold(0, in + i * sizeof(bf16_t));
+    fold(1, in + (i + 16) * sizeof(bf16_t));
+  }
+  if (i < count) {
+    alignas(32) bf16_t rest[32] = {};
+    std::memcpy(rest, in + i * sizeof(bf16_t), (count - i) * sizeof(bf16_t));
+    fold(0, reinterpret_cast<const uint8_t*>(rest));
+    fold(1, reinterpret_cast<const uint8_t*>(rest + 16));
+  }
+  auto smallest = [](__m256i v) __attribute__((target("avx2"), always_inline)) {
+    const __m128i both = _mm_min_epu16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    return uint32_t(_mm_extract_epi16(_mm_minpos_epu16(both), 0));
+  };
+  const __m256i low16 = _mm256_min_epu16(low[0], low[1]), high16 = _mm256_max_epu16(high[0], high[1]);
+  const uint32_t highest = 0xFFFF - smallest(_mm256_xor_si256(high16, _mm256_set1_epi16(-1)));
+  return with_folds(range, smallest(low16), highest);
 }
 
 // One of the loop nest's two operands as stored in device memory: value
@@ -154,6 +192,23 @@ struct Source {
   }
 };
 
+// Stores the first kLanes lanes of `values` at `out`. Fewer than eight
+// (a panel narrower than a vector) spill the rest into the next K's
+// lanes, which the packing writes after them, except at a panel's `last`
+// K, whose spill would reach past the panel: those lanes go one by one.
+// (A masked store would do, but costs some ten times a store on AMD's
+// Zen cores.)
+template <uint32_t kLanes>
+__attribute__((target("avx2"), always_inline)) inline void store_lanes(float* out, __m256 values, bool last) {
+  if (kLanes == 8 || !last) {
+    _mm256_storeu_ps(out, values);
+    return;
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, values);
+  std::memcpy(out, lanes, kLanes * sizeof(float));
+}
+
 // Packs i in [i0, i0 + kWidth) of a source whose k is contiguous (A, or B
 // read as the transpose's right operand), all K tiles, kWidth-interleaved:
 // out[(t * tile + kk) * kWidth + r]. K past the end is not written: the
@@ -167,9 +222,7 @@ __attribute__((target("avx2"))) void pack_across(const FastGemmArgs& args, const
   const uint32_t tile = args.k_tile;
   const uint32_t valid = i0 < source.extent ? std::min(kWidth, source.extent - i0) : 0;
   // Each store's spare lanes (kWidth < 8) land where the next one writes;
-  // the last store of a run leaves them out.
-  const __m256i stored_lanes =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(int(kLanes)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  // the panel's last store leaves them out.
   for (uint32_t t = 0; t < k_tiles; ++t) {
     const uint32_t end = t * tile + tile_depth(args, t);
     ExponentRange range;
@@ -186,10 +239,7 @@ __attribute__((target("avx2"))) void pack_across(const FastGemmArgs& args, const
         detail::transpose8x8(v);  // v[kk]: K = k + kk of the group's eight i
         float* at = out + uint64_t(k) * kWidth + g * 8;
         for (uint32_t kk = 0; kk < 7; ++kk) _mm256_storeu_ps(at + kk * kWidth, v[kk]);
-        if constexpr (kLanes == 8)
-          _mm256_storeu_ps(at + 7 * kWidth, v[7]);
-        else
-          _mm256_maskstore_ps(at + 7 * kWidth, stored_lanes, v[7]);
+        store_lanes<kLanes>(at + 7 * kWidth, v[7], k + 8 == args.k);
       }
     for (; k < end; ++k)
       for (uint32_t i = 0; i < kWidth; ++i) {
@@ -210,8 +260,6 @@ __attribute__((target("avx2"))) void pack_along(const FastGemmArgs& args, const 
   constexpr uint32_t kGroups = (kWidth + 7) / 8, kLanes = kWidth < 8 ? kWidth : 8;
   const uint32_t tile = args.k_tile;
   const uint32_t valid = i0 < source.extent ? std::min(kWidth, source.extent - i0) : 0;
-  const __m256i stored_lanes =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(int(kLanes)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   // A short row (the last panel's) is read in whole groups of eight where
   // the bytes past it still lie inside the operand (a later row follows),
   // and its lanes past the row are cleared; only the last few rows go
@@ -239,10 +287,7 @@ __attribute__((target("avx2"))) void pack_along(const FastGemmArgs& args, const 
               _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + g * 8 * sizeof(bf16_t)));
           values = decode8(copy ? bits : _mm_and_si128(bits, keep[g]), min_nonzero, max);
         }
-        if constexpr (kLanes == 8)
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + g * 8), values);
-        else
-          _mm256_maskstore_ps(packed, stored_lanes, _mm256_castsi256_ps(values));
+        store_lanes<kLanes>(packed + g * 8, _mm256_castsi256_ps(values), k + 1 == args.k);
       }
     }
     ranges[t] = merged(ExponentRange(), min_nonzero, max);
@@ -310,14 +355,16 @@ void pack(const FastGemmArgs& args, const Source& source, uint32_t i0, uint32_t 
 // For left panels the micro-kernel reads in place (rows [i0, i0 + rows)
 // of A): one exponent range over all their K, given to each panel's K
 // tiles (`ranges`, k_tiles per panel).
-inline void range_in_place(const FastGemmArgs& args, const Source& source, uint32_t i0, uint32_t rows,
-                           uint32_t panel_rows, uint32_t k_tiles, ExponentRange* ranges) {
+template <class Kernel>
+void range_in_place(const FastGemmArgs& args, const Source& source, uint32_t i0, uint32_t rows,
+                    uint32_t panel_rows, uint32_t k_tiles, ExponentRange* ranges) {
+  const auto scan = Kernel::kAvx512 ? scan_range : scan_range_avx2;
   const uint32_t valid = i0 < source.extent ? std::min(rows, source.extent - i0) : 0;
   ExponentRange range;
   if (source.i_stride == args.k)  // the rows lie end to end
-    range = scan_range(source.at(i0, 0), uint64_t(valid) * args.k, range);
+    range = scan(source.at(i0, 0), uint64_t(valid) * args.k, range);
   else
-    for (uint32_t r = 0; r < valid; ++r) range = scan_range(source.at(i0 + r, 0), args.k, range);
+    for (uint32_t r = 0; r < valid; ++r) range = scan(source.at(i0 + r, 0), args.k, range);
   std::fill(ranges, ranges + std::size_t(rows / panel_rows) * k_tiles, range);
 }
 

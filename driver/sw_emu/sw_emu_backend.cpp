@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -68,7 +69,7 @@ class HlsEngine final : public KernelEngine {
 class FastEngine final : public KernelEngine {
  public:
   FastEngine(spec::ArrayShape shape, uint32_t threads, const EmulatedMemory& memory)
-      : shape_(shape), threads_(threads), memory_(memory) {}
+      : shape_(shape), team_sizer_(threads), memory_(memory) {}
 
   // A group's ports reach the same memory: the first of each serves it.
   LaunchResult run(const uint64_t (&bases)[spec::kMemoryPorts], uint64_t mem_bytes) override {
@@ -108,8 +109,13 @@ class FastEngine final : public KernelEngine {
         [&](const spec::GemmDescriptor& d, spec::PerfCounters& counters) {
           const Operands at = gemm_operands(d);
           const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(d, at.a, at.b, at.c, at.bias, shape_.rows);
-          sw_emu::fast_gemm(args, sw_emu::fast_gemm_team(args, threads_));
-          counters.macs += uint64_t(d.m) * d.n * d.k;
+          const uint64_t macs = uint64_t(d.m) * d.n * d.k;
+          const uint32_t team = team_sizer_.team(macs);
+          const auto started = std::chrono::steady_clock::now();
+          sw_emu::fast_gemm(args, team);
+          team_sizer_.record(
+              macs, team, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+          counters.macs += macs;
           counters.busy_cycles += hls_kernel::array_schedule_cycles(d, shape_);
           hls_kernel::add_descriptor_traffic(d, shape_, counters);
         },
@@ -125,7 +131,7 @@ class FastEngine final : public KernelEngine {
 
  private:
   spec::ArrayShape shape_;
-  uint32_t threads_;
+  sw_emu::TeamSizer team_sizer_;
   const EmulatedMemory& memory_;
 };
 
