@@ -51,11 +51,11 @@ enum class FastGemmOrder { kAuto, kDirect, kTransposed };
 // second thread pays only where the work it takes covers fetching its
 // share of the operands, which the host has just written on its own core,
 // into its core's cache, and what that costs differs several fold between
-// machines (the 64 x 256 x 784 product through DeviceMatmul on two threads: 1.5
-// times one thread's time on one 2-core VM, 0.57 times on another). So for products
-// of each size (a power of two of multiply-adds) the sizer tries one
-// thread and the whole team kTrials times each, then keeps whichever ran
-// faster per multiply-add. Every team size gives the same bits. Products
+// machines (the 64 x 256 x 784 product through DeviceMatmul on two
+// threads: 1.5 times one thread's time on one 2-core VM, 0.57 times on
+// another). So for products of each size (a power of two of
+// multiply-adds) the sizer tries one thread and the whole team kTrials
+// times each, then keeps whichever ran faster per multiply-add. Every team size gives the same bits. Products
 // under kMinMacs (some 20 us on one thread) stay on one thread untimed.
 // Not thread-safe: one per engine, whose launches run one at a time.
 class TeamSizer {

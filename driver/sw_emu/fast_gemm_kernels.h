@@ -76,8 +76,9 @@ struct Finish {
 // in one FMA, which the caller allows only where every product is exact.
 // Each kernel says what the loop nest may ask of it: kFinishesPartialBlocks
 // (finish blocks C cuts short), kReadsLeftInPlace (run_in_place on A's bf16
-// rows, which the nest calls where C has at most kInPlaceCols), kPacksLeft (run on packed left panels, which
-// C's transpose needs), kAvx512 (its right panels may be packed with AVX-512).
+// rows, which the nest calls where C has at most kInPlaceCols columns),
+// kPacksLeft (run on packed left panels, which C's transpose needs),
+// kAvx512 (its right panels may be packed with AVX-512).
 
 // AVX2: 6 rows x 16 columns in 12 ymm registers. It reads A in place, as
 // bf16 rows in device memory (run_in_place), where C has 64 columns or
