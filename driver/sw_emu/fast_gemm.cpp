@@ -518,11 +518,15 @@ uint32_t TeamSizer::team(uint64_t macs) const {
   return trials.best[1] < trials.best[0] ? threads_ : 1;
 }
 
+bool TeamSizer::timing(uint64_t macs, uint32_t team) const {
+  return threads_ > 1 && macs >= kMinMacs && classes_[size_class(macs)].count[team == 1 ? 0 : 1] < kTrials;
+}
+
 void TeamSizer::record(uint64_t macs, uint32_t team, double seconds) {
-  if (threads_ == 1 || macs < kMinMacs) return;
+  if (!timing(macs, team)) return;
   Trials& trials = classes_[size_class(macs)];
   const int which = team == 1 ? 0 : 1;
-  trials.count[which] = std::min(trials.count[which] + 1, kTrials);
+  ++trials.count[which];
   trials.best[which] = std::min(trials.best[which], seconds / double(macs));
 }
 

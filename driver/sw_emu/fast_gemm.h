@@ -67,6 +67,10 @@ class TeamSizer {
 
   // The team for a product of `macs` multiply-adds.
   uint32_t team(uint64_t macs) const;
+  // Whether record() wants the time of a product of `macs` on `team`: only
+  // while that team's trials for its size last, so that a decided size
+  // costs no clock reads.
+  bool timing(uint64_t macs, uint32_t team) const;
   // How long a product of `macs` took on a team of `team` (as team() gave).
   void record(uint64_t macs, uint32_t team, double seconds);
 

@@ -109,8 +109,9 @@ inline ExponentRange with_folds(ExponentRange range, uint32_t lowest, uint32_t h
 
 // The exponent range of `count` consecutive bf16 values folded into
 // `range`, 64 at a time in two independent folds; the last few through
-// masked loads, whose +0s change neither bound. On a value's magnitude bits (exponent, then
-// mantissa), a nonzero exponent means a magnitude of at least 0x80, so
+// masked loads, whose +0s change neither bound. On a value's magnitude
+// bits (exponent, then mantissa), a nonzero exponent means a magnitude of
+// at least 0x80, so
 // the magnitude less 0x80, wrapping in 16 bits, puts zeros and subnormals
 // above every other: its minimum gives the smallest nonzero exponent, the
 // largest magnitude the largest. For the AVX-512 kernels.
