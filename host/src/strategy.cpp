@@ -6,8 +6,15 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 
 namespace systole {
+
+namespace {
+
+uint32_t cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+}  // namespace
 
 void ordered_sum(const float* start, const float* const* inputs, std::size_t n, std::size_t begin,
                  std::size_t end, float* out) {
@@ -32,33 +39,37 @@ AllReduce::AllReduce(uint32_t participants, ProcessGroup* group)
     : participants_(participants),
       group_(group),
       buffers_(participants, nullptr),
-      piece_statuses_(participants) {}
+      piece_statuses_(participants),
+      // Spin only where each participant has a core of its own.
+      waiting_(participants <= cores()) {}
 
 bool AllReduce::barrier(void (AllReduce::*last)()) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (aborted_) return false;
-  const uint64_t generation = generation_;
-  if (++arrived_ == participants_) {
+  if (aborted_.load()) return false;
+  // The generation cannot move before this participant arrives.
+  const uint64_t generation = generation_.load();
+  if (arrived_.fetch_add(1) + 1 == participants_) {
+    // Every other participant has arrived, and its writes before arriving
+    // are visible here (each arrival is a sequentially consistent
+    // read-modify-write of arrived_); the others read nothing until the
+    // generation moves.
     if (last) (this->*last)();
-    arrived_ = 0;
-    ++generation_;
-    changed_.notify_all();
+    arrived_.store(0);
+    generation_.fetch_add(1);
+    waiting_.notify();
     return true;
   }
-  changed_.wait(lock, [&] { return generation_ != generation || aborted_; });
-  return !aborted_;
+  waiting_.wait([&] { return generation_.load() != generation || aborted_.load(); });
+  return !aborted_.load();
 }
 
 void AllReduce::abort() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  aborted_ = true;
-  changed_.notify_all();
+  aborted_.store(true);
+  waiting_.notify();
 }
 
 void AllReduce::reset() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  aborted_ = false;
-  arrived_ = 0;
+  aborted_.store(false);
+  arrived_.store(0);
 }
 
 void AllReduce::prepare() {
@@ -69,7 +80,7 @@ void AllReduce::prepare() {
     lengths_differ_ |= buffer->size() != count;
     inputs_.push_back(buffer->data());
   }
-  total_.resize(count);
+  if (group_ && group_->size() > 1) total_.resize(count);  // only a sum across processes needs it
 }
 
 Status AllReduce::failure() const {
@@ -133,39 +144,47 @@ Status AllReduce::sum(uint32_t me, std::vector<float>& values) {
         return status;
       }
     }
-  } else {
-    ordered_sum(nullptr, inputs_.data(), n, count * me / n, count * (me + 1) / n, total_.data());
+    if (!barrier()) return failure();
+    // total_ is only written again after the next call's first barrier, which
+    // this participant reaches only after copying.
+    std::copy(total_.begin(), total_.end(), values.begin());
+    return ok_status();
   }
-  if (!barrier()) return failure();
-  // total_ is only written again after the next call's first barrier, which
-  // this participant reaches only after copying.
-  std::copy(total_.begin(), total_.end(), values.begin());
-  return ok_status();
+  // This participant's slice of every buffer, which no other participant
+  // touches: the sum into the first buffer's slice (each element of term 0
+  // is read just before it is written), then that slice into the others'.
+  const std::size_t begin = count * me / n, end = count * (me + 1) / n;
+  float* const sum = buffers_[0]->data();
+  ordered_sum(nullptr, inputs_.data(), n, begin, end, sum);
+  for (uint32_t k = 1; k < n; ++k) std::copy(sum + begin, sum + end, buffers_[k]->data() + begin);
+  return barrier() ? ok_status() : failure();
 }
 
 Strategy::Strategy(uint32_t replicas, ProcessGroup* group)
-    : replicas_(replicas), group_(group), all_reduce_(replicas, group), results_(replicas) {
+    : replicas_(replicas),
+      group_(group),
+      all_reduce_(replicas, group),
+      // Replicas spin for their next job where each has a core; the caller
+      // spins for them to finish only where a core is left over for it.
+      to_replicas_(replicas <= cores()),
+      to_caller_(replicas < cores()),
+      results_(replicas) {
   for (uint32_t r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { serve(r); });
 }
 
 Strategy::~Strategy() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  changed_.notify_all();
+  stop_.store(true);
+  to_replicas_.notify();
   for (std::thread& thread : threads_) thread.join();
 }
 
 void Strategy::serve(uint32_t replica) {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return stop_ || job_number_ != seen; });
-    if (stop_) return;
-    seen = job_number_;
+    to_replicas_.wait([&] { return stop_.load() || job_number_.load() != seen; });
+    if (stop_.load()) return;
+    seen = job_number_.load();
     const auto& job = *job_;
-    lock.unlock();
     // An exception would otherwise end the process (std::terminate), the
     // other replicas waiting in an all-reduce.
     Status status;
@@ -176,20 +195,19 @@ void Strategy::serve(uint32_t replica) {
       status = current_exception_status("replica " + std::to_string(replica));
     }
     if (!status.ok()) all_reduce_.abort();
-    lock.lock();
     results_[replica] = std::move(status);
-    if (++finished_ == replicas_) changed_.notify_all();
+    // The caller reads the results once every replica has counted itself.
+    if (finished_.fetch_add(1) + 1 == replicas_) to_caller_.notify();
   }
 }
 
 Status Strategy::run(const std::function<Status(uint32_t replica)>& fn) {
   all_reduce_.reset();
-  std::unique_lock<std::mutex> lock(mutex_);
   job_ = &fn;
-  finished_ = 0;
-  ++job_number_;
-  changed_.notify_all();
-  changed_.wait(lock, [&] { return finished_ == replicas_; });
+  finished_.store(0);
+  job_number_.fetch_add(1);  // publishes the job to the replicas
+  to_replicas_.notify();
+  to_caller_.wait([&] { return finished_.load() == replicas_; });
   job_ = nullptr;
   // Report the root cause, not the aborts it caused in the others.
   for (const Status& status : results_)

@@ -5,14 +5,14 @@
 // a ProcessGroup, across the processes of a multi-process job.
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "systole/process_group.h"
+#include "systole/spin_wait.h"
 #include "systole/status.h"
 
 namespace systole {
@@ -29,9 +29,11 @@ namespace systole {
 // P * K replicas.
 //
 // Within a process each participant sums its 1/N slice of the vector over
-// all buffers (the reduce-scatter reads its peers' memory directly), then
-// copies the whole result: two barriers per call. Across processes
-// participant 0 runs the group's ordered_sum while the others wait.
+// all buffers and writes that slice of the sum into every buffer (it reads
+// and writes its peers' memory directly): two barriers per call, no copy of
+// the whole vector. Across processes participant 0 runs the group's
+// ordered_sum into a buffer of its own while the others wait, and each
+// copies the result.
 class AllReduce {
  public:
   explicit AllReduce(uint32_t participants, ProcessGroup* group = nullptr);
@@ -77,11 +79,12 @@ class AllReduce {
   };
   Piece piece_;
   std::vector<Status> piece_statuses_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  uint32_t arrived_ = 0;
-  uint64_t generation_ = 0;
-  bool aborted_ = false;
+  // The barrier: arrivals of the current generation, and whether a
+  // participant failed.
+  std::atomic<uint32_t> arrived_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> aborted_{false};
+  SpinWait waiting_;
 };
 
 enum class ReduceOp { kSum, kMean };
@@ -148,12 +151,13 @@ class Strategy {
   uint32_t replicas_;
   ProcessGroup* group_;
   AllReduce all_reduce_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
+  // run() publishes job_ by counting job_number_; each replica counts
+  // itself in finished_ once its result is written.
   const std::function<Status(uint32_t)>* job_ = nullptr;
-  uint64_t job_number_ = 0;
-  uint32_t finished_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> job_number_{0};
+  std::atomic<uint32_t> finished_{0};
+  std::atomic<bool> stop_{false};
+  SpinWait to_replicas_, to_caller_;
   std::vector<Status> results_;
   std::vector<std::thread> threads_;
   std::function<void(uint32_t)> meeting_;

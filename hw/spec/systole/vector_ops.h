@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 #include "systole/descriptor.h"
 #include "systole/numerics.h"
@@ -113,9 +114,15 @@ inline float axpby_element(const VectorScalars& s, float x, float y) {
 // table says (an operand the opcode does not read may hold anything), and
 // what is written is canonicalised. The operands must be canonical unless
 // kOperandsFlushInHardware. One loop per opcode over a scalars'
-// copy that no store can alias, so that each loop vectorises.
-inline void vector_block(Opcode op, const VectorScalars& scalars, std::size_t count, const float* x, float* y,
-                         float* z, float* w) {
+// copy that no store can alias, so that each loop vectorises (always
+// inlined, so that vector_block_host's builds for wider vectors get loops
+// of their own).
+#if defined(__GNUC__) && !defined(__SYNTHESIS__)
+__attribute__((always_inline))
+#endif
+inline void
+vector_block(Opcode op, const VectorScalars& scalars, std::size_t count, const float* x, float* y, float* z,
+             float* w) {
   using numerics::f32_canonical;
   const VectorScalars s = scalars;
   switch (op) {
@@ -216,6 +223,24 @@ inline void vector_sum(std::size_t terms, const Term& term, std::size_t begin, s
   vector_sum_flushed(terms, term, begin, end, out);
 }
 
+// vector_block as the host runs it: on x86, the same loops compiled for
+// AVX-512 or AVX2 where the processor has them (chosen once, in spec.cpp).
+// The bits are the same as the baseline build's, since every operation is
+// an IEEE-754 one rounded under the same MXCSR whatever the vector width,
+// and nothing is reordered or fused.
+#ifndef __SYNTHESIS__
+void vector_block_host(Opcode op, const VectorScalars& scalars, std::size_t count, const float* x, float* y,
+                       float* z, float* w);
+
+// The builds of vector_block this processor can run, the baseline first,
+// for the tests that compare their bits.
+struct VectorBlockBuild {
+  const char* name;
+  void (*run)(Opcode, const VectorScalars&, std::size_t, const float*, float*, float*, float*);
+};
+std::vector<VectorBlockBuild> vector_block_builds();
+#endif
+
 // An elementwise opcode over `n` elements of host arrays, reading and
 // writing what the engine would (operands read as canonical values, outputs
 // canonicalised as they are written): the host's run of the update a
@@ -227,7 +252,7 @@ inline void vector_apply(Opcode op, const VectorScalars& s, std::size_t n, const
                          float* w) {
   const FlushToZero flush_to_zero;
   if (kOperandsFlushInHardware) {
-    vector_block(op, s, n, x, y, z, w);
+    vector_block_host(op, s, n, x, y, z, w);
     return;
   }
   constexpr std::size_t kBlock = 256;
