@@ -8,8 +8,6 @@
 // malformed rule.
 #pragma once
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -19,21 +17,7 @@
 
 namespace systole::tools {
 
-// OpenMP threads that run out of work spin on their core for a while
-// before they sleep (libgomp's OMP_WAIT_POLICY, read when the library loads,
-// before main). When several processes share the cores (two runs on one
-// machine), the spinning steals the time the others need: 10 times slower
-// each, measured. So a tool starts itself again once with
-// OMP_WAIT_POLICY=passive unless the user chose a policy; the process id
-// stays the same. If exec fails, the tool carries on.
-inline void prefer_passive_openmp_waits(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-  execv("/proc/self/exe", argv);
-}
-
 inline int guarded_main(const char* tool, int (*run)(int, char**), int argc, char** argv) {
-  prefer_passive_openmp_waits(argv);
   if (Status armed = arm_faults_from_environment(); !armed.ok()) {
     std::fprintf(stderr, "%s: %s\n", tool, armed.message().c_str());
     return 2;

@@ -34,6 +34,7 @@
 #include "systole/descriptor.h"
 #include "systole/detail/transpose8.h"
 #include "systole/numerics.h"
+#include "systole/thread_team.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -168,31 +169,6 @@ __attribute__((target("avx2"))) void store_transposed(const FastGemmArgs& args, 
     }
 }
 
-// Runs body(i) for i in [0, count): shared among the threads of the
-// enclosing parallel region (statically, or one at a time as threads come
-// free), then a barrier; a plain loop for a single thread, for which an
-// orphaned worksharing loop would still pay libgomp's bookkeeping (a
-// dynamic one allocates).
-template <class Body>
-void share_static(bool parallel, uint32_t count, Body body) {
-  if (!parallel) {
-    for (uint32_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp for schedule(static)
-  for (uint32_t i = 0; i < count; ++i) body(i);
-}
-
-template <class Body>
-void share_dynamic(bool parallel, uint32_t count, Body body) {
-  if (!parallel) {
-    for (uint32_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp for schedule(dynamic, 1)
-  for (uint32_t i = 0; i < count; ++i) body(i);
-}
-
 // Loop nest: for each kNc-column block of the right operand (packed by all
 // threads), each thread takes blocks of up to kMc rows (smaller blocks when
 // there are few rows, so that every thread gets about as many: the MLP's
@@ -274,24 +250,20 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
                       &ranges[std::size_t(local) * k_tiles]);
   };
 
-  // Each thread's share; the worksharing loops inside bind to the parallel
-  // region when there is one. One thread calls it directly, and its loops
-  // are plain: an OpenMP region costs a few microseconds even for a team
-  // of one.
-  auto work = [&] {
+  // Each member's share of the work (the crew's loops end at its barrier).
+  auto work = [&](const Crew& crew) {
     const numerics::FlushToZero flush_to_zero;
     thread_local Workspace<float> accumulator_workspace;
     float* const accumulators = accumulator_workspace.get(std::size_t(kMc) * kNc);
 
-    const bool parallel = threads > 1;
     if (left_in_place) {
-      share_static(parallel, scan_groups, [&](uint32_t group) {
+      crew.share_static(scan_groups, [&](uint32_t group) {
         const uint32_t panel = group * scan_panels, panels = std::min(scan_panels, row_panels - panel);
         range_in_place<Kernel>(args, left, panel * kMr, panels * kMr, kMr, k_tiles,
                                &left_ranges[std::size_t(panel) * k_tiles]);
       });
     } else if constexpr (Kernel::kPacksLeft) {
-      share_static(parallel, row_panels, [&](uint32_t panel) {
+      crew.share_static(row_panels, [&](uint32_t panel) {
         pack<Kernel, kMr>(args, left, panel * kMr, k_tiles, left_packed + panel * k_padded * kMr,
                           &left_ranges[std::size_t(panel) * k_tiles]);
       });
@@ -408,7 +380,7 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
       ExponentRange* const right_ranges = right_range_workspace.get(std::size_t(group_panels) * k_tiles);
       // (the barrier above: the left operand is packed)
       const uint32_t groups = (col_panels + group_panels - 1) / group_panels;
-      share_static(parallel, groups, [&](uint32_t group) {
+      crew.share_static(groups, [&](uint32_t group) {
         const uint32_t nc_panel0 = group * group_panels;
         const uint32_t nc_panels = std::min(group_panels, col_panels - nc_panel0);
         for (uint32_t local = 0; local < nc_panels; ++local)
@@ -420,21 +392,17 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
     }
     for (uint32_t nc_panel0 = 0; nc_panel0 < col_panels; nc_panel0 += panels_per_nc) {
       const uint32_t nc_panels = std::min(panels_per_nc, col_panels - nc_panel0);
-      share_static(parallel, nc_panels,
-                   [&](uint32_t local) { pack_right(nc_panel0, local, shared_right, shared_right_ranges); });
+      crew.share_static(nc_panels, [&](uint32_t local) {
+        pack_right(nc_panel0, local, shared_right, shared_right_ranges);
+      });
       // (the barrier: the block is packed before anyone uses it)
-      share_dynamic(parallel, row_blocks, [&](uint32_t block) {
+      crew.share_dynamic(row_blocks, [&](uint32_t block) {
         compute(block, nc_panel0, nc_panels, shared_right, shared_right_ranges);
       });
       // (the barrier: everyone is done with this block)
     }
   };
-  if (threads > 1) {
-#pragma omp parallel num_threads(threads)
-    work();
-  } else {
-    work();
-  }
+  ThreadTeam::of_this_thread().run(threads, work);
 }
 
 // Whether the nest computes C's transpose: when that pads the product to

@@ -6,8 +6,6 @@
 // of rows on several threads.
 #include "bf16_rounding.h"
 
-#include <omp.h>
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -17,6 +15,7 @@
 #include "systole/detail/transpose8.h"
 #include "systole/matmul.h"
 #include "systole/numerics.h"
+#include "systole/thread_team.h"
 
 namespace systole {
 namespace {
@@ -144,12 +143,11 @@ void convert_rows_parallel(const float* x, uint32_t rows, uint32_t cols, uint32_
     convert_rows(x, rows, cols, stride, out);
     return;
   }
-#pragma omp parallel num_threads(team)
-  {
-    const uint64_t part = uint64_t(omp_get_thread_num()), parts = uint64_t(omp_get_num_threads());
+  ThreadTeam::of_this_thread().run(team, [&](const Crew& crew) {
+    const uint64_t part = crew.member(), parts = crew.members();
     const uint32_t first = uint32_t(rows * part / parts), end = uint32_t(rows * (part + 1) / parts);
     convert_rows(x + std::size_t(first) * stride, end - first, cols, stride, out + std::size_t(first) * cols);
-  }
+  });
 }
 
 }  // namespace

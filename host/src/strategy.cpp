@@ -10,12 +10,6 @@
 
 namespace systole {
 
-namespace {
-
-uint32_t cores() { return std::max(1u, std::thread::hardware_concurrency()); }
-
-}  // namespace
-
 void ordered_sum(const float* start, const float* const* inputs, std::size_t n, std::size_t begin,
                  std::size_t end, float* out) {
   // The vector engine's sum, so that a card's units summing their
@@ -40,37 +34,17 @@ AllReduce::AllReduce(uint32_t participants, ProcessGroup* group)
       group_(group),
       buffers_(participants, nullptr),
       piece_statuses_(participants),
-      // Spin only where each participant has a core of its own.
-      waiting_(participants <= cores()) {}
+      barrier_(participants) {}
 
 bool AllReduce::barrier(void (AllReduce::*last)()) {
-  if (aborted_.load()) return false;
-  // The generation cannot move before this participant arrives.
-  const uint64_t generation = generation_.load();
-  if (arrived_.fetch_add(1) + 1 == participants_) {
-    // Every other participant has arrived, and its writes before arriving
-    // are visible here (each arrival is a sequentially consistent
-    // read-modify-write of arrived_); the others read nothing until the
-    // generation moves.
+  return barrier_.arrive_and_wait([&] {
     if (last) (this->*last)();
-    arrived_.store(0);
-    generation_.fetch_add(1);
-    waiting_.notify();
-    return true;
-  }
-  waiting_.wait([&] { return generation_.load() != generation || aborted_.load(); });
-  return !aborted_.load();
+  });
 }
 
-void AllReduce::abort() {
-  aborted_.store(true);
-  waiting_.notify();
-}
+void AllReduce::abort() { barrier_.abort(); }
 
-void AllReduce::reset() {
-  aborted_.store(false);
-  arrived_.store(0);
-}
+void AllReduce::reset() { barrier_.reset(); }
 
 void AllReduce::prepare() {
   const std::size_t count = buffers_[0]->size();
@@ -166,8 +140,8 @@ Strategy::Strategy(uint32_t replicas, ProcessGroup* group)
       all_reduce_(replicas, group),
       // Replicas spin for their next job where each has a core; the caller
       // spins for them to finish only where a core is left over for it.
-      to_replicas_(replicas <= cores()),
-      to_caller_(replicas < cores()),
+      to_replicas_(SpinWait::cores_for(replicas)),
+      to_caller_(SpinWait::cores_for(replicas + 1)),
       results_(replicas) {
   for (uint32_t r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { serve(r); });
 }

@@ -79,12 +79,7 @@ class AllReduce {
   };
   Piece piece_;
   std::vector<Status> piece_statuses_;
-  // The barrier: arrivals of the current generation, and whether a
-  // participant failed.
-  std::atomic<uint32_t> arrived_{0};
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> aborted_{false};
-  SpinWait waiting_;
+  SpinBarrier barrier_;  // aborted when a participant fails
 };
 
 enum class ReduceOp { kSum, kMean };
