@@ -10,6 +10,14 @@
 
 namespace systole {
 
+namespace {
+
+// The job's processes on this host, whose threads share its cores (the
+// group's processes could all be here).
+uint32_t processes_here(const ProcessGroup* group) { return group ? group->processes_on_this_host() : 1; }
+
+}  // namespace
+
 void ordered_sum(const float* start, const float* const* inputs, std::size_t n, std::size_t begin,
                  std::size_t end, float* out) {
   // The vector engine's sum, so that a card's units summing their
@@ -34,7 +42,7 @@ AllReduce::AllReduce(uint32_t participants, ProcessGroup* group)
       group_(group),
       buffers_(participants, nullptr),
       piece_statuses_(participants),
-      barrier_(participants) {}
+      barrier_(participants, SpinWait::cores_for(participants * processes_here(group))) {}
 
 bool AllReduce::barrier(void (AllReduce::*last)()) {
   return barrier_.arrive_and_wait([&] {
@@ -140,8 +148,8 @@ Strategy::Strategy(uint32_t replicas, ProcessGroup* group)
       all_reduce_(replicas, group),
       // Replicas spin for their next job where each has a core; the caller
       // spins for them to finish only where a core is left over for it.
-      to_replicas_(SpinWait::cores_for(replicas)),
-      to_caller_(SpinWait::cores_for(replicas + 1)),
+      to_replicas_(SpinWait::cores_for(replicas * processes_here(group))),
+      to_caller_(SpinWait::cores_for((replicas + 1) * processes_here(group))),
       results_(replicas) {
   for (uint32_t r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { serve(r); });
 }

@@ -84,12 +84,12 @@ class SpinWait {
   std::condition_variable changed_;
 };
 
-// A reusable barrier of `parties` threads over SpinWait, which can be
-// aborted: every waiter, and every later arrival, then returns false until
-// reset().
+// A reusable barrier of `parties` threads over SpinWait (spinning as told),
+// which can be aborted: every waiter, and every later arrival, then
+// returns false until reset().
 class SpinBarrier {
  public:
-  explicit SpinBarrier(uint32_t parties) : parties_(parties), waiting_(SpinWait::cores_for(parties)) {}
+  SpinBarrier(uint32_t parties, bool spin) : parties_(parties), waiting_(spin) {}
 
   // Returns when all parties have arrived; the last to arrive runs last()
   // first, seeing everything the others wrote before they arrived. False

@@ -99,7 +99,8 @@ class ThreadTeam {
   // What a team of one size meets at: the members' barrier, and the
   // caller's wait for the workers to finish.
   struct Size {
-    explicit Size(uint32_t members) : barrier(members), done(SpinWait::cores_for(members)) {}
+    explicit Size(uint32_t members)
+        : barrier(members, SpinWait::cores_for(members)), done(SpinWait::cores_for(members)) {}
     SpinBarrier barrier;
     SpinWait done;
   };
