@@ -155,18 +155,32 @@ class Gelu final : public Layer {
  public:
   explicit Gelu(bool approximate) : approximate_(approximate) {}
   Result<Shape> build(const Shapes& inputs, const LayerSite&, ParameterStore&) override { return inputs[0]; }
-  Status forward(LayerContext&, ParameterStore&, const Inputs& inputs, Activations& output) override {
+  // In training the forward pass keeps each derivative (in double, as
+  // computed), so that the backward pass multiplies instead of calling
+  // erf and exp again: the same values, so the same bits.
+  Status forward(LayerContext& context, ParameterStore&, const Inputs& inputs, Activations& output) override {
     pass_through(inputs[0], output);
-    for (float& value : output.values) value = float(gelu(value).first);
+    if (!context.training) {
+      for (float& value : output.values) value = float(gelu(value).first);
+      return ok_status();
+    }
+    derivatives_.resize(output.values.size());
+    for (std::size_t i = 0; i < output.values.size(); ++i) {
+      const auto [value, derivative] = gelu(output.values[i]);
+      output.values[i] = float(value);
+      derivatives_[i] = derivative;
+    }
     return ok_status();
   }
-  Status backward(LayerContext&, ParameterStore&, const Inputs& inputs, const Activations&,
+  Status backward(LayerContext&, ParameterStore&, const Inputs&, const Activations&,
                   const Activations& output_gradient, const InputGradients& input_gradients) override {
     Activations* dx = input_gradients[0];
     if (!dx) return ok_status();
     pass_through(output_gradient, *dx);
+    if (derivatives_.size() != dx->values.size())
+      return Status(StatusCode::kInternal, "gelu: backward without its training forward pass");
     for (std::size_t i = 0; i < dx->values.size(); ++i)
-      dx->values[i] = float(double(dx->values[i]) * gelu(inputs[0].values[i]).second);
+      dx->values[i] = float(double(dx->values[i]) * derivatives_[i]);
     return ok_status();
   }
   std::string torch_code() const override {
@@ -188,6 +202,7 @@ class Gelu final : public Layer {
             0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x)};
   }
   bool approximate_;
+  std::vector<double> derivatives_;  // at the last training forward pass's inputs
 };
 
 // Keras' Softmax(axis=-1): each row of the last axis, its largest
