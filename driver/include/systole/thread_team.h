@@ -79,7 +79,10 @@ class ThreadTeam {
   ThreadTeam& operator=(const ThreadTeam&) = delete;
 
   // Runs body(crew) on `members` threads (at least 1), the caller as member
-  // 0, and returns when every member has returned. body must not throw.
+  // 0, and returns when every member has returned. An exception escaping
+  // body on a team of several ends the process (std::terminate), as one
+  // escaping an OpenMP region does: the other members may still be using
+  // what it would unwind.
   template <class Body>
   void run(uint32_t members, const Body& body) {
     if (members <= 1) {
@@ -87,13 +90,14 @@ class ThreadTeam {
       return;
     }
     run_erased(
-        members, [](const void* erased, const Crew& crew) { (*static_cast<const Body*>(erased))(crew); },
+        members,
+        [](const void* erased, const Crew& crew) noexcept { (*static_cast<const Body*>(erased))(crew); },
         &body);
   }
 
  private:
   friend class Crew;
-  using Call = void (*)(const void* body, const Crew& crew);
+  using Call = void (*)(const void* body, const Crew& crew) noexcept;
   struct Worker;
 
   // What a team of one size meets at: the members' barrier, and the
