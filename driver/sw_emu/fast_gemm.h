@@ -55,8 +55,9 @@ enum class FastGemmOrder { kAuto, kDirect, kTransposed };
 // threads: 1.5 times one thread's time on one 2-core VM, 0.57 times on
 // another). So for products of each size (a power of two of
 // multiply-adds) the sizer tries one thread and the whole team kTrials
-// times each, then keeps whichever ran faster per multiply-add. Every team size gives the same bits. Products
-// under kMinMacs (some 20 us on one thread) stay on one thread untimed.
+// times each, then keeps whichever ran faster per multiply-add. Every team
+// size gives the same bits. Products under kMinMacs (some 20 us on one
+// thread) stay on one thread untimed.
 // Not thread-safe: one per engine, whose launches run one at a time.
 class TeamSizer {
  public:

@@ -111,15 +111,14 @@ class FastEngine final : public KernelEngine {
           const sw_emu::FastGemmArgs args = sw_emu::fast_gemm_args(d, at.a, at.b, at.c, at.bias, shape_.rows);
           const uint64_t macs = uint64_t(d.m) * d.n * d.k;
           const uint32_t team = team_sizer_.team(macs);
-          if (team_sizer_.timing(macs, team)) {
-            const auto started = std::chrono::steady_clock::now();
-            sw_emu::fast_gemm(args, team);
+          const bool timed = team_sizer_.timing(macs, team);
+          const auto started =
+              timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+          sw_emu::fast_gemm(args, team);
+          if (timed)
             team_sizer_.record(
                 macs, team,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-          } else {
-            sw_emu::fast_gemm(args, team);
-          }
           counters.macs += macs;
           counters.busy_cycles += hls_kernel::array_schedule_cycles(d, shape_);
           hls_kernel::add_descriptor_traffic(d, shape_, counters);

@@ -62,7 +62,7 @@ void AllReduce::prepare() {
     lengths_differ_ |= buffer->size() != count;
     inputs_.push_back(buffer->data());
   }
-  if (group_ && group_->size() > 1) total_.resize(count);  // only a sum across processes needs it
+  if (across_processes()) total_.resize(count);  // only a sum across processes needs it
 }
 
 Status AllReduce::failure() const {
@@ -111,14 +111,13 @@ Status AllReduce::chained_sum(uint32_t me, std::size_t count, std::size_t piece,
 
 Status AllReduce::sum(uint32_t me, std::vector<float>& values) {
   const uint32_t n = participants_;
-  const bool across_processes = group_ && group_->size() > 1;
-  if (n == 1 && !across_processes) return ok_status();
+  if (n == 1 && !across_processes()) return ok_status();
   buffers_[me] = &values;
   if (!barrier(&AllReduce::prepare)) return failure();
   if (lengths_differ_)
     return Status(StatusCode::kInvalidArgument, "all-reduce: replicas passed different lengths");
   const std::size_t count = values.size();
-  if (across_processes) {
+  if (across_processes()) {
     if (me == 0) {
       const Status status = group_->ordered_sum(inputs_, count, total_.data());
       if (!status.ok()) {

@@ -62,6 +62,7 @@ class AllReduce {
   // lock before releasing the others. False if aborted.
   bool barrier(void (AllReduce::*last)() = nullptr);
   void prepare();  // collects the buffers once all have arrived
+  bool across_processes() const { return group_ && group_->size() > 1; }
   Status failure() const;
 
   uint32_t participants_;

@@ -224,7 +224,8 @@ inline void vector_sum(std::size_t terms, const Term& term, std::size_t begin, s
 }
 
 // vector_block as the host runs it: on x86, the same loops compiled for
-// AVX-512 or AVX2 where the processor has them (chosen once, in spec.cpp).
+// AVX-512 or AVX2 where the processor has them (chosen once, in
+// vector_ops.cpp).
 // The bits are the same as the baseline build's, since every operation is
 // an IEEE-754 one rounded under the same MXCSR whatever the vector width,
 // and nothing is reordered or fused.
