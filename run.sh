@@ -3,7 +3,7 @@
 # The main job: install what it needs if missing, build accel_train (and
 # only that: the tests, simulators and benchmarks are ./test.sh's), and
 # train an MLP on Fashion-MNIST on the simulated 128x128 accelerator
-# (sw_emu), one replica per core, to ~88.8% test accuracy. Extra arguments
+# (sw_emu), one replica per core, to ~88.4% test accuracy. Extra arguments
 # override the config (for example: ./run.sh --epochs 3 --devices 4).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)

@@ -81,6 +81,11 @@ void store_output(const FastGemmArgs& args, uint32_t m, uint32_t n, float accumu
   }
 }
 
+// x[i] += +0 for `count` values: -0 becomes +0, nothing else changes.
+void add_zero(float* x, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) x[i] += 0.0f;
+}
+
 // The contract written out directly: used on hosts without AVX2 + FMA.
 void portable_gemm(const FastGemmArgs& args) {
   const uint32_t tile = args.k_tile;
@@ -329,6 +334,11 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
       for (uint32_t t = 0; t < k_tiles; ++t) {
         const uint32_t depth = tile_depth(args, t);
         const bool from_zero = t == 0 && !accumulate, last = t + 1 == k_tiles;
+        // The kernels leave out the rows that pad a short K tile, whose +0
+        // products turn a column sum of -0 into +0. acc + (sum + 0) is
+        // (acc + 0) + sum for every acc and sum, so the accumulators take
+        // the +0 instead: it matters only where both are -0.
+        const bool padded = depth < tile && !from_zero;
         for (uint32_t j = 0; j < nc_panels; ++j) {
           const float* right_tile = right_packed + (j * k_padded + uint64_t(t) * tile) * kNr;
           const ExponentRange& right_range = right_ranges[std::size_t(j) * k_tiles + t];
@@ -339,6 +349,7 @@ void blocked_gemm(const FastGemmArgs& args, uint32_t threads, bool transposed) {
             const Finish finish{&args, panel * kMr, (nc_panel0 + j) * kNr, rows_in(i), cols_in(j)};
             const Finish* finishing = last && direct(i, j) ? &finish : nullptr;
             const bool fused = fma_safe(left_ranges[std::size_t(panel) * k_tiles + t], right_range);
+            if (padded) add_zero(accumulator(i, j), kMr * kNr);
             if constexpr (Kernel::kReadsLeftInPlace) {
               if (left_in_place) {
                 const uint8_t* rows0 = left.at(uint64_t(panel) * kMr, uint64_t(t) * tile);

@@ -300,6 +300,27 @@ bits as accel_gemm and the C++ runtime.)")
       .def("__repr__", &PyDevice::repr);
 
   m.def(
+      "sum_rows",
+      [](const py::handle& x_object, uint32_t tile) {
+        py::array x = float32_array(x_object, "x", 2);
+        x = py::array(py::module_::import("numpy").attr("ascontiguousarray")(x));
+        const uint32_t rows = uint32_t(x.shape(0)), width = uint32_t(x.shape(1));
+        py::array_t<float> out(py::ssize_t{width});
+        const float* values = static_cast<const float*>(x.data());
+        float* sums = out.mutable_data();
+        {
+          py::gil_scoped_release release;
+          sum_rows(values, rows, width, tile, sums);
+        }
+        return out;
+      },
+      py::arg("x"), py::arg("tile") = 0,
+      R"(The sums of x's columns in fp32, as the C++ runtime sums a bias's gradient
+(x: float32 rows): from +0 in row order within each tile of `tile` rows (the
+array's K tile, its row count; 0: one tile), then the tiles' sums from +0 in
+order. No operand is rounded to bf16.)");
+
+  m.def(
       "backends",
       [] {
         py::list list;

@@ -17,12 +17,13 @@ import json
 import os
 import threading
 
-from systole._systole import DataLossError, Device, DeviceError, __version__, backends, load_safetensors, save_safetensors
+from systole._systole import (DataLossError, Device, DeviceError, __version__, backends, load_safetensors,
+                              save_safetensors, sum_rows)
 from systole._systole import _Model, _RecordDataset
 
 __all__ = [
     "Callback", "DataLossError", "Device", "DeviceError", "History", "Model", "RecordDataset", "__version__", "backends",
-    "default_device", "load_safetensors", "matmul", "save_safetensors", "set_default_device",
+    "default_device", "load_safetensors", "matmul", "save_safetensors", "set_default_device", "sum_rows",
 ]
 
 _default_lock = threading.Lock()

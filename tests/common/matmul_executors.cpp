@@ -193,4 +193,13 @@ Status CardKeepingMatmul::relu_mask_on_card(const float* gradient, const float* 
   return ok_status();
 }
 
+Status CardKeepingMatmul::sum(const SumCall& call) {
+  if (!call.x_on_card) return MatmulExecutor::sum(call);
+  auto x = values(call.x, std::size_t(call.rows) * call.width);
+  if (!x.ok()) return Status(StatusCode::kInvalidArgument, "sum: not on the card");
+  sum_rows(x->data(), call.rows, call.width, call.tile_rows(k_tile()), call.out);
+  ++sums_read;
+  return ok_status();
+}
+
 }  // namespace systole::testing

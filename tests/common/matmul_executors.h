@@ -34,6 +34,7 @@ class ReferenceMatmul final : public MatmulExecutor {
   using MatmulExecutor::run;
   uint64_t launches() const override { return launches_; }
   uint32_t k_block() const override { return device_.max_k; }
+  uint32_t k_tile() const override { return device_.shape.rows; }
 
  private:
   DeviceInfo device_;
@@ -53,7 +54,9 @@ class CardKeepingMatmul final : public MatmulExecutor {
   using MatmulExecutor::run;
   uint64_t launches() const override { return reference_.launches(); }
   uint32_t k_block() const override { return reference_.k_block(); }
+  uint32_t k_tile() const override { return reference_.k_tile(); }
   bool keeps_activations() const override { return true; }
+  Status sum(const SumCall& call) override;
   Status relu_mask_on_card(const float* gradient, const float* output, float* masked,
                            std::size_t count) override;
   Status hold_on_card(const float* key, std::size_t count) override;
@@ -63,6 +66,7 @@ class CardKeepingMatmul final : public MatmulExecutor {
   uint32_t results_left = 0;   // calls with c_on_card
   uint32_t operands_read = 0;  // operands with a_on_card or b_on_card
   uint32_t masks = 0;          // relu_mask_on_card calls
+  uint32_t sums_read = 0;      // sums of tensors on the card
   uint32_t views = 0;          // view_on_card calls
 
  private:

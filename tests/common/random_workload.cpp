@@ -126,6 +126,14 @@ class Generator {
             return sign | pick(0x60, 0x9F) << 7 | pick(0, 0x7F);
         }
       }
+      case Values::kNearZero: {
+        // 2^-64, 2^-63, 1.25 * 2^-63, 1.5 * 2^-63, 2^-62 and zeros: a product
+        // of two is 2^-128 .. 2^-124 (below 2^-126 it flushes to a zero of
+        // its sign), and a sum of two products of opposite signs is often
+        // below 2^-126, so it flushes to -0 when negative.
+        static constexpr uint16_t kMagnitudes[] = {0x0000, 0x1F80, 0x2000, 0x2020, 0x2040, 0x2080};
+        return (pick(0, 1) << 15) | kMagnitudes[pick(0, 5)];
+      }
     }
     return 0;
   }
@@ -143,6 +151,7 @@ class Generator {
           break;
       }
     }
+    if (options_.values == Values::kNearZero && pick(0, 1)) return pick(0, 1) << 31;  // a signed zero
     return numerics::f32_bits(numerics::bf16_to_f32(uint16_t(bf16()))) ^ pick(0, 0xFFFF);
   }
 
@@ -160,6 +169,8 @@ const char* values_name(Values values) {
       return "cancelling";
     case Values::kExtreme:
       return "extreme";
+    case Values::kNearZero:
+      return "near_zero";
   }
   return "?";
 }

@@ -18,6 +18,9 @@ enum class Values {
   kTypical,     // N(0, 1)-like bf16 values, some zeros
   kCancelling,  // small integers and signed zeros: exact cancellations
   kExtreme,     // all exponents, subnormals, Inf, NaN, overflow, underflow
+  kNearZero,    // signed values near 2^-63: products at the bottom of fp32's
+                // normal range or just under it (flushed to a signed zero),
+                // whose sums cancel or flush to -0, and C of signed zeros
 };
 
 const char* values_name(Values values);

@@ -69,7 +69,7 @@ TEST_P(Differential, AllModelsAgreeToTheBit) {
 INSTANTIATE_TEST_SUITE_P(Emu, Differential,
                          ::testing::Combine(::testing::Values(4u, 8u, 16u),
                                             ::testing::Values(Values::kTypical, Values::kCancelling,
-                                                              Values::kExtreme),
+                                                              Values::kExtreme, Values::kNearZero),
                                             ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u)),
                          case_name);
 
@@ -188,7 +188,7 @@ TEST(FastEngineProducts, OutsideTheNormalRangeMultiplyThenAdd) {
 INSTANTIATE_TEST_SUITE_P(Emu, FastEngine,
                          ::testing::Combine(::testing::Values(8u, 128u),
                                             ::testing::Values(Values::kTypical, Values::kCancelling,
-                                                              Values::kExtreme),
+                                                              Values::kExtreme, Values::kNearZero),
                                             ::testing::Values(1u, 2u, 3u)),
                          case_name);
 

@@ -258,6 +258,77 @@ TEST(Fit, RefusesWhatCannotTrain) {
       << history.status().message();
 }
 
+// torch_xla's smoke test: a small convolutional net with BatchNorm trained
+// on constant images of one label. The convolution's output is the same
+// at every pixel, so batch normalisation sees no variance and its input
+// gradient's terms cancel exactly: the convolution's bias gradient is a
+// sum that is zero but for fp32 rounding. Summed in fp32 the bias moves
+// about 4e-8 in 40 steps and every prediction is the label, as in
+// PyTorch; a sum whose terms were first rounded to bf16 walked it 1.3e-3
+// here (and PyTorch's net through systole.torch far enough that every
+// prediction flipped). On placement: host and placement: device, 2
+// replicas.
+TEST(Fit, ConstantImagesWithBatchNormLearnTheirLabel) {
+  auto layer = [](std::string type, std::vector<std::pair<std::string, std::string>> fields) {
+    return LayerConfig{std::move(type), std::move(fields)};
+  };
+  constexpr uint32_t kSide = 10, kLabel = 3, kExamples = 8 * kBatch;
+  Dataset data;
+  data.examples = kExamples;
+  data.features = kSide * kSide;
+  data.shape = {kSide, kSide, 1};
+  data.classes = 10;
+  data.images.assign(std::size_t(kExamples) * kSide * kSide, 1.0f);
+  data.labels.assign(kExamples, kLabel);
+  for (Placement placement : {Placement::kHost, Placement::kDevice}) {
+    SCOPED_TRACE(placement == Placement::kHost ? "placement: host" : "placement: device");
+    DeviceOptions device;
+    device.array_rows = device.array_cols = 8;
+    device.compute_units = 2;
+    device.threads_per_unit = 1;
+    TrainerConfig config;
+    config.model.input_shape = {kSide, kSide, 1};
+    config.model.classes = 10;
+    // As torch_xla's MNIST model: convolution, pooling, ReLU, then batch
+    // normalisation (momentum 0.9: PyTorch's 0.1) into the logits.
+    config.model.layers = {layer("conv2d", {{"filters", "7"}, {"kernel_size", "3"}}),
+                           layer("max_pooling2d", {{"pool_size", "2"}}),
+                           layer("relu", {}),
+                           layer("batch_normalization", {{"momentum", "0.9"}}),
+                           layer("flatten", {}),
+                           layer("dense", {{"units", "10"}})};
+    config.global_batch = kBatch;
+    config.seed = kSeed;
+    config.optimizer.name = "sgd";
+    config.optimizer.learning_rate = 0.01f;
+    config.optimizer.momentum = 0.5f;
+    config.placement = placement;
+    auto trainer = Trainer::create(Device::open("sw_emu", 0, device).value(), {0, 1}, config);
+    ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
+    // The convolution's bias: the first entry of 7 values named so (batch
+    // normalisation's follows it).
+    const ParameterStore& store = (*trainer)->parameters();
+    const ParameterStore::Entry* bias = nullptr;
+    for (const ParameterStore::Entry& entry : store.entries())
+      if (!bias && entry.size == 7 && entry.name.size() > 5 &&
+          entry.name.substr(entry.name.size() - 5) == ".bias")
+        bias = &entry;
+    ASSERT_NE(bias, nullptr);
+    const std::vector<float> before(store.trainable().begin() + bias->offset,
+                                    store.trainable().begin() + bias->offset + bias->size);
+    ArraySource source(data, kBatch, kSeed);
+    FitOptions options;
+    options.epochs = 5;  // 40 steps
+    ASSERT_TRUE(fit(**trainer, source, options).ok());
+    for (uint32_t c = 0; c < 7; ++c)
+      EXPECT_LT(std::fabs(store.trainable()[bias->offset + c] - before[c]), 1e-5f)
+          << bias->name << "[" << c << "]";
+    auto logs = evaluate(**trainer, data);
+    ASSERT_TRUE(logs.ok()) << logs.status().to_string();
+    EXPECT_EQ(logs->at("accuracy"), 1.0);
+  }
+}
+
 TEST(LoadWeights, IsStrictAboutTheStateDict) {
   const std::string dir = ::testing::TempDir() + "/load_weights";
   std::filesystem::create_directories(dir);

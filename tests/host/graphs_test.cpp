@@ -102,9 +102,10 @@ TEST(Graphs, ActivationsStayOnTheCardBetweenDenseLayersOnly) {
   expect_the_host_paths_bits(spec, batch, seed, device.info(), card);
   // Left: d1's output (forward) and its gradient (d2's dx); read: d1's
   // output by d2 (forward, and dW in backward), the masked gradient by d1's
-  // dW and db.
+  // dW; summed: the masked gradient, d1's db.
   EXPECT_EQ(card.results_left, 2u);
-  EXPECT_EQ(card.operands_read, 4u);
+  EXPECT_EQ(card.operands_read, 3u);
+  EXPECT_EQ(card.sums_read, 1u);
   EXPECT_EQ(card.masks, 1u);
 
   // The first layer alone: its output is what the host asked for.
@@ -123,7 +124,8 @@ TEST(Graphs, ActivationsStayOnTheCardBetweenDenseLayersOnly) {
 // A convolution without a fused ReLU whose output a Flatten hands to a
 // dense layer leaves it on the card: the Flatten's output, and the dense
 // layer's input gradient on the way back, are views there, and the
-// convolution reads that gradient for its dW, db and dx. With a fused ReLU
+// convolution reads that gradient for its dW and dx and sums it for its
+// db. With a fused ReLU
 // the output goes to the host (its mask would need the gradient in the
 // output's layout), and so does a partial pass's Flatten output. The bits
 // are the host path's.
@@ -149,11 +151,13 @@ TEST(Graphs, AConvolutionsOutputStaysOnTheCardThroughAFlatten) {
     // Without the ReLU: left, the convolution's output, the first dense
     // layer's output and both dense layers' input gradients; read, the
     // view by the first dense layer's forward and dW, its output by the
-    // second's forward and dW, its masked gradient three times, and the
-    // gradient's view by the convolution's dW, db and dx. With it, only
+    // second's forward and dW, its masked gradient twice (dW, dx), and the
+    // gradient's view by the convolution's dW and dx; summed, the masked
+    // gradient (db) and the view (the convolution's db). With it, only
     // what lies between the dense layers.
     EXPECT_EQ(card.results_left, relu ? 2u : 4u);
-    EXPECT_EQ(card.operands_read, relu ? 5u : 10u);
+    EXPECT_EQ(card.operands_read, relu ? 4u : 8u);
+    EXPECT_EQ(card.sums_read, relu ? 1u : 2u);
     EXPECT_EQ(card.views, relu ? 0u : 2u);
     EXPECT_EQ(card.masks, 1u);
   }

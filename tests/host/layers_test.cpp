@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "common/matmul_executors.h"
 #include "host/layer_models.h"
@@ -159,6 +160,107 @@ TEST(Layers, DevicePassesEqualTheReferenceToTheBit) {
     for (std::size_t i = 0; i < g.size(); ++i)
       ASSERT_EQ(numerics::f32_bits(g[i]), numerics::f32_bits(r[i]))
           << c.name << ", gradient " << i << ", seed " << seed;
+  }
+}
+
+// Every sum a layer's backward pass asks for (its bias's, layer
+// normalisation's, the learned positions') is an fp32 sum: within fp32's
+// rounding of the exact (fp64) sum of the same terms, gamma_{R+1} of their
+// magnitudes, not bf16's. The gradient the store keeps is that sum, in
+// every model of every layer type; a sum that rounded its terms to bf16
+// first exceeds the bound on the cancelling batch below (1 + 2^-10, -1,
+// -2^-10: zero in fp32).
+class CheckedSums final : public MatmulExecutor {
+ public:
+  explicit CheckedSums(MatmulExecutor& inner) : inner_(inner) {}
+  Status run(const std::vector<MatmulCall>& calls) override { return inner_.run(calls); }
+  using MatmulExecutor::run;
+  uint64_t launches() const override { return inner_.launches(); }
+  uint32_t k_block() const override { return inner_.k_block(); }
+  uint32_t k_tile() const override { return inner_.k_tile(); }
+  Status sum(const SumCall& call) override {
+    SYSTOLE_RETURN_IF_ERROR(inner_.sum(call));
+    for (uint32_t j = 0; j < call.width; ++j) {
+      double exact = 0, magnitude = 0;
+      for (uint32_t r = 0; r < call.rows; ++r) {
+        exact += call.x[std::size_t(r) * call.width + j];
+        magnitude += std::fabs(call.x[std::size_t(r) * call.width + j]);
+      }
+      const double additions = call.rows + 1.0, u = 0x1p-24;
+      const double bound = additions * u / (1 - additions * u) * magnitude + additions * 0x1p-126;
+      EXPECT_LE(std::fabs(call.out[j] - exact), bound) << "sum " << sums << ", column " << j;
+    }
+    outputs.push_back({call.out, call.width});
+    ++sums;
+    return ok_status();
+  }
+  std::vector<std::pair<const float*, uint32_t>> outputs;
+  uint32_t sums = 0;
+
+ private:
+  MatmulExecutor& inner_;
+};
+
+TEST(Layers, BatchSumsAreFp32WithinTheirBound) {
+  Device device = open_sw_emu(8);
+  uint32_t checked = 0;
+  for (const Case& c : cases()) {
+    const uint32_t seed = 35;
+    SCOPED_TRACE(std::string(c.name) + ", seed " + std::to_string(seed));
+    auto model = Model::build(c.spec, seed).value();
+    auto unit = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
+    CheckedSums sums(*unit);
+    loss(*model, sums, random_batch(c.spec, 29, seed), true);
+    // What each sum wrote is what the store keeps.
+    ParameterStore& store = model->parameters();
+    for (const auto& [out, width] : sums.outputs) {
+      const float* gradients = store.gradients().data();
+      ASSERT_TRUE(out >= gradients && out + width <= gradients + store.gradients().size());
+    }
+    checked += sums.sums;
+  }
+  EXPECT_GE(checked, 20u);
+
+  // The cancelling column, 9 rows: exactly 0.
+  std::vector<float> x;
+  for (uint32_t r = 0; r < 3; ++r) x.insert(x.end(), {1.0f + 0x1p-10f, -1.0f, -0x1p-10f});
+  float out = 1.0f;
+  sum_rows(x.data(), 9, 1, 8, &out);
+  EXPECT_EQ(numerics::f32_bits(out), 0u);
+}
+
+// sum_rows' order against the contract written out (NUMERICS.md,
+// "Reductions"): tiles of `tile` rows from +0, then the tiles' sums from +0,
+// with the GEMM's addition; bit for bit on awkward sizes, signed zeros,
+// tiny and huge values, and a tile of 0 (one tile).
+TEST(Layers, SumRowsFollowsTheContractsOrder) {
+  const uint32_t seed = 36;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const float specials[] = {0.0f, -0.0f, 0x1p-126f, -0x1p-126f, 0x1.8p-126f, 3e38f, -3e38f, 1.0f, -1.0f};
+  for (const auto [rows, width, tile] : {std::tuple{1u, 1u, 8u},
+                                         {7u, 3u, 8u},
+                                         {8u, 5u, 8u},
+                                         {9u, 17u, 8u},
+                                         {33u, 2u, 16u},
+                                         {130u, 9u, 128u},
+                                         {40u, 4u, 0u}}) {
+    std::vector<float> x(std::size_t(rows) * width);
+    for (float& v : x)
+      v = rng() % 3 ? std::normal_distribution<float>(0.0f, 1.0f)(rng)
+                    : specials[rng() % std::size(specials)];
+    std::vector<float> got(width, 1.0f), want(width, 0.0f);
+    sum_rows(x.data(), rows, width, tile, got.data());
+    const uint32_t t = tile ? tile : rows;
+    for (uint32_t j = 0; j < width; ++j)
+      for (uint32_t first = 0; first < rows; first += t) {
+        float s = 0.0f;
+        for (uint32_t r = first; r < std::min(rows, first + t); ++r) s = numerics::add(s, x[r * width + j]);
+        want[j] = numerics::add(want[j], s);
+      }
+    for (uint32_t j = 0; j < width; ++j)
+      EXPECT_EQ(numerics::f32_bits(got[j]), numerics::f32_bits(want[j]))
+          << rows << " x " << width << ", tile " << tile << ", column " << j;
   }
 }
 

@@ -35,3 +35,26 @@ def gemm(a, b, rows, bias=None, relu=False):
     if relu:
         acc = np.where(acc > 0, acc, np.float32(0)).astype(np.float32)
     return acc
+
+
+def _add_flushed(s, x):
+    """The vector engine's fp32 addition for operands in the normal range
+    or zero: IEEE round to nearest even, a sum below 2^-126 flushed to a
+    zero of its sign (such sums are exact)."""
+    total = (s + x).astype(np.float32)
+    tiny = np.abs(total) < np.float32(2.0**-126)
+    return np.where(tiny, np.copysign(np.float32(0), total), total).astype(np.float32)
+
+
+def row_sums(x, tile):
+    """A bias's gradient as the runtime sums it: the columns of x's fp32
+    rows, from +0 in order within each tile of `tile` rows (the array's
+    rows), then the tiles' sums from +0 in order."""
+    x = np.asarray(x, dtype=np.float32)
+    out = np.zeros(x.shape[1], dtype=np.float32)
+    for t in range(0, x.shape[0], tile):
+        s = np.zeros(x.shape[1], dtype=np.float32)
+        for row in x[t:t + tile]:
+            s = _add_flushed(s, row)
+        out = _add_flushed(out, s)
+    return out

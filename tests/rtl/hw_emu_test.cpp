@@ -49,7 +49,8 @@ TEST_P(HwEmuDifferential, CommandListsMatchTheReference) {
   EXPECT_EQ(device.info().max_k, (spec::ArrayShape{size, size}.max_k()));
   EXPECT_TRUE(device.info().has_vector_engine()) << "the RTL kernel has the vector engine";
   for (uint32_t seed = 1; seed <= 4; ++seed) {
-    for (testing::Values values : {testing::Values::kTypical, testing::Values::kExtreme}) {
+    for (testing::Values values :
+         {testing::Values::kTypical, testing::Values::kExtreme, testing::Values::kNearZero}) {
       testing::WorkloadOptions options;
       options.shape = {size, size};
       options.descriptors = 3;

@@ -6,6 +6,7 @@
 // see buffers, descriptors or the tiler.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <list>
@@ -87,6 +88,36 @@ struct MatmulCall {
   uint32_t b_stride() const { return ldb ? ldb : b_transposed ? k : n; }
 };
 
+// The sum over a batch that a bias's or a normalisation parameter's
+// gradient is: the fp32 sums of the columns of x (`rows` x `width`,
+// row-major: one row per example, or per example and position, as the
+// layer's product would have them), in the order of the array's K (one
+// K tile per `tile` rows; NUMERICS.md, "Reductions"):
+//   out[j] = ((+0 + s_0[j]) + s_1[j]) + ...,  s_t[j] = ((+0 + x[tT][j]) + x[tT + 1][j]) + ...
+// each addition the vector engine's (spec::vector_sum). No operand is
+// rounded to bf16. Replicas whose rows are one tile each then sum to the
+// bits of one device, as their products do.
+struct SumCall {
+  const float* x = nullptr;
+  // x is a tensor (or a view of one) the card keeps (only with an executor
+  // that keeps_activations()).
+  bool x_on_card = false;
+  uint32_t rows = 0, width = 0;
+  // How many of the products' K rows each row of x stands for: a position
+  // table's gradient has one row per example, of all its positions, where
+  // the layers' products have a row per position. A tile is k_tile() /
+  // row_positions rows of x (at least one).
+  uint32_t row_positions = 1;
+  float* out = nullptr;  // width values
+
+  uint32_t tile_rows(uint32_t k_tile) const {
+    return k_tile ? std::max(1u, k_tile / std::max(1u, row_positions)) : 0;
+  }
+};
+
+// SumCall's sums on the host, in tiles of `tile` rows (0: one tile).
+void sum_rows(const float* x, uint32_t rows, uint32_t width, uint32_t tile, float* out);
+
 // Where an executor's time went, summed over its calls.
 struct MatmulTimes {
   // Operands converted into device memory, command lists, results back.
@@ -111,6 +142,14 @@ class MatmulExecutor {
   virtual uint32_t k_block() const = 0;
   // Time spent so far (zeros where the executor does not count it).
   virtual MatmulTimes times() const { return {}; }
+
+  // The rows of a K tile: products add their K in tiles of this many and
+  // sum() its rows (0: one tile, whatever the length).
+  virtual uint32_t k_tile() const { return 0; }
+  // The batch's sums into call.out, in tiles of k_tile() rows; on the host
+  // (sum_rows) unless the executor keeps x on the card, where it sums them
+  // there.
+  virtual Status sum(const SumCall& call);
 
   // Whether calls may leave their results on the card and read them from
   // there (MatmulCall's *_on_card): a layer's output that only products
@@ -191,6 +230,7 @@ class DeviceMatmul final : public MatmulExecutor {
   using MatmulExecutor::run;
   uint64_t launches() const override { return launches_; }
   uint32_t k_block() const override { return device_.info().max_k; }
+  uint32_t k_tile() const override { return device_.info().shape.rows; }
   // The kernel's performance counters summed over every launch so far.
   const spec::PerfCounters& counters() const { return counters_; }
   MatmulTimes times() const override { return times_; }
@@ -240,6 +280,14 @@ class DeviceMatmul final : public MatmulExecutor {
   // weights, as col2im's.
   Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
                                      bool dy_on_card, const float* w, float* dx) override;
+  // Sums a card tensor on the card with the vector engine's sum opcode in
+  // SumCall's order: one descriptor per K tile, one over the tiles' sums;
+  // the result stays in the card's gradients where out lies in them
+  // (queued at the head of the next launch), else comes down. Host values
+  // are summed on the host, and so is a view whose blocks read transposed
+  // (a flattened image's gradient), whose rows the engine cannot read in
+  // order: its values come down first.
+  Status sum(const SumCall& call) override;
   // How many tensors and views are on the card so far.
   std::size_t card_tensors() const { return tensors_.size(); }
   // Bytes of made rows kept on the card (MatmulCall::rows_key).
@@ -398,6 +446,10 @@ class DeviceMatmul final : public MatmulExecutor {
   };
   std::vector<PaddedGradient> padded_;
   Slot tap_products_, tap_sum_;
+  // sum()'s tiles' sums, and its result where it comes down; a view's
+  // values come down into summed_.
+  Slot tile_sums_, sums_;
+  std::vector<float> summed_;
   uint64_t runs_ = 0;
 };
 

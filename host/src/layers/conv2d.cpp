@@ -4,9 +4,9 @@
 // output position, columns in (ky, kx, channel) order), and
 //   forward      y    = col  W^T (+ b) (ReLU)       [positions x filters]
 //   weights      dW   = dy^T col                    [filters x patch]
-//   bias         db   = 1^T dy
 //   input        dcol = dy W, summed back into dx by col2im
-// run on the array; the host only gathers and sums. (With placement:
+// run on the array, and the bias's db = the fp32 sums of dy's columns
+// (MatmulExecutor::sum); the host only gathers and sums. (With placement:
 // device and strides 1 the card sums dx itself: see
 // MatmulExecutor::conv_input_gradient_on_card.) `col` is never
 // stored on the host: the executor asks for it (PatchRows) and the device
@@ -166,6 +166,15 @@ class Conv2D final : public Layer {
       relu_mask(output_gradient.values, output.values, masked_);
       delta = masked_.data();
     }
+    if (use_bias_) {
+      SumCall db;  // db = the sum of delta over the batch's pixels, in fp32
+      db.x = delta;
+      db.x_on_card = delta_on_card;
+      db.rows = batch * shape_.positions();
+      db.width = shape_.filters;
+      db.out = store.gradient(bias_);
+      SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(db));
+    }
     round_input(input);
     if (input_gradient) zeros_like(input, *input_gradient);
     const uint32_t chunk = chunk_examples(batch, context.matmul->k_block());
@@ -188,19 +197,6 @@ class Conv2D final : public Layer {
       dw.accumulate = first > 0;
       dw.c = store.gradient(weight_);
       calls.push_back(dw);
-      if (use_bias_) {
-        ones_.assign(positions, 1.0f);
-        MatmulCall db;
-        db.m = 1;
-        db.k = positions;
-        db.n = shape_.filters;
-        db.a = ones_.data();
-        db.b = dy;
-        db.b_on_card = delta_on_card;
-        db.accumulate = first > 0;
-        db.c = store.gradient(bias_);
-        calls.push_back(db);
-      }
       // With the model on the card, a convolution of strides 1 sums its
       // input gradient there, so that only dx crosses the host link, not
       // dcol (kernel_height * kernel_width times as large). The same bits.
@@ -304,7 +300,7 @@ class Conv2D final : public Layer {
   uint32_t bottom_ = 0, right_ = 0;
   bool pad_module_ = false;
   std::size_t weight_ = 0, bias_ = 0;
-  std::vector<float> dcol_, ones_, masked_;
+  std::vector<float> dcol_, masked_;
   std::vector<uint16_t> input_bf16_;
 };
 

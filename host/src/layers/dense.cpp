@@ -94,16 +94,13 @@ class Dense final : public Layer {
     dw.c = store.gradient(weight_);
     calls.push_back(dw);
     if (use_bias_) {
-      ones_.assign(batch, 1.0f);
-      MatmulCall db;  // db = 1^T delta
-      db.m = 1;
-      db.k = batch;
-      db.n = units_;
-      db.a = ones_.data();
-      db.b = delta;
-      db.b_on_card = delta_on_card;
-      db.c = store.gradient(bias_);
-      calls.push_back(db);
+      SumCall db;  // db = the sum of delta's rows, in fp32
+      db.x = delta;
+      db.x_on_card = delta_on_card;
+      db.rows = batch;
+      db.width = units_;
+      db.out = store.gradient(bias_);
+      SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(db));
     }
     if (input_gradient) {
       zeros_like(input, *input_gradient);
@@ -134,7 +131,7 @@ class Dense final : public Layer {
   uint32_t units_, inputs_ = 0, rows_ = 1;
   bool relu_, use_bias_;
   std::size_t weight_ = 0, bias_ = 0;
-  std::vector<float> ones_, masked_;
+  std::vector<float> masked_;
 };
 
 }  // namespace

@@ -165,7 +165,7 @@ class MultiHeadAttention final : public Layer {
     const Activations& x = inputs[0];
     const uint32_t rows = batch_ * positions_, values = heads_ * value_dim_, stacked = stacked_width();
     const float* dy = output_gradient.values.data();
-    // The output projection: dWo = dy^T O, dbo = 1^T dy, dO = dy Wo.
+    // The output projection: dWo = dy^T O, dbo = the sums of dy's rows, dO = dy Wo.
     d_merged_.assign(std::size_t(rows) * values, 0.0f);
     std::vector<MatmulCall> calls;
     MatmulCall dwo;
@@ -177,8 +177,8 @@ class MultiHeadAttention final : public Layer {
     dwo.b = merged_.data();
     dwo.c = store.gradient(output_);
     calls.push_back(dwo);
-    ones_.assign(rows, 1.0f);
-    if (options_.use_bias) calls.push_back(column_sums(dy, width_, store.gradient(output_bias_)));
+    if (options_.use_bias)
+      SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(bias_sums(dy, width_, store.gradient(output_bias_))));
     MatmulCall dout;
     dout.m = rows;
     dout.k = width_;
@@ -260,7 +260,7 @@ class MultiHeadAttention final : public Layer {
     merge_heads(d_q_.data(), key_dim_, d_qkv_.data(), stacked, 0, scale);
     merge_heads(d_k_.data(), key_dim_, d_qkv_.data(), stacked, heads_ * key_dim_, 1.0f);
     merge_heads(d_v_.data(), value_dim_, d_qkv_.data(), stacked, 2 * heads_ * key_dim_, 1.0f);
-    // The stacked projection: dW = dQKV^T x, db = 1^T dQKV, dx = dQKV W.
+    // The stacked projection: dW = dQKV^T x, db = the sums of dQKV's rows, dx = dQKV W.
     calls.clear();
     MatmulCall dw;
     dw.m = stacked;
@@ -271,7 +271,9 @@ class MultiHeadAttention final : public Layer {
     dw.b = x.values.data();
     dw.c = store.gradient(query_);
     calls.push_back(dw);
-    if (options_.use_bias) calls.push_back(column_sums(d_qkv_.data(), stacked, store.gradient(query_bias_)));
+    if (options_.use_bias)
+      SYSTOLE_RETURN_IF_ERROR(
+          context.matmul->sum(bias_sums(d_qkv_.data(), stacked, store.gradient(query_bias_))));
     if (Activations* dx = input_gradients[0]) {
       zeros_like(x, *dx);
       MatmulCall d_input;
@@ -371,15 +373,14 @@ class MultiHeadAttention final : public Layer {
     }
   }
 
-  // 1^T x for the rows of x (`rows` x `columns`): a bias's gradient.
-  MatmulCall column_sums(const float* x, uint32_t columns, float* into) const {
-    MatmulCall sums;
-    sums.m = 1;
-    sums.k = uint32_t(ones_.size());
-    sums.n = columns;
-    sums.a = ones_.data();
-    sums.b = x;
-    sums.c = into;
+  // A bias's gradient: the fp32 sums of x's columns (x: a row per
+  // example and position, `columns` values each).
+  SumCall bias_sums(const float* x, uint32_t columns, float* into) const {
+    SumCall sums;
+    sums.x = x;
+    sums.rows = batch_ * positions_;
+    sums.width = columns;
+    sums.out = into;
     return sums;
   }
 
@@ -390,7 +391,7 @@ class MultiHeadAttention final : public Layer {
   // probabilities (and with dropout, its mask and the dropped ones), the
   // heads' outputs and the merged ones.
   std::vector<float> qkv_, q_, k_, v_, scores_, probabilities_, dropout_mask_, dropped_, heads_out_, merged_;
-  std::vector<float> d_merged_, d_heads_out_, d_probabilities_, d_scores_, d_q_, d_k_, d_v_, d_qkv_, ones_;
+  std::vector<float> d_merged_, d_heads_out_, d_probabilities_, d_scores_, d_q_, d_k_, d_v_, d_qkv_;
 };
 
 }  // namespace

@@ -96,27 +96,23 @@ class LayerNormalization final : public Layer {
     }
     return ok_status();
   }
-  // dgamma = 1^T (dy * x-hat) and dbeta = 1^T dy run on the array, the rows
-  // as K, so that replicas' shares add up as the other layers' do.
+  // dgamma = the sums of (dy * x-hat) over the rows and dbeta those of dy,
+  // in fp32 in a fixed order (MatmulExecutor::sum).
   Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs, const Activations&,
                   const Activations& output_gradient, const InputGradients& input_gradients) override {
     const std::size_t rows = output_gradient.values.size() / width_;
     const float* gamma = store.values(gamma_);
     scaled_.resize(output_gradient.values.size());
     for (std::size_t i = 0; i < scaled_.size(); ++i) scaled_[i] = output_gradient.values[i] * normalized_[i];
-    ones_.assign(rows, 1.0f);
-    std::vector<MatmulCall> calls(2);
-    for (MatmulCall& sums : calls) {
-      sums.m = 1;
-      sums.k = uint32_t(rows);
-      sums.n = width_;
-      sums.a = ones_.data();
-    }
-    calls[0].b = scaled_.data();
-    calls[0].c = store.gradient(gamma_);
-    calls[1].b = output_gradient.values.data();
-    calls[1].c = store.gradient(beta_);
-    SYSTOLE_RETURN_IF_ERROR(context.matmul->run(calls));
+    SumCall sums;
+    sums.rows = uint32_t(rows);
+    sums.width = width_;
+    sums.x = scaled_.data();
+    sums.out = store.gradient(gamma_);
+    SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(sums));
+    sums.x = output_gradient.values.data();
+    sums.out = store.gradient(beta_);
+    SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(sums));
     Activations* dx = input_gradients[0];
     if (!dx) return ok_status();
     zeros_like(inputs[0], *dx);
@@ -144,7 +140,7 @@ class LayerNormalization final : public Layer {
   float epsilon_;
   uint32_t width_ = 0;
   std::size_t gamma_ = 0, beta_ = 0;
-  std::vector<float> normalized_, scaled_, ones_;
+  std::vector<float> normalized_, scaled_;
   std::vector<double> inverse_std_;
 };
 
@@ -276,22 +272,21 @@ class PositionEmbedding final : public Layer {
       std::copy_n(table, example, output.values.data() + b * example);
     return ok_status();
   }
-  // The table's gradient is the sum over the batch, 1^T dy, on the array
-  // (the examples as K); positions past the input's have none.
+  // The table's gradient is the sum of dy over the batch, in fp32 in a
+  // fixed order (MatmulExecutor::sum); positions past the input's have
+  // none.
   Status backward(LayerContext& context, ParameterStore& store, const Inputs& inputs, const Activations&,
                   const Activations& output_gradient, const InputGradients& input_gradients) override {
     float* gradient = store.gradient(table_);
     const std::size_t example = std::size_t(positions_) * width_;
     std::fill_n(gradient, std::size_t(length_) * width_, 0.0f);
-    ones_.assign(output_gradient.batch, 1.0f);
-    MatmulCall sums;
-    sums.m = 1;
-    sums.k = output_gradient.batch;
-    sums.n = uint32_t(example);
-    sums.a = ones_.data();
-    sums.b = output_gradient.values.data();
-    sums.c = gradient;
-    SYSTOLE_RETURN_IF_ERROR(context.matmul->run(sums));
+    SumCall sums;
+    sums.x = output_gradient.values.data();
+    sums.rows = output_gradient.batch;
+    sums.width = uint32_t(example);
+    sums.row_positions = positions_;
+    sums.out = gradient;
+    SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(sums));
     if (input_gradients[0]) zeros_like(inputs[0], *input_gradients[0]);  // the values are not used
     return ok_status();
   }
@@ -302,7 +297,6 @@ class PositionEmbedding final : public Layer {
  private:
   uint32_t length_, positions_ = 0, width_ = 0;
   std::size_t table_ = 0;
-  std::vector<float> ones_;
 };
 
 // Keras' GlobalAveragePooling1D: [positions, width] to the mean over the

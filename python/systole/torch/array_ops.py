@@ -8,7 +8,8 @@ layer are the C++ runtime's dense layer's, operand for operand:
 
     forward   y  = x W^T + b       (m = batch, k = inputs, n = units)
     backward  dW = dy^T x          (k = batch)
-              db = 1^T dy          (a product with a row of ones, k = batch)
+              db = the sums of dy's columns, in fp32 (systole.sum_rows,
+                   in the array's K tiles)
               dx = dy W            (k = units)
 
 so their bits equal the C++ runtime's for the same operands.
@@ -69,7 +70,8 @@ def _product(a, b, bias=None, transpose_a=False, transpose_b=False):
 
 
 class _Linear(torch.autograd.Function):
-    """y = x W^T + b over 2-D x, forward and backward on the array."""
+    """y = x W^T + b over 2-D x, forward and backward on the array; the
+    bias's gradient is an fp32 sum, as the C++ runtime's."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):
@@ -85,8 +87,7 @@ class _Linear(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             dw = _product(dy, x, transpose_a=True)
         if ctx.has_bias and ctx.needs_input_grad[2]:
-            ones = torch.ones(1, dy.shape[0], dtype=torch.float32)
-            db = _product(ones, dy).reshape(-1)
+            db = torch.from_numpy(systole.sum_rows(_array(dy), array_device().info["array"][0]))
         if ctx.needs_input_grad[0]:
             dx = _product(dy, weight)
         return dx, dw, db
