@@ -22,6 +22,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,16 +103,27 @@ void check(const Status& status) {
 }
 
 // OpenBLAS, found at run time through libblas.so.3 (Debian's alternative);
-// absent when that BLAS is not OpenBLAS.
+// absent when that BLAS is not OpenBLAS. Measured at its best: the
+// environment's OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (which some machines
+// set for older OpenBLAS builds) are removed before it loads, in the
+// benchmark's process of its own, so that it runs the kernel it picks for
+// the CPU it detects; that kernel's sgemm is then checked against an fp64
+// product, and refused if it is wrong.
 struct OpenBlas {
   using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
                          float*, int);
   using SetThreads = void (*)(int);
+  using Text = const char* (*)();
   Sgemm sgemm = nullptr;
   SetThreads set_threads = nullptr;
-  std::string why_not;
+  std::string why_not, kernel, removed;
 
   OpenBlas() {
+    for (const char* name : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"})
+      if (const char* value = std::getenv(name)) {
+        removed += std::string(removed.empty() ? "" : ", ") + name + "=" + value;
+        unsetenv(name);
+      }
     void* library = dlopen("libblas.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!library) {
       why_not = std::string("cannot open libblas.so.3: ") + dlerror();
@@ -119,17 +131,55 @@ struct OpenBlas {
     }
     set_threads = reinterpret_cast<SetThreads>(dlsym(library, "openblas_set_num_threads"));
     sgemm = reinterpret_cast<Sgemm>(dlsym(library, "cblas_sgemm"));
-    if (!set_threads || !sgemm) {
+    const auto corename = reinterpret_cast<Text>(dlsym(library, "openblas_get_corename"));
+    const auto config = reinterpret_cast<Text>(dlsym(library, "openblas_get_config"));
+    if (!set_threads || !sgemm || !corename || !config) {
       why_not = "libblas.so.3 is not OpenBLAS (install libopenblas0-pthread: scripts/install-deps bench)";
+      sgemm = nullptr;
+      return;
+    }
+    kernel = std::string(corename()) + " (" + config() + ")";
+    if (const std::string wrong = check(); !wrong.empty()) {
+      why_not = "OpenBLAS's " + kernel + " sgemm is wrong: " + wrong;
       sgemm = nullptr;
     }
   }
+
+  // Where a 200 x 300 x 257 sgemm on both thread counts strays from the
+  // fp64 product by more than fp32's rounding of the K terms could
+  // (gamma_K of the sum of magnitudes, twice); "" when it never does.
+  std::string check() const {
+    constexpr int m = 200, k = 300, n = 257;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;
+    std::vector<float> a(m * k), b(k * n), c(m * n);
+    for (float& x : a) x = normal(rng);
+    for (float& x : b) x = normal(rng);
+    const double gamma = 2 * k * 0x1p-24 / (1 - k * 0x1p-24);
+    for (int threads : {1, 2}) {
+      set_threads(threads);
+      sgemm(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          double exact = 0, magnitude = 0;
+          for (int p = 0; p < k; ++p) {
+            exact += double(a[i * k + p]) * b[p * n + j];
+            magnitude += std::fabs(double(a[i * k + p]) * b[p * n + j]);
+          }
+          if (std::fabs(c[i * n + j] - exact) > gamma * magnitude)
+            return "C[" + std::to_string(i) + "][" + std::to_string(j) + "] on " + std::to_string(threads) +
+                   " threads is " + std::to_string(c[i * n + j]) + ", exactly " + std::to_string(exact);
+        }
+    }
+    return "";
+  }
+  static constexpr int kRowMajor = 101, kNoTrans = 111;
 };
 const OpenBlas& openblas() {
   static const OpenBlas blas;
   return blas;
 }
-constexpr int kCblasRowMajor = 101, kCblasNoTrans = 111;
+constexpr int kCblasRowMajor = OpenBlas::kRowMajor, kCblasNoTrans = OpenBlas::kNoTrans;
 
 void BM_OpenBlas(benchmark::State& state) {
   const Shape& s = kShapes[state.range(0)];
@@ -353,7 +403,13 @@ int main(int argc, char** argv) {
   const double peak[3] = {0, fma_peak_gflops(1), fma_peak_gflops(2)};
   std::printf("\nfp32 FMA peak of this CPU in %s (measured): %.1f GFLOP/s on 1 thread, %.1f on 2\n",
               peak_isa(), peak[1], peak[2]);
-  if (!openblas().sgemm) std::printf("OpenBLAS: %s\n", openblas().why_not.c_str());
+  if (!openblas().sgemm)
+    std::printf("OpenBLAS: %s\n", openblas().why_not.c_str());
+  else
+    std::printf("OpenBLAS: kernel %s, sgemm checked against fp64; %s\n", openblas().kernel.c_str(),
+                openblas().removed.empty()
+                    ? "no OpenBLAS overrides in the environment"
+                    : ("removed from its process's environment: " + openblas().removed).c_str());
   std::printf("\nsw_emu fast engine, fp32 host operands to fp32 result (128x128 array), GFLOP/s\n");
   std::printf("%-20s %6s %6s %5s %3s %9s %9s %9s %8s %8s %7s\n", "shape", "M", "N", "K", "thr", "systole",
               "openblas", "eigen", "/openblas", "/eigen", "of peak");
