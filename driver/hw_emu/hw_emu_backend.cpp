@@ -127,12 +127,19 @@ Result<std::shared_ptr<DeviceBackend>> open_hw_emu(uint32_t index, const DeviceO
 #define SYSTOLE_HW_EMU_OPEN(size)               \
   if (shape.rows == size && shape.cols == size) \
     return make<Vsystole_kernel_##size##x##size>(index, options, shape);
-  SYSTOLE_HW_EMU_SIZES(SYSTOLE_HW_EMU_OPEN)
+  SYSTOLE_HW_EMU_BUILT_SIZES(SYSTOLE_HW_EMU_OPEN)
 #undef SYSTOLE_HW_EMU_OPEN
 #define SYSTOLE_HW_EMU_NAME(size) " " #size "x" #size
+  bool listed = false;
+#define SYSTOLE_HW_EMU_LISTED(size) listed = listed || (shape.rows == size && shape.cols == size);
+  SYSTOLE_HW_EMU_SIZES(SYSTOLE_HW_EMU_LISTED)
+#undef SYSTOLE_HW_EMU_LISTED
   return Status(StatusCode::kInvalidArgument,
                 "hw_emu has no " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
-                    " build (built:" SYSTOLE_HW_EMU_SIZES(SYSTOLE_HW_EMU_NAME) ")");
+                    " build (built:" SYSTOLE_HW_EMU_BUILT_SIZES(SYSTOLE_HW_EMU_NAME) ")" +
+                    (listed ? std::string("; configure with -DSYSTOLE_HW_EMU_ALL_SIZES=ON (scripts/build "
+                                          "--all-sizes) for the 32x32 and 128x128 kernels")
+                            : std::string()));
 #undef SYSTOLE_HW_EMU_NAME
 }
 
