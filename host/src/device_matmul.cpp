@@ -12,7 +12,6 @@
 #include "systole/boards.h"
 #include "systole/matmul.h"
 #include "systole/trace.h"
-#include "systole/vector_ops.h"
 
 namespace systole {
 namespace {
@@ -26,32 +25,6 @@ using spec::Operand;
 constexpr std::size_t kCommandBytes = spec::command_list_bytes(1000);
 
 }  // namespace
-
-void sum_rows(const float* x, uint32_t rows, uint32_t width, uint32_t tile, float* out) {
-  if (tile == 0 || tile > rows) tile = std::max(rows, 1u);
-  const uint32_t tiles = rows ? (rows + tile - 1) / tile : 0;
-  if (tiles == 0) {
-    std::fill_n(out, width, 0.0f);
-    return;
-  }
-  std::vector<float> sums(std::size_t(tiles) * width);
-  for (uint32_t t = 0; t < tiles; ++t) {
-    const float* first = x + std::size_t(t) * tile * width;
-    spec::vector_sum(
-        std::min(tile, rows - t * tile), [&](std::size_t r) { return first + r * width; }, 0, width,
-        sums.data() + std::size_t(t) * width);
-  }
-  spec::vector_sum(
-      tiles, [&](std::size_t t) { return sums.data() + t * width; }, 0, width, out);
-}
-
-Status MatmulExecutor::sum(const SumCall& call) {
-  if (!call.x || !call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-  if (call.x_on_card)
-    return Status(StatusCode::kInvalidArgument, "sum: this executor keeps no tensors on the card");
-  sum_rows(call.x, call.rows, call.width, call.tile_rows(k_tile()), call.out);
-  return ok_status();
-}
 
 Status MatmulExecutor::relu_mask_on_card(const float*, const float*, float*, std::size_t) {
   return Status(StatusCode::kUnavailable, "relu mask: this executor keeps no tensors on the card");
@@ -518,98 +491,6 @@ Status DeviceMatmul::relu_mask_on_card(const float* gradient, const float* outpu
     pending_.push_back(spec::record_of(d));
   }
   return ok_status();
-}
-
-Status DeviceMatmul::sum(const SumCall& call) {
-  if (!call.x_on_card) return MatmulExecutor::sum(call);
-  if (!call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-  if (!keeps_activations())
-    return Status(StatusCode::kInvalidArgument,
-                  "sum: a tensor on the card needs the parameters kept there (placement: device)");
-  const uint32_t rows = call.rows, width = call.width, tile = call.tile_rows(k_tile());
-  const std::size_t count = std::size_t(rows) * width;
-  const uint32_t tiles = (rows + tile - 1) / tile;
-  if (rows == 0 || width == 0 || width > spec::kMaxVectorElements || tiles > spec::kMaxVectorRows)
-    return Status(StatusCode::kInvalidArgument,
-                  "sum: " + std::to_string(rows) + " rows of " + std::to_string(width) +
-                      " values do not fit the vector engine's sum (up to " +
-                      std::to_string(spec::kMaxVectorElements) + " values a row, " +
-                      std::to_string(spec::kMaxVectorRows) + " tiles of " + std::to_string(tile) + " rows)");
-  auto span = card_span(call.x, count, "sum: the values summed");
-  if (!span.ok()) return span.status();
-  const CardTensor& tensor = *span->tensor;
-  if (tensor.of && tensor.block_rows != 1 && tensor.block_cols != 1) {
-    // A view that reads transposed: its values come down and are summed
-    // here, in the rows' order.
-    auto base = card_span(tensor.of + span->offset, count, "sum: the tensor viewed");
-    if (!base.ok()) return base.status();
-    const CardTensor& stored = *base->tensor;
-    const std::size_t block = std::size_t(tensor.block_rows) * tensor.block_cols,
-                      bytes = count * sizeof(float);
-    if (span->offset % block != 0 || count % block != 0)
-      return Status(StatusCode::kInvalidArgument,
-                    "sum: the values summed are not whole blocks of their view");
-    if (!pending_.empty()) SYSTOLE_RETURN_IF_ERROR(run_vector({}));
-    Buffer buffer = stored.slot.buffer;
-    SYSTOLE_RETURN_IF_ERROR(
-        buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, base->offset * sizeof(float)));
-    const float* values = buffer.map<float>() + base->offset;
-    summed_.resize(count);
-    for (std::size_t b = 0; b < count / block; ++b)
-      for (uint32_t r = 0; r < tensor.block_rows; ++r)
-        for (uint32_t c = 0; c < tensor.block_cols; ++c)
-          summed_[b * block + std::size_t(c) * tensor.block_rows + r] =
-              values[b * block + std::size_t(r) * tensor.block_cols + c];
-    sum_rows(summed_.data(), rows, width, tile, call.out);
-    return ok_status();
-  }
-  auto x = card_address(*span, count, "sum: the values summed");
-  if (!x.ok()) return x.status();
-
-  // Into the card's gradients where out lies in them, else into sums_.
-  const std::optional<std::size_t> out_at =
-      resident_ ? offset_in(resident_->gradients, resident_->count, call.out, width) : std::nullopt;
-  if (out_at == SIZE_MAX)
-    return Status(StatusCode::kInvalidArgument,
-                  "sum: the result runs past the end of the parameters kept on the card");
-  uint64_t out;
-  if (out_at) {
-    out = resident_->gradient_buffer.address() + resident_->gradient_offset + *out_at * sizeof(float);
-  } else {
-    SYSTOLE_RETURN_IF_ERROR(ensure(sums_, width * sizeof(float)));
-    out = sums_.buffer.address();
-  }
-  // Sums queued earlier may still write the tiles' buffer that a larger one
-  // replaces: they run first.
-  const std::size_t tile_bytes = std::size_t(tiles) * width * sizeof(float);
-  if (!pending_.empty() && tile_sums_.buffer && tile_sums_.buffer.size() < tile_bytes)
-    SYSTOLE_RETURN_IF_ERROR(run_vector({}));
-  SYSTOLE_RETURN_IF_ERROR(ensure(tile_sums_, tile_bytes));
-  const uint64_t sums = tile_sums_.buffer.address();
-  std::vector<spec::VectorDescriptor> work;
-  auto add_sum = [&](uint64_t from, uint32_t terms, uint64_t to) {
-    spec::VectorDescriptor d{};
-    d.opcode = uint8_t(spec::Opcode::kSum);
-    d.rows = terms;
-    d.n = d.stride = width;
-    d.x_addr = from;
-    d.z_addr = to;
-    work.push_back(d);
-  };
-  for (uint32_t t = 0; t < tiles; ++t)
-    add_sum(*x + uint64_t(t) * tile * width * sizeof(float), std::min(tile, rows - t * tile),
-            sums + uint64_t(t) * width * sizeof(float));
-  add_sum(sums, tiles, out);
-  if (out_at) {
-    // Nothing comes down: the sums run at the head of the next launch.
-    card_written_.add(*out_at, *out_at + width);
-    for (const spec::VectorDescriptor& d : work) pending_.push_back(spec::record_of(d));
-    return ok_status();
-  }
-  SYSTOLE_RETURN_IF_ERROR(run_vector(work));
-  const std::size_t bytes = width * sizeof(float);
-  SYSTOLE_RETURN_IF_ERROR(sums_.buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, 0));
-  return sums_.buffer.read(call.out, bytes);
 }
 
 void DeviceMatmul::ensure_call_slots(std::size_t calls) {

@@ -58,10 +58,15 @@ synthesize() {  # synthesize MODULE FLOW
     [[ $flow == wide ]] && columns=$(pkg_param VectorLanes)
     setup="blackbox systole_vector_lane; chparam -set Cols $columns $engine;"
   fi
-  if [[ $flow == ice40 ]]; then
-    # The small boards' UART host link (not part of the Alveo kernel).
-    script="read_verilog -sv -I$rtl ${link[*]}; hierarchy -check -top $module; proc;
-      select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; synth_ice40 -top $module"
+  # Elaborated, checked for latches, then (unless QUICK=1) synthesised and
+  # checked again.
+  local latches="select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr" files=("${sources[@]}")
+  [[ $flow == ice40 ]] && files=("${link[@]}")  # the small boards' UART host link (not the Alveo kernel's)
+  local elaborate="read_verilog -sv -I$rtl ${files[*]}; $setup hierarchy -check -top $module; proc; $latches"
+  if [[ ${QUICK:-0} == 1 ]]; then
+    script=$elaborate
+  elif [[ $flow == ice40 ]]; then
+    script="$elaborate; synth_ice40 -top $module"
   else
     local xilinx="synth_xilinx -family xcup -top $module -flatten -noiopad"
     if [[ $flow == generic ]]; then synth="synth -top $module -flatten"; else synth=$xilinx; fi  # xcup, wide
@@ -74,13 +79,7 @@ synthesize() {  # synthesize MODULE FLOW
           opt; memory -nomap; opt_clean; $xilinx -run map_memory:"
       fi
     fi
-    script="read_verilog -sv -I$rtl ${sources[*]}; $setup hierarchy -check -top $module; proc;
-      select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr; $synth;
-      select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr t:\$_DLATCH_* t:LDCE t:LDPE"
-  fi
-  if [[ ${QUICK:-0} == 1 ]]; then
-    # Elaborated and checked for latches, not synthesised.
-    script=${script%%proc;*}"proc; select -assert-none t:\$dlatch t:\$latch t:\$dlatchsr"
+    script="$elaborate; $synth; $latches t:\$_DLATCH_* t:LDCE t:LDPE"
   fi
   yosys -q -l "$log" -p "$script; tee -q -o $out/$module.$flow.stat stat" >/dev/null 2>&1 ||
     touch "$out/$module.$flow.failed"
