@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The tests: install what is missing (the tests' own packages too), build,
 # and run every test except the `slow` and `flow` labels (run those with:
-# scripts/build --all-sizes && ctest --test-dir build -L 'slow|flow');
+# scripts/build --all && ctest --test-dir build -L 'slow|flow');
 # then the checked build (scripts/sanitize): the unit and emu tests again under
 # AddressSanitizer and UndefinedBehaviorSanitizer, and the fuzz targets.
 # Extra arguments go to the first ctest. Ends with its elapsed time.
