@@ -9,7 +9,7 @@ include(CMakePackageConfigHelpers)
 
 # The libraries a user links, by their names in the package (Systole::host
 # is systole_host), and the static libraries they are made of.
-set(systole_exported systole_spec systole_sim systole_driver systole_proto systole_host systole_mpi)
+set(systole_exported systole_spec systole_sim systole_driver systole_proto systole_host systole_mpi systole_run)
 if(TARGET systole_xrt_topology)
   list(APPEND systole_exported systole_xrt_topology)
 endif()

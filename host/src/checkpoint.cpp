@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "systole/output_file.h"
 #include "systole/tfrecord.h"
@@ -36,6 +38,20 @@ Status for_each_data_chunk(const Checkpoint& checkpoint, Sink&& sink) {
     SYSTOLE_RETURN_IF_ERROR(sink(counts.data(), counts.size() * sizeof(int64_t)));
   }
   return ok_status();
+}
+
+// A header's list of non-negative integers (a shape, data_offsets); none
+// for anything else. nlohmann's conversion would take 784.0 as 784 and
+// 784.5 as 784 too: a number that is not an integer is refused, never
+// rounded.
+std::optional<std::vector<uint64_t>> unsigned_list(const nlohmann::json& value) {
+  if (!value.is_array()) return std::nullopt;
+  std::vector<uint64_t> list;
+  for (const nlohmann::json& item : value) {
+    if (!item.is_number_unsigned()) return std::nullopt;
+    list.push_back(item.get<uint64_t>());
+  }
+  return list;
 }
 
 std::string hex32(uint32_t value) {
@@ -152,8 +168,15 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
     const uint64_t element_bytes = tensor.int64 ? 8 : 4;
     uint64_t elements = 1;
     try {
-      tensor.shape = entry["shape"].get<std::vector<uint64_t>>();
-      const auto offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
+      const std::optional<std::vector<uint64_t>> shape = unsigned_list(entry["shape"]);
+      if (!shape)
+        return bad(where + "shape " + entry["shape"].dump() + " is not a list of non-negative integers");
+      tensor.shape = *shape;
+      const std::optional<std::vector<uint64_t>> listed = unsigned_list(entry["data_offsets"]);
+      if (!listed)
+        return bad(where + "data_offsets " + entry["data_offsets"].dump() +
+                   " is not a list of non-negative integers");
+      const std::vector<uint64_t>& offsets = *listed;
       if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size)
         return bad(where + "data_offsets outside the file's " + std::to_string(data_size) + " data bytes");
       for (uint64_t d : tensor.shape) {

@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <functional>
@@ -20,15 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "config_schema.h"
 #include "python_module.h"
-#include "run_callbacks.h"
-#include "run_data.h"
-#include "run_device.h"
 #include "systole/checkpoint.h"
 #include "systole/fit.h"
+#include "systole/run/config.h"
+#include "systole/run/data.h"
+#include "systole/run/run.h"
 #include "systole/training_checkpoint.h"
-#include "train_config.h"
 
 namespace systole::python {
 namespace {
@@ -185,14 +184,13 @@ Dataset numpy_dataset(const py::handle& x_object, const py::handle& y_object, ui
 }
 
 // A config from a YAML file (`text` its path) or a document in memory,
-// then `overrides` (a JSON document of the same keys; empty: none) on top,
-// validated.
-TrainConfig read_config(const std::string& text, const std::string& source, bool is_file,
-                        const std::string& overrides) {
-  TrainConfig config;
-  throw_if_error(is_file ? load_train_config(text, config) : parse_train_config(text, source, config));
-  if (!overrides.empty()) throw_if_error(parse_train_config(overrides, "overrides", config));
-  throw_if_error(validate_train_config(config));
+// then `overrides` (a JSON document of the same keys; empty: none) on top;
+// not validated yet.
+RunConfig read_config(const std::string& text, const std::string& source, bool is_file,
+                      const std::string& overrides) {
+  RunConfig config;
+  throw_if_error(is_file ? load_run_config(text, config) : parse_run_config(text, source, config));
+  if (!overrides.empty()) throw_if_error(parse_run_config(overrides, "overrides", config));
   return config;
 }
 
@@ -201,13 +199,13 @@ TrainConfig read_config(const std::string& text, const std::string& source, bool
 // iteration: for x, y in systole.RecordDataset(config).
 class PyRecordDataset {
  public:
-  explicit PyRecordDataset(const TrainConfig& config) : config_(config) {
+  explicit PyRecordDataset(const RunConfig& config) : config_(config) {
     data_ = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_); })));
   }
 
   uint64_t batches() const { return data_->batches_per_epoch; }
   const std::shared_ptr<RunData>& data() const { return data_; }
-  const TrainConfig& config() const { return config_; }
+  const RunConfig& config() const { return config_; }
 
   // Starts epoch `epoch` (its order a function of the seed and the epoch).
   void start(uint32_t epoch) {
@@ -241,21 +239,41 @@ class PyRecordDataset {
   }
 
  private:
-  TrainConfig config_;
+  RunConfig config_;
   std::shared_ptr<RunData> data_;
   std::unique_ptr<BatchStream> stream_;
 };
 
+// The keys accel_train acts on that systole.Model does not yet: refused
+// (before the config's own checks, which would ask for what they need),
+// never silently ignored.
+void refuse_unsupported(const RunConfig& config) {
+  const std::pair<bool, const char*> refused[] = {
+      {config.resume, "checkpoint.resume: systole.Model does not resume a run yet (load_weights restores "
+                      "weights; accel_train --resume resumes the whole run)"},
+      {!config.trace_file.empty(), "trace: systole.Model does not write a trace yet (accel_train --trace does)"},
+      {!config.record_dir.empty(), "record: systole.Model does not write the retrace dump yet (accel_train --record "
+                                   "does)"},
+      {config.ranking, "ranking: systole.Model does not rank yet (accel_train does, after training)"},
+  };
+  for (const auto& [set, message] : refused)
+    if (set) throw py::value_error(message);
+}
+
 class PyModel {
  public:
   PyModel(const std::string& text, const std::string& source, bool is_file, const std::string& overrides)
-      : config_(read_config(text, source, is_file, overrides)) {}
+      : config_(read_config(text, source, is_file, overrides)) {
+    refuse_unsupported(config_);
+    throw_if_error(validate_run_config(config_));
+  }
 
   py::dict fit(const py::object& self, const py::object& x, const py::object& y, uint32_t epochs,
                uint32_t initial_epoch, uint64_t steps_per_epoch, const py::object& validation, const py::list& callbacks,
                int verbose) {
-    std::optional<Dataset> train_set, validation_set;
-    std::shared_ptr<RunData> run_data;
+    std::shared_ptr<const Dataset> train_set;
+    std::optional<Dataset> validation_set;
+    std::shared_ptr<const RunData> run_data;
     if (py::isinstance<PyRecordDataset>(x)) {
       if (!y.is_none()) throw py::value_error("fit: a RecordDataset brings its labels (y must be None)");
       const PyRecordDataset& records = x.cast<const PyRecordDataset&>();
@@ -267,9 +285,9 @@ class PyModel {
     } else if (x.is_none() != y.is_none()) {
       throw py::value_error("fit: x and y go together");
     } else if (!x.is_none()) {
-      train_set = numpy_dataset(x, y, config_.classes);
+      train_set = std::make_shared<const Dataset>(numpy_dataset(x, y, config_.classes));
     } else {
-      run_data = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_); })));
+      run_data = std::make_shared<const RunData>(value_or_throw(without_gil([&] { return load_run_data(config_); })));
     }
     if (!validation.is_none()) {
       if (run_data && run_data->validation.examples)
@@ -278,22 +296,17 @@ class PyModel {
       if (pair.size() != 2) throw py::value_error("validation_data: expected (x, y)");
       validation_set = numpy_dataset(pair[0], pair[1], train_set ? train_set->classes : config_.classes);
     }
-    if (train_set && train_set->examples < config_.global_batch)
-      throw py::value_error("fit: train.global_batch " + std::to_string(config_.global_batch) + " is more than the " +
-                            std::to_string(train_set->examples) + " training examples");
-    std::unique_ptr<BatchSource> source =
-        build(train_set ? *train_set : run_data->shape_of, [&](uint32_t replicas) -> std::unique_ptr<BatchSource> {
-          if (train_set) return std::make_unique<ArraySource>(*train_set, config_.global_batch, config_.seed);
-          return value_or_throw(train_source(*run_data, config_, 0, replicas, replicas));
-        });
+    BatchSource& source = train_on(train_set, run_data);
     const Dataset* validation_data = validation_set                 ? &*validation_set
                                      : run_data && run_data->validation.examples ? &run_data->validation
                                                                                  : nullptr;
 
-    std::shared_ptr<ModelCheckpoint> checkpoints;
-    Callbacks all = value_or_throw(make_callbacks(config_, true, isatty(STDOUT_FILENO), validation_data != nullptr,
-                                                  initial_epoch, checkpoints));
-    if (verbose == 0) all.erase(all.begin());  // make_callbacks' first: the progress bar
+    Callbacks all =
+        value_or_throw(run_->config_callbacks(isatty(STDOUT_FILENO), validation_data != nullptr, initial_epoch));
+    if (verbose == 0)  // Keras' verbose=0: no progress bar
+      all.erase(std::remove_if(all.begin(), all.end(),
+                               [](const auto& callback) { return dynamic_cast<ProgressBar*>(callback.get()); }),
+                all.end());
     const auto python = add_python_callbacks(callbacks, self, all);
 
     FitOptions options;
@@ -308,7 +321,7 @@ class PyModel {
       PyErr_Clear();
       return SIGINT;
     };
-    Result<History> history = without_gil([&] { return systole::fit(*trainer_, *source, options, all); });
+    Result<History> history = without_gil([&] { return systole::fit(run_->trainer(), source, options, all); });
     for (auto& callback : python) callback->raise_pending();
     throw_if_error(history.status());
     if (history->interrupted) {
@@ -331,28 +344,28 @@ class PyModel {
     if (x.is_none() != y.is_none()) throw py::value_error("evaluate: x and y go together");
     Dataset data;
     if (!x.is_none()) {
-      data = numpy_dataset(x, y, trainer_ ? classes_ : config_.classes);
+      data = numpy_dataset(x, y, run_ ? classes_ : config_.classes);
     } else {
-      if (!trainer_) throw py::value_error("evaluate: the model is not built yet (fit it, or pass x and y)");
+      if (!run_) throw py::value_error("evaluate: the model is not built yet (fit it, or pass x and y)");
       data = value_or_throw(without_gil([&] { return load_test_set(config_, classes_); }));
     }
-    build(data);
+    build_for(data);
     Callbacks all;
     const auto python = add_python_callbacks(callbacks, self, all);
-    Result<Logs> logs = without_gil([&] { return systole::evaluate(*trainer_, data, all); });
+    Result<Logs> logs = without_gil([&] { return systole::evaluate(run_->trainer(), data, all); });
     for (auto& callback : python) callback->raise_pending();
     return logs_dict(value_or_throw(std::move(logs)));
   }
 
   py::array_t<float> predict(const py::object& x_object) {
     py::array_t<float> x = examples_array(x_object, "x");
-    if (!trainer_) throw py::value_error("predict: the model is not built yet (fit or evaluate it first)");
+    if (!run_) throw py::value_error("predict: the model is not built yet (fit or evaluate it first)");
     check_shape(example_shape(x));
     const uint32_t count = uint32_t(x.shape(0));
-    Result<std::vector<float>> logits = without_gil([&] { return systole::predict(*trainer_, x.data(), count); });
+    Result<std::vector<float>> logits = without_gil([&] { return systole::predict(run_->trainer(), x.data(), count); });
     std::vector<float> values = value_or_throw(std::move(logits));
     std::vector<py::ssize_t> shape = {py::ssize_t(count)};
-    for (uint32_t d : trainer_->model().logits_shape()) shape.push_back(d);
+    for (uint32_t d : run_->trainer().model().logits_shape()) shape.push_back(d);
     py::array_t<float> out(shape);
     std::copy(values.begin(), values.end(), out.mutable_data());
     return out;
@@ -360,9 +373,9 @@ class PyModel {
 
   // The weights by name (torch's state_dict names), as copies.
   py::dict weights() const {
-    if (!trainer_) throw py::value_error("weights: the model is not built yet");
+    if (!run_) throw py::value_error("weights: the model is not built yet");
     py::dict d;
-    const ParameterStore& store = trainer_->parameters();
+    const ParameterStore& store = run_->trainer().parameters();
     for (std::size_t i = 0; i < store.entries().size(); ++i) {
       const auto& entry = store.entries()[i];
       std::vector<py::ssize_t> shape(entry.shape.begin(), entry.shape.end());
@@ -374,45 +387,54 @@ class PyModel {
   }
 
   void save(const std::string& path) const {
-    if (!trainer_) throw py::value_error("save: the model is not built yet");
-    throw_if_error(write_safetensors(path, make_model_file(*trainer_)));
+    if (!run_) throw py::value_error("save: the model is not built yet");
+    throw_if_error(write_safetensors(path, make_model_file(run_->trainer())));
   }
   void load_weights(const std::string& path) {
-    if (!trainer_) throw py::value_error("load_weights: build the model first (fit or evaluate it)");
-    throw_if_error(systole::load_weights(path, *trainer_));
+    if (!run_) throw py::value_error("load_weights: build the model first (fit or evaluate it)");
+    throw_if_error(systole::load_weights(path, run_->trainer()));
   }
 
-  bool built() const { return trainer_ != nullptr; }
+  bool built() const { return run_ != nullptr; }
   std::string summary() const {
-    if (!trainer_) return "(not built: fit, evaluate or predict builds it for the data's shape)";
-    return trainer_->model().summary();
+    if (!run_) return "(not built: fit, evaluate or predict builds it for the data's shape)";
+    return run_->trainer().model().summary();
   }
-  uint32_t replicas() const { return trainer_ ? trainer_->replicas() : 0; }
-  const TrainConfig& config() const { return config_; }
+  uint32_t replicas() const { return run_ ? run_->trainer().replicas() : 0; }
+  const RunConfig& config() const { return config_; }
 
  private:
-  // Given the trainer's replica count, the source of its training batches.
-  using SourceMaker = std::function<std::unique_ptr<BatchSource>(uint32_t replicas)>;
-
-  // The trainer for data of `data`'s shape, made on first use, and the
-  // source that `make_source` makes for it (none without one); the
-  // source's batches per epoch set the learning-rate schedule.
-  std::unique_ptr<BatchSource> build(const Dataset& data, const SourceMaker& make_source = nullptr) {
-    if (trainer_) {
-      check_shape(data.shape);
-      return make_source ? make_source(trainer_->replicas()) : nullptr;
+  // The run, opened on first use for examples of `examples`' or `data`'s
+  // shape, and the batches of this fit (the run's schedule spans the first
+  // fit's epochs).
+  BatchSource& train_on(const std::shared_ptr<const Dataset>& examples, const std::shared_ptr<const RunData>& data) {
+    if (!run_) {
+      RunOptions options;
+      options.examples = examples;
+      options.data = data;
+      open(std::move(options), examples ? examples->shape : data->shape_of.shape);
+    } else {
+      check_shape(examples ? examples->shape : data->shape_of.shape);
+      throw_if_error(without_gil([&] { return run_->use_batches(examples, data); }));
     }
-    if (data.classes == 0 && config_.classes == 0)
-      throw py::value_error("model.classes: required when the labels are not class indices");
-    const spec::ArrayShape array = value_or_throw(parse_array_shape(config_.array));
-    ModelSpec spec = value_or_throw(model_spec(config_, data));
-    OpenedDevice opened = value_or_throw(without_gil([&] { return open_device(config_, array, nullptr); }));
-    std::unique_ptr<BatchSource> source = make_source ? make_source(uint32_t(opened.units.size())) : nullptr;
-    TrainerConfig settings = value_or_throw(trainer_settings(config_, spec, source ? source->batches_per_epoch() : 0));
-    trainer_ = value_or_throw(without_gil([&] { return make_trainer(config_, opened, settings, nullptr); }));
-    shape_ = data.shape;
-    classes_ = spec.classes;
-    return source;
+    return *run_->batches();
+  }
+
+  // The run, opened on first use for examples of `data`'s shape (no
+  // training batches: evaluate, predict).
+  void build_for(const Dataset& data) {
+    if (run_) return check_shape(data.shape);
+    RunOptions options;
+    options.examples = std::make_shared<const Dataset>(data.slice(0, 0));
+    options.batches = false;
+    open(std::move(options), data.shape);
+  }
+
+  // Opens the run for examples of `shape`.
+  void open(RunOptions options, const std::vector<uint32_t>& shape) {
+    run_ = value_or_throw(without_gil([&] { return TrainingRun::open(config_, std::move(options)); }));
+    shape_ = shape;
+    classes_ = run_->trainer().model().spec().classes;
   }
 
   // Examples of `shape` for the model built; a ValueError otherwise.
@@ -422,8 +444,8 @@ class PyModel {
                             shape_text(shape_));
   }
 
-  TrainConfig config_;
-  std::unique_ptr<Trainer> trainer_;
+  RunConfig config_;
+  std::unique_ptr<TrainingRun> run_;
   std::vector<uint32_t> shape_;
   uint32_t classes_ = 0;
 };
@@ -466,7 +488,9 @@ void bind_training(py::module_& m) {
 
   py::class_<PyRecordDataset, std::shared_ptr<PyRecordDataset>>(m, "_RecordDataset")
       .def(py::init([](const std::string& text, const std::string& source, bool is_file, const std::string& overrides) {
-        return std::make_shared<PyRecordDataset>(read_config(text, source, is_file, overrides));
+        RunConfig config = read_config(text, source, is_file, overrides);
+        throw_if_error(validate_run_config(config));
+        return std::make_shared<PyRecordDataset>(config);
       }))
       .def("start", &PyRecordDataset::start, py::arg("epoch"))
       .def("next", &PyRecordDataset::next)

@@ -66,6 +66,18 @@ TEST_F(Checkpoints, CorruptFilesAreRejectedWithTheReason) {
       R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"v":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
       8, "tensors overlap");
   expect(R"({"w":{"dtype":"F32"}})", 0, "needs dtype, shape and data_offsets");
+  // Numbers that are not integers are refused naming the tensor and quoting
+  // them, never rounded to one (784.0 and 784.5 would both read as 784).
+  expect(R"({"w":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", 8,
+         "tensor 'w': shape [2.0] is not a list of non-negative integers");
+  expect(R"({"w":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}})", 8,
+         "tensor 'w': shape [2.5] is not a list of non-negative integers");
+  expect(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8,
+         "tensor 'w': shape [-2] is not a list of non-negative integers");
+  expect(R"({"w":{"dtype":"F32","shape":2,"data_offsets":[0,8]}})", 8,
+         "tensor 'w': shape 2 is not a list of non-negative integers");
+  expect(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8.0]}})", 8,
+         "tensor 'w': data_offsets [0,8.0] is not a list of non-negative integers");
   // A shape whose element count wraps around 2^64 to the bytes present.
   expect(R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})", 0,
          "holds more than the file's 0 data bytes");

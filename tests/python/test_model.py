@@ -223,8 +223,17 @@ class ModelTest(unittest.TestCase):
                 (TypeError, "expected a config dict", lambda: systole.Model(42)),
                 (ValueError, r"overrides: train.global_batch", lambda: systole.Model(CONFIG, {"train": {"global_batch": -3}})),
                 (TypeError, "overrides must be a dict", lambda: systole.Model(CONFIG, "devices: 2")),
-                (ValueError, "global_batch 32 is more than the 16 training examples",
+                (ValueError, "train.global_batch: 32 is more than the 16 training examples",
                  lambda: systole.Model(CONFIG).fit(x[:16], y[:16])),
+                # Keys accel_train acts on and systole.Model does not yet: refused, not ignored.
+                (ValueError, "checkpoint.resume: systole.Model does not resume a run yet",
+                 lambda: systole.Model(CONFIG, {"checkpoint": {"dir": "ckpt", "resume": True}})),
+                (ValueError, "trace: systole.Model does not write a trace yet",
+                 lambda: systole.Model(CONFIG, {"trace": "trace.json"})),
+                (ValueError, "record: systole.Model does not write the retrace dump yet",
+                 lambda: systole.Model(CONFIG, {"record": "dump"})),
+                (ValueError, "ranking: systole.Model does not rank yet",
+                 lambda: systole.Model(CONFIG, {"ranking": {"k": 10}})),
         ]:
             with self.subTest(pattern):
                 with self.assertRaisesRegex(error, pattern):

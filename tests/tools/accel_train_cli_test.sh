@@ -198,11 +198,28 @@ expect 2 "--output: .*missing/out.npy.*No such file or directory" predict \
 expect 2 "--output: .*: exists and is not a regular file" predict \
   --checkpoint "$work/cnn_straight/model.safetensors" --input "$work/three.npy" --output "$work"
 expect 2 "--checkpoint: required" evaluate --data-dir "$work/data"
+# A test set of another shape: the error names the data and the checkpoint.
+mkdir -p "$work/narrow" && cp "$work/data"/train-* "$work/narrow/"
+/usr/bin/python3 - "$work/narrow" <<'PY'
+import gzip, struct, sys
+with gzip.open(sys.argv[1] + "/t10k-images-idx3-ubyte.gz", "wb") as f:
+    f.write(struct.pack(">IIII", 2051, 4, 28, 14) + bytes(4 * 28 * 14))
+with gzip.open(sys.argv[1] + "/t10k-labels-idx1-ubyte.gz", "wb") as f:
+    f.write(struct.pack(">II", 2049, 4) + bytes(4))
+PY
+expect 2 "the test examples of .*/narrow are \[28, 14, 1\], the model of .*cnn_straight/checkpoint.safetensors takes \[28, 28, 1\]" \
+  evaluate --checkpoint "$work/cnn_straight/checkpoint.safetensors" --data-dir "$work/narrow" --array 16x16 --global-batch 32
 expect 2 "--checkpoint, --input and --output belong to evaluate and predict" "${small[@]}" --checkpoint x
 
 # Plain (not gzipped) IDX files, and a label set of 10 read from the labels.
 mkdir -p "$work/plain" && for f in "$work/data"/*.gz; do gzip -dc "$f" >"$work/plain/$(basename "$f" .gz)"; done
 expect 0 "model: input \[784\], 10 classes" "${small[@]}" --data-dir "$work/plain" --epochs 1
+
+# A scalar where the file needs a list is refused quoting it (a flag's
+# text may be "64" or "256,128").
+printf 'model:\n  hidden: 64\n' >"$work/scalar.yaml"
+expect 2 "model.hidden: expected a list such as \[64\], got '64'" --config "$work/scalar.yaml" --data-dir "$work/data"
+expect 0 "model: input \[784\], 10 classes" "${small[@]}" --hidden 64 --epochs 1
 
 # Bad models: each names the layer and the field.
 bad() {  # bad NAME YAML-LAYERS MESSAGE

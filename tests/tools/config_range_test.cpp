@@ -64,14 +64,14 @@ TEST(ConfigRange, EveryNumericKeyIsReadExactlyOrRefusedQuotingTheText) {
     const bool whole = field.type == "integer";
     for (const std::string& text : kTexts) {
       SCOPED_TRACE(field.key + ": '" + text + "'");
-      TrainConfig config;
+      RunConfig config;
       const Status read = field.read(YAML::Node(text), config);
       if (!read.ok()) {
         EXPECT_NE(read.message().find("'" + text + "'"), std::string::npos) << read.message();
         continue;
       }
       // Read: the value is the text's number.
-      const std::string written = field_text(field, config);
+      const std::string written = config_key_text(field, config);
       if (whole) {
         EXPECT_EQ(written, text) << "an integer read as another";
       } else {
@@ -91,11 +91,11 @@ TEST(ConfigRange, EveryNumericKeyIsReadExactlyOrRefusedQuotingTheText) {
     // The words and the numbers past every integer type are never read.
     for (const std::string& text : {std::string("18446744073709551616"), std::string("x"), std::string("")}) {
       if (!whole && text[0] == '1') continue;  // 2^64 is a fine real number
-      TrainConfig config;
+      RunConfig config;
       EXPECT_FALSE(field.read(YAML::Node(text), config).ok()) << field.key << ": '" << text << "'";
     }
     if (whole) {
-      TrainConfig config;
+      RunConfig config;
       EXPECT_FALSE(field.read(YAML::Node("1.5"), config).ok()) << field.key << ": a fraction";
     }
   }
@@ -105,8 +105,8 @@ TEST(ConfigRange, EveryNumericKeyIsReadExactlyOrRefusedQuotingTheText) {
 TEST(ConfigRange, FlagsSayTheirNameAndKey) {
   for (const ConfigField& field : config_fields()) {
     if (!numeric(field) || field.flag.empty()) continue;
-    TrainConfig config;
-    const Status status = set_field_from_flag(field, "-x", config);
+    RunConfig config;
+    const Status status = set_config_key(field, "-x", config);
     ASSERT_FALSE(status.ok()) << field.flag;
     EXPECT_EQ(status.message().rfind(field.flag + " (" + field.key + "): ", 0), 0u) << status.message();
     EXPECT_NE(status.message().find("'-x'"), std::string::npos) << status.message();

@@ -12,29 +12,27 @@
 #include <optional>
 
 #include "command_line.h"
-#include "config_schema.h"
 #include "guarded_main.h"
 #include "infer.h"
 #include "ranking_report.h"
-#include "run_callbacks.h"
-#include "run_data.h"
-#include "run_device.h"
 #include "run_job.h"
-#include "run_record.h"
 #include "run_report.h"
 #include "systole/callbacks.h"
 #include "systole/fit.h"
 #include "systole/mpi_process_group.h"
 #include "systole/output_file.h"
+#include "systole/run/callbacks.h"
+#include "systole/run/config.h"
+#include "systole/run/retrace.h"
+#include "systole/run/run.h"
 #include "systole/trace.h"
 #include "systole/training_checkpoint.h"
-#include "train_config.h"
 
 namespace {
 
 using namespace systole;
 
-int train(const TrainConfig& config) {
+int train(const RunConfig& config) {
   install_stop_signals();
   // Under mpirun this process is one rank of a job: an error ends the whole
   // job (the other ranks would wait for this one), and only rank 0 logs and
@@ -65,7 +63,7 @@ int train(const TrainConfig& config) {
     std::fprintf(stderr, "accel_train: %s\n", status.to_string().c_str());
     return 2;
   };
-  if (Status status = validate_train_config(config); !status.ok()) return fail(status);
+  if (Status status = validate_run_config(config); !status.ok()) return fail(status);
   if (started_by_mpi_launcher()) {
     auto joined = join_mpi_job(MpiOptions{config.mpi_timeout_s});
     if (!joined.ok()) return fail(joined.status());
@@ -80,27 +78,12 @@ int train(const TrainConfig& config) {
     if (!probe.ok()) return fail(Status(probe.status().code(), "trace: " + probe.status().message()));
     Trace::install((trace = std::make_unique<Trace>()).get());
   }
-  auto array = parse_array_shape(config.array);
-  if (!array.ok()) return fail(Status(array.status().code(), "array: " + array.status().message()));
-
-  // Data first: a bad data set is reported before any device work.
-  auto loaded = load_run_data(config);
-  if (!loaded.ok()) return fail(loaded.status());
-  RunData& data = *loaded;
-  auto opened = open_device(config, *array, group.get());
+  auto opened = TrainingRun::open(config, RunOptions{group.get()});
   if (!opened.ok()) return fail(opened.status());
-  const uint32_t local = uint32_t(opened->units.size()), processes = group ? group->size() : 1;
-  auto made_source =
-      train_source(data, config, (group ? group->rank() : 0) * local, local, processes * local);
-  if (!made_source.ok()) return fail(made_source.status());
-  std::unique_ptr<BatchSource> source = std::move(made_source).value();
-  auto spec = model_spec(config, data.shape_of);
-  if (!spec.ok()) return fail(spec.status());
-  auto trainer_config = trainer_settings(config, *spec, source->batches_per_epoch());
-  if (!trainer_config.ok()) return fail(trainer_config.status());
-  auto created = make_trainer(config, *opened, *trainer_config, group.get());
-  if (!created.ok()) return fail(created.status());
-  Trainer& trainer = **created;
+  TrainingRun& run = **opened;
+  const RunData& data = *run.data();
+  BatchSource& source = *run.batches();
+  Trainer& trainer = run.trainer();
   if (lead)
     for (const std::string& notice : trainer.notices())
       std::fprintf(stderr, "accel_train: %s\n", notice.c_str());
@@ -128,25 +111,24 @@ int train(const TrainConfig& config) {
   // and every total is the job's.
   if (!lead && !std::freopen("/dev/null", "w", stdout))
     return fail(Status(StatusCode::kUnavailable, "cannot redirect the output of rank > 0"));
-  print_run_summary(config, opened->device, opened->units, trainer, group.get(), data.description);
+  print_run_summary(config, run.device().device, run.device().units, trainer, group.get(), data.description);
 
-  const bool validation = data.validation.examples > 0;
+  FitOptions options = run.fit_options();
   // mpirun gives ranks a pseudo-terminal even when its own output is a file.
   const bool interactive = !group && isatty(STDOUT_FILENO);
-  std::shared_ptr<ModelCheckpoint> checkpoints;
-  auto callbacks = make_callbacks(config, lead, interactive, validation, first_epoch, checkpoints);
+  auto callbacks = run.config_callbacks(interactive, options.validation_data != nullptr, first_epoch);
   if (!callbacks.ok()) return fail(callbacks.status());
+  const std::shared_ptr<ModelCheckpoint>& checkpoints = run.checkpoints();
   if (data.pipeline) {
     auto warn = std::make_shared<LambdaCallback>();
     warn->epoch_end = [&source](uint32_t, const Logs&) {
-      if (source->skipped() > 0)
-        std::printf("warning: %s (data.skip_corrupt)\n", source->shortfall().c_str());
+      if (source.skipped() > 0) std::printf("warning: %s (data.skip_corrupt)\n", source.shortfall().c_str());
       return ok_status();
     };
-    callbacks->insert(callbacks->begin() + 1, warn);
+    add_after_progress_bar(*callbacks, warn);
   }
   // perf: the board's projection of the training steps (not of validation).
-  ProjectionMeter projection(opened->device);
+  ProjectionMeter projection(run.device().device);
   callbacks->push_back(projection.callback());
   SteadyStepMeter steady(trainer);
   callbacks->push_back(steady.callback());
@@ -156,17 +138,12 @@ int train(const TrainConfig& config) {
     if (group)
       return fail(Status(StatusCode::kInvalidArgument, "record: one process only (not under mpirun)"));
     if (Status started = start_record(config.record_dir, trainer); !started.ok()) return fail(started);
-    recording = std::make_unique<RecordingSource>(*source);
+    recording = std::make_unique<RecordingSource>(source);
     recording->set_shape(data.shape_of.shape);
   }
-  FitOptions options;
-  options.epochs = config.epochs;
   options.initial_epoch = first_epoch;
-  options.steps_per_epoch = config.steps_per_epoch;
-  options.validation_data = &data.validation;
   options.interrupt = [&group] { return agreed_stop_signal(group.get()); };
-  options.lead = lead;
-  auto history = fit(trainer, recording ? *recording : *source, options, *callbacks);
+  auto history = fit(trainer, recording ? *recording : source, options, *callbacks);
   // A run that ends early says which checkpoint is still the good one.
   std::string note;
   if (checkpoints) {
@@ -232,7 +209,7 @@ int tool_main(int argc, char** argv) {
     return 0;
   }
   if (line->print_config) {
-    if (Status status = validate_train_config(line->config); !status.ok()) {
+    if (Status status = validate_run_config(line->config); !status.ok()) {
       std::fprintf(stderr, "accel_train: %s\n", status.to_string().c_str());
       return 2;
     }

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "config_schema.h"
+#include "systole/run/config.h"
 #include "systole/version.h"
 
 namespace systole {
@@ -44,26 +44,25 @@ Result<CommandLine> parse_command_line(int argc, char** argv) {
   // table, applied on top of the file only when given; a repeated one
   // takes its last value, so appending to a command line overrides it.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  const TrainConfig defaults;
+  const RunConfig defaults;
   std::deque<std::string> texts;  // stable addresses for CLI11
-  std::vector<std::pair<const ConfigField*, CLI::Option*>> flags;
-  for (const ConfigField& field : config_fields()) {
-    if (field.flag.empty()) continue;
-    const std::string help =
-        field.key + ": " + field.help + (field.values.empty() ? "" : "; " + field.values);
+  std::vector<std::pair<const ConfigKey*, CLI::Option*>> flags;
+  for (const ConfigKey* key : config_keys()) {
+    if (key->flag.empty()) continue;
+    const std::string help = key->key + ": " + key->help + (key->values.empty() ? "" : "; " + key->values);
     CLI::Option* option = nullptr;
-    if (field.switch_flag) {
-      option = app.add_flag(field.flag, help);
+    if (key->switch_flag) {
+      option = app.add_flag(key->flag, help);
     } else {
       texts.emplace_back();
-      option = app.add_option(field.flag, texts.back(), help)
-                   ->default_str(field_text(field, defaults))
-                   ->type_name(field.type == "integer"         ? "INT"
-                               : field.type == "number"        ? "NUMBER"
-                               : field.type == "true or false" ? "BOOL"
-                                                               : "TEXT");
+      option = app.add_option(key->flag, texts.back(), help)
+                   ->default_str(config_key_text(*key, defaults))
+                   ->type_name(key->type == "integer"         ? "INT"
+                               : key->type == "number"        ? "NUMBER"
+                               : key->type == "true or false" ? "BOOL"
+                                                              : "TEXT");
     }
-    flags.emplace_back(&field, option);
+    flags.emplace_back(key, option);
   }
   try {
     app.parse(argc, argv);
@@ -72,15 +71,15 @@ Result<CommandLine> parse_command_line(int argc, char** argv) {
     return line;
   }
   // The file first, then the command line on top of it.
-  TrainConfig merged;
+  RunConfig merged;
   if (!config_path.empty()) {
-    const Status status = load_train_config(config_path, merged);
+    const Status status = load_run_config(config_path, merged);
     if (!status.ok()) return status;
   }
-  for (const auto& [field, option] : flags) {
+  for (const auto& [key, option] : flags) {
     if (option->count() == 0) continue;
-    const std::string text = field->switch_flag ? "true" : option->as<std::string>();
-    SYSTOLE_RETURN_IF_ERROR(set_field_from_flag(*field, text, merged));
+    const std::string text = key->switch_flag ? "true" : option->as<std::string>();
+    SYSTOLE_RETURN_IF_ERROR(set_config_key(*key, text, merged));
   }
   line.config = std::move(merged);
   if (mode == Mode::kTrain &&

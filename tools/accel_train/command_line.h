@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "train_config.h"
+#include "systole/run/config.h"
 
 namespace systole {
 
@@ -20,7 +20,7 @@ struct InferOptions {
 
 struct CommandLine {
   Mode mode = Mode::kTrain;
-  TrainConfig config;  // the file's, then the flags on top
+  RunConfig config;  // the file's, then the flags on top
   InferOptions infer;
   // Set when the command line asked for --help (or was malformed): exit
   // with this code after CLI11 has printed what it prints.

@@ -4,12 +4,12 @@
 #include <cstdio>
 
 #include "npy_matrix.h"
-#include "run_data.h"
-#include "run_device.h"
 #include "run_report.h"
 #include "systole/fit.h"
 #include "systole/mpi_process_group.h"
 #include "systole/output_file.h"
+#include "systole/run/data.h"
+#include "systole/run/device.h"
 #include "systole/training_checkpoint.h"
 
 #include <xtensor/xadapt.hpp>
@@ -35,12 +35,12 @@ Result<std::vector<float>> read_examples(const std::string& path, std::size_t fe
 }  // namespace
 
 // evaluate and predict: the model and its weights from a checkpoint.
-int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
+int infer(Mode mode, const RunConfig& config, const InferOptions& options) {
   auto fail = [](const Status& status) {
     std::fprintf(stderr, "accel_train: %s\n", status.to_string().c_str());
     return 2;
   };
-  if (Status status = validate_train_config(config); !status.ok()) return fail(status);
+  if (Status status = validate_run_config(config); !status.ok()) return fail(status);
   if (started_by_mpi_launcher())
     return fail(
         Status(StatusCode::kInvalidArgument, "evaluate and predict run in one process, not under mpirun"));
@@ -72,18 +72,28 @@ int infer(Mode mode, const TrainConfig& config, const InferOptions& options) {
   trainer_config.global_batch = config.global_batch;
   trainer_config.steps_per_execution = config.steps_per_execution;
   trainer_config.launch_timeout = std::chrono::milliseconds(int64_t(config.launch_timeout_s * 1000));
+  // The model is the checkpoint's: what is wrong with it (an unknown layer
+  // type, a bad argument) is the file's.
   auto trainer = Trainer::create(opened->device, opened->units, trainer_config);
-  if (!trainer.ok()) return fail(trainer.status());
+  if (!trainer.ok())
+    return fail(Status(trainer.status().code(), options.checkpoint + ": " + trainer.status().message()));
   if (Status loaded = restore_model(*checkpoint, options.checkpoint, **trainer); !loaded.ok())
     return fail(loaded);
 
   if (mode == Mode::kEvaluate) {
     auto test = load_test_set(config, spec->classes);
     if (!test.ok()) return fail(test.status());
-    if (test->features != shape_elements(spec->input_shape))
-      return fail(Status(StatusCode::kInvalidArgument, "the test examples are " + shape_text(test->shape) +
-                                                           ", the model takes " +
+    if (test->features != shape_elements(spec->input_shape)) {
+      std::string files = config.data_dir;
+      if (config.data_format != "idx") {
+        files.clear();
+        for (const std::string& pattern : config.test_files) files += (files.empty() ? "" : ", ") + pattern;
+      }
+      return fail(Status(StatusCode::kInvalidArgument, "the test examples of " + files + " are " +
+                                                           shape_text(test->shape) + ", the model of " +
+                                                           options.checkpoint + " takes " +
                                                            shape_text(spec->input_shape)));
+    }
     auto tested = evaluate(**trainer, *test);
     if (!tested.ok()) return fail(tested.status());
     print_test_logs(*tested);

@@ -9,6 +9,6 @@
 namespace systole {
 
 // The tool's exit code (2: an error, printed).
-int infer(Mode mode, const TrainConfig& config, const InferOptions& options);
+int infer(Mode mode, const RunConfig& config, const InferOptions& options);
 
 }  // namespace systole

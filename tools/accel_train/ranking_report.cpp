@@ -35,7 +35,7 @@ std::vector<uint32_t> distinct(std::vector<uint32_t> ids) {
 
 }  // namespace
 
-Status report_ranking(Trainer& trainer, const TrainConfig& config, const Dataset& test) {
+Status report_ranking(Trainer& trainer, const RunConfig& config, const Dataset& test) {
   const ModelSpec& spec = trainer.model().spec();
   if (spec.layers.empty() || spec.layers.back().type != "dot" || test.features != 2)
     return Status(StatusCode::kInvalidArgument,

@@ -5,9 +5,9 @@
 #pragma once
 
 #include "systole/dataset.h"
+#include "systole/run/config.h"
 #include "systole/status.h"
 #include "systole/trainer.h"
-#include "train_config.h"
 
 namespace systole {
 
@@ -17,6 +17,6 @@ namespace systole {
 // candidate, each user's training items excluded; printed for the model
 // and for the popularity baseline (an item's score: its training
 // positives). Requires inputs [user, item] and a model ending in `dot`.
-Status report_ranking(Trainer& trainer, const TrainConfig& config, const Dataset& test);
+Status report_ranking(Trainer& trainer, const RunConfig& config, const Dataset& test);
 
 }  // namespace systole

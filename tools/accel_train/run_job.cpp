@@ -21,7 +21,7 @@ extern "C" void on_stop_signal(int signal) { stop_signal.store(signal); }
 
 }  // namespace
 
-Status check_ranks_agree(ProcessGroup& group, const TrainConfig& config) {
+Status check_ranks_agree(ProcessGroup& group, const RunConfig& config) {
   const auto settings = job_settings(config);
   std::vector<double> local;
   for (const auto& [name, value] : settings) {
@@ -70,7 +70,7 @@ Result<int> agreed_stop_signal(ProcessGroup* group) {
     if (signal != 0) return int(signal);
   return 0;
 }
-Result<std::optional<DirectoryLock>> lock_checkpoint_dir(const TrainConfig& config) {
+Result<std::optional<DirectoryLock>> lock_checkpoint_dir(const RunConfig& config) {
   std::optional<DirectoryLock> held;
   std::error_code missing;
   if (config.checkpoint_dir.empty() ||

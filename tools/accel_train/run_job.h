@@ -8,14 +8,14 @@
 
 #include "systole/output_file.h"
 #include "systole/process_group.h"
-#include "train_config.h"
+#include "systole/run/config.h"
 
 namespace systole {
 
 // Every rank's job_settings() against rank 0's, before any data or device
 // work; a difference is an error on every rank naming the setting, this
 // rank's value and the ranks that differ from rank 0.
-Status check_ranks_agree(ProcessGroup& group, const TrainConfig& config);
+Status check_ranks_agree(ProcessGroup& group, const RunConfig& config);
 
 // Ctrl-C (SIGINT) and SIGTERM stop training after the step in progress,
 // keeping the last checkpoint, as Keras users expect of Ctrl-C; a second
@@ -31,6 +31,6 @@ Result<int> agreed_stop_signal(ProcessGroup* group);
 // interleave its checkpoints with ours), creating it unless resuming from
 // a directory that does not exist (which fails later, creating nothing);
 // none without checkpoint.dir.
-Result<std::optional<DirectoryLock>> lock_checkpoint_dir(const TrainConfig& config);
+Result<std::optional<DirectoryLock>> lock_checkpoint_dir(const RunConfig& config);
 
 }  // namespace systole

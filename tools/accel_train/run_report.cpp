@@ -73,7 +73,7 @@ void SteadyStepMeter::report() const {
     print_step_times("step time after the first step", last_.since(*first_), seconds_, steps_, std::nullopt);
 }
 
-void print_run_summary(const TrainConfig& config, const Device& device, const std::vector<uint32_t>& units,
+void print_run_summary(const RunConfig& config, const Device& device, const std::vector<uint32_t>& units,
                        const Trainer& trainer, const ProcessGroup* group, const std::string& data) {
   std::printf("device: %s, %u replica(s) on units %s\n", device.info().name.c_str(), trainer.local_replicas(),
               join(units, ",").c_str());

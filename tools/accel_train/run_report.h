@@ -13,14 +13,14 @@
 #include "systole/callback.h"
 #include "systole/driver.h"
 #include "systole/process_group.h"
+#include "systole/run/config.h"
 #include "systole/trainer.h"
-#include "train_config.h"
 
 namespace systole {
 
 // The device, the job (under mpirun), the model with its torch.nn
 // equivalent, and the data.
-void print_run_summary(const TrainConfig& config, const Device& device, const std::vector<uint32_t>& units,
+void print_run_summary(const RunConfig& config, const Device& device, const std::vector<uint32_t>& units,
                        const Trainer& trainer, const ProcessGroup* group, const std::string& data);
 
 // "test_loss: 0.3021 - test_accuracy: 0.8912": an evaluation's logs, the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// accel_train's data and the model that fits it.
+// A run's data (the config's data section) and the model that fits it.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "systole/fit.h"
 #include "systole/model.h"
 #include "systole/record_pipeline.h"
-#include "train_config.h"
+#include "systole/run/config.h"
 
 namespace systole {
 
@@ -28,7 +28,7 @@ struct RunData {
   std::string description;
 };
 
-Result<RunData> load_run_data(const TrainConfig& config);
+Result<RunData> load_run_data(const RunConfig& config);
 
 // The training batches of a process whose replicas are [first, first +
 // local) of the job's `total`: IDX data as shuffled global batches (each
@@ -36,13 +36,13 @@ Result<RunData> load_run_data(const TrainConfig& config);
 // replica, reading its shard of the files (PipelineSource), each with its
 // part of data.shuffle_buffer. Its batches_per_epoch() may be fewer than
 // data.batches_per_epoch when the shards are uneven.
-Result<std::unique_ptr<BatchSource>> train_source(const RunData& data, const TrainConfig& config,
+Result<std::unique_ptr<BatchSource>> train_source(const RunData& data, const RunConfig& config,
                                                   uint32_t first, uint32_t local, uint32_t total);
 
 // The test set alone (evaluate), its labels in [0, classes).
-Result<Dataset> load_test_set(const TrainConfig& config, uint32_t classes);
+Result<Dataset> load_test_set(const RunConfig& config, uint32_t classes);
 
 // The model the config describes, for data of `data`'s shape and classes.
-Result<ModelSpec> model_spec(const TrainConfig& config, const Dataset& data);
+Result<ModelSpec> model_spec(const RunConfig& config, const Dataset& data);
 
 }  // namespace systole

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "run_record.h"
+#include "systole/run/retrace.h"
 
 #include <sys/stat.h>
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// --record DIR: what another framework needs to retrace a run step for
-// step (bench/train_reference.py does, in PyTorch):
+// The retrace dump (the config's `record`, accel_train's --record DIR):
+// what another framework needs to retrace a run step for step
+// (bench/train_reference.py does, in PyTorch):
 //   DIR/initial.safetensors   the weights before the first step, under the
 //                             model's state_dict() names (with the model
 //                             description in its metadata)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "run_device.h"
+#include "systole/run/device.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 
 namespace systole {
 
-Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape array, ProcessGroup* group) {
+Result<OpenedDevice> open_device(const RunConfig& config, spec::ArrayShape array, ProcessGroup* group) {
   DeviceOptions options;
   options.array_rows = array.rows;
   options.array_cols = array.cols;
@@ -50,7 +50,7 @@ Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape arr
   return opened;
 }
 
-Result<std::unique_ptr<Trainer>> make_trainer(const TrainConfig& config, const OpenedDevice& opened,
+Result<std::unique_ptr<Trainer>> make_trainer(const RunConfig& config, const OpenedDevice& opened,
                                               const TrainerConfig& settings, ProcessGroup* group) {
   auto trainer = Trainer::create(opened.device, opened.units, settings, group);
   if (!trainer.ok() || config.initial_weights.empty()) return trainer;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "run_data.h"
+#include "systole/run/data.h"
 
 #include <utility>
 
@@ -10,7 +10,7 @@ namespace systole {
 namespace {
 
 // An in-memory TFRecord set (validation, test) of `patterns`; none: empty.
-Result<Dataset> load_tfrecord_set(const TrainConfig& config, const ExampleSchema& schema,
+Result<Dataset> load_tfrecord_set(const RunConfig& config, const ExampleSchema& schema,
                                   const std::vector<std::string>& patterns) {
   if (patterns.empty()) return Dataset();
   auto files = match_files(patterns);
@@ -27,7 +27,7 @@ Dataset first_examples(Dataset set, uint32_t count) {
 
 }  // namespace
 
-Result<RunData> load_run_data(const TrainConfig& config) {
+Result<RunData> load_run_data(const RunConfig& config) {
   RunData data;
   if (config.data_format == "idx") {
     auto full_train = load_fashion_mnist(config.data_dir, true, config.classes);
@@ -109,7 +109,7 @@ Result<RunData> load_run_data(const TrainConfig& config) {
   return data;
 }
 
-Result<std::unique_ptr<BatchSource>> train_source(const RunData& data, const TrainConfig& config,
+Result<std::unique_ptr<BatchSource>> train_source(const RunData& data, const RunConfig& config,
                                                   uint32_t first, uint32_t local, uint32_t total) {
   if (!data.pipeline)
     return std::unique_ptr<BatchSource>(
@@ -128,20 +128,20 @@ Result<std::unique_ptr<BatchSource>> train_source(const RunData& data, const Tra
   return std::unique_ptr<BatchSource>(std::move(source).value());
 }
 
-Result<Dataset> load_test_set(const TrainConfig& config, uint32_t classes) {
+Result<Dataset> load_test_set(const RunConfig& config, uint32_t classes) {
   if (config.data_format == "idx") return load_fashion_mnist(config.data_dir, false, classes);
   if (config.test_files.empty())
     return Status(StatusCode::kInvalidArgument, "data.test: evaluate needs the test files' pattern(s)");
   auto schema = example_schema(config);
   if (!schema.ok()) return schema.status();
-  TrainConfig with_classes = config;
+  RunConfig with_classes = config;
   with_classes.classes = classes;
   auto test = load_tfrecord_set(with_classes, *schema, config.test_files);
   if (!test.ok()) return Status(test.status().code(), "data.test: " + test.status().message());
   return test;
 }
 
-Result<ModelSpec> model_spec(const TrainConfig& config, const Dataset& data) {
+Result<ModelSpec> model_spec(const RunConfig& config, const Dataset& data) {
   ModelSpec spec;
   const uint32_t classes = config.classes ? config.classes : data.classes;
   if (config.layers.empty()) {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// accel_train's configuration: a YAML file, then command-line overrides.
+// A run's configuration (the run library, Systole::run): a YAML file or
+// document (accel_train's --config, systole.Model's config), then
+// overrides (accel_train's flags, a Python dict), validated.
 #pragma once
 
 #include <chrono>
@@ -16,7 +18,7 @@
 
 namespace systole {
 
-struct TrainConfig {
+struct RunConfig {
   std::string backend = "sw_emu";
   std::string device = "0";      // which board: xrt's index, or uart's serial port
   std::string devices = "auto";  // "auto", a count "4", or indices "[0, 2]"
@@ -138,29 +140,56 @@ struct TrainConfig {
   double mpi_timeout_s = 120;
 };
 
-// Fills `config` from a YAML file (the keys of config_schema.h). Unknown
+// One key of the schema as people and command lines see it; the table of
+// keys (the run library's own) also reads, writes and checks each.
+struct ConfigKey {
+  std::string key;     // dotted path in the file: "train.epochs"
+  std::string flag;    // "--epochs"; empty: file only
+  std::string type;    // for people: "integer", "number", "text", ...
+  std::string values;  // the allowed values for people: ">= 1", "fast, hls"; empty: any
+  std::string help;
+  bool job_wide = true;      // every process of a job must have the same value
+  bool switch_flag = false;  // the flag takes no value and sets true
+  // A section's switch (callbacks.early_stopping): on when the section is
+  // in the file; the section's own keys are fields of their own.
+  bool section_switch = false;
+};
+
+// Every key, in the order of the file's sections.
+std::vector<const ConfigKey*> config_keys();
+// Sets the key (one of config_keys()) from a flag's text; errors name the
+// flag and the key.
+Status set_config_key(const ConfigKey& key, const std::string& text, RunConfig& config);
+// The key's value in `config` as one line of YAML ("[256, 128]", "adam").
+std::string config_key_text(const ConfigKey& key, const RunConfig& config);
+// The whole effective config as a YAML file that reads back to it.
+std::string config_yaml(const RunConfig& config);
+// The Markdown reference of every key (docs/config.md).
+std::string config_reference();
+
+// Fills `config` from a YAML file (the keys of config_keys()). Unknown
 // keys and values of the wrong type are errors that name the file and the
 // field ("train.epochs").
-Status load_train_config(const std::string& path, TrainConfig& config);
+Status load_run_config(const std::string& path, RunConfig& config);
 // The same from a YAML (or JSON) document in memory; errors start with
 // `source` ("config" for a Python dict).
-Status parse_train_config(const std::string& text, const std::string& source, TrainConfig& config);
+Status parse_run_config(const std::string& text, const std::string& source, RunConfig& config);
 
 // Checks each field's range and the rules between fields; errors name the
 // field and quote the value.
-Status validate_train_config(const TrainConfig& config);
+Status validate_run_config(const RunConfig& config);
 
 // The settings every process of an mpirun job must share, as (key, value
 // as text): the schema's job-wide fields. The others a process may choose
 // for itself (its board, compute units, reader threads, where rank 0
 // writes logs and traces); the replica counts are compared separately.
-std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig& config);
+std::vector<std::pair<std::string, std::string>> job_settings(const RunConfig& config);
 
 // The trainer's settings for `model`: the optimizer and its schedule (a
 // cosine decay of decay_steps 0 spans the run after its warmup:
 // `batches_per_epoch` of each epoch, or steps_per_epoch), the global
 // batch, the seed, steps_per_execution and the launch timeout.
-Result<TrainerConfig> trainer_settings(const TrainConfig& config, const ModelSpec& model,
+Result<TrainerConfig> trainer_settings(const RunConfig& config, const ModelSpec& model,
                                        uint64_t batches_per_epoch);
 
 // "256,128": numbers joined by `separator`.
@@ -168,11 +197,11 @@ std::string join(const std::vector<uint32_t>& values, const char* separator);
 
 // data.format tfrecord: the schema of data.features (errors name
 // data.features), and which features feed the model.
-Result<ExampleSchema> example_schema(const TrainConfig& config);
-ExampleColumns example_columns(const TrainConfig& config);
+Result<ExampleSchema> example_schema(const RunConfig& config);
+ExampleColumns example_columns(const RunConfig& config);
 // data.compression, parsed (the schema allows only its names; anything else
 // is an error naming the key, never a silent default).
-Result<Compression> data_compression(const TrainConfig& config);
+Result<Compression> data_compression(const RunConfig& config);
 
 // The compute units `devices` selects; auto means `available` of them. An
 // elastic device (sw_emu) creates as many as asked for, and `available` is

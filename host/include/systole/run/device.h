@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// accel_train's device: the backend and compute units a config selects.
+// A run's device: the backend and compute units a config selects.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +8,9 @@
 
 #include "systole/driver.h"
 #include "systole/process_group.h"
+#include "systole/run/config.h"
 #include "systole/spec.h"
 #include "systole/trainer.h"
-#include "train_config.h"
 
 namespace systole {
 
@@ -22,11 +22,11 @@ struct OpenedDevice {
   std::vector<uint32_t> units;
 };
 
-Result<OpenedDevice> open_device(const TrainConfig& config, spec::ArrayShape array, ProcessGroup* group);
+Result<OpenedDevice> open_device(const RunConfig& config, spec::ArrayShape array, ProcessGroup* group);
 
 // The trainer on the opened device's units, starting from
 // model.initial_weights when the config names a file.
-Result<std::unique_ptr<Trainer>> make_trainer(const TrainConfig& config, const OpenedDevice& opened,
+Result<std::unique_ptr<Trainer>> make_trainer(const RunConfig& config, const OpenedDevice& opened,
                                               const TrainerConfig& settings, ProcessGroup* group);
 
 }  // namespace systole

@@ -23,20 +23,20 @@ using config::parse_number;
 using config::Value;
 using config::written;
 
-// A field stored in one member of TrainConfig.
+// A field stored in one member of RunConfig.
 template <class T>
-ConfigField field(const char* key, T TrainConfig::*member, const char* help) {
+ConfigField field(const char* key, T RunConfig::*member, const char* help) {
   ConfigField f;
   f.key = key;
   f.help = help;
   f.type = Value<T>::kType;
-  f.read = [member](const YAML::Node& node, TrainConfig& config) -> Status {
+  f.read = [member](const YAML::Node& node, RunConfig& config) -> Status {
     auto value = Value<T>::read(node);
     if (!value.ok()) return value.status();
     config.*member = std::move(value).value();
     return ok_status();
   };
-  f.write = [member](const TrainConfig& config) { return Value<T>::write(config.*member); };
+  f.write = [member](const RunConfig& config) { return Value<T>::write(config.*member); };
   return f;
 }
 
@@ -61,11 +61,11 @@ std::string describe(const Bounds& b, bool whole) {
 }
 
 template <class T>
-ConfigField number(const char* key, T TrainConfig::*member, Bounds bounds, const char* help) {
+ConfigField number(const char* key, T RunConfig::*member, Bounds bounds, const char* help) {
   ConfigField f = field(key, member, help);
   const bool whole = std::is_integral<T>::value;
   f.values = describe(bounds, whole);
-  f.check = [member, bounds, whole](const TrainConfig& config) -> Status {
+  f.check = [member, bounds, whole](const RunConfig& config) -> Status {
     const double value = double(config.*member);
     const std::string got = ", got " + number_text(value, std::is_same<T, float>::value);
     if (!std::isfinite(value)) return invalid("must be a finite number" + got);
@@ -86,11 +86,11 @@ Bounds closed_open(double low, double high) { return {low, high, false, true}; }
 
 // A text field whose value is one of a list (which may come from a
 // registry).
-ConfigField choice(const char* key, std::string TrainConfig::*member,
+ConfigField choice(const char* key, std::string RunConfig::*member,
                    std::function<std::vector<std::string>()> names, const char* help) {
   ConfigField f = field(key, member, help);
   f.values = joined(names());
-  f.check = [member, names](const TrainConfig& config) -> Status {
+  f.check = [member, names](const RunConfig& config) -> Status {
     const std::vector<std::string> known = names();
     if (std::find(known.begin(), known.end(), config.*member) != known.end()) return ok_status();
     return invalid("expected one of " + joined(known) + ", got '" + config.*member + "'");
@@ -124,25 +124,25 @@ std::vector<std::string> schedule_names() {
 
 // A value of the logs a callback watches: the loss, a metric's name, or
 // either on the validation set (val_). Which names exist depends on the
-// metrics, so validate_train_config checks it.
-ConfigField monitor(const char* key, std::string TrainConfig::*member, const char* help) {
+// metrics, so validate_run_config checks it.
+ConfigField monitor(const char* key, std::string RunConfig::*member, const char* help) {
   ConfigField f = field(key, member, help);
   f.values = "loss or a metric's name, either with val_ for the validation set's";
   return f;
 }
 
 // A section's switch: on when the section is in the file.
-ConfigField section(const char* key, bool TrainConfig::*member, const char* help) {
+ConfigField section(const char* key, bool RunConfig::*member, const char* help) {
   ConfigField f;
   f.key = key;
   f.type = "section";
   f.help = help;
   f.section_switch = true;
-  f.read = [member](const YAML::Node&, TrainConfig& config) {
+  f.read = [member](const YAML::Node&, RunConfig& config) {
     config.*member = true;
     return ok_status();
   };
-  f.write = [member](const TrainConfig& config) { return YAML::Node(config.*member); };
+  f.write = [member](const RunConfig& config) { return YAML::Node(config.*member); };
   return f;
 }
 
@@ -153,7 +153,7 @@ ConfigField devices_field() {
   f.key = "devices";
   f.type = "auto, a count, or a list of unit indices";
   f.help = "the compute units, one replica each";
-  f.read = [](const YAML::Node& node, TrainConfig& config) -> Status {
+  f.read = [](const YAML::Node& node, RunConfig& config) -> Status {
     if (node.IsScalar()) {
       config.devices = node.Scalar();
       return ok_status();
@@ -165,7 +165,7 @@ ConfigField devices_field() {
     config.devices = text + "]";
     return ok_status();
   };
-  f.write = [](const TrainConfig& config) -> YAML::Node {
+  f.write = [](const RunConfig& config) -> YAML::Node {
     if (!config.devices.empty() && config.devices.front() == '[') {
       auto units = Value<std::vector<uint32_t>>::read(YAML::Node(config.devices));
       if (units.ok()) return Value<std::vector<uint32_t>>::write(*units);
@@ -220,13 +220,13 @@ YAML::Node write_typed(const LayerConfig& typed, bool name_alone) {
 
 // A list of typed entries (model.layers, train.metrics); errors name the
 // entry ("[2].units: ...").
-ConfigField typed_list(const char* key, std::vector<LayerConfig> TrainConfig::*member, bool name_alone,
+ConfigField typed_list(const char* key, std::vector<LayerConfig> RunConfig::*member, bool name_alone,
                        const char* type, const char* help) {
   ConfigField f;
   f.key = key;
   f.type = type;
   f.help = help;
-  f.read = [member, name_alone](const YAML::Node& node, TrainConfig& config) -> Status {
+  f.read = [member, name_alone](const YAML::Node& node, RunConfig& config) -> Status {
     if (!node.IsSequence()) return invalid(std::string("expected a list, got '") + written(node) + "'");
     std::vector<LayerConfig> list(node.size());
     for (std::size_t i = 0; i < node.size(); ++i) {
@@ -236,7 +236,7 @@ ConfigField typed_list(const char* key, std::vector<LayerConfig> TrainConfig::*m
     config.*member = std::move(list);
     return ok_status();
   };
-  f.write = [member, name_alone](const TrainConfig& config) {
+  f.write = [member, name_alone](const RunConfig& config) {
     YAML::Node list(YAML::NodeType::Sequence);
     for (const LayerConfig& typed : config.*member) list.push_back(write_typed(typed, name_alone));
     if ((config.*member).empty() || name_alone) list.SetStyle(YAML::EmitterStyle::Flow);
@@ -247,11 +247,11 @@ ConfigField typed_list(const char* key, std::vector<LayerConfig> TrainConfig::*m
 
 // model.layers: the model, Keras style.
 ConfigField layers_field() {
-  ConfigField f = typed_list("model.layers", &TrainConfig::layers, false, "list of layers",
+  ConfigField f = typed_list("model.layers", &RunConfig::layers, false, "list of layers",
                              "the model, Keras style: [{type: conv2d, filters: 32, kernel_size: 3}, ...]");
-  f.present = [](const TrainConfig& config) { return !config.layers.empty(); };
+  f.present = [](const RunConfig& config) { return !config.layers.empty(); };
   // An empty list would leave the model to model.hidden's default stack.
-  f.read = [read = f.read](const YAML::Node& node, TrainConfig& config) -> Status {
+  f.read = [read = f.read](const YAML::Node& node, RunConfig& config) -> Status {
     if (node.IsSequence() && node.size() == 0)
       return invalid(
           "got an empty list (a model needs at least one layer; model.hidden gives a dense stack)");
@@ -267,21 +267,21 @@ ConfigField loss_field() {
   f.type = "a loss: its type, or {type, fields}";
   f.help = "the loss (Keras' compile(loss=...))";
   f.values = joined(loss_types());
-  f.read = [](const YAML::Node& node, TrainConfig& config) -> Status {
+  f.read = [](const YAML::Node& node, RunConfig& config) -> Status {
     const Status status = read_typed(node, true, config.loss);
     return status.ok() || status.message().front() != ':' ? status : invalid(status.message().substr(2));
   };
-  f.write = [](const TrainConfig& config) { return write_typed(config.loss, true); };
-  f.check = [](const TrainConfig& config) { return make_loss(config.loss).status(); };
+  f.write = [](const RunConfig& config) { return write_typed(config.loss, true); };
+  f.check = [](const RunConfig& config) { return make_loss(config.loss).status(); };
   return f;
 }
 
 ConfigField metrics_field() {
   ConfigField f =
-      typed_list("train.metrics", &TrainConfig::metrics, true, "list of metrics: types, or {type, fields}",
+      typed_list("train.metrics", &RunConfig::metrics, true, "list of metrics: types, or {type, fields}",
                  "the metrics (Keras' compile(metrics=[...]))");
   f.values = "each one of " + joined(metric_types());
-  f.check = [](const TrainConfig& config) -> Status {
+  f.check = [](const RunConfig& config) -> Status {
     for (std::size_t i = 0; i < config.metrics.size(); ++i) {
       const Status status = make_metric(config.metrics[i]).status();
       if (!status.ok()) return Status(status.code(), "[" + std::to_string(i) + "]." + status.message());
@@ -293,9 +293,9 @@ ConfigField metrics_field() {
 
 // model.hidden: the dense-stack shorthand; it replaces a layer list.
 ConfigField hidden_field() {
-  ConfigField f = field("model.hidden", &TrainConfig::hidden,
+  ConfigField f = field("model.hidden", &RunConfig::hidden,
                         "widths of a dense ReLU stack (the shorthand, when there is no layer list)");
-  f.read = [](const YAML::Node& node, TrainConfig& config) -> Status {
+  f.read = [](const YAML::Node& node, RunConfig& config) -> Status {
     auto widths = Value<std::vector<uint32_t>>::read(node);
     if (!widths.ok()) return widths.status();
     config.hidden = *widths;
@@ -303,7 +303,7 @@ ConfigField hidden_field() {
     return ok_status();
   };
   f.values = "each in [1, 16777216]";
-  f.check = [](const TrainConfig& config) -> Status {
+  f.check = [](const RunConfig& config) -> Status {
     if (!config.layers.empty()) return ok_status();
     if (config.hidden.empty()) return invalid("expected a list of layer widths, got []");
     for (uint32_t width : config.hidden)
@@ -311,7 +311,7 @@ ConfigField hidden_field() {
         return invalid("'" + std::to_string(width) + "' is not a layer width (1 to 16777216)");
     return ok_status();
   };
-  f.present = [](const TrainConfig& config) { return config.layers.empty(); };
+  f.present = [](const RunConfig& config) { return config.layers.empty(); };
   return f;
 }
 
@@ -340,7 +340,7 @@ ConfigField features_field() {
   f.help =
       "tfrecord: the records' schema (tf.io.FixedLenFeature); a string with split (words or characters) is "
       "text: length token ids per example, from hash_buckets or a vocabulary file (docs/training.md)";
-  f.read = [](const YAML::Node& node, TrainConfig& config) -> Status {
+  f.read = [](const YAML::Node& node, RunConfig& config) -> Status {
     if (!node.IsMap()) return invalid("expected a mapping of name to {dtype, shape, default, hash_buckets}");
     std::vector<FeatureSpec> features;
     for (const auto& entry : node) {
@@ -422,7 +422,7 @@ ConfigField features_field() {
     config.features = std::move(features);
     return ok_status();
   };
-  f.write = [](const TrainConfig& config) {
+  f.write = [](const RunConfig& config) {
     YAML::Node map(YAML::NodeType::Map);
     for (const FeatureSpec& spec : config.features) {
       YAML::Node node;
@@ -451,11 +451,11 @@ ConfigField features_field() {
   return f;
 }
 
-bool early_stopping_on(const TrainConfig& c) { return c.early_stopping; }
-bool ranking_on(const TrainConfig& c) { return c.ranking; }
+bool early_stopping_on(const RunConfig& c) { return c.early_stopping; }
+bool ranking_on(const RunConfig& c) { return c.ranking; }
 
 std::vector<ConfigField> make_fields() {
-  using C = TrainConfig;
+  using C = RunConfig;
   std::vector<ConfigField> f;
   // The device.
   ConfigField backend = choice("backend", &C::backend, backend_names, "the device's backend");
@@ -562,7 +562,7 @@ std::vector<ConfigField> make_fields() {
   ConfigField decay =
       field("train.weight_decay", &C::weight_decay, "weight decay (~: adamw 0.004, lars 1e-4, the others 0)");
   decay.values = ">= 0";
-  decay.check = [](const TrainConfig& c) -> Status {
+  decay.check = [](const RunConfig& c) -> Status {
     if (!c.weight_decay || (*c.weight_decay >= 0 && std::isfinite(*c.weight_decay))) return ok_status();
     return invalid("must be a number >= 0, got " + number_text(*c.weight_decay, true));
   };
@@ -658,7 +658,7 @@ ConfigField& ConfigField::as_switch() {
   return *this;
 }
 
-ConfigField& ConfigField::only_when(std::function<bool(const TrainConfig&)> predicate) {
+ConfigField& ConfigField::only_when(std::function<bool(const RunConfig&)> predicate) {
   present = std::move(predicate);
   return *this;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // accel_train's configuration: reading a file, the checks, the settings
 // the job shares and the trainer's.
-#include "train_config.h"
+#include "systole/run/config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -46,7 +46,7 @@ Status check_unique_keys(const YAML::Node& node, const std::string& where) {
 namespace {
 
 // The fields of a parsed document; errors start with `source`.
-Status read_document(const YAML::Node& root, const std::string& source, TrainConfig& c) {
+Status read_document(const YAML::Node& root, const std::string& source, RunConfig& c) {
   if (root.IsNull()) return ok_status();  // an empty document: all defaults
   Status status = check_unique_keys(root, "");
   if (status.ok()) status = read_config_fields(root, c);
@@ -55,7 +55,7 @@ Status read_document(const YAML::Node& root, const std::string& source, TrainCon
 
 }  // namespace
 
-Status load_train_config(const std::string& path, TrainConfig& c) {
+Status load_run_config(const std::string& path, RunConfig& c) {
   std::error_code error;
   if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
     return Status(StatusCode::kInvalidArgument, path + ": not a regular file");
@@ -70,7 +70,7 @@ Status load_train_config(const std::string& path, TrainConfig& c) {
   return read_document(root, path, c);
 }
 
-Status parse_train_config(const std::string& text, const std::string& source, TrainConfig& c) {
+Status parse_run_config(const std::string& text, const std::string& source, RunConfig& c) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -80,7 +80,7 @@ Status parse_train_config(const std::string& text, const std::string& source, Tr
   return read_document(root, source, c);
 }
 
-Status validate_train_config(const TrainConfig& c) {
+Status validate_run_config(const RunConfig& c) {
   auto invalid = [](const std::string& message) { return Status(StatusCode::kInvalidArgument, message); };
   SYSTOLE_RETURN_IF_ERROR(check_config_fields(c));
   // The rules between fields.
@@ -161,27 +161,27 @@ Result<std::vector<uint32_t>> select_units(const std::string& devices, bool elas
   return units;
 }
 
-Result<ExampleSchema> example_schema(const TrainConfig& config) {
+Result<ExampleSchema> example_schema(const RunConfig& config) {
   auto schema = ExampleSchema::create(config.features);
   if (!schema.ok()) return Status(schema.status().code(), "data.features: " + schema.status().message());
   return schema;
 }
 
-Result<Compression> data_compression(const TrainConfig& config) {
+Result<Compression> data_compression(const RunConfig& config) {
   auto compression = parse_compression(config.compression);
   if (!compression.ok())
     return Status(compression.status().code(), "data.compression: " + compression.status().message());
   return compression;
 }
 
-ExampleColumns example_columns(const TrainConfig& config) {
+ExampleColumns example_columns(const RunConfig& config) {
   return ExampleColumns{config.inputs, config.label, config.classes};
 }
 
-std::vector<std::pair<std::string, std::string>> job_settings(const TrainConfig& c) {
+std::vector<std::pair<std::string, std::string>> job_settings(const RunConfig& c) {
   std::vector<std::pair<std::string, std::string>> settings;
   for (const ConfigField& field : config_fields())
-    if (field.job_wide) settings.emplace_back(field.key, field_text(field, c));
+    if (field.job_wide) settings.emplace_back(field.key, config_key_text(field, c));
   return settings;
 }
 
@@ -191,7 +191,7 @@ std::string join(const std::vector<uint32_t>& values, const char* separator) {
   return text;
 }
 
-Result<TrainerConfig> trainer_settings(const TrainConfig& config, const ModelSpec& model,
+Result<TrainerConfig> trainer_settings(const RunConfig& config, const ModelSpec& model,
                                        uint64_t batches_per_epoch) {
   TrainerConfig settings;
   settings.model = model;
