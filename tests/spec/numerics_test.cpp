@@ -28,7 +28,56 @@ TEST(Numerics, AllBf16WidenLikeTheReference) {
   }
 }
 
-TEST(Numerics, AllFp32RoundToBf16LikeTheReference) {
+// The exhaustive checks over all 2^32 inputs take minutes on two cores:
+// they are label slow (ctest -L slow). The default set checks the same
+// functions on every sign, exponent and upper significand, with the bits
+// the rounding reads (round, sticky) on their boundaries and at random,
+// and every bf16 against every sign and exponent of the other operand.
+
+// splitmix64: the pseudo-random significands, from kSampleSeed.
+constexpr uint64_t kSampleSeed = 0x5EED0F5A11;
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+TEST(Numerics, Fp32RoundingOfEveryBf16PrefixMatchesTheReference) {
+  // The low 16 bits: exact, the smallest and largest below the tie, the
+  // tie, just above it, the largest; then four at random.
+  constexpr uint32_t kFixed[] = {0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
+  constexpr uint64_t kLows = 10;
+  std::printf("sample seed 0x%" PRIx64 "\n", kSampleSeed);
+  const uint64_t failure = first_failure((1ull << 16) * kLows, [&](uint64_t i) {
+    const uint64_t prefix = i / kLows, pick = i % kLows;
+    const uint32_t low = pick < 6 ? kFixed[pick] : uint32_t(mix(kSampleSeed ^ i) & 0xFFFF);
+    const uint32_t bits = uint32_t(prefix << 16) | low;
+    return numerics::f32_bits_to_bf16(bits) == reference::f32_to_bf16(bits);
+  });
+  ASSERT_EQ(failure, (1ull << 16) * kLows) << "prefix 0x" << std::hex << failure / kLows << ", sample "
+                                           << failure % kLows << " (seed 0x" << kSampleSeed << ")";
+}
+
+TEST(Numerics, Bf16ProductsOfEveryOperandAndExponentClassMatchTheReference) {
+  // Every a, against b of every sign and exponent, with b's significand
+  // 0, the largest, and two at random.
+  constexpr uint64_t kSignificands = 4;
+  std::printf("sample seed 0x%" PRIx64 "\n", kSampleSeed);
+  const uint64_t count = (1ull << 16) * 512 * kSignificands;
+  const uint64_t failure = first_failure(count, [&](uint64_t i) {
+    const uint16_t a = uint16_t(i / (512 * kSignificands));
+    const uint32_t sign_exponent = uint32_t(i / kSignificands % 512), pick = uint32_t(i % kSignificands);
+    const uint32_t significand = pick == 0 ? 0 : pick == 1 ? 0x7F : uint32_t(mix(kSampleSeed ^ i) & 0x7F);
+    const uint16_t b = uint16_t(sign_exponent << 7 | significand);
+    return f32_bits(numerics::mul(a, b)) == reference::mul(a, b);
+  });
+  ASSERT_EQ(failure, count) << "0x" << std::hex << failure / (512 * kSignificands)
+                            << " * sign and exponent 0x" << failure / kSignificands % 512 << ", sample "
+                            << failure % kSignificands << " (seed 0x" << kSampleSeed << ")";
+}
+
+TEST(Numerics, ExhaustiveFp32RoundingMatchesTheReference) {
   const uint64_t failure = first_failure(1ull << 32, [](uint64_t i) {
     const uint32_t bits = uint32_t(i);
     return numerics::f32_bits_to_bf16(bits) == reference::f32_to_bf16(bits);
@@ -53,7 +102,7 @@ TEST(Numerics, AllFp32RoundToBf16InArraysLikeOneByOne) {
       << "a value in fp32 0x" << std::hex << failure * kChunk << " + 4096";
 }
 
-TEST(Numerics, AllBf16ProductsMatchTheReference) {
+TEST(Numerics, ExhaustiveBf16ProductsMatchTheReference) {
   const uint64_t failure = first_failure(1ull << 32, [](uint64_t i) {
     const uint16_t a = uint16_t(i >> 16), b = uint16_t(i);
     return f32_bits(numerics::mul(a, b)) == reference::mul(a, b);
