@@ -26,6 +26,7 @@
 #include "systole/fit.h"
 #include "systole/run/config.h"
 #include "systole/run/data.h"
+#include "systole/run/device.h"
 #include "systole/run/run.h"
 #include "systole/training_checkpoint.h"
 
@@ -194,38 +195,44 @@ RunConfig read_config(const std::string& text, const std::string& source, bool i
   return config;
 }
 
-// The config's training data (data.format tfrecord: the input pipeline;
+// The config's training data (data.format tfrecord: the input pipelines;
 // idx: the training split) as batches of NumPy arrays, one epoch per
-// iteration: for x, y in systole.RecordDataset(config).
+// iteration: for x, y in systole.RecordDataset(config). The batches are
+// those fit trains on: the same source, for the replicas the config's
+// devices select (TFRecord: one pipeline per replica, each reading its
+// shard, a batch their batches in replica order).
 class PyRecordDataset {
  public:
   explicit PyRecordDataset(const RunConfig& config) : config_(config) {
-    data_ = std::make_shared<RunData>(value_or_throw(without_gil([&] { return load_run_data(config_); })));
+    throw_if_error(without_gil([&]() -> Status {
+      auto loaded = load_run_data(config_);
+      if (!loaded.ok()) return loaded.status();
+      data_ = std::make_shared<RunData>(std::move(loaded).value());
+      auto units = selected_units(config_, nullptr);
+      if (!units.ok()) return units.status();
+      const uint32_t replicas = uint32_t(units->size());
+      auto source = train_source(*data_, config_, 0, replicas, replicas);
+      if (!source.ok()) return source.status();
+      source_ = std::move(source).value();
+      return ok_status();
+    }));
   }
 
-  uint64_t batches() const { return data_->batches_per_epoch; }
+  uint64_t batches() const { return source_->batches_per_epoch(); }
   const std::shared_ptr<RunData>& data() const { return data_; }
   const RunConfig& config() const { return config_; }
 
   // Starts epoch `epoch` (its order a function of the seed and the epoch).
   void start(uint32_t epoch) {
-    without_gil([&] {
-      if (data_->pipeline)
-        data_->pipeline->start_epoch(epoch);
-      else
-        stream_ = std::make_unique<BatchStream>(data_->train_set, config_.global_batch, config_.seed, epoch, true);
-      return 0;
-    });
+    throw_if_error(without_gil([&] { return source_->start_epoch(epoch); }));
+    started_ = true;
   }
 
   // The epoch's next batch as (x, y); None after its last.
   py::object next() {
-    if (!data_->pipeline && !stream_) throw py::value_error("RecordDataset: no epoch started");
+    if (!started_) throw py::value_error("RecordDataset: no epoch started");
     Batch batch;
-    Result<bool> more = without_gil([&]() -> Result<bool> {
-      if (data_->pipeline) return data_->pipeline->next(batch);
-      return stream_->next(batch);
-    });
+    Result<bool> more = without_gil([&] { return source_->next(batch); });
     if (!value_or_throw(std::move(more))) return py::none();
     std::vector<py::ssize_t> x_shape = {py::ssize_t(batch.size)};
     for (uint32_t d : data_->shape_of.shape) x_shape.push_back(d);
@@ -241,7 +248,8 @@ class PyRecordDataset {
  private:
   RunConfig config_;
   std::shared_ptr<RunData> data_;
-  std::unique_ptr<BatchStream> stream_;
+  std::unique_ptr<BatchSource> source_;
+  bool started_ = false;
 };
 
 // The keys accel_train acts on that systole.Model does not yet: refused

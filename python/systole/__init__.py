@@ -107,9 +107,13 @@ def _config_source(config, overrides, what):
 
 class RecordDataset:
     """The config's training data as batches of NumPy arrays (x, y): TFRecord
-    files through the input pipeline (data.format: tfrecord), or the IDX
+    files through the input pipelines (data.format: tfrecord), or the IDX
     training split; global batches, shuffled per epoch with the config's
-    seed. Each iteration is the next epoch. model.fit(dataset) trains on it."""
+    seed. Each iteration is the next epoch. They are the batches
+    model.fit(dataset) trains on, for the replicas the config's devices
+    select: with TFRecord files each replica reads its shard through its own
+    pipeline (and its share of the shuffle buffer), and a batch is theirs in
+    replica order."""
 
     def __init__(self, config, overrides=None):
         self._data = _RecordDataset(*_config_source(config, overrides, "RecordDataset"))

@@ -3,6 +3,7 @@
 NumPy arrays, on the config's data and on a RecordDataset; the same bits as
 accel_train on the same config; evaluate, predict, weights; errors."""
 
+import json
 import os
 import subprocess
 import tempfile
@@ -173,6 +174,45 @@ class ModelTest(unittest.TestCase):
             history = model.fit(systole.RecordDataset(config), verbose=0)
             self.assertEqual(len(history.history["val_loss"]), 2)
             self.assertGreater(model.evaluate()["accuracy"], 0.3)
+
+    def test_a_record_dataset_iterates_the_batches_fit_trains_on(self):
+        """On 1, 2 and 4 replicas, iterating a RecordDataset gives, batch by
+        batch and bit for bit, the global batches fit trains on (accel_train's
+        --record dump of them): each replica's shard through its own pipeline
+        and its share of the shuffle buffer, in replica order."""
+        with tempfile.TemporaryDirectory() as tmp:
+            idx = os.path.join(tmp, "idx")
+            os.mkdir(idx)
+            subprocess.run([os.environ["SYSTOLE_MAKE_IDX"], idx, "640", "160"], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([os.environ["SYSTOLE_ACCEL_DATA"], "fashion-mnist", "--data-dir", idx, "--out",
+                            os.path.join(tmp, "fm"), "--shards", "4", "--validation-examples", "64"],
+                           check=True, stdout=subprocess.DEVNULL)
+            for replicas in (1, 2, 4):
+                with self.subTest(replicas=replicas):
+                    config = {
+                        "array": "16x16", "devices": replicas, "model": {"hidden": [8], "classes": 10},
+                        "data": {"format": "tfrecord", "train": f"{tmp}/fm/train-*.tfrecord",
+                                 "features": {"image": {"dtype": "float32", "shape": [28, 28, 1]},
+                                              "label": {"dtype": "int64"}},
+                                 "inputs": ["image"], "shuffle_buffer": 100},
+                        "train": {"epochs": 1, "global_batch": 32},
+                    }
+                    path = os.path.join(tmp, f"replicas_{replicas}.yaml")
+                    with open(path, "w") as f:
+                        json.dump(config, f)  # JSON is YAML
+                    dump = os.path.join(tmp, f"dump_{replicas}")
+                    subprocess.run([os.environ["SYSTOLE_ACCEL_TRAIN"], "--config", path, "--record", dump],
+                                   check=True, stdout=subprocess.DEVNULL)
+                    inputs = np.load(os.path.join(dump, "train_inputs.npy"))
+                    labels = np.load(os.path.join(dump, "train_labels.npy"))
+                    records = systole.RecordDataset(config)
+                    batches = list(records)
+                    self.assertEqual(len(records), len(batches))
+                    self.assertEqual(len(batches) * 32, len(inputs))
+                    for step, (x, y) in enumerate(batches):
+                        rows = slice(step * 32, (step + 1) * 32)
+                        self.assertTrue(np.array_equal(x.view(np.uint32), inputs[rows].view(np.uint32)), step)
+                        self.assertTrue(np.array_equal(y.view(np.uint32), labels[rows].view(np.uint32)), step)
 
     def test_initial_weights_and_safetensors(self):
         x, y = clusters(self.rng, 64)

@@ -9,6 +9,35 @@
 
 namespace systole {
 
+namespace {
+
+// The backend the config names, as the build has it.
+BackendCapabilities backend_of(const RunConfig& config) {
+  BackendCapabilities backend;
+  for (const BackendCapabilities& built : Device::backends())
+    if (built.name == config.backend) backend = built;
+  return backend;
+}
+
+// The cores this process may use: the processes of a job on one host
+// share its cores.
+uint32_t process_cores(ProcessGroup* group) {
+  return std::max(1u, std::thread::hardware_concurrency() / (group ? group->processes_on_this_host() : 1u));
+}
+
+}  // namespace
+
+Result<std::vector<uint32_t>> selected_units(const RunConfig& config, ProcessGroup* group) {
+  const BackendCapabilities backend = backend_of(config);
+  if (backend.units_on_demand)
+    return select_units(config.devices, true, backend.uses_host_cores ? process_cores(group) : 1);
+  auto array = parse_array_shape(config.array);
+  if (!array.ok()) return Status(array.status().code(), "array: " + array.status().message());
+  auto opened = open_device(config, *array, group);
+  if (!opened.ok()) return opened.status();
+  return opened->units;
+}
+
 Result<OpenedDevice> open_device(const RunConfig& config, spec::ArrayShape array, ProcessGroup* group) {
   DeviceOptions options;
   options.array_rows = array.rows;
@@ -20,9 +49,7 @@ Result<OpenedDevice> open_device(const RunConfig& config, spec::ArrayShape array
   SYSTOLE_RETURN_IF_ERROR(parse_device(config.device, &index, &options));
   // The emulators make as many units as are selected (auto: one per core);
   // the card model models as many as are selected on its board (auto: one).
-  BackendCapabilities backend;
-  for (const BackendCapabilities& built : Device::backends())
-    if (built.name == config.backend) backend = built;
+  const BackendCapabilities backend = backend_of(config);
   const bool elastic = backend.units_on_demand;
   OpenedDevice opened;
   uint32_t available = 0;
@@ -32,10 +59,9 @@ Result<OpenedDevice> open_device(const RunConfig& config, spec::ArrayShape array
     opened.device = *device;
     available = device->info().compute_units;
   }
-  // The processes of a job on one host share its cores: sw_emu's auto
-  // count and its threads per unit take this process's share.
-  const uint32_t cores =
-      std::max(1u, std::thread::hardware_concurrency() / (group ? group->processes_on_this_host() : 1u));
+  // sw_emu's auto count and its threads per unit take this process's
+  // share of the host's cores.
+  const uint32_t cores = process_cores(group);
   if (elastic) available = backend.uses_host_cores ? cores : 1;
   auto units = select_units(config.devices, elastic, available);
   if (!units.ok()) return units.status();

@@ -24,6 +24,10 @@ struct OpenedDevice {
 
 Result<OpenedDevice> open_device(const RunConfig& config, spec::ArrayShape array, ProcessGroup* group);
 
+// The compute units open_device would select, one replica each: counted
+// for the emulators and perf, asked of a board (which is opened for it).
+Result<std::vector<uint32_t>> selected_units(const RunConfig& config, ProcessGroup* group);
+
 // The trainer on the opened device's units, starting from
 // model.initial_weights when the config names a file.
 Result<std::unique_ptr<Trainer>> make_trainer(const RunConfig& config, const OpenedDevice& opened,
