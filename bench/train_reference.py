@@ -6,7 +6,7 @@ bench/reference_model.py's module), the same global batches in the same
 order (DIR/train_*.npy) and the same update rules and hyper-parameters, so
 the two runs differ only in the numerics (the array's bf16 operands and
 fixed-order fp32 sums against PyTorch's fp32 on this CPU). `accel_train
---record DIR` writes DIR.
+--retrace DIR` writes DIR.
 
   dense tensors:     Adam (beta1 0.9, beta2 0.999, epsilon --epsilon: 1e-7 by
                      default, Systole's and Keras', where PyTorch's is 1e-8)

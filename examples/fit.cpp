@@ -33,7 +33,7 @@ Dataset clusters(uint32_t count, uint64_t seed) {
     const uint32_t label = uint32_t(rng() % kClasses);
     data.labels.push_back(float(label));
     for (uint32_t f = 0; f < kFeatures; ++f)
-      data.images.push_back(centres[label * kFeatures + f] + normal(rng));
+      data.values.push_back(centres[label * kFeatures + f] + normal(rng));
   }
   return data;
 }

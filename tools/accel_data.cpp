@@ -33,8 +33,8 @@
 #include "guarded_main.h"
 #include "sharded_writer.h"
 #include "systole/dataset.h"
-#include "systole/example.h"
 #include "systole/summary_writer.h"
+#include "systole/tf_example.h"
 #include "systole/tfrecord.h"
 
 namespace {
@@ -53,7 +53,7 @@ Status write_idx_examples(const Dataset& data, uint32_t first, uint32_t count, c
   ExampleBuilder example;
   for (uint32_t i = first; i < first + count; ++i) {
     example.clear();
-    example.add_floats("image", data.images.data() + std::size_t(i) * data.features, data.features);
+    example.add_floats("image", data.values.data() + std::size_t(i) * data.features, data.features);
     const int64_t label = data.labels[i];
     example.add_int64s("label", &label, 1);
     SYSTOLE_RETURN_IF_ERROR(writer->write(example.serialize()));

@@ -13,8 +13,8 @@
 #include "debian_packages.h"
 #include "read_file.h"
 #include "sharded_writer.h"
-#include "systole/example.h"
 #include "systole/output_file.h"
+#include "systole/tf_example.h"
 
 namespace systole {
 namespace {

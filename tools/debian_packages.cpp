@@ -16,7 +16,7 @@
 
 #include "read_file.h"
 #include "sharded_writer.h"
-#include "systole/example.h"
+#include "systole/tf_example.h"
 
 namespace systole {
 namespace {

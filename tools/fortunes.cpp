@@ -16,8 +16,8 @@
 
 #include "read_file.h"
 #include "sharded_writer.h"
-#include "systole/example.h"
 #include "systole/output_file.h"
+#include "systole/tf_example.h"
 
 namespace systole {
 namespace {

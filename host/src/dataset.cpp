@@ -92,8 +92,8 @@ Dataset Dataset::slice(uint32_t first, uint32_t count) const {
   out.shape = shape;
   out.classes = classes;
   out.label_width = label_width;
-  out.images.assign(images.begin() + std::size_t(first) * features,
-                    images.begin() + std::size_t(first + count) * features);
+  out.values.assign(values.begin() + std::size_t(first) * features,
+                    values.begin() + std::size_t(first + count) * features);
   out.labels.assign(labels.begin() + std::size_t(first) * label_width,
                     labels.begin() + std::size_t(first + count) * label_width);
   return out;
@@ -117,9 +117,9 @@ Result<Dataset> read_idx(const std::string& images_path, const std::string& labe
   data.examples = (*image_shape)[0];
   data.features = (*image_shape)[1] * (*image_shape)[2];
   data.shape = {(*image_shape)[1], (*image_shape)[2], 1};
-  data.images.resize(std::size_t(data.examples) * data.features);
+  data.values.resize(std::size_t(data.examples) * data.features);
   const uint8_t* pixels = image_bytes->data() + 16;
-  for (std::size_t i = 0; i < data.images.size(); ++i) data.images[i] = pixels[i] / 255.0f;
+  for (std::size_t i = 0; i < data.values.size(); ++i) data.values[i] = pixels[i] / 255.0f;
   const std::vector<uint8_t> label_values(label_bytes->begin() + 8, label_bytes->end());
   data.labels.assign(label_values.begin(), label_values.end());
   const uint32_t largest = *std::max_element(label_values.begin(), label_values.end());
@@ -193,14 +193,14 @@ Status BatchStream::produce_batches() {
     SYSTOLE_RETURN_IF_ERROR(fault_point(FaultPoint::kBatchProduce));
     Batch batch;
     batch.size = batch_size_;
-    batch.images.resize(std::size_t(batch_size_) * data_.features);
+    batch.values.resize(std::size_t(batch_size_) * data_.features);
     const uint32_t width = data_.label_width;
     batch.label_width = width;
     batch.labels.resize(std::size_t(batch_size_) * width);
     for (uint32_t i = 0; i < batch_size_; ++i) {
       const uint32_t example = order_[std::size_t(b) * batch_size_ + i];
-      std::copy_n(data_.images.begin() + std::size_t(example) * data_.features, data_.features,
-                  batch.images.begin() + std::size_t(i) * data_.features);
+      std::copy_n(data_.values.begin() + std::size_t(example) * data_.features, data_.features,
+                  batch.values.begin() + std::size_t(i) * data_.features);
       std::copy_n(data_.labels.begin() + std::size_t(example) * width, width,
                   batch.labels.begin() + std::size_t(i) * width);
     }

@@ -95,13 +95,13 @@ Status PipelineSource::start_epoch(uint32_t epoch) {
 
 Result<bool> PipelineSource::next(Batch& batch) {
   if (replicas_.size() == 1) return replicas_.front()->next(batch);
-  batch.images.clear();
+  batch.values.clear();
   batch.labels.clear();
   batch.size = 0;
   for (auto& replica : replicas_) {
     Result<bool> more = replica->next(part_);
     if (!more.ok() || !*more) return more;
-    batch.images.insert(batch.images.end(), part_.images.begin(), part_.images.end());
+    batch.values.insert(batch.values.end(), part_.values.begin(), part_.values.end());
     batch.labels.insert(batch.labels.end(), part_.labels.begin(), part_.labels.end());
     batch.size += part_.size;
     batch.label_width = part_.label_width;

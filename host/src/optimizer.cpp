@@ -34,9 +34,9 @@ Status validate_common(const OptimizerConfig& config) {
     return invalid("clipnorm and global_clipnorm: set at most one of them");
   if (config.weight_decay && (!(*config.weight_decay >= 0) || !std::isfinite(*config.weight_decay)))
     return invalid("weight_decay must be a number >= 0");
-  if (!positive(config.table_learning_rate))
+  if (!positive(config.embedding_learning_rate))
     return invalid("embedding_learning_rate must be a positive number");
-  if (!(config.table_initial_accumulator >= 0) || !std::isfinite(config.table_initial_accumulator))
+  if (!(config.embedding_initial_accumulator >= 0) || !std::isfinite(config.embedding_initial_accumulator))
     return invalid("embedding_initial_accumulator must be a number >= 0");
   if (!positive(config.epsilon)) return invalid("epsilon must be a positive number");
   const LearningRateSchedule& schedule = config.schedule;
@@ -130,7 +130,7 @@ void Optimizer::add_slot(const std::string& name, float initial) { slots_.push_b
 
 void Optimizer::build(const ParameterStore& store) {
   for (Slot& slot : slots_) slot.values.assign(store.trainable().size(), slot.initial);
-  accumulator_.assign(store.tables().size(), config_.table_initial_accumulator);
+  accumulator_.assign(store.tables().size(), config_.embedding_initial_accumulator);
   slot_pointers_.resize(slots_.size());
 }
 
@@ -193,7 +193,7 @@ float Optimizer::decay_alpha(float lr) const {
 
 void Optimizer::apply_tables(ParameterStore& store) {
   const std::vector<ParameterStore::Entry>& entries = store.entries();
-  const float table_lr = config_.table_learning_rate, epsilon = config_.epsilon;
+  const float table_lr = config_.embedding_learning_rate, epsilon = config_.epsilon;
   for (std::size_t t = 0; t < entries.size(); ++t) {
     const ParameterStore::Entry& entry = entries[t];
     if (entry.region != Region::kTable) continue;

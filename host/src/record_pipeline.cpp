@@ -263,7 +263,7 @@ struct RecordPipeline::Epoch {
     std::vector<Row> stand_ins;
     auto add = [&](Row&& row) {
       if (options.skip_corrupt && stand_ins.size() < options.batch_size) stand_ins.push_back(row);
-      batch.images.insert(batch.images.end(), row.begin(), row.begin() + values);
+      batch.values.insert(batch.values.end(), row.begin(), row.begin() + values);
       batch.labels.insert(batch.labels.end(), row.begin() + values, row.end());
       batch.label_width = pipeline.label_width_;
       if (++batch.size < options.batch_size) return true;
@@ -544,7 +544,7 @@ Result<Dataset> load_tfrecord_dataset(const std::vector<std::string>& files, con
     auto more = (*pipeline)->next(batch);
     if (!more.ok()) return more.status();
     if (!*more) break;
-    data.images.insert(data.images.end(), batch.images.begin(), batch.images.end());
+    data.values.insert(data.values.end(), batch.values.begin(), batch.values.end());
     data.labels.insert(data.labels.end(), batch.labels.begin(), batch.labels.end());
     data.examples += batch.size;
   }

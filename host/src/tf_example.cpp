@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tf.train.Example through libprotobuf (the messages in host/proto), hash
 // buckets through libfarmhash.
-#include "systole/example.h"
+#include "systole/tf_example.h"
 
 #include <farmhash.h>
 #include <google/protobuf/io/coded_stream.h>

@@ -435,11 +435,11 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
   // Global replica index of the batch's first example.
   const uint32_t first_replica = local ? strategy_.first_replica() : 0;
   const uint32_t width = config_.label_width;
-  if (batch.size != examples || batch.images.size() != std::size_t(batch.size) * features ||
+  if (batch.size != examples || batch.values.size() != std::size_t(batch.size) * features ||
       batch.labels.size() != std::size_t(batch.size) * width)
     return Status(StatusCode::kInvalidArgument,
                   "batch of " + std::to_string(batch.size) + " examples of " +
-                      std::to_string(batch.size ? batch.images.size() / batch.size : 0) + " values and " +
+                      std::to_string(batch.size ? batch.values.size() / batch.size : 0) + " values and " +
                       std::to_string(batch.size ? batch.labels.size() / batch.size : 0) +
                       " label(s); the step takes " + std::to_string(examples) + " of " +
                       std::to_string(features) + " and " + std::to_string(width));
@@ -457,7 +457,7 @@ Result<StepResult> Trainer::train_step(const Batch& batch, bool local) {
     {
       TraceScope span("forward", "host", track);
       SYSTOLE_RETURN_IF_ERROR(
-          replica.model->forward(pass, batch.images.data() + first * features, per_replica));
+          replica.model->forward(pass, batch.values.data() + first * features, per_replica));
       auto scored = score(replica.model->logits(), batch.labels.data() + first * width,
                           float(config_.global_batch), &logits_gradient);
       if (!scored.ok()) return scored.status();
@@ -593,7 +593,7 @@ Result<StepResult> Trainer::evaluate(const Dataset& data) {
     for (uint32_t at = first; at < last; at += batch) {
       const uint32_t count = std::min(batch, last - at);
       Model& model = *replicas_[r].model;
-      SYSTOLE_RETURN_IF_ERROR(model.forward(pass, data.images.data() + std::size_t(at) * features, count));
+      SYSTOLE_RETURN_IF_ERROR(model.forward(pass, data.values.data() + std::size_t(at) * features, count));
       auto part =
           score(model.logits(), data.labels.data() + std::size_t(at) * config_.label_width, 1.0f, nullptr);
       if (!part.ok()) return part.status();

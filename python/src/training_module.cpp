@@ -164,7 +164,7 @@ Dataset numpy_dataset(const py::handle& x_object, const py::handle& y_object, ui
   data.examples = uint32_t(x.shape(0));
   data.shape = example_shape(x);
   data.features = uint32_t(x.size() / x.shape(0));
-  data.images.assign(x.data(), x.data() + x.size());
+  data.values.assign(x.data(), x.data() + x.size());
   data.label_width = y.ndim() == 2 ? uint32_t(y.shape(1)) : 1;
   data.labels.resize(y.size());
   bool indices = true;
@@ -237,7 +237,7 @@ class PyRecordDataset {
     std::vector<py::ssize_t> x_shape = {py::ssize_t(batch.size)};
     for (uint32_t d : data_->shape_of.shape) x_shape.push_back(d);
     py::array_t<float> x(x_shape);
-    std::copy(batch.images.begin(), batch.images.end(), x.mutable_data());
+    std::copy(batch.values.begin(), batch.values.end(), x.mutable_data());
     std::vector<py::ssize_t> y_shape = {py::ssize_t(batch.size)};
     if (batch.label_width != 1) y_shape.push_back(batch.label_width);
     py::array_t<float> y(y_shape);
@@ -260,7 +260,7 @@ void refuse_unsupported(const RunConfig& config) {
       {config.resume, "checkpoint.resume: systole.Model does not resume a run yet (load_weights restores "
                       "weights; accel_train --resume resumes the whole run)"},
       {!config.trace_file.empty(), "trace: systole.Model does not write a trace yet (accel_train --trace does)"},
-      {!config.record_dir.empty(), "record: systole.Model does not write the retrace dump yet (accel_train --record "
+      {!config.retrace_dir.empty(), "retrace: systole.Model does not write the retrace dump yet (accel_train --retrace "
                                    "does)"},
       {config.ranking, "ranking: systole.Model does not rank yet (accel_train does, after training)"},
   };

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "systole/example.h"
+#include "systole/tf_example.h"
 
 namespace systole::testing {
 

@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       fuzz::fail("the error does not name the file: " + dataset.status().to_string());
     return 0;
   }
-  if (dataset->images.size() != uint64_t(dataset->examples) * dataset->features ||
+  if (dataset->values.size() != uint64_t(dataset->examples) * dataset->features ||
       dataset->labels.size() != dataset->examples)
     fuzz::fail("a dataset whose sizes disagree");
   for (float label : dataset->labels)

@@ -4,7 +4,7 @@
 // counter agrees with it; every record is parsed against a schema of each
 // feature type and rendered, each ending in a row or a named error.
 #include "fuzz_input.h"
-#include "systole/example.h"
+#include "systole/tf_example.h"
 #include "systole/tfrecord.h"
 
 namespace {

@@ -50,11 +50,11 @@ TEST_F(IdxFiles, ReadsImagesAndLabels) {
   ASSERT_TRUE(data.ok()) << data.status().to_string();
   EXPECT_EQ(data->examples, 5u);
   EXPECT_EQ(data->features, 6u);
-  EXPECT_FLOAT_EQ(data->images[1], 7 / 255.0f);
+  EXPECT_FLOAT_EQ(data->values[1], 7 / 255.0f);
   EXPECT_EQ(data->labels[4], 4);
   const Dataset tail = data->slice(3, 2);
   EXPECT_EQ(tail.examples, 2u);
-  EXPECT_FLOAT_EQ(tail.images[0], uint8_t(18 * 7) / 255.0f);
+  EXPECT_FLOAT_EQ(tail.values[0], uint8_t(18 * 7) / 255.0f);
 }
 
 TEST_F(IdxFiles, ErrorsNameTheFileAndTheProblem) {
@@ -89,7 +89,7 @@ TEST(BatchStream, ShufflesDeterministicallyAndDropsTheRemainder) {
   data.features = 1;
   data.classes = 10;
   for (uint32_t i = 0; i < data.examples; ++i) {
-    data.images.push_back(float(i));
+    data.values.push_back(float(i));
     data.labels.push_back(uint8_t(i % 10));
   }
   auto epoch = [&](uint64_t seed, uint32_t number) {
@@ -103,8 +103,8 @@ TEST(BatchStream, ShufflesDeterministicallyAndDropsTheRemainder) {
       if (!more.ok() || !*more) break;
       EXPECT_EQ(batch.size, 10u);
       for (uint32_t i = 0; i < batch.size; ++i) {
-        EXPECT_EQ(batch.labels[i], uint32_t(batch.images[i]) % 10);
-        order.push_back(batch.images[i]);
+        EXPECT_EQ(batch.labels[i], uint32_t(batch.values[i]) % 10);
+        order.push_back(batch.values[i]);
       }
     }
     return order;
@@ -122,7 +122,7 @@ Dataset zeros(uint32_t examples, uint32_t features) {
   Dataset data;
   data.examples = examples;
   data.features = features;
-  data.images.assign(std::size_t(examples) * features, 0.0f);
+  data.values.assign(std::size_t(examples) * features, 0.0f);
   data.labels.assign(examples, 0);
   return data;
 }

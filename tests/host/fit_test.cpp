@@ -41,7 +41,7 @@ Dataset linear_classes(uint32_t examples, uint32_t seed) {
     uint8_t label = 0;
     std::vector<float> x(kFeatures);
     for (float& v : x) v = uniform(rng);
-    data.images.insert(data.images.end(), x.begin(), x.end());
+    data.values.insert(data.values.end(), x.begin(), x.end());
     for (uint32_t c = 0; c < kClasses; ++c) {
       float score = 0;
       for (uint32_t f = 0; f < kFeatures; ++f) score += x[f] * map[f * kClasses + c];
@@ -151,13 +151,13 @@ TEST(Fit, CallsTheHooksInKerasOrder) {
 
   // predict: one batch hook per command list of per-replica batches.
   recorder->calls.clear();
-  auto logits = predict(*trainer, validation.images.data(), validation.examples, {recorder});
+  auto logits = predict(*trainer, validation.values.data(), validation.examples, {recorder});
   ASSERT_TRUE(logits.ok());
   EXPECT_EQ(recorder->calls,
             (std::vector<std::string>{"predict_begin", "predict_batch_end 0 12", "predict_batch_end 1 12",
                                       "predict_batch_end 2 6", "predict_end"}));
   // The same logits as the trainer's own predict, to the bit.
-  auto direct = trainer->predict(validation.images.data(), validation.examples);
+  auto direct = trainer->predict(validation.values.data(), validation.examples);
   ASSERT_TRUE(direct.ok());
   EXPECT_TRUE(same_bits(*logits, *direct));
   // evaluate's logs are the trainer's totals.
@@ -278,7 +278,7 @@ TEST(Fit, ConstantImagesWithBatchNormLearnTheirLabel) {
   data.features = kSide * kSide;
   data.shape = {kSide, kSide, 1};
   data.classes = 10;
-  data.images.assign(std::size_t(kExamples) * kSide * kSide, 1.0f);
+  data.values.assign(std::size_t(kExamples) * kSide * kSide, 1.0f);
   data.labels.assign(kExamples, kLabel);
   for (Placement placement : {Placement::kHost, Placement::kDevice}) {
     SCOPED_TRACE(placement == Placement::kHost ? "placement: host" : "placement: device");

@@ -112,7 +112,7 @@ std::shared_ptr<Dataset> examples(uint32_t count, uint32_t seed) {
     float score[3] = {0, 0, 0};
     for (uint32_t f = 0; f < 7; ++f) {
       const float x = uniform(rng);
-      data->images.push_back(x);
+      data->values.push_back(x);
       for (uint32_t c = 0; c < 3; ++c) score[c] += x * float((f * 3 + c) % 5) - 2.0f * x;
     }
     data->labels.push_back(float(std::max_element(score, score + 3) - score));

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/feature_spec.h"
-#include "systole/example.h"
+#include "systole/tf_example.h"
 
 namespace systole {
 namespace {

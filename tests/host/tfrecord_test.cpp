@@ -17,11 +17,11 @@
 
 #include "common/feature_spec.h"
 #include "common/temp_dir_test.h"
-#include "systole/example.h"
 #include "systole/fault_points.h"
 #include "systole/fit.h"
 #include "systole/record_pipeline.h"
 #include "systole/summary_writer.h"
+#include "systole/tf_example.h"
 #include "systole/tfrecord.h"
 
 namespace systole {
@@ -416,8 +416,8 @@ class Pipelines : public TFRecords {
       }
       if (!*more) break;
       EXPECT_EQ(batch.size, options.batch_size);
-      for (uint32_t i = 0; i < batch.size; ++i) EXPECT_EQ(batch.labels[i], uint32_t(batch.images[i]) % 10);
-      out.values.insert(out.values.end(), batch.images.begin(), batch.images.end());
+      for (uint32_t i = 0; i < batch.size; ++i) EXPECT_EQ(batch.labels[i], uint32_t(batch.values[i]) % 10);
+      out.values.insert(out.values.end(), batch.values.begin(), batch.values.end());
     }
     out.skipped = (*pipeline)->skipped();
     return out;
@@ -596,7 +596,7 @@ TEST_F(Pipelines, ReplicaShardsDoNotDependOnTheProcessLayout) {
     Batch batch;
     while (*(*source)->next(batch)) {
       EXPECT_EQ(batch.size, 2 * local);
-      batches.push_back(batch.images);
+      batches.push_back(batch.values);
     }
     return batches;
   };
@@ -678,7 +678,7 @@ class SampledNegatives : public TFRecords {
       if (!more.ok()) return more.status().message();
       if (!*more) return "";
       for (uint32_t i = 0; i < batch.size; ++i)
-        out.push_back({batch.images[2 * i], batch.images[2 * i + 1], float(batch.labels[i])});
+        out.push_back({batch.values[2 * i], batch.values[2 * i + 1], float(batch.labels[i])});
     }
   }
 
@@ -751,7 +751,7 @@ TEST_F(Pipelines, LoadsADatasetInFileOrder) {
   auto data = load_tfrecord_dataset(files, schema_, columns_);
   ASSERT_TRUE(data.ok()) << data.status().message();
   EXPECT_EQ(data->examples, 7u);
-  EXPECT_EQ(data->images, (std::vector<float>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(data->values, (std::vector<float>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(data->labels, (std::vector<float>{0, 1, 2, 3, 4, 5, 6}));
 }
 

@@ -20,7 +20,7 @@ Dataset synthetic(uint32_t examples, uint32_t seed) {
     std::vector<float> score(shape.outputs, 0.0f);
     for (uint32_t f = 0; f < shape.inputs; ++f) {
       const float x = uniform(rng);
-      data.images.push_back(x);
+      data.values.push_back(x);
       for (uint32_t c = 0; c < shape.outputs; ++c) score[c] += x * map[f * shape.outputs + c];
     }
     data.labels.push_back(uint8_t(std::max_element(score.begin(), score.end()) - score.begin()));
@@ -28,7 +28,7 @@ Dataset synthetic(uint32_t examples, uint32_t seed) {
   return data;
 }
 
-Batch whole(const Dataset& data) { return {data.images, data.labels, data.examples, 1}; }
+Batch whole(const Dataset& data) { return {data.values, data.labels, data.examples, 1}; }
 
 Device open_device(uint32_t units, EmuEngine engine) {
   DeviceOptions options;

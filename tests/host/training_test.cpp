@@ -52,7 +52,7 @@ StepResult device_step(Model& model, Device device, const Dataset& data, float d
   LayerContext context;
   context.matmul = matmul.get();
   context.training = true;
-  EXPECT_TRUE(model.forward(context, data.images.data(), data.examples).ok());
+  EXPECT_TRUE(model.forward(context, data.values.data(), data.examples).ok());
   std::vector<float> logits_gradient;
   StepResult result;
   result.loss_sum = make_loss({"sparse_categorical_crossentropy", {}})
@@ -72,7 +72,7 @@ double reference_loss(const MlpShape& shape, const std::vector<double>& flat, co
   const std::vector<uint32_t> widths = shape.widths();
   const uint32_t layers = shape.layers(), n = data.examples;
   std::vector<std::vector<double>> acts(layers + 1);
-  acts[0].assign(data.images.begin(), data.images.end());
+  acts[0].assign(data.values.begin(), data.values.end());
   std::vector<std::size_t> offset(layers);
   std::size_t at = 0;
   for (uint32_t l = 0; l < layers; ++l) {
@@ -217,7 +217,7 @@ std::vector<float> reference_gradients(const MlpShape& shape, const std::vector<
     bias[l].assign(flat.begin() + at, flat.begin() + at + out);
     at += out;
   }
-  acts[0] = to_bf16(data.images);
+  acts[0] = to_bf16(data.values);
   std::vector<uint32_t> logits;
   for (uint32_t l = 0; l < layers; ++l) {
     const bool top = l + 1 == layers;
@@ -402,7 +402,7 @@ TEST(Training, AMaskedTextTransformersReplicasEqualOneDeviceToTheBit) {
   std::mt19937 rng(16);
   for (uint32_t e = 0; e < data.examples; ++e) {
     const uint32_t length = 1 + rng() % 4;  // 1 to 4 tokens, then padding
-    for (uint32_t p = 0; p < 4; ++p) data.images.push_back(p < length ? float(1 + rng() % 6) : 0.0f);
+    for (uint32_t p = 0; p < 4; ++p) data.values.push_back(p < length ? float(1 + rng() % 6) : 0.0f);
     data.labels.push_back(float(rng() % 3));
   }
   const std::vector<float> one = train_steps({0}, 8, data, 3, EmuEngine::kFast, text);
@@ -544,7 +544,7 @@ Dataset planted_pairs(uint32_t examples, uint32_t seed, uint32_t users = 40, uin
     const uint32_t user = rng() % users, item = rng() % items;
     float dot = 0;
     for (int j = 0; j < 3; ++j) dot += u[user * 3 + j] * v[item * 3 + j];
-    data.images.insert(data.images.end(), {float(user), float(item)});
+    data.values.insert(data.values.end(), {float(user), float(item)});
     data.labels.push_back(dot > 0 ? 1 : 0);
   }
   return data;
@@ -569,7 +569,7 @@ std::unique_ptr<Trainer> train_two_tower(const std::vector<uint32_t>& units, con
   config.global_batch = global_batch;
   config.seed = 6;
   config.optimizer.learning_rate = 0.01f;
-  config.optimizer.table_learning_rate = 0.2f;
+  config.optimizer.embedding_learning_rate = 0.2f;
   auto trainer = Trainer::create(device, units, config).value();
   for (uint32_t epoch = 0; epoch < epochs; ++epoch)
     for (uint32_t at = 0; at + global_batch <= data.examples; at += global_batch) {
@@ -599,7 +599,7 @@ TEST(Training, TwoTowerReplicasEqualOneDeviceToTheBit) {
   EXPECT_EQ(std::memcmp(a.tables().data(), b.tables().data(), a.tables().size() * 4), 0);
   // Rows no example used keep their initial values: train on user 0 alone.
   Dataset only_user_0 = planted_pairs(32, 5);
-  for (uint32_t e = 0; e < 32; ++e) only_user_0.images[2 * e] = 0;
+  for (uint32_t e = 0; e < 32; ++e) only_user_0.values[2 * e] = 0;
   auto trained = train_two_tower({0, 1}, only_user_0, 16, 1);
   auto fresh = Model::build(two_tower_spec(), 6).value();
   const float* table = trained->parameters().tables().data();
@@ -611,7 +611,7 @@ TEST(Training, TwoTowerReplicasEqualOneDeviceToTheBit) {
 TEST(Training, TwoTowerLearnsPlantedFactors) {
   const Dataset train = planted_pairs(2048, 8), test = planted_pairs(512, 9);
   auto trainer = train_two_tower({0, 1}, train, 64, 30);
-  auto logits = trainer->predict(test.images.data(), test.examples);
+  auto logits = trainer->predict(test.values.data(), test.examples);
   ASSERT_TRUE(logits.ok());
   std::vector<float> scores;
   for (uint32_t e = 0; e < test.examples; ++e) scores.push_back((*logits)[2 * e + 1] - (*logits)[2 * e]);

@@ -178,7 +178,7 @@ class ModelTest(unittest.TestCase):
     def test_a_record_dataset_iterates_the_batches_fit_trains_on(self):
         """On 1, 2 and 4 replicas, iterating a RecordDataset gives, batch by
         batch and bit for bit, the global batches fit trains on (accel_train's
-        --record dump of them): each replica's shard through its own pipeline
+        --retrace dump of them): each replica's shard through its own pipeline
         and its share of the shuffle buffer, in replica order."""
         with tempfile.TemporaryDirectory() as tmp:
             idx = os.path.join(tmp, "idx")
@@ -201,7 +201,7 @@ class ModelTest(unittest.TestCase):
                     with open(path, "w") as f:
                         json.dump(config, f)  # JSON is YAML
                     dump = os.path.join(tmp, f"dump_{replicas}")
-                    subprocess.run([os.environ["SYSTOLE_ACCEL_TRAIN"], "--config", path, "--record", dump],
+                    subprocess.run([os.environ["SYSTOLE_ACCEL_TRAIN"], "--config", path, "--retrace", dump],
                                    check=True, stdout=subprocess.DEVNULL)
                     inputs = np.load(os.path.join(dump, "train_inputs.npy"))
                     labels = np.load(os.path.join(dump, "train_labels.npy"))
@@ -270,8 +270,8 @@ class ModelTest(unittest.TestCase):
                  lambda: systole.Model(CONFIG, {"checkpoint": {"dir": "ckpt", "resume": True}})),
                 (ValueError, "trace: systole.Model does not write a trace yet",
                  lambda: systole.Model(CONFIG, {"trace": "trace.json"})),
-                (ValueError, "record: systole.Model does not write the retrace dump yet",
-                 lambda: systole.Model(CONFIG, {"record": "dump"})),
+                (ValueError, "retrace: systole.Model does not write the retrace dump yet",
+                 lambda: systole.Model(CONFIG, {"retrace": "dump"})),
                 (ValueError, "ranking: systole.Model does not rank yet",
                  lambda: systole.Model(CONFIG, {"ranking": {"k": 10}})),
         ]:

@@ -283,13 +283,13 @@ void expect_rtl_trains_like_sw_emu(const ModelSpec& model, uint32_t seed, bool l
   batch.size = 16;
   std::vector<Batch> batches;
   for (int step = 0; step < 4; ++step) {
-    batch.images.clear();
+    batch.values.clear();
     batch.labels.clear();
     for (uint32_t e = 0; e < batch.size; ++e) {
       float score = 0;
       for (uint32_t f = 0; f < inputs; ++f) {
-        batch.images.push_back(uniform(rng));
-        score += batch.images.back() * (f % 3 == 0 ? 1.0f : -0.5f);
+        batch.values.push_back(uniform(rng));
+        score += batch.values.back() * (f % 3 == 0 ? 1.0f : -0.5f);
       }
       batch.labels.push_back(float(score > 0 ? (score > 2 ? 2 : 1) : 0));
     }

@@ -227,7 +227,7 @@ TEST(PerfCalibration, TrainingSteps) {
   Batch batch;
   batch.size = config.global_batch;
   for (uint32_t e = 0; e < batch.size; ++e) {
-    for (uint32_t f = 0; f < inputs; ++f) batch.images.push_back(uniform(rng));
+    for (uint32_t f = 0; f < inputs; ++f) batch.values.push_back(uniform(rng));
     batch.labels.push_back(uint8_t(e % classes));
   }
   for (const Placement placement : {Placement::kHost, Placement::kDevice}) {

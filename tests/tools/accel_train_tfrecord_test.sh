@@ -207,22 +207,22 @@ data:
 train: {epochs: 12, global_batch: 32, learning_rate: 0.01, embedding_learning_rate: 0.1}
 YAML
 expect 0 "test_accuracy: (0\.9|1\.0)" --config "$work/text.yaml"
-# --record: the initial weights and every batch as trained, for another
+# --retrace: the initial weights and every batch as trained, for another
 # framework to retrace the run; a path that cannot be a directory is an
 # error before any step.
-expect 0 "record: $work/rec \(initial weights, 768 training examples in 24 batches, the evaluation sets\)" \
-  --config "$work/text.yaml" --epochs 1 --record "$work/rec"
+expect 0 "retrace: $work/rec \(initial weights, 768 training examples in 24 batches, the evaluation sets\)" \
+  --config "$work/text.yaml" --epochs 1 --retrace "$work/rec"
 for file in initial.safetensors train_inputs.npy train_labels.npy test_inputs.npy test_labels.npy; do
-  [[ -s $work/rec/$file ]] || { echo "FAIL: --record wrote no $file"; failures=$((failures + 1)); }
+  [[ -s $work/rec/$file ]] || { echo "FAIL: --retrace wrote no $file"; failures=$((failures + 1)); }
 done
 if head -c 128 "$work/rec/train_inputs.npy" | grep -qa "'shape': (768, 8)" &&
    head -c 128 "$work/rec/test_labels.npy" | grep -qa "'shape': (90,)"; then
   passes=$((passes + 1))
 else
-  echo "FAIL: the recorded arrays' shapes: $(head -c 128 "$work/rec/train_inputs.npy" | tr -d '\0')"
+  echo "FAIL: the retrace dump's shapes: $(head -c 128 "$work/rec/train_inputs.npy" | tr -d '\0')"
   failures=$((failures + 1))
 fi
-expect 2 "record: $work/text.yaml: not a directory" --config "$work/text.yaml" --epochs 1 --record "$work/text.yaml"
+expect 2 "retrace: $work/text.yaml: not a directory" --config "$work/text.yaml" --epochs 1 --retrace "$work/text.yaml"
 sed 's/split: words, length: 8, /split: words, /' "$work/text.yaml" >"$work/nolength.yaml"
 expect 2 "feature 'text': length: required for a text feature" --config "$work/nolength.yaml"
 sed 's/sequence_length: 8/sequence_length: 6/' "$work/text.yaml" >"$work/short.yaml"
@@ -292,7 +292,7 @@ train:
   metrics: [{type: accuracy, ignore_class: 0}, {type: perplexity, ignore_class: 0}]
 YAML
 # The model must beat the bigram baseline by 10 % in bits per character.
-lm_run=$("$tool" --config "$work/lm.yaml" --checkpoint-dir "$work/lm_checkpoint" --record "$work/lm_record" 2>&1)
+lm_run=$("$tool" --config "$work/lm.yaml" --checkpoint-dir "$work/lm_checkpoint" --retrace "$work/lm_retrace" 2>&1)
 perplexity=$(sed -n 's/^test_loss: .* - test_perplexity: \([0-9.]*\)$/\1/p' <<<"$lm_run")
 if [[ -n $perplexity && -n $bigram ]] && awk -v p="$perplexity" -v b="$bigram" 'BEGIN{exit !(log(p) / log(2) < 0.9 * b)}'; then
   passes=$((passes + 1))
@@ -301,7 +301,7 @@ else
   echo "$lm_run" | tail -5 | sed 's/^/    /'; failures=$((failures + 1))
 fi
 expect 0 "predict: [0-9]+ examples -> .*lm_logits.npy \(\[16, 32\] logits each\)" predict \
-  --checkpoint "$work/lm_checkpoint/model.safetensors" --input "$work/lm_record/test_inputs.npy" \
+  --checkpoint "$work/lm_checkpoint/model.safetensors" --input "$work/lm_retrace/test_inputs.npy" \
   --output "$work/lm_logits.npy"
 sed 's/units: 32}$/units: 30}/' "$work/lm.yaml" >"$work/lm-classes.yaml"
 expect 2 "the model ends in \[16, 30\], expected \[32\] logits, or \[positions, 32\]" --config "$work/lm-classes.yaml"

@@ -133,17 +133,17 @@ int train(const RunConfig& config) {
   SteadyStepMeter steady(trainer);
   callbacks->push_back(steady.callback());
 
-  std::unique_ptr<RecordingSource> recording;
-  if (!config.record_dir.empty()) {
+  std::unique_ptr<RetraceSource> retrace;
+  if (!config.retrace_dir.empty()) {
     if (group)
-      return fail(Status(StatusCode::kInvalidArgument, "record: one process only (not under mpirun)"));
-    if (Status started = start_record(config.record_dir, trainer); !started.ok()) return fail(started);
-    recording = std::make_unique<RecordingSource>(source);
-    recording->set_shape(data.shape_of.shape);
+      return fail(Status(StatusCode::kInvalidArgument, "retrace: one process only (not under mpirun)"));
+    if (Status started = start_retrace(config.retrace_dir, trainer); !started.ok()) return fail(started);
+    retrace = std::make_unique<RetraceSource>(source);
+    retrace->set_shape(data.shape_of.shape);
   }
   options.initial_epoch = first_epoch;
   options.interrupt = [&group] { return agreed_stop_signal(group.get()); };
-  auto history = fit(trainer, recording ? *recording : source, options, *callbacks);
+  auto history = fit(trainer, retrace ? *retrace : source, options, *callbacks);
   // A run that ends early says which checkpoint is still the good one.
   std::string note;
   if (checkpoints) {
@@ -183,13 +183,11 @@ int train(const RunConfig& config) {
     steady.report();
   }
   projection.report(history->steps, history->examples);
-  if (recording) {
-    const Status recorded =
-        finish_record(config.record_dir, recording->recorded(), data.validation, data.test);
-    if (!recorded.ok()) return fail(Status(recorded.code(), "record: " + recorded.message()));
-    std::printf("record: %s (initial weights, %u training examples in %llu batches, the evaluation sets)\n",
-                config.record_dir.c_str(), recording->recorded().examples,
-                (unsigned long long)history->steps);
+  if (retrace) {
+    const Status dumped = finish_retrace(config.retrace_dir, retrace->batches(), data.validation, data.test);
+    if (!dumped.ok()) return fail(Status(dumped.code(), "retrace: " + dumped.message()));
+    std::printf("retrace: %s (initial weights, %u training examples in %llu batches, the evaluation sets)\n",
+                config.retrace_dir.c_str(), retrace->batches().examples, (unsigned long long)history->steps);
   }
   if (checkpoints) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
   return write_trace() ? 0 : 2;

@@ -21,8 +21,8 @@ Interactions positives(const Dataset& data) {
   Interactions pairs;
   for (uint32_t e = 0; e < data.examples; ++e)
     if (data.labels[e] == 1) {
-      pairs.users.push_back(uint32_t(data.images[2 * std::size_t(e)]));
-      pairs.items.push_back(uint32_t(data.images[2 * std::size_t(e) + 1]));
+      pairs.users.push_back(uint32_t(data.values[2 * std::size_t(e)]));
+      pairs.items.push_back(uint32_t(data.values[2 * std::size_t(e) + 1]));
     }
   return pairs;
 }
@@ -94,12 +94,12 @@ Status report_ranking(Trainer& trainer, const RunConfig& config, const Dataset& 
       recall_at_k(users, candidates, train, held_out, config.ranking_k,
                   [&](std::size_t, std::vector<float>& scores) { scores = candidate_popularity; });
 
-  auto logits = trainer.predict(test.images.data(), test.examples);
+  auto logits = trainer.predict(test.values.data(), test.examples);
   if (!logits.ok()) return logits.status();
   std::vector<float> model_scores(test.examples), popular_scores(test.examples);
   for (uint32_t e = 0; e < test.examples; ++e) {
     model_scores[e] = (*logits)[2 * std::size_t(e) + 1] - (*logits)[2 * std::size_t(e)];
-    popular_scores[e] = popularity[uint32_t(test.images[2 * std::size_t(e) + 1])];
+    popular_scores[e] = popularity[uint32_t(test.values[2 * std::size_t(e) + 1])];
   }
   std::printf("ranking: %zu test users (of %zu), %zu candidate items; AUC over %u test pairs\n", users.size(),
               all_users, candidates.size(), test.examples);

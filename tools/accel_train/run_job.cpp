@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "systole/example.h"
+#include "systole/tf_example.h"
 
 namespace systole {
 namespace {

@@ -15,16 +15,17 @@
 
 namespace systole {
 
-// Examples as rows of `features` floats (images: height x width x 1,
-// row-major, in [0, 1]), and their labels: `label_width` fp32 values per
-// example (a class index, exact up to 2^24; a class per position of a
-// sequence; a regression's targets).
+// Examples as rows of `features` floats (any features: an image's pixels,
+// height x width x 1, row-major, in [0, 1]; token ids; a record's numbers),
+// and their labels: `label_width` fp32 values per example (a class index,
+// exact up to 2^24; a class per position of a sequence; a regression's
+// targets).
 struct Dataset {
   uint32_t examples = 0;
   uint32_t features = 0;
   std::vector<uint32_t> shape;  // one example: {height, width, 1}
   uint32_t classes = 0;
-  std::vector<float> images;  // examples x features, row-major
+  std::vector<float> values;  // examples x features, row-major
   std::vector<float> labels;  // examples x label_width
   uint32_t label_width = 1;
 
@@ -49,7 +50,7 @@ Result<Dataset> load_fashion_mnist(const std::string& directory, bool train, uin
 // One batch: `size` examples' features (row-major) and labels
 // (label_width per example).
 struct Batch {
-  std::vector<float> images;
+  std::vector<float> values;
   std::vector<float> labels;
   uint32_t size = 0;
   uint32_t label_width = 1;

@@ -76,8 +76,8 @@ struct OptimizerConfig {
   LearningRateSchedule schedule;
   // Embedding tables (Keras' Adagrad: accumulator += g^2,
   // w -= lr * g / (sqrt(accumulator) + epsilon)); the rate is constant.
-  float table_learning_rate = 0.05f;
-  float table_initial_accumulator = 0.1f;
+  float embedding_learning_rate = 0.05f;
+  float embedding_initial_accumulator = 0.1f;
   // Settings of a registered optimizer, by name.
   std::map<std::string, double> options;
 };

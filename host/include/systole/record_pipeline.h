@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "systole/dataset.h"
-#include "systole/example.h"
 #include "systole/status.h"
+#include "systole/tf_example.h"
 #include "systole/tfrecord.h"
 
 namespace systole {

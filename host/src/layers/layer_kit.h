@@ -40,6 +40,9 @@ inline void relu_mask(const std::vector<float>& gradient, const std::vector<floa
   }
 }
 
+// A bad argument or input of a layer; the caller says where.
+inline Status invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
+
 // `activation: relu | linear` of a layer whose product can fuse the ReLU.
 inline Result<bool> fused_relu(LayerArgs& args) {
   auto activation = args.choice("activation", {"relu", "linear"}, "linear");

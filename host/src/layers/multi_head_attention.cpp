@@ -22,8 +22,6 @@
 namespace systole {
 namespace {
 
-Status invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
-
 struct AttentionOptions {
   uint32_t heads = 1;
   uint32_t key_dim = 0;    // 0: width / heads

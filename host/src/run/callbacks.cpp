@@ -21,8 +21,8 @@ Result<Callbacks> make_callbacks(const RunConfig& config, bool lead, bool intera
                                                       " is not available (the run has no validation set)");
   if (config.terminate_on_nan) callbacks.push_back(std::make_shared<TerminateOnNaN>());
   // Those that write files, on rank 0.
-  if (lead && !config.csv_log.empty()) {
-    auto logger = CsvLogger::create({config.csv_log, config.csv_append});
+  if (lead && !config.csv_logger_filename.empty()) {
+    auto logger = CsvLogger::create({config.csv_logger_filename, config.csv_append});
     if (!logger.ok())
       return Status(logger.status().code(), "callbacks.csv_logger.filename: " + logger.status().message());
     callbacks.push_back(*logger);

@@ -209,8 +209,8 @@ Result<TrainerConfig> trainer_settings(const RunConfig& config, const ModelSpec&
   optimizer.weight_decay = config.weight_decay;
   optimizer.clipnorm = config.clipnorm;
   optimizer.global_clipnorm = config.global_clipnorm;
-  optimizer.table_learning_rate = config.embedding_learning_rate;
-  optimizer.table_initial_accumulator = config.embedding_initial_accumulator;
+  optimizer.embedding_learning_rate = config.embedding_learning_rate;
+  optimizer.embedding_initial_accumulator = config.embedding_initial_accumulator;
   LearningRateSchedule& schedule = optimizer.schedule;
   auto kind = LearningRateSchedule::parse(config.schedule);
   if (!kind.ok()) return Status(kind.status().code(), "train.schedule: " + kind.status().message());

@@ -509,7 +509,7 @@ std::vector<ConfigField> make_fields() {
                      "no shuffling)"));
   f.push_back(
       number("data.cycle_length", &C::cycle_length, closed(1, 1024), "tfrecord: files read interleaved"));
-  f.push_back(number("data.threads", &C::reader_threads, closed(1, 256),
+  f.push_back(number("data.threads", &C::data_threads, closed(1, 256),
                      "tfrecord: reader threads of each replica's pipeline")
                   .per_process());
   f.push_back(number("data.prefetch", &C::prefetch, closed(1, 1024), "tfrecord: batches prepared ahead")
@@ -611,9 +611,10 @@ std::vector<ConfigField> make_fields() {
                   .only_when(early_stopping_on));
   f.push_back(
       field("callbacks.terminate_on_nan", &C::terminate_on_nan, "a NaN or infinite loss ends the run"));
-  f.push_back(field("callbacks.csv_logger.filename", &C::csv_log, "a CSV line per epoch (empty: none)")
-                  .with_flag("--csv-log")
-                  .per_process());
+  f.push_back(
+      field("callbacks.csv_logger.filename", &C::csv_logger_filename, "a CSV line per epoch (empty: none)")
+          .with_flag("--csv-log")
+          .per_process());
   f.push_back(
       field("callbacks.csv_logger.append", &C::csv_append, "append to an existing file").per_process());
   f.push_back(field("tensorboard.dir", &C::tensorboard_dir, "TensorBoard event files (empty: none)")
@@ -625,10 +626,10 @@ std::vector<ConfigField> make_fields() {
   f.push_back(field("trace", &C::trace_file, "a Chrome/Perfetto trace of every step (empty: none)")
                   .with_flag("--trace")
                   .per_process());
-  f.push_back(field("record", &C::record_dir,
+  f.push_back(field("retrace", &C::retrace_dir,
                     "a directory for the initial weights, every training batch and the evaluation sets as "
                     "the model sees them, for another framework to retrace the run (empty: none)")
-                  .with_flag("--record"));
+                  .with_flag("--retrace"));
   f.push_back(
       section("ranking", &C::ranking, "rank a two-tower model's test set after training, when present"));
   f.push_back(number("ranking.k", &C::ranking_k, closed(1, 1000), "recall@k").only_when(ranking_on));

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "systole/example.h"
+#include "systole/tf_example.h"
 #include "systole/tfrecord.h"
 
 namespace systole {
@@ -71,7 +71,7 @@ Result<RunData> load_run_data(const RunConfig& config) {
   if (!compression.ok()) return compression.status();
   options.compression = *compression;
   options.cycle_length = config.cycle_length;
-  options.threads = config.reader_threads;
+  options.threads = config.data_threads;
   options.shuffle_buffer = config.shuffle_buffer;
   options.seed = config.seed;
   options.batch_size = config.global_batch;

@@ -23,7 +23,7 @@ Status write_set(const std::string& dir, const std::string& name, const Dataset&
   std::vector<std::size_t> shape{set.examples};
   shape.insert(shape.end(), set.shape.begin(), set.shape.end());
   if (set.shape.empty()) shape.push_back(set.features);
-  SYSTOLE_RETURN_IF_ERROR(write_npy(dir + "/" + name + "_inputs.npy", set.images, shape));
+  SYSTOLE_RETURN_IF_ERROR(write_npy(dir + "/" + name + "_inputs.npy", set.values, shape));
   std::vector<std::size_t> labels{set.examples};
   if (set.label_width > 1) labels.push_back(set.label_width);
   return write_npy(dir + "/" + name + "_labels.npy", set.labels, labels);
@@ -31,36 +31,36 @@ Status write_set(const std::string& dir, const std::string& name, const Dataset&
 
 }  // namespace
 
-Result<bool> RecordingSource::next(Batch& batch) {
+Result<bool> RetraceSource::next(Batch& batch) {
   auto more = inner_.next(batch);
   if (!more.ok() || !*more) return more;
-  const std::size_t features = batch.images.size() / batch.size;
-  if (recorded_.examples == 0) {
-    recorded_.features = uint32_t(features);
-    recorded_.label_width = batch.label_width;
+  const std::size_t features = batch.values.size() / batch.size;
+  if (batches_.examples == 0) {
+    batches_.features = uint32_t(features);
+    batches_.label_width = batch.label_width;
   }
-  recorded_.images.insert(recorded_.images.end(), batch.images.begin(),
-                          batch.images.begin() + std::ptrdiff_t(features * batch.size));
-  recorded_.labels.insert(recorded_.labels.end(), batch.labels.begin(),
-                          batch.labels.begin() + std::ptrdiff_t(std::size_t(batch.size) * batch.label_width));
-  recorded_.examples += batch.size;
+  batches_.values.insert(batches_.values.end(), batch.values.begin(),
+                         batch.values.begin() + std::ptrdiff_t(features * batch.size));
+  batches_.labels.insert(batches_.labels.end(), batch.labels.begin(),
+                         batch.labels.begin() + std::ptrdiff_t(std::size_t(batch.size) * batch.label_width));
+  batches_.examples += batch.size;
   return more;
 }
 
-Status start_record(const std::string& dir, const Trainer& trainer) {
+Status start_retrace(const std::string& dir, const Trainer& trainer) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return Status(StatusCode::kUnavailable,
-                  "record: " + dir + ": cannot create the directory: " + std::strerror(errno));
+                  "retrace: " + dir + ": cannot create the directory: " + std::strerror(errno));
   struct stat info;
   if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
-    return Status(StatusCode::kInvalidArgument, "record: " + dir + ": not a directory");
+    return Status(StatusCode::kInvalidArgument, "retrace: " + dir + ": not a directory");
   Status written = write_safetensors(dir + "/initial.safetensors", make_model_file(trainer));
-  if (!written.ok()) return Status(written.code(), "record: " + written.message());
+  if (!written.ok()) return Status(written.code(), "retrace: " + written.message());
   return ok_status();
 }
 
-Status finish_record(const std::string& dir, const Dataset& batches, const Dataset& validation,
-                     const Dataset& test) {
+Status finish_retrace(const std::string& dir, const Dataset& batches, const Dataset& validation,
+                      const Dataset& test) {
   SYSTOLE_RETURN_IF_ERROR(write_set(dir, "train", batches));
   if (validation.examples > 0) SYSTOLE_RETURN_IF_ERROR(write_set(dir, "validation", validation));
   if (test.examples > 0) SYSTOLE_RETURN_IF_ERROR(write_set(dir, "test", test));

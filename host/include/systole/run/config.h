@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "systole/example.h"
 #include "systole/layer.h"
 #include "systole/record_pipeline.h"
 #include "systole/status.h"
+#include "systole/tf_example.h"
 #include "systole/trainer.h"
 
 namespace systole {
@@ -52,7 +52,7 @@ struct RunConfig {
   std::string label = "label";
   uint32_t shuffle_buffer = 10000;
   uint32_t cycle_length = 4;
-  uint32_t reader_threads = 2;
+  uint32_t data_threads = 2;
   uint32_t prefetch = 2;
   bool skip_corrupt = false;
   std::string compression = "auto";  // of the TFRecord files: auto, none, gzip, zlib
@@ -82,8 +82,8 @@ struct RunConfig {
   float clipnorm = OptimizerConfig().clipnorm;
   float global_clipnorm = OptimizerConfig().global_clipnorm;
   // Adagrad on embedding tables' touched rows.
-  float embedding_learning_rate = OptimizerConfig().table_learning_rate;
-  float embedding_initial_accumulator = OptimizerConfig().table_initial_accumulator;
+  float embedding_learning_rate = OptimizerConfig().embedding_learning_rate;
+  float embedding_initial_accumulator = OptimizerConfig().embedding_initial_accumulator;
   // The learning-rate schedule over optimizer steps (host/optimizer.h):
   // constant, cosine (to 0 over decay_steps; 0: the rest of the run after
   // the warmup), exponential or step (decay_rate every decay_steps),
@@ -124,7 +124,7 @@ struct RunConfig {
   // 3) before the epoch's checkpoint, so the last one stays good.
   bool terminate_on_nan = true;
   // callbacks.csv_logger: a line per epoch (Keras' CSVLogger).
-  std::string csv_log;
+  std::string csv_logger_filename;
   bool csv_append = false;
   // tensorboard: event files under DIR/train and DIR/validation; batch
   // scalars every update_freq steps (0: epoch scalars only).
@@ -132,7 +132,7 @@ struct RunConfig {
   uint32_t tensorboard_update_freq = 0;
   // trace: a Chrome/Perfetto trace of every step, written at the end.
   std::string trace_file;
-  std::string record_dir;  // --record: the initial weights and the batches, for another framework
+  std::string retrace_dir;  // --retrace: the initial weights and the batches, for another framework
   // The longest launch before the run fails.
   double launch_timeout_s = std::chrono::duration<double>(TrainerConfig().launch_timeout).count();
   // Under mpirun: the longest wait for another process before the job

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The retrace dump (the config's `record`, accel_train's --record DIR):
+// The retrace dump (the config's `retrace`, accel_train's --retrace DIR):
 // what another framework needs to retrace a run step for step
 // (bench/train_reference.py does, in PyTorch):
 //   DIR/initial.safetensors   the weights before the first step, under the
@@ -23,9 +23,9 @@
 namespace systole {
 
 // Passes another source's batches through, keeping a copy of each.
-class RecordingSource final : public BatchSource {
+class RetraceSource final : public BatchSource {
  public:
-  explicit RecordingSource(BatchSource& inner) : inner_(inner) {}
+  explicit RetraceSource(BatchSource& inner) : inner_(inner) {}
   uint64_t batches_per_epoch() const override { return inner_.batches_per_epoch(); }
   Status start_epoch(uint32_t epoch) override { return inner_.start_epoch(epoch); }
   Result<bool> next(Batch& batch) override;
@@ -34,20 +34,20 @@ class RecordingSource final : public BatchSource {
   std::string shortfall() const override { return inner_.shortfall(); }
 
   // What it passed on: the examples, one after another.
-  const Dataset& recorded() const { return recorded_; }
-  void set_shape(const std::vector<uint32_t>& shape) { recorded_.shape = shape; }
+  const Dataset& batches() const { return batches_; }
+  void set_shape(const std::vector<uint32_t>& shape) { batches_.shape = shape; }
 
  private:
   BatchSource& inner_;
-  Dataset recorded_;
+  Dataset batches_;
 };
 
 // Before training: makes DIR (an error names it when it cannot be made or
 // written) and writes DIR/initial.safetensors.
-Status start_record(const std::string& dir, const Trainer& trainer);
+Status start_retrace(const std::string& dir, const Trainer& trainer);
 // After training: the batches and the evaluation sets, each file whole or
 // not at all.
-Status finish_record(const std::string& dir, const Dataset& batches, const Dataset& validation,
-                     const Dataset& test);
+Status finish_retrace(const std::string& dir, const Dataset& batches, const Dataset& validation,
+                      const Dataset& test);
 
 }  // namespace systole
