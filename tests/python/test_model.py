@@ -32,6 +32,18 @@ CONFIG = {
 }
 
 
+def fashion_mnist_shards(tmp, shards):
+    """tmp/fm/{train,validation,test}-*.tfrecord: make_idx's 640 training
+    (64 of them validation) and 160 test examples, as accel_data writes
+    Fashion-MNIST, the training set in `shards` files."""
+    idx = os.path.join(tmp, "idx")
+    os.mkdir(idx)
+    subprocess.run([os.environ["SYSTOLE_MAKE_IDX"], idx, "640", "160"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([os.environ["SYSTOLE_ACCEL_DATA"], "fashion-mnist", "--data-dir", idx, "--out",
+                    os.path.join(tmp, "fm"), "--shards", str(shards), "--validation-examples", "64"],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
 class Recorder(systole.Callback):
     def __init__(self):
         super().__init__()
@@ -144,12 +156,7 @@ class ModelTest(unittest.TestCase):
 
     def test_fit_on_a_record_dataset(self):
         with tempfile.TemporaryDirectory() as tmp:
-            idx = os.path.join(tmp, "idx")
-            os.mkdir(idx)
-            subprocess.run([os.environ["SYSTOLE_MAKE_IDX"], idx, "640", "160"], check=True, stdout=subprocess.DEVNULL)
-            subprocess.run([os.environ["SYSTOLE_ACCEL_DATA"], "fashion-mnist", "--data-dir", idx, "--out",
-                            os.path.join(tmp, "fm"), "--shards", "3", "--validation-examples", "64"],
-                           check=True, stdout=subprocess.DEVNULL)
+            fashion_mnist_shards(tmp, 3)
             config = {
                 "array": "16x16", "devices": 2, "model": {"hidden": [32], "classes": 10},
                 "data": {"format": "tfrecord", "train": f"{tmp}/fm/train-*.tfrecord",
@@ -181,12 +188,7 @@ class ModelTest(unittest.TestCase):
         --retrace dump of them): each replica's shard through its own pipeline
         and its share of the shuffle buffer, in replica order."""
         with tempfile.TemporaryDirectory() as tmp:
-            idx = os.path.join(tmp, "idx")
-            os.mkdir(idx)
-            subprocess.run([os.environ["SYSTOLE_MAKE_IDX"], idx, "640", "160"], check=True, stdout=subprocess.DEVNULL)
-            subprocess.run([os.environ["SYSTOLE_ACCEL_DATA"], "fashion-mnist", "--data-dir", idx, "--out",
-                            os.path.join(tmp, "fm"), "--shards", "4", "--validation-examples", "64"],
-                           check=True, stdout=subprocess.DEVNULL)
+            fashion_mnist_shards(tmp, 4)
             for replicas in (1, 2, 4):
                 with self.subTest(replicas=replicas):
                     config = {
