@@ -27,7 +27,10 @@
 #include "systole/run/config.h"
 #include "systole/run/data.h"
 #include "systole/run/device.h"
+#include "systole/output_file.h"
+#include "systole/run/ranking.h"
 #include "systole/run/run.h"
+#include "systole/trace.h"
 #include "systole/training_checkpoint.h"
 
 namespace systole::python {
@@ -252,27 +255,10 @@ class PyRecordDataset {
   bool started_ = false;
 };
 
-// The keys accel_train acts on that systole.Model does not yet: refused
-// (before the config's own checks, which would ask for what they need),
-// never silently ignored.
-void refuse_unsupported(const RunConfig& config) {
-  const std::pair<bool, const char*> refused[] = {
-      {config.resume, "checkpoint.resume: systole.Model does not resume a run yet (load_weights restores "
-                      "weights; accel_train --resume resumes the whole run)"},
-      {!config.trace_file.empty(), "trace: systole.Model does not write a trace yet (accel_train --trace does)"},
-      {!config.retrace_dir.empty(), "retrace: systole.Model does not write the retrace dump yet (accel_train --retrace "
-                                   "does)"},
-      {config.ranking, "ranking: systole.Model does not rank yet (accel_train does, after training)"},
-  };
-  for (const auto& [set, message] : refused)
-    if (set) throw py::value_error(message);
-}
-
 class PyModel {
  public:
   PyModel(const std::string& text, const std::string& source, bool is_file, const std::string& overrides)
       : config_(read_config(text, source, is_file, overrides)) {
-    refuse_unsupported(config_);
     throw_if_error(validate_run_config(config_));
   }
 
@@ -304,24 +290,26 @@ class PyModel {
       if (pair.size() != 2) throw py::value_error("validation_data: expected (x, y)");
       validation_set = numpy_dataset(pair[0], pair[1], train_set ? train_set->classes : config_.classes);
     }
-    BatchSource& source = train_on(train_set, run_data);
+    train_on(train_set, run_data);
     const Dataset* validation_data = validation_set                 ? &*validation_set
                                      : run_data && run_data->validation.examples ? &run_data->validation
                                                                                  : nullptr;
 
-    Callbacks all =
-        value_or_throw(run_->config_callbacks(isatty(STDOUT_FILENO), validation_data != nullptr, initial_epoch));
+    FitOptions options;
+    options.epochs = epochs ? epochs : config_.epochs;
+    options.initial_epoch = initial_epoch;
+    // checkpoint.resume: the first fit goes on after the checkpoint's epochs.
+    if (fits_++ == 0 && initial_epoch == 0) options.initial_epoch = run_->first_epoch();
+    options.steps_per_epoch = steps_per_epoch ? steps_per_epoch : config_.steps_per_epoch;
+    options.validation_data = validation_data;
+    Callbacks all = value_or_throw(
+        run_->config_callbacks(isatty(STDOUT_FILENO), validation_data != nullptr, options.initial_epoch));
     if (verbose == 0)  // Keras' verbose=0: no progress bar
       all.erase(std::remove_if(all.begin(), all.end(),
                                [](const auto& callback) { return dynamic_cast<ProgressBar*>(callback.get()); }),
                 all.end());
     const auto python = add_python_callbacks(callbacks, self, all);
 
-    FitOptions options;
-    options.epochs = epochs ? epochs : config_.epochs;
-    options.initial_epoch = initial_epoch;
-    options.steps_per_epoch = steps_per_epoch ? steps_per_epoch : config_.steps_per_epoch;
-    options.validation_data = validation_data;
     // Ctrl-C: Python's handler runs at the next batch, and fit stops there.
     options.interrupt = []() -> Result<int> {
       py::gil_scoped_acquire gil;
@@ -329,7 +317,19 @@ class PyModel {
       PyErr_Clear();
       return SIGINT;
     };
-    Result<History> history = without_gil([&] { return systole::fit(run_->trainer(), source, options, all); });
+    // trace: this fit's spans, written when it ends (also when it fails).
+    std::optional<Trace> trace;
+    if (!config_.trace_file.empty() && run_->lead()) {
+      auto probe = OutputFile::create(config_.trace_file);
+      if (!probe.ok()) throw_if_error(Status(probe.status().code(), "trace: " + probe.status().message()));
+      Trace::install(&trace.emplace());
+    }
+    Result<History> history = without_gil([&] { return run_->fit(options, all); });
+    if (trace) {
+      Trace::install(nullptr);
+      if (Status written = trace->write(config_.trace_file); !written.ok() && history.ok())
+        history = Status(written.code(), "trace: " + written.message());
+    }
     for (auto& callback : python) callback->raise_pending();
     throw_if_error(history.status());
     if (history->interrupted) {
@@ -362,7 +362,17 @@ class PyModel {
     const auto python = add_python_callbacks(callbacks, self, all);
     Result<Logs> logs = without_gil([&] { return systole::evaluate(run_->trainer(), data, all); });
     for (auto& callback : python) callback->raise_pending();
-    return logs_dict(value_or_throw(std::move(logs)));
+    py::dict result = logs_dict(value_or_throw(std::move(logs)));
+    if (config_.ranking) {  // the ranking report, beside the test logs
+      const RankingReport ranked =
+          value_or_throw(without_gil([&] { return rank_test_set(run_->trainer(), config_, data); }));
+      const std::string k = std::to_string(ranked.k);
+      result["auc"] = ranked.model_auc;
+      result[py::str("recall@" + k)] = ranked.model_recall;
+      result["popularity_auc"] = ranked.popularity_auc;
+      result[py::str("popularity_recall@" + k)] = ranked.popularity_recall;
+    }
+    return result;
   }
 
   py::array_t<float> predict(const py::object& x_object) {
@@ -418,6 +428,7 @@ class PyModel {
   BatchSource& train_on(const std::shared_ptr<const Dataset>& examples, const std::shared_ptr<const RunData>& data) {
     if (!run_) {
       RunOptions options;
+      options.program = "systole.Model";
       options.examples = examples;
       options.data = data;
       open(std::move(options), examples ? examples->shape : data->shape_of.shape);
@@ -433,6 +444,7 @@ class PyModel {
   void build_for(const Dataset& data) {
     if (run_) return check_shape(data.shape);
     RunOptions options;
+    options.program = "systole.Model";
     options.examples = std::make_shared<const Dataset>(data.slice(0, 0));
     options.batches = false;
     open(std::move(options), data.shape);
@@ -454,6 +466,7 @@ class PyModel {
 
   RunConfig config_;
   std::unique_ptr<TrainingRun> run_;
+  uint32_t fits_ = 0;
   std::vector<uint32_t> shape_;
   uint32_t classes_ = 0;
 };

@@ -242,6 +242,32 @@ class ModelTest(unittest.TestCase):
             with self.assertRaisesRegex(TypeError, "save_safetensors: 'w': expected dtype float32, got float64"):
                 systole.save_safetensors(path, {"w": np.zeros(3)})
 
+    def test_resume_trace_and_retrace_act_as_in_accel_train(self):
+        """checkpoint.resume, trace and retrace from systole.Model: a run
+        resumed after one epoch ends with the weights of two epochs straight
+        through; its trace and retrace dump are written."""
+        x, y = clusters(self.rng, 128)
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt, trace, dump = (os.path.join(tmp, name) for name in ("ckpt", "trace.json", "dump"))
+            straight = systole.Model(CONFIG, {"train": {"epochs": 2}})
+            straight.fit(x, y, verbose=0)
+            first = systole.Model(CONFIG, {"train": {"epochs": 1}, "checkpoint": {"dir": ckpt}})
+            first.fit(x, y, verbose=0)
+            del first  # its lock on the checkpoint directory goes with it
+            resumed = systole.Model(CONFIG, {"train": {"epochs": 2}, "checkpoint": {"dir": ckpt, "resume": True},
+                                             "trace": trace, "retrace": dump})
+            history = resumed.fit(x, y, verbose=0)
+            self.assertEqual(history.epoch, [1])
+            for name, weight in straight.get_weights().items():
+                np.testing.assert_array_equal(resumed.get_weights()[name], weight, err_msg=name)
+            with open(trace) as f:
+                self.assertGreater(len(json.load(f)["traceEvents"]), 0)
+            self.assertEqual(np.load(os.path.join(dump, "train_inputs.npy")).shape, (128, 12))
+            with self.assertRaisesRegex(ValueError, "retrace: the dump in .* retraces this run's first fit"):
+                resumed.fit(x, y, verbose=0)
+            with self.assertRaisesRegex(RuntimeError, r"ckpt is in use by systole.Model pid"):
+                systole.Model(CONFIG, {"checkpoint": {"dir": ckpt}}).fit(x, y, verbose=0)
+
     def test_bad_arguments_raise(self):
         x, y = clusters(self.rng, 64)
         model = systole.Model(CONFIG)
@@ -267,15 +293,6 @@ class ModelTest(unittest.TestCase):
                 (TypeError, "overrides must be a dict", lambda: systole.Model(CONFIG, "devices: 2")),
                 (ValueError, "train.global_batch: 32 is more than the 16 training examples",
                  lambda: systole.Model(CONFIG).fit(x[:16], y[:16])),
-                # Keys accel_train acts on and systole.Model does not yet: refused, not ignored.
-                (ValueError, "checkpoint.resume: systole.Model does not resume a run yet",
-                 lambda: systole.Model(CONFIG, {"checkpoint": {"dir": "ckpt", "resume": True}})),
-                (ValueError, "trace: systole.Model does not write a trace yet",
-                 lambda: systole.Model(CONFIG, {"trace": "trace.json"})),
-                (ValueError, "retrace: systole.Model does not write the retrace dump yet",
-                 lambda: systole.Model(CONFIG, {"retrace": "dump"})),
-                (ValueError, "ranking: systole.Model does not rank yet",
-                 lambda: systole.Model(CONFIG, {"ranking": {"k": 10}})),
         ]:
             with self.subTest(pattern):
                 with self.assertRaisesRegex(error, pattern):

@@ -9,12 +9,10 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
-#include <optional>
 
 #include "command_line.h"
 #include "guarded_main.h"
 #include "infer.h"
-#include "ranking_report.h"
 #include "run_job.h"
 #include "run_report.h"
 #include "systole/callbacks.h"
@@ -23,7 +21,6 @@
 #include "systole/output_file.h"
 #include "systole/run/callbacks.h"
 #include "systole/run/config.h"
-#include "systole/run/retrace.h"
 #include "systole/run/run.h"
 #include "systole/trace.h"
 #include "systole/training_checkpoint.h"
@@ -78,33 +75,28 @@ int train(const RunConfig& config) {
     if (!probe.ok()) return fail(Status(probe.status().code(), "trace: " + probe.status().message()));
     Trace::install((trace = std::make_unique<Trace>()).get());
   }
-  auto opened = TrainingRun::open(config, RunOptions{group.get()});
+  RunOptions options{group.get()};
+  options.program = "accel_train";
+  auto opened = TrainingRun::open(config, std::move(options));
   if (!opened.ok()) return fail(opened.status());
   TrainingRun& run = **opened;
   const RunData& data = *run.data();
   BatchSource& source = *run.batches();
   Trainer& trainer = run.trainer();
-  if (lead)
+  const std::string checkpoint_path = checkpoint_file(config.checkpoint_dir);
+  const uint32_t first_epoch = run.first_epoch();
+  if (lead) {
     for (const std::string& notice : trainer.notices())
       std::fprintf(stderr, "accel_train: %s\n", notice.c_str());
-
-  auto lock = lead ? lock_checkpoint_dir(config) : Result<std::optional<DirectoryLock>>(std::nullopt);
-  if (!lock.ok()) return fail(lock.status());
-  const std::string checkpoint_path = checkpoint_file(config.checkpoint_dir);
-  uint32_t first_epoch = 0;
-  if (config.resume) {
-    auto done = resume_from(checkpoint_path, trainer);
-    if (!done.ok()) return fail(done.status());
-    first_epoch = *done;
-    if (lead) std::printf("resumed from %s after epoch %u\n", checkpoint_path.c_str(), first_epoch);
-    if (first_epoch >= config.epochs) {
-      if (lead)
-        std::printf(
-            "the run is already finished (%u of %u epochs done): nothing to train; raise --epochs "
-            "to go on, or run accel_train evaluate\n",
-            first_epoch, config.epochs);
-      return 0;
-    }
+    for (const std::string& notice : run.notices()) std::printf("%s\n", notice.c_str());
+  }
+  if (config.resume && first_epoch >= config.epochs) {
+    if (lead)
+      std::printf(
+          "the run is already finished (%u of %u epochs done): nothing to train; raise --epochs "
+          "to go on, or run accel_train evaluate\n",
+          first_epoch, config.epochs);
+    return 0;
   }
 
   // Everything below prints on rank 0 only: the ranks train in lockstep
@@ -113,10 +105,10 @@ int train(const RunConfig& config) {
     return fail(Status(StatusCode::kUnavailable, "cannot redirect the output of rank > 0"));
   print_run_summary(config, run.device().device, run.device().units, trainer, group.get(), data.description);
 
-  FitOptions options = run.fit_options();
+  FitOptions fit_options = run.fit_options();
   // mpirun gives ranks a pseudo-terminal even when its own output is a file.
   const bool interactive = !group && isatty(STDOUT_FILENO);
-  auto callbacks = run.config_callbacks(interactive, options.validation_data != nullptr, first_epoch);
+  auto callbacks = run.config_callbacks(interactive, fit_options.validation_data != nullptr, first_epoch);
   if (!callbacks.ok()) return fail(callbacks.status());
   const std::shared_ptr<ModelCheckpoint>& checkpoints = run.checkpoints();
   if (data.pipeline) {
@@ -133,17 +125,8 @@ int train(const RunConfig& config) {
   SteadyStepMeter steady(trainer);
   callbacks->push_back(steady.callback());
 
-  std::unique_ptr<RetraceSource> retrace;
-  if (!config.retrace_dir.empty()) {
-    if (group)
-      return fail(Status(StatusCode::kInvalidArgument, "retrace: one process only (not under mpirun)"));
-    if (Status started = start_retrace(config.retrace_dir, trainer); !started.ok()) return fail(started);
-    retrace = std::make_unique<RetraceSource>(source);
-    retrace->set_shape(data.shape_of.shape);
-  }
-  options.initial_epoch = first_epoch;
-  options.interrupt = [&group] { return agreed_stop_signal(group.get()); };
-  auto history = fit(trainer, retrace ? *retrace : source, options, *callbacks);
+  fit_options.interrupt = [&group] { return agreed_stop_signal(group.get()); };
+  auto history = run.fit(fit_options, *callbacks);
   // A run that ends early says which checkpoint is still the good one.
   std::string note;
   if (checkpoints) {
@@ -168,8 +151,11 @@ int train(const RunConfig& config) {
     auto tested = evaluate(trainer, data.test);
     if (!tested.ok()) return fail(tested.status());
     print_test_logs(*tested);
-    if (config.ranking && lead)
-      if (Status ranked = report_ranking(trainer, config, data.test); !ranked.ok()) return fail(ranked);
+    if (config.ranking && lead) {
+      auto ranked = rank_test_set(trainer, config, data.test);
+      if (!ranked.ok()) return fail(ranked.status());
+      print_ranking(*ranked);
+    }
   }
   if (history->seconds > 0)
     std::printf(
@@ -183,12 +169,11 @@ int train(const RunConfig& config) {
     steady.report();
   }
   projection.report(history->steps, history->examples);
-  if (retrace) {
-    const Status dumped = finish_retrace(config.retrace_dir, retrace->batches(), data.validation, data.test);
-    if (!dumped.ok()) return fail(Status(dumped.code(), "retrace: " + dumped.message()));
-    std::printf("retrace: %s (initial weights, %u training examples in %llu batches, the evaluation sets)\n",
-                config.retrace_dir.c_str(), retrace->batches().examples, (unsigned long long)history->steps);
-  }
+  if (!config.retrace_dir.empty())
+    std::printf(
+        "retrace: %s (initial weights, %llu training examples in %llu batches, the evaluation sets)\n",
+        config.retrace_dir.c_str(), (unsigned long long)run.retraced_examples(),
+        (unsigned long long)history->steps);
   if (checkpoints) std::printf("checkpoint: %s\n", checkpoint_path.c_str());
   return write_trace() ? 0 : 2;
 }

@@ -2,11 +2,8 @@
 #include "run_job.h"
 
 #include <signal.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "systole/tf_example.h"
@@ -69,28 +66,6 @@ Result<int> agreed_stop_signal(ProcessGroup* group) {
   for (double signal : *all)
     if (signal != 0) return int(signal);
   return 0;
-}
-Result<std::optional<DirectoryLock>> lock_checkpoint_dir(const RunConfig& config) {
-  std::optional<DirectoryLock> held;
-  std::error_code missing;
-  if (config.checkpoint_dir.empty() ||
-      (config.resume && !std::filesystem::exists(config.checkpoint_dir, missing)))
-    return held;
-  std::error_code error;
-  std::filesystem::create_directories(config.checkpoint_dir, error);
-  if (error)
-    return Status(StatusCode::kUnavailable,
-                  "checkpoint.dir: cannot create '" + config.checkpoint_dir + "': " + error.message());
-  char host[256] = "?";
-  gethostname(host, sizeof host - 1);
-  auto lock = DirectoryLock::acquire(config.checkpoint_dir,
-                                     "accel_train pid " + std::to_string(getpid()) + " on host " + host);
-  if (!lock.ok()) return lock.status();
-  for (const std::string& name : lock->removed_temporaries())
-    std::printf("removed %s/%s, a partial write of a run that was killed\n", config.checkpoint_dir.c_str(),
-                name.c_str());
-  held.emplace(std::move(lock).value());
-  return held;
 }
 
 }  // namespace systole

@@ -1,12 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // accel_train's job: the ranks of an mpirun job agreeing on their settings
-// and on when to stop, the stop signals (Ctrl-C, SIGTERM), and the lock on
-// the checkpoint directory.
+// and on when to stop, and the stop signals (Ctrl-C, SIGTERM).
 #pragma once
 
-#include <optional>
-
-#include "systole/output_file.h"
 #include "systole/process_group.h"
 #include "systole/run/config.h"
 
@@ -26,11 +22,5 @@ void install_stop_signals();
 // rank must stop after the same step (a rank that went on would wait for
 // the others in its next all-reduce), so the ranks agree on it.
 Result<int> agreed_stop_signal(ProcessGroup* group);
-
-// Locks the checkpoint directory for this run (a second run on it would
-// interleave its checkpoints with ours), creating it unless resuming from
-// a directory that does not exist (which fails later, creating nothing);
-// none without checkpoint.dir.
-Result<std::optional<DirectoryLock>> lock_checkpoint_dir(const RunConfig& config);
 
 }  // namespace systole

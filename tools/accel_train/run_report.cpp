@@ -103,6 +103,14 @@ void print_test_logs(const Logs& logs) {
   std::printf("\n");
 }
 
+void print_ranking(const RankingReport& report) {
+  std::printf("ranking: %zu test users (of %zu), %zu candidate items; AUC over %u test pairs\n", report.users,
+              report.all_users, report.candidates, report.pairs);
+  std::printf("  model:      auc %.4f - recall@%u %.4f\n", report.model_auc, report.k, report.model_recall);
+  std::printf("  popularity: auc %.4f - recall@%u %.4f\n", report.popularity_auc, report.k,
+              report.popularity_recall);
+}
+
 ProjectionMeter::ProjectionMeter(Device device) : device_(std::move(device)), total_(device_.projection()) {
   if (total_.ok()) total_ = total_->since(*total_);  // zero
 }

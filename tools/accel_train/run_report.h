@@ -14,6 +14,7 @@
 #include "systole/driver.h"
 #include "systole/process_group.h"
 #include "systole/run/config.h"
+#include "systole/run/ranking.h"
 #include "systole/trainer.h"
 
 namespace systole {
@@ -26,6 +27,10 @@ void print_run_summary(const RunConfig& config, const Device& device, const std:
 // "test_loss: 0.3021 - test_accuracy: 0.8912": an evaluation's logs, the
 // loss first.
 void print_test_logs(const Logs& logs);
+
+// The ranking report: "ranking: 50 test users (of 50), ..." and a line for
+// the model and one for the popularity baseline.
+void print_ranking(const RankingReport& report);
 
 // "LABEL: 2.65 ms = array products 1.01 (38 %), staging ..., other 0.41":
 // where `steps` training steps that took `seconds` went, in ms per step (a

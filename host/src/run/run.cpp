@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "systole/run/run.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 #include <utility>
 
 #include "systole/run/callbacks.h"
+#include "systole/training_checkpoint.h"
 
 namespace systole {
 
@@ -42,7 +46,60 @@ Result<std::unique_ptr<TrainingRun>> TrainingRun::open(const RunConfig& config, 
   auto trainer = make_trainer(config, run->device_, *settings, options.group);
   if (!trainer.ok()) return trainer.status();
   run->trainer_ = std::move(trainer).value();
+  SYSTOLE_RETURN_IF_ERROR(run->resume(options.program));
   return run;
+}
+
+Status TrainingRun::resume(const std::string& program) {
+  const std::string& dir = config_.checkpoint_dir;
+  std::error_code missing;
+  if (lead() && !dir.empty() && !(config_.resume && !std::filesystem::exists(dir, missing))) {
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error)
+      return Status(StatusCode::kUnavailable,
+                    "checkpoint.dir: cannot create '" + dir + "': " + error.message());
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    auto lock =
+        DirectoryLock::acquire(dir, program + " pid " + std::to_string(getpid()) + " on host " + host);
+    if (!lock.ok()) return lock.status();
+    for (const std::string& name : lock->removed_temporaries())
+      notices_.push_back("removed " + dir + "/" + name + ", a partial write of a run that was killed");
+    lock_.emplace(std::move(lock).value());
+  }
+  if (!config_.resume) return ok_status();
+  const std::string path = checkpoint_file(dir);
+  auto done = resume_from(path, *trainer_);
+  if (!done.ok()) return done.status();
+  first_epoch_ = *done;
+  notices_.push_back("resumed from " + path + " after epoch " + std::to_string(first_epoch_));
+  return ok_status();
+}
+
+Result<History> TrainingRun::fit(const FitOptions& options, Callbacks& callbacks) {
+  if (!batches_)
+    return Status(StatusCode::kInvalidArgument, "fit: the run was opened without training batches");
+  const bool retrace = !config_.retrace_dir.empty();
+  if (retrace && fits_ > 0)
+    return Status(StatusCode::kInvalidArgument,
+                  "retrace: the dump in '" + config_.retrace_dir +
+                      "' retraces this run's first fit; a second fit would not be in it");
+  ++fits_;
+  if (!retrace) return systole::fit(*trainer_, *batches_, options, callbacks);
+  if (group_) return Status(StatusCode::kInvalidArgument, "retrace: one process only (not under mpirun)");
+  SYSTOLE_RETURN_IF_ERROR(start_retrace(config_.retrace_dir, *trainer_));
+  RetraceSource source(*batches_);
+  source.set_shape(examples_ ? examples_->shape : data_->shape_of.shape);
+  auto history = systole::fit(*trainer_, source, options, callbacks);
+  if (!history.ok() || history->interrupted) return history;
+  const Dataset none;
+  const Status dumped =
+      finish_retrace(config_.retrace_dir, source.batches(),
+                     options.validation_data ? *options.validation_data : none, data_ ? data_->test : none);
+  if (!dumped.ok()) return Status(dumped.code(), "retrace: " + dumped.message());
+  retraced_examples_ = source.batches().examples;
+  return history;
 }
 
 Result<Callbacks> TrainingRun::config_callbacks(bool interactive, bool validation, uint32_t first_epoch) {
@@ -55,6 +112,7 @@ FitOptions TrainingRun::fit_options() const {
   options.steps_per_epoch = config_.steps_per_epoch;
   options.validation_data = data_ && data_->validation.examples > 0 ? &data_->validation : nullptr;
   options.lead = lead();
+  options.initial_epoch = first_epoch_;
   return options;
 }
 

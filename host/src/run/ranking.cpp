@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The ranking report: the training positives from the training files, the
-// towers' vectors from the model, recall@k and AUC from host/ranking.h.
-#include "ranking_report.h"
+// towers' vectors from the model, recall@k and AUC from systole/ranking.h.
+#include "systole/run/ranking.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <random>
 #include <unordered_map>
 
@@ -35,7 +34,7 @@ std::vector<uint32_t> distinct(std::vector<uint32_t> ids) {
 
 }  // namespace
 
-Status report_ranking(Trainer& trainer, const RunConfig& config, const Dataset& test) {
+Result<RankingReport> rank_test_set(Trainer& trainer, const RunConfig& config, const Dataset& test) {
   const ModelSpec& spec = trainer.model().spec();
   if (spec.layers.empty() || spec.layers.back().type != "dot" || test.features != 2)
     return Status(StatusCode::kInvalidArgument,
@@ -101,13 +100,17 @@ Status report_ranking(Trainer& trainer, const RunConfig& config, const Dataset& 
     model_scores[e] = (*logits)[2 * std::size_t(e) + 1] - (*logits)[2 * std::size_t(e)];
     popular_scores[e] = popularity[uint32_t(test.values[2 * std::size_t(e) + 1])];
   }
-  std::printf("ranking: %zu test users (of %zu), %zu candidate items; AUC over %u test pairs\n", users.size(),
-              all_users, candidates.size(), test.examples);
-  std::printf("  model:      auc %.4f - recall@%u %.4f\n", roc_auc(model_scores, test.labels),
-              config.ranking_k, model_recall);
-  std::printf("  popularity: auc %.4f - recall@%u %.4f\n", roc_auc(popular_scores, test.labels),
-              config.ranking_k, popular_recall);
-  return ok_status();
+  RankingReport report;
+  report.users = users.size();
+  report.all_users = all_users;
+  report.candidates = candidates.size();
+  report.pairs = test.examples;
+  report.k = config.ranking_k;
+  report.model_auc = roc_auc(model_scores, test.labels);
+  report.model_recall = model_recall;
+  report.popularity_auc = roc_auc(popular_scores, test.labels);
+  report.popularity_recall = popular_recall;
+  return report;
 }
 
 }  // namespace systole
