@@ -295,12 +295,12 @@ class PyModel {
                                      : run_data && run_data->validation.examples ? &run_data->validation
                                                                                  : nullptr;
 
-    FitOptions options;
-    options.epochs = epochs ? epochs : config_.epochs;
-    options.initial_epoch = initial_epoch;
-    // checkpoint.resume: the first fit goes on after the checkpoint's epochs.
-    if (fits_++ == 0 && initial_epoch == 0) options.initial_epoch = run_->first_epoch();
-    options.steps_per_epoch = steps_per_epoch ? steps_per_epoch : config_.steps_per_epoch;
+    // The config's options (a resumed run's first fit goes on after the
+    // checkpoint's epochs), with fit's arguments where given.
+    FitOptions options = run_->fit_options();
+    if (epochs) options.epochs = epochs;
+    if (initial_epoch) options.initial_epoch = initial_epoch;
+    if (steps_per_epoch) options.steps_per_epoch = steps_per_epoch;
     options.validation_data = validation_data;
     Callbacks all = value_or_throw(
         run_->config_callbacks(isatty(STDOUT_FILENO), validation_data != nullptr, options.initial_epoch));
@@ -466,7 +466,6 @@ class PyModel {
 
   RunConfig config_;
   std::unique_ptr<TrainingRun> run_;
-  uint32_t fits_ = 0;
   std::vector<uint32_t> shape_;
   uint32_t classes_ = 0;
 };

@@ -112,7 +112,7 @@ FitOptions TrainingRun::fit_options() const {
   options.steps_per_epoch = config_.steps_per_epoch;
   options.validation_data = data_ && data_->validation.examples > 0 ? &data_->validation : nullptr;
   options.lead = lead();
-  options.initial_epoch = first_epoch_;
+  options.initial_epoch = fits_ == 0 ? first_epoch_ : 0;
   return options;
 }
 

@@ -84,7 +84,8 @@ class TrainingRun {
   const std::shared_ptr<ModelCheckpoint>& checkpoints() const { return checkpoints_; }
   // fit's options as the config sets them: train.epochs and
   // steps_per_epoch, the data's validation set (if it has one), whether
-  // this process leads, the first epoch after a resume.
+  // this process leads; after a resume, the first fit's initial epoch is
+  // the checkpoint's (later fits start from 0).
   FitOptions fit_options() const;
 
   // fit() of the run's trainer on its batches. With `retrace` in the config
