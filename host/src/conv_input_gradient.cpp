@@ -10,13 +10,14 @@
 
 #include "systole/matmul.h"
 #include "systole/trace.h"
+#include "systole/vector_plan.h"
 
 namespace systole {
 
 using spec::Operand;
 
 Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
-                                                 bool dy_on_card, const float* w, float* dx) {
+                                                 const DeviceTensor& dy_card, const float* w, float* dx) {
   const std::string what = "conv input gradient on card";
   const ConvShape& s = shape;
   if (!keeps_activations())
@@ -84,37 +85,32 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
   };
   const uint32_t row_values = s.out_width * filters;
   std::vector<spec::CommandRecord> records;
-  if (dy_on_card) {
+  if (dy_card) {
     // A card tensor of examples x positions x filters, or a Flatten's view
     // of one stored filters x positions per image (read transposed).
     const std::size_t count = examples * s.positions() * filters;
-    auto span = card_span(dy, count, what + ": dy");
-    if (!span.ok()) return span.status();
-    const CardTensor& tensor = *span->tensor;
-    const bool transposed = tensor.of && tensor.block_rows != 1 && tensor.block_cols != 1;
-    if (transposed && (tensor.block_rows != filters || tensor.block_cols != s.positions() ||
-                       span->offset % (s.positions() * filters) != 0))
+    if (count > dy_card.count())
+      return Status(StatusCode::kInvalidArgument, what + ": dy reads " + std::to_string(count) +
+                                                      " values of a tensor the card holds " +
+                                                      std::to_string(dy_card.count()) + " of");
+    const bool transposed = !dy_card.reads_in_order();
+    if (transposed && (dy_card.block_rows() != filters || dy_card.block_cols() != s.positions() ||
+                       dy_card.offset() % (s.positions() * filters) != 0))
       return Status(StatusCode::kUnavailable, what + ": dy is a view whose blocks are not its images");
-    auto base = card_address(transposed ? tensor.of + span->offset : dy, count, what + ": dy");
-    if (!base.ok()) return base.status();
-    spec::VectorDescriptor d{};
-    d.opcode = uint8_t(spec::Opcode::kToBf16);
+    const uint64_t base = dy_card.address();
     for (uint32_t n = 0; n < examples; ++n)
       for (uint32_t oy = 0; oy < s.out_height; ++oy) {
-        if (transposed) {
-          // Row oy of image n: out_width values of each filter's row.
-          d.flags = spec::vector_flag::kTranspose;
-          d.rows = filters;
-          d.n = s.out_width;
-          d.stride = uint32_t(s.positions());
-          d.x_addr = *base + (n * s.positions() * filters + uint64_t(oy) * s.out_width) * sizeof(float);
-        } else {
-          d.rows = 1;
-          d.n = d.stride = row_values;
-          d.x_addr = *base + (uint64_t(n) * s.out_height + oy) * row_values * sizeof(float);
-        }
-        d.z_addr = padded_address + padded_row(n, oy);
-        records.push_back(spec::record_of(d));
+        const uint64_t z = padded_address + padded_row(n, oy);
+        // Row oy of image n: transposed, out_width values of each filter's
+        // row.
+        const VectorProblem copy =
+            transposed
+                ? to_bf16_problem(
+                      filters, s.out_width, s.positions(), true,
+                      base + (n * s.positions() * filters + uint64_t(oy) * s.out_width) * sizeof(float), z)
+                : to_bf16_problem(1, row_values, row_values, false,
+                                  base + (uint64_t(n) * s.out_height + oy) * row_values * sizeof(float), z);
+        SYSTOLE_RETURN_IF_ERROR(append_vector_plan(copy, records));
       }
   } else {
     uint16_t* view = padded->slot.buffer.map<uint16_t>();
@@ -135,7 +131,7 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
     const uint64_t back = uint64_t(tap / s.kernel_width) * padded_width + tap % s.kernel_width;
     // The tap's weights, filters x channels, channels apart in W's rows.
     const float* tap_w = w + std::size_t(tap) * channels;
-    auto b = operand(tap_w, filters, channels, false, s.patch(), Operand::kB, false, b_[r], records);
+    auto b = operand(tap_w, DeviceTensor(), filters, channels, false, s.patch(), Operand::kB, b_[r], records);
     if (!b.ok()) return b.status();
     GemmProblem problem;
     problem.m = uint32_t(pixels);
@@ -149,17 +145,8 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
     for (const spec::GemmDescriptor& d : *planned) products.push_back(spec::record_of(d));
   }
   records.insert(records.end(), products.begin(), products.end());
-  const uint64_t sum = tap_sum_.buffer.address();
-  for (uint64_t done = 0; done < values; done += spec::kMaxVectorElements) {
-    spec::VectorDescriptor d{};
-    d.opcode = uint8_t(spec::Opcode::kSum);
-    d.rows = taps;
-    d.n = uint32_t(std::min<uint64_t>(spec::kMaxVectorElements, values - done));
-    d.stride = uint32_t(values);
-    d.x_addr = tap_products + done * sizeof(float);
-    d.z_addr = sum + done * sizeof(float);
-    records.push_back(spec::record_of(d));
-  }
+  SYSTOLE_RETURN_IF_ERROR(append_vector_plan(
+      sum_problem(taps, values, values, tap_products, tap_sum_.buffer.address()), records));
   SYSTOLE_RETURN_IF_ERROR(launch(records, upload, launch_seconds));
 
   // Down come the rows that hold the input's pixels.

@@ -12,6 +12,7 @@
 #include "systole/boards.h"
 #include "systole/matmul.h"
 #include "systole/trace.h"
+#include "systole/vector_plan.h"
 
 namespace systole {
 namespace {
@@ -26,20 +27,16 @@ constexpr std::size_t kCommandBytes = spec::command_list_bytes(1000);
 
 }  // namespace
 
-Status MatmulExecutor::relu_mask_on_card(const float*, const float*, float*, std::size_t) {
+Result<DeviceTensor> MatmulExecutor::allocate(std::size_t) {
+  return Status(StatusCode::kUnavailable, "allocate: this executor keeps no tensors on the card");
+}
+
+Status MatmulExecutor::relu_mask_on_card(const DeviceTensor&, const DeviceTensor&, const DeviceTensor&) {
   return Status(StatusCode::kUnavailable, "relu mask: this executor keeps no tensors on the card");
 }
 
-Status MatmulExecutor::hold_on_card(const float*, std::size_t) {
-  return Status(StatusCode::kUnavailable, "hold on card: this executor keeps no tensors on the card");
-}
-
-Status MatmulExecutor::view_on_card(const float*, const float*, std::size_t, uint32_t, uint32_t) {
-  return Status(StatusCode::kUnavailable, "view on card: this executor keeps no tensors on the card");
-}
-
-Status MatmulExecutor::conv_input_gradient_on_card(const ConvShape&, uint32_t, const float*, bool,
-                                                   const float*, float*) {
+Status MatmulExecutor::conv_input_gradient_on_card(const ConvShape&, uint32_t, const float*,
+                                                   const DeviceTensor&, const float*, float*) {
   return Status(StatusCode::kUnavailable,
                 "conv input gradient on card: this executor keeps no tensors on the card");
 }
@@ -187,7 +184,6 @@ std::vector<std::pair<std::size_t, std::size_t>> Intervals::gaps(std::size_t cou
 void DeviceMatmul::keep_resident(const ResidentParameters& resident) {
   resident_ = resident;
   copies_.clear();
-  tensors_.clear();
   pending_.clear();
   card_read_.clear();
   card_written_.clear();
@@ -208,143 +204,66 @@ std::optional<std::size_t> DeviceMatmul::offset_in(const float* base, std::size_
   return offset;
 }
 
-bool DeviceMatmul::holds(const float* base, std::size_t count, const float* p) {
-  return offset_in(base, count, p, 0).has_value();
+std::size_t DeviceMatmul::copied_tensors() const {
+  std::vector<uint64_t> sources;
+  for (const Copy& copy : copies_)
+    if (copy.source && !copy.alive.expired()) sources.push_back(copy.source);
+  std::sort(sources.begin(), sources.end());
+  return std::size_t(std::unique(sources.begin(), sources.end()) - sources.begin());
 }
 
-void DeviceMatmul::drop_tensors(const float* p, std::size_t count, bool views_only) {
-  for (std::size_t t = tensors_.size(); t-- > 0;) {
-    const CardTensor& tensor = tensors_[t];
-    if ((views_only && !tensor.of) || !(holds(tensor.key, tensor.count, p) || holds(p, count, tensor.key)))
-      continue;
-    invalidate_copies(tensor);
-    tensors_.erase(tensors_.begin() + std::ptrdiff_t(t));
-  }
+void DeviceMatmul::invalidate_copies(const DeviceTensor& written) {
+  for (Copy& copy : copies_)
+    if (copy.source == written.id()) copy.current = false;  // read directly or through a view
 }
 
-std::size_t DeviceMatmul::find_tensor(const float* p) const {
-  return std::find_if(tensors_.begin(), tensors_.end(),
-                      [&](const CardTensor& t) { return holds(t.key, t.count, p); }) -
-         tensors_.begin();
-}
-
-void DeviceMatmul::invalidate_copies(const CardTensor& written) {
-  for (Copy& copy : copies_) {
-    if (!copy.source) continue;  // the resident values
-    const std::size_t read = find_tensor(copy.source);
-    const bool through_view =
-        read < tensors_.size() && tensors_[read].of && holds(written.key, written.count, tensors_[read].of);
-    if (through_view || holds(written.key, written.count, copy.source)) copy.current = false;
-  }
-}
-
-Result<uint64_t> DeviceMatmul::card_result(const float* c, std::size_t count) {
-  // Nothing writes a view, and a pass names its views again before reading
-  // them: a view the range overlaps lies under host memory freed since.
-  drop_tensors(c, count, /*views_only=*/true);
-  std::size_t at = find_tensor(c), offset = 0;
-  if (at < tensors_.size()) {
-    const CardTensor& held = tensors_[at];
-    offset = *offset_in(held.key, held.count, c, count);
-    if (offset == SIZE_MAX) {  // runs past the tensor's end: a new one
-      at = tensors_.size();
-      offset = 0;
-    }
-  }
-  if (at == tensors_.size()) {
-    // What the range overlaps was left under host memory that has since
-    // been freed.
-    drop_tensors(c, count, /*views_only=*/false);
-    CardTensor tensor;
-    tensor.key = c;
-    tensor.slot.bank = spec::operand_bank(unit_, Operand::kC, device_.info().hbm_banks);
-    tensors_.push_back(std::move(tensor));
-    at = tensors_.size() - 1;
-  }
-  CardTensor& tensor = tensors_[at];
-  if (tensor.count == 0) {
-    SYSTOLE_RETURN_IF_ERROR(ensure(tensor.slot, count * sizeof(float)));
-    tensor.count = count;
-  }
-  invalidate_copies(tensor);
-  return tensor.slot.buffer.address() + offset * sizeof(float);
-}
-
-Result<DeviceMatmul::CardSpan> DeviceMatmul::card_span(const float* p, std::size_t count,
-                                                       const std::string& what) const {
-  const std::size_t at = find_tensor(p);
-  if (at == tensors_.size())
-    return Status(StatusCode::kInvalidArgument,
-                  what + " is not on the card: no earlier call left a result there");
-  const CardTensor& tensor = tensors_[at];
-  const std::size_t offset = *offset_in(tensor.key, tensor.count, p, 0);
-  if (count > tensor.count - offset)
-    return Status(StatusCode::kInvalidArgument,
-                  what + " reads " + std::to_string(count) + " values" +
-                      (offset ? " from value " + std::to_string(offset) : std::string()) +
-                      " of a tensor the card holds " + std::to_string(tensor.count) + " of");
-  return CardSpan{&tensor, offset};
-}
-
-Result<uint64_t> DeviceMatmul::card_address(const float* p, std::size_t count,
-                                            const std::string& what) const {
-  auto span = card_span(p, count, what);
-  if (!span.ok()) return span.status();
-  return card_address(*span, count, what);
-}
-
-Result<uint64_t> DeviceMatmul::card_address(const CardSpan& span, std::size_t count,
-                                            const std::string& what) const {
-  const CardTensor& tensor = *span.tensor;
-  if (!tensor.of) return tensor.slot.buffer.address() + span.offset * sizeof(float);
-  // A view whose blocks are one row or one column is its tensor's values
-  // in their order.
-  if (tensor.block_rows == 1 || tensor.block_cols == 1)
-    return card_address(tensor.of + span.offset, count, what);
-  return Status(StatusCode::kInvalidArgument, what +
-                                                  " is a view of a card tensor whose blocks read transposed; "
-                                                  "only a product's operand can read it");
-}
-
-Status DeviceMatmul::hold_on_card(const float* key, std::size_t count) {
+Result<DeviceTensor> DeviceMatmul::allocate(std::size_t count) {
   if (!keeps_activations())
     return Status(StatusCode::kInvalidArgument,
-                  "hold on card: a tensor on the card needs the parameters kept there (placement: device)");
-  return card_result(key, count).status();
+                  "allocate: a tensor on the card needs the parameters kept there (placement: device)");
+  // The copies of tensors that are gone go with them.
+  copies_.erase(std::remove_if(copies_.begin(), copies_.end(),
+                               [](const Copy& copy) { return copy.source && copy.alive.expired(); }),
+                copies_.end());
+  Slot slot;
+  slot.bank = spec::operand_bank(unit_, Operand::kC, device_.info().hbm_banks);
+  SYSTOLE_RETURN_IF_ERROR(ensure(slot, std::max<std::size_t>(count, 1) * sizeof(float)));
+  return DeviceTensor::over(std::move(slot.buffer), 0, count);
 }
 
-Status DeviceMatmul::view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
-                                  uint32_t cols) {
-  const std::size_t block = std::size_t(rows) * cols;
-  if (block == 0 || count % block != 0)
-    return Status(StatusCode::kInvalidArgument, "view on card: " + std::to_string(count) +
-                                                    " values are not whole blocks of " +
-                                                    std::to_string(rows) + " x " + std::to_string(cols));
-  auto viewed = card_span(key, count, "view on card: the tensor viewed");
-  if (!viewed.ok()) return viewed.status();
-  const CardTensor& viewed_tensor = *viewed->tensor;
-  if (viewed_tensor.of)
-    return Status(StatusCode::kInvalidArgument, "view on card: the tensor viewed is itself a view");
-  if (holds(viewed_tensor.key, viewed_tensor.count, view) || holds(view, count, viewed_tensor.key))
-    return Status(StatusCode::kInvalidArgument, "view on card: a view cannot share the tensor's addresses");
-  // What else the view's range overlaps lies under host memory freed since.
-  drop_tensors(view, count, /*views_only=*/false);
-  CardTensor tensor;
-  tensor.key = view;
-  tensor.count = count;
-  tensor.of = key;
-  tensor.block_rows = rows;
-  tensor.block_cols = cols;
-  tensors_.push_back(std::move(tensor));
-  return ok_status();
+Result<uint64_t> DeviceMatmul::card_result(const DeviceTensor& c, std::size_t count,
+                                           const std::string& what) {
+  if (!c) return Status(StatusCode::kInvalidArgument, what + ": no tensor on the card");
+  if (c.is_view()) return Status(StatusCode::kInvalidArgument, what + " is a view; nothing writes one");
+  if (count > c.count())
+    return Status(StatusCode::kInvalidArgument, what + " writes " + std::to_string(count) +
+                                                    " values into a tensor of " + std::to_string(c.count()));
+  invalidate_copies(c);
+  return c.address();
 }
 
-Result<std::vector<spec::VectorDescriptor>> DeviceMatmul::view_copy(const CardTensor& view,
-                                                                    std::size_t offset, uint32_t rows,
-                                                                    uint32_t cols, bool transposed,
-                                                                    uint32_t stride, uint64_t z,
-                                                                    const std::string& what) const {
-  const uint32_t r = view.block_rows, c = view.block_cols;
+Result<uint64_t> DeviceMatmul::card_address(const DeviceTensor& x, std::size_t count,
+                                            const std::string& what) {
+  if (!x) return Status(StatusCode::kInvalidArgument, what + " is not on the card");
+  if (count > x.count())
+    return Status(StatusCode::kInvalidArgument, what + " reads " + std::to_string(count) +
+                                                    " values of a tensor the card holds " +
+                                                    std::to_string(x.count()) + " of");
+  if (!x.reads_in_order())
+    return Status(
+        StatusCode::kInvalidArgument,
+        what +
+            " is a view of a card tensor whose blocks read transposed; only a product's operand can "
+            "read it");
+  return x.address();
+}
+
+Result<std::vector<spec::CommandRecord>> DeviceMatmul::view_copy(const DeviceTensor& view, uint32_t rows,
+                                                                 uint32_t cols, bool transposed,
+                                                                 uint32_t stride, uint64_t z,
+                                                                 const std::string& what) {
+  const uint32_t r = view.block_rows(), c = view.block_cols();
+  const std::size_t offset = view.offset();
   const std::size_t block = std::size_t(r) * c;
   // X as stored: transposed, op(X)'s columns are its rows.
   const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
@@ -362,57 +281,52 @@ Result<std::vector<spec::VectorDescriptor>> DeviceMatmul::view_copy(const CardTe
                       std::to_string(stored_cols) + (transposed ? " transposed" : "") + ", row stride " +
                       std::to_string(stride) + ", from value " + std::to_string(offset) +
                       ", which does not fall on whole blocks");
-  auto base = card_address(view.of + offset, values, what);
-  if (!base.ok()) return base.status();
+  if (values > view.count())
+    return Status(StatusCode::kInvalidArgument, what + " reads " + std::to_string(values) +
+                                                    " values of a view of " + std::to_string(view.count()));
+  const uint64_t base = view.address();
   const std::size_t blocks = values / block;
-  std::vector<spec::VectorDescriptor> made;
-  spec::VectorDescriptor d{};
-  d.opcode = uint8_t(spec::Opcode::kToBf16);
+  std::vector<spec::CommandRecord> made;
   if (packed) {
-    d.flags = spec::vector_flag::kTranspose;
-    d.rows = r;
-    d.n = d.stride = c;
-    for (std::size_t b = 0; b < blocks; ++b) {
-      d.x_addr = *base + b * block * sizeof(float);
-      d.z_addr = z + b * block * sizeof(uint16_t);
-      made.push_back(d);
-    }
+    // Each block's transpose in turn.
+    for (std::size_t b = 0; b < blocks; ++b)
+      SYSTOLE_RETURN_IF_ERROR(append_vector_plan(
+          to_bf16_problem(r, c, c, true, base + b * block * sizeof(float), z + b * block * sizeof(uint16_t)),
+          made));
   } else {
-    d.rows = uint32_t(blocks);
-    d.n = c;
-    d.stride = uint32_t(block);
-    for (uint32_t i = 0; i < r; ++i) {
-      d.x_addr = *base + std::size_t(i) * c * sizeof(float);
-      d.z_addr = z + std::size_t(i) * blocks * c * sizeof(uint16_t);
-      made.push_back(d);
-    }
+    // Block row i of every block in turn.
+    for (uint32_t i = 0; i < r; ++i)
+      SYSTOLE_RETURN_IF_ERROR(append_vector_plan(
+          to_bf16_problem(uint32_t(blocks), c, block, false, base + std::size_t(i) * c * sizeof(float),
+                          z + std::size_t(i) * blocks * c * sizeof(uint16_t)),
+          made));
   }
   return made;
 }
 
-Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, uint32_t rows, uint32_t cols,
-                                                           bool transposed, uint32_t stride, Operand operand,
-                                                           bool on_card,
+Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, const DeviceTensor& x_card,
+                                                           uint32_t rows, uint32_t cols, bool transposed,
+                                                           uint32_t stride, Operand operand,
                                                            std::vector<spec::CommandRecord>& records) {
   // X as stored: transposed, op(X)'s columns are its rows.
   const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
   const std::size_t span = std::size_t(stored_rows - 1) * stride + stored_cols;
-  const float* source = nullptr;
+  uint64_t source = 0;  // the resident values
+  std::weak_ptr<const void> alive;
   std::size_t offset = 0;
   uint64_t source_address = 0;
-  const CardTensor* view = nullptr;  // a view whose blocks read transposed
+  const DeviceTensor* view = nullptr;  // a view whose blocks read transposed
   const char* const what = operand == Operand::kA ? "matmul: operand A" : "matmul: operand B";
-  if (on_card) {
-    auto at = card_span(x, span, what);
-    if (!at.ok()) return at.status();
-    source = at->tensor->key;
-    offset = at->offset;
-    if (at->tensor->of && at->tensor->block_rows != 1 && at->tensor->block_cols != 1) {
-      view = at->tensor;
-    } else {
-      auto address = card_address(*at, span, what);
+  if (x_card) {
+    source = x_card.id();
+    alive = x_card.lifetime();
+    offset = x_card.offset();
+    if (x_card.reads_in_order()) {
+      auto address = card_address(x_card, span, what);
       if (!address.ok()) return address.status();
       source_address = *address;
+    } else {
+      view = &x_card;
     }
   } else {
     if (!resident_ || !x) return std::optional<uint64_t>();
@@ -426,71 +340,64 @@ Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, uint3
     card_read_.add(offset, offset + span);
     source_address = resident_->values_buffer.address() + resident_->values_offset + offset * sizeof(float);
   }
+  const uint32_t block_rows = view ? view->block_rows() : 0, block_cols = view ? view->block_cols() : 0;
   auto found = std::find_if(copies_.begin(), copies_.end(), [&](const Copy& copy) {
-    return copy.source == source && copy.offset == offset && copy.rows == rows && copy.cols == cols &&
-           copy.stride == stride && copy.transposed == transposed && copy.operand == operand;
+    return copy.source == source && copy.block_rows == block_rows && copy.block_cols == block_cols &&
+           copy.offset == offset && copy.rows == rows && copy.cols == cols && copy.stride == stride &&
+           copy.transposed == transposed && copy.operand == operand;
   });
   if (found == copies_.end()) {
-    Copy copy{source, offset, rows, cols, stride, transposed, operand, {}, false};
+    Copy copy{source, block_rows, block_cols, alive,   offset, rows,
+              cols,   stride,     transposed, operand, {},     false};
     copy.slot.bank = spec::operand_bank(unit_, operand, device_.info().hbm_banks);
     copies_.push_back(std::move(copy));
     found = copies_.end() - 1;
   }
   SYSTOLE_RETURN_IF_ERROR(ensure(found->slot, std::size_t(rows) * cols * sizeof(uint16_t)));
   const uint64_t z = found->slot.buffer.address();
-  std::vector<spec::VectorDescriptor> made;
+  std::vector<spec::CommandRecord> made;
   if (view) {
     // Checked on every read: the viewed tensor may have gone.
-    auto blocks = view_copy(*view, offset, rows, cols, transposed, stride, z, what);
+    auto blocks = view_copy(*view, rows, cols, transposed, stride, z, what);
     if (!blocks.ok()) return blocks.status();
     made = std::move(blocks).value();
   } else {
-    spec::VectorDescriptor d{};
-    d.opcode = uint8_t(spec::Opcode::kToBf16);
-    d.flags = transposed ? spec::vector_flag::kTranspose : 0;
-    d.n = stored_cols;
-    d.rows = stored_rows;
-    d.stride = stride;
-    d.x_addr = source_address;
-    d.z_addr = z;
-    made.push_back(d);
+    SYSTOLE_RETURN_IF_ERROR(append_vector_plan(
+        to_bf16_problem(stored_rows, stored_cols, stride, transposed, source_address, z), made));
   }
   if (!found->current) {
-    for (const spec::VectorDescriptor& d : made) records.push_back(spec::record_of(d));
+    records.insert(records.end(), made.begin(), made.end());
     found->current = true;
   }
   return std::optional<uint64_t>(z);
 }
 
-Result<uint64_t> DeviceMatmul::operand(const float* x, uint32_t rows, uint32_t cols, bool transposed,
-                                       uint32_t stride, Operand which, bool on_card, Slot& slot,
-                                       std::vector<spec::CommandRecord>& records) {
-  auto card = card_operand(x, rows, cols, transposed, stride, which, on_card, records);
+Result<uint64_t> DeviceMatmul::operand(const float* x, const DeviceTensor& x_card, uint32_t rows,
+                                       uint32_t cols, bool transposed, uint32_t stride, Operand which,
+                                       Slot& slot, std::vector<spec::CommandRecord>& records) {
+  auto card = card_operand(x, x_card, rows, cols, transposed, stride, which, records);
   if (!card.ok()) return card.status();
   if (*card) return **card;
   return stage(slot, x, nullptr, rows, cols, transposed, stride);
 }
 
-Status DeviceMatmul::relu_mask_on_card(const float* gradient, const float* output, float* masked,
-                                       std::size_t count) {
+Status DeviceMatmul::relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
+                                       const DeviceTensor& masked) {
+  const std::size_t count = masked.count();
   auto x = card_address(gradient, count, "relu mask: the gradient");
   if (!x.ok()) return x.status();
   auto y = card_address(output, count, "relu mask: the layer's output");
   if (!y.ok()) return y.status();
   const uint64_t x_addr = *x, y_addr = *y;
-  auto z = card_result(masked, count);
+  auto z = card_result(masked, count, "relu mask: the masked gradient");
   if (!z.ok()) return z.status();
-  // In pieces as long as a descriptor's n allows.
-  for (std::size_t done = 0; done < count; done += spec::kMaxVectorElements) {
-    spec::VectorDescriptor d{};
-    d.opcode = uint8_t(spec::Opcode::kReluGrad);
-    d.n = uint32_t(std::min<std::size_t>(spec::kMaxVectorElements, count - done));
-    d.x_addr = x_addr + done * sizeof(float);
-    d.y_addr = y_addr + done * sizeof(float);
-    d.z_addr = *z + done * sizeof(float);
-    pending_.push_back(spec::record_of(d));
-  }
-  return ok_status();
+  VectorProblem mask;
+  mask.opcode = spec::Opcode::kReluGrad;
+  mask.n = count;
+  mask.x = x_addr;
+  mask.y = y_addr;
+  mask.z = *z;
+  return append_vector_plan(mask, pending_);
 }
 
 void DeviceMatmul::ensure_call_slots(std::size_t calls) {
@@ -543,16 +450,17 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   std::optional<TraceScope> upload(std::in_place, "upload", "device", track);  // until the first launch
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const MatmulCall& call = calls[i];
-    if (!(call.a || call.a_rows) || !(call.b || call.b_rows) || !call.c)
+    if (!(call.a || call.a_rows || call.a_card) || !(call.b || call.b_rows || call.b_card) ||
+        !(call.c || call.c_card))
       return Status(StatusCode::kInvalidArgument, "matmul: an operand is missing");
     if ((call.a_rows && call.a_transposed) || (call.b_rows && call.b_transposed))
       return Status(StatusCode::kInvalidArgument, "matmul: an operand given as rows is not transposed");
-    if ((call.a_on_card && call.a_rows) || (call.b_on_card && call.b_rows))
+    if ((call.a_card && call.a_rows) || (call.b_card && call.b_rows))
       return Status(StatusCode::kInvalidArgument, "matmul: an operand is given both as rows and on the card");
-    if ((call.a_on_card || call.b_on_card || call.c_on_card) && !keeps_activations())
+    if ((call.a_card || call.b_card || call.c_card) && !keeps_activations())
       return Status(StatusCode::kInvalidArgument,
                     "matmul: a tensor on the card needs the parameters kept there (placement: device)");
-    if (call.c_on_card && call.accumulate)
+    if (call.c_card && call.accumulate)
       return Status(StatusCode::kInvalidArgument, "matmul: a result left on the card cannot accumulate");
     const uint32_t a_row = call.a_transposed ? call.m : call.k, b_row = call.b_transposed ? call.k : call.n;
     if (call.a_stride() < a_row || call.b_stride() < b_row)
@@ -569,14 +477,14 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.accumulate = call.accumulate;
 
     auto a = call.a_rows ? made_rows(call, *call.a_rows, call.m, call.k, a_[i])
-                         : operand(call.a, call.m, call.k, call.a_transposed, call.a_stride(), Operand::kA,
-                                   call.a_on_card, a_[i], records);
+                         : operand(call.a, call.a_card, call.m, call.k, call.a_transposed, call.a_stride(),
+                                   Operand::kA, a_[i], records);
     if (!a.ok()) return a.status();
     problem.a = {*a, call.k};
 
     auto b = call.b_rows ? made_rows(call, *call.b_rows, call.k, call.n, b_[i])
-                         : operand(call.b, call.k, call.n, call.b_transposed, call.b_stride(), Operand::kB,
-                                   call.b_on_card, b_[i], records);
+                         : operand(call.b, call.b_card, call.k, call.n, call.b_transposed, call.b_stride(),
+                                   Operand::kB, b_[i], records);
     if (!b.ok()) return b.status();
     problem.b = {*b, call.n};
 
@@ -585,8 +493,8 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
         resident_ && call.bias ? offset_in(resident_->values, resident_->count, call.bias, call.n)
                                : std::nullopt;
     const std::optional<std::size_t> c_at =
-        resident_ && !call.c_on_card ? offset_in(resident_->gradients, resident_->count, call.c, c_count)
-                                     : std::nullopt;
+        resident_ && !call.c_card ? offset_in(resident_->gradients, resident_->count, call.c, c_count)
+                                  : std::nullopt;
     if (bias_at == SIZE_MAX || c_at == SIZE_MAX)
       return Status(StatusCode::kInvalidArgument,
                     "matmul: a bias or result runs past the end of the parameters kept on the card");
@@ -604,9 +512,8 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
       card_written_.add(*c_at, *c_at + c_count);
       problem.c = {gradients.address() + at, call.n};
       on_card[i] = true;
-    } else if (call.c_on_card) {
-      // C goes into the card tensor that holds c's range, or becomes one.
-      auto address = card_result(call.c, c_count);
+    } else if (call.c_card) {
+      auto address = card_result(call.c_card, c_count, "matmul: result C");
       if (!address.ok()) return address.status();
       problem.c = {*address, call.n};
       on_card[i] = true;
@@ -659,12 +566,12 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   return ok_status();
 }
 
-Status DeviceMatmul::run_vector(const std::vector<spec::VectorDescriptor>& descriptors) {
+Status DeviceMatmul::run_vector(const std::vector<spec::CommandRecord>& work) {
   using Clock = Trace::Clock;
   const Clock::time_point begun = Clock::now();
   double launch_seconds = 0;
   std::vector<spec::CommandRecord> records = std::exchange(pending_, {});
-  for (const spec::VectorDescriptor& d : descriptors) records.push_back(spec::record_of(d));
+  records.insert(records.end(), work.begin(), work.end());
   std::optional<TraceScope> upload(std::in_place, "upload", "device", Trace::unit_track(unit_));
   SYSTOLE_RETURN_IF_ERROR(launch(records, upload, launch_seconds));
   times_.launch_seconds += launch_seconds;

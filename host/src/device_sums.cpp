@@ -9,6 +9,7 @@
 
 #include "systole/matmul.h"
 #include "systole/vector_ops.h"
+#include "systole/vector_plan.h"
 
 namespace systole {
 
@@ -31,15 +32,15 @@ void sum_rows(const float* x, uint32_t rows, uint32_t width, uint32_t tile, floa
 }
 
 Status MatmulExecutor::sum(const SumCall& call) {
-  if (!call.x || !call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-  if (call.x_on_card)
+  if (call.x_card)
     return Status(StatusCode::kInvalidArgument, "sum: this executor keeps no tensors on the card");
+  if (!call.x || !call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
   sum_rows(call.x, call.rows, call.width, call.tile_rows(k_tile()), call.out);
   return ok_status();
 }
 
 Status DeviceMatmul::sum(const SumCall& call) {
-  if (!call.x_on_card) return MatmulExecutor::sum(call);
+  if (!call.x_card) return MatmulExecutor::sum(call);
   if (!call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
   if (!keeps_activations())
     return Status(StatusCode::kInvalidArgument,
@@ -53,35 +54,33 @@ Status DeviceMatmul::sum(const SumCall& call) {
                       " values do not fit the vector engine's sum (up to " +
                       std::to_string(spec::kMaxVectorElements) + " values a row, " +
                       std::to_string(spec::kMaxVectorRows) + " tiles of " + std::to_string(tile) + " rows)");
-  auto span = card_span(call.x, count, "sum: the values summed");
-  if (!span.ok()) return span.status();
-  const CardTensor& tensor = *span->tensor;
-  if (tensor.of && tensor.block_rows != 1 && tensor.block_cols != 1) {
+  const DeviceTensor& tensor = call.x_card;
+  if (count > tensor.count())
+    return Status(StatusCode::kInvalidArgument, "sum: the values summed are " + std::to_string(count) +
+                                                    " of a tensor of " + std::to_string(tensor.count()));
+  if (!tensor.reads_in_order()) {
     // A view that reads transposed: its values come down and are summed
     // here, in the rows' order.
-    auto base = card_span(tensor.of + span->offset, count, "sum: the tensor viewed");
-    if (!base.ok()) return base.status();
-    const CardTensor& stored = *base->tensor;
-    const std::size_t block = std::size_t(tensor.block_rows) * tensor.block_cols,
-                      bytes = count * sizeof(float);
-    if (span->offset % block != 0 || count % block != 0)
+    const uint32_t block_rows = tensor.block_rows(), block_cols = tensor.block_cols();
+    const std::size_t block = std::size_t(block_rows) * block_cols;
+    if (count % block != 0)
       return Status(StatusCode::kInvalidArgument,
                     "sum: the values summed are not whole blocks of their view");
     if (!pending_.empty()) SYSTOLE_RETURN_IF_ERROR(run_vector({}));
-    Buffer buffer = stored.slot.buffer;
-    SYSTOLE_RETURN_IF_ERROR(
-        buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, base->offset * sizeof(float)));
-    const float* values = buffer.map<float>() + base->offset;
+    auto stored = tensor.part(0, count);
+    if (!stored.ok()) return stored.status();
+    std::vector<float> values(count);
+    SYSTOLE_RETURN_IF_ERROR(stored->read(values.data()));
     summed_.resize(count);
     for (std::size_t b = 0; b < count / block; ++b)
-      for (uint32_t r = 0; r < tensor.block_rows; ++r)
-        for (uint32_t c = 0; c < tensor.block_cols; ++c)
-          summed_[b * block + std::size_t(c) * tensor.block_rows + r] =
-              values[b * block + std::size_t(r) * tensor.block_cols + c];
+      for (uint32_t r = 0; r < block_rows; ++r)
+        for (uint32_t c = 0; c < block_cols; ++c)
+          summed_[b * block + std::size_t(c) * block_rows + r] =
+              values[b * block + std::size_t(r) * block_cols + c];
     sum_rows(summed_.data(), rows, width, tile, call.out);
     return ok_status();
   }
-  auto x = card_address(*span, count, "sum: the values summed");
+  auto x = card_address(tensor, count, "sum: the values summed");
   if (!x.ok()) return x.status();
 
   // Into the card's gradients where out lies in them, else into sums_.
@@ -104,24 +103,17 @@ Status DeviceMatmul::sum(const SumCall& call) {
     SYSTOLE_RETURN_IF_ERROR(run_vector({}));
   SYSTOLE_RETURN_IF_ERROR(ensure(tile_sums_, tile_bytes));
   const uint64_t sums = tile_sums_.buffer.address();
-  std::vector<spec::VectorDescriptor> work;
-  auto add_sum = [&](uint64_t from, uint32_t terms, uint64_t to) {
-    spec::VectorDescriptor d{};
-    d.opcode = uint8_t(spec::Opcode::kSum);
-    d.rows = terms;
-    d.n = d.stride = width;
-    d.x_addr = from;
-    d.z_addr = to;
-    work.push_back(d);
-  };
+  std::vector<spec::CommandRecord> work;
   for (uint32_t t = 0; t < tiles; ++t)
-    add_sum(*x + uint64_t(t) * tile * width * sizeof(float), std::min(tile, rows - t * tile),
-            sums + uint64_t(t) * width * sizeof(float));
-  add_sum(sums, tiles, out);
+    SYSTOLE_RETURN_IF_ERROR(append_vector_plan(sum_problem(std::min(tile, rows - t * tile), width, width,
+                                                           *x + uint64_t(t) * tile * width * sizeof(float),
+                                                           sums + uint64_t(t) * width * sizeof(float)),
+                                               work));
+  SYSTOLE_RETURN_IF_ERROR(append_vector_plan(sum_problem(tiles, width, width, sums, out), work));
   if (out_at) {
     // Nothing comes down: the sums run at the head of the next launch.
     card_written_.add(*out_at, *out_at + width);
-    for (const spec::VectorDescriptor& d : work) pending_.push_back(spec::record_of(d));
+    pending_.insert(pending_.end(), work.begin(), work.end());
     return ok_status();
   }
   SYSTOLE_RETURN_IF_ERROR(run_vector(work));

@@ -279,6 +279,9 @@ Status Model::forward(LayerContext& context, const float* inputs, uint32_t batch
       changed = true;
     }
   }
+  // A tensor the host holds this pass lets go of what the card held of it.
+  for (Activations& tensor : tensors_)
+    if (!tensor.on_card) tensor.card = DeviceTensor();
   for (uint32_t i : order_) {
     if (i >= layers) continue;
     Node& node = nodes_[i];
@@ -315,7 +318,10 @@ void Model::carry_mask(const std::vector<const Activations*>& inputs, Activation
 
 Status Model::backward(LayerContext& context, const std::vector<float>& logits_gradient) {
   reached_.assign(tensors_.size(), false);
-  for (std::size_t t = 0; t < tensors_.size(); ++t) gradients_[t].on_card = tensors_[t].on_card;
+  for (std::size_t t = 0; t < tensors_.size(); ++t) {
+    gradients_[t].on_card = tensors_[t].on_card;
+    if (!gradients_[t].on_card) gradients_[t].card = DeviceTensor();
+  }
   Activations& top = gradients_.back();
   top.batch = tensors_.back().batch;
   top.shape = tensors_.back().shape;

@@ -98,104 +98,92 @@ Status ReferenceMatmul::run(const std::vector<MatmulCall>& calls) {
   return ok_status();
 }
 
-Result<std::pair<const CardKeepingMatmul::Kept*, std::size_t>> CardKeepingMatmul::find(
-    const float* p, std::size_t count) const {
-  auto at = tensors_.upper_bound(p);
-  if (at == tensors_.begin()) return Status(StatusCode::kInvalidArgument, "not on the card");
-  --at;
-  const auto offset =
-      std::size_t(reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(at->first)) /
-      sizeof(float);
-  if (offset >= at->second.count || count > at->second.count - offset)
-    return Status(StatusCode::kInvalidArgument, "not on the card, or shorter there");
-  return std::pair{&at->second, offset};
+Result<DeviceTensor> CardKeepingMatmul::allocate(std::size_t count) {
+  auto buffer = device_.allocate(std::max<std::size_t>(count, 1) * sizeof(float), 0);
+  if (!buffer.ok()) return buffer.status();
+  ++tensors;
+  return DeviceTensor::over(std::move(buffer).value(), 0, count);
 }
 
-Result<std::vector<float>> CardKeepingMatmul::values(const float* p, std::size_t count) const {
-  auto found = find(p, count);
-  if (!found.ok()) return found.status();
-  const auto [kept, offset] = *found;
-  if (!kept->of)
-    return std::vector<float>(kept->values.begin() + offset, kept->values.begin() + offset + count);
-  auto whole = values(kept->of, kept->count);
-  if (!whole.ok()) return whole.status();
+Result<std::vector<float>> CardKeepingMatmul::values(const DeviceTensor& x, std::size_t count) {
+  if (!x) return Status(StatusCode::kInvalidArgument, "not on the card");
+  if (count > x.count()) return Status(StatusCode::kInvalidArgument, "shorter on the card");
+  const std::size_t block = std::size_t(x.block_rows()) * x.block_cols();
+  // A view is read in whole blocks.
+  const std::size_t stored_count = x.reads_in_order() ? count : (count + block - 1) / block * block;
+  auto stored = x.part(0, stored_count);
+  if (!stored.ok()) return stored.status();
+  std::vector<float> read(stored_count);
+  SYSTOLE_RETURN_IF_ERROR(stored->read(read.data()));
+  if (x.reads_in_order()) return read;
+  views_.insert({x.id(), x.block_rows()});
   // Value j of a block reads the block's transpose: j = c * rows + r is
   // stored at r * cols + c.
-  const std::size_t block = std::size_t(kept->rows) * kept->cols;
-  std::vector<float> read(count);
+  std::vector<float> viewed(count);
   for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t at = offset + i, b = at / block, j = at % block;
-    read[i] = (*whole)[b * block + (j % kept->rows) * kept->cols + j / kept->rows];
+    const std::size_t b = i / block, j = i % block;
+    viewed[i] = read[b * block + (j % x.block_rows()) * x.block_cols() + j / x.block_rows()];
   }
-  return read;
+  return viewed;
 }
 
 Status CardKeepingMatmul::run(const std::vector<MatmulCall>& calls) {
   std::vector<MatmulCall> here = calls;
   std::vector<std::vector<float>> operands;  // what the calls read from the card
-  operands.reserve(2 * calls.size());
+  operands.reserve(3 * calls.size());
   for (MatmulCall& call : here) {
-    auto read = [&](const float*& x, bool& on_card, bool transposed, uint32_t stride, uint32_t rows,
+    auto read = [&](const float*& x, DeviceTensor& card, bool transposed, uint32_t stride, uint32_t rows,
                     uint32_t cols) -> Status {
-      if (!on_card) return ok_status();
+      if (!card) return ok_status();
       const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
-      auto found = values(x, std::size_t(stored_rows - 1) * stride + stored_cols);
+      auto found = values(card, std::size_t(stored_rows - 1) * stride + stored_cols);
       if (!found.ok()) return found.status();
       operands.push_back(std::move(found).value());
       x = operands.back().data();
-      on_card = false;
+      card = DeviceTensor();
       ++operands_read;
       return ok_status();
     };
-    SYSTOLE_RETURN_IF_ERROR(read(call.a, call.a_on_card, call.a_transposed, call.a_stride(), call.m, call.k));
-    SYSTOLE_RETURN_IF_ERROR(read(call.b, call.b_on_card, call.b_transposed, call.b_stride(), call.k, call.n));
-    if (call.c_on_card) {
+    SYSTOLE_RETURN_IF_ERROR(read(call.a, call.a_card, call.a_transposed, call.a_stride(), call.m, call.k));
+    SYSTOLE_RETURN_IF_ERROR(read(call.b, call.b_card, call.b_transposed, call.b_stride(), call.k, call.n));
+    if (call.c_card) {
       if (call.accumulate) return Status(StatusCode::kInvalidArgument, "accumulating on the card");
-      const std::size_t count = std::size_t(call.m) * call.n;
-      auto held = find(call.c, count);
-      if (!held.ok()) {
-        SYSTOLE_RETURN_IF_ERROR(hold_on_card(call.c, count));
-        held = find(call.c, count);
-      }
-      if (held->first->of) return Status(StatusCode::kInvalidArgument, "writing a view");
-      call.c = const_cast<float*>(held->first->values.data()) + held->second;
-      call.c_on_card = false;
+      if (call.c_card.is_view()) return Status(StatusCode::kInvalidArgument, "writing a view");
+      if (std::size_t(call.m) * call.n > call.c_card.count())
+        return Status(StatusCode::kInvalidArgument, "a result longer than its tensor on the card");
+      operands.emplace_back(std::size_t(call.m) * call.n);
+      call.c = operands.back().data();
       ++results_left;
     }
   }
-  return reference_.run(here);
-}
-
-Status CardKeepingMatmul::hold_on_card(const float* key, std::size_t count) {
-  Kept& kept = tensors_[key];
-  kept.count = std::max(kept.count, count);
-  kept.values.resize(kept.count);
+  for (MatmulCall& call : here) call.c_card = DeviceTensor();
+  SYSTOLE_RETURN_IF_ERROR(reference_.run(here));
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    if (calls[i].c_card) {
+      DeviceTensor c = calls[i].c_card;
+      auto part = c.part(0, std::size_t(calls[i].m) * calls[i].n);
+      if (!part.ok()) return part.status();
+      SYSTOLE_RETURN_IF_ERROR(part->write(here[i].c));
+    }
   return ok_status();
 }
 
-Status CardKeepingMatmul::view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
-                                       uint32_t cols) {
-  auto viewed = find(key, count);
-  if (!viewed.ok()) return viewed.status();
-  tensors_[view] = Kept{count, {}, key, rows, cols};
-  ++views;
-  return ok_status();
-}
-
-Status CardKeepingMatmul::relu_mask_on_card(const float* gradient, const float* output, float* masked,
-                                            std::size_t count) {
+Status CardKeepingMatmul::relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
+                                            const DeviceTensor& masked) {
+  const std::size_t count = masked.count();
   auto g = values(gradient, count), y = values(output, count);
   if (!g.ok() || !y.ok()) return Status(StatusCode::kInvalidArgument, "relu mask: not on the card");
-  SYSTOLE_RETURN_IF_ERROR(hold_on_card(masked, count));
-  std::vector<float>& kept = tensors_[masked].values;
+  std::vector<float> kept(count);
   for (std::size_t i = 0; i < count; ++i) kept[i] = (*y)[i] > 0.0f ? (*g)[i] : 0.0f;
+  DeviceTensor out = masked;
+  SYSTOLE_RETURN_IF_ERROR(out.write(kept.data()));
   ++masks;
   return ok_status();
 }
 
 Status CardKeepingMatmul::sum(const SumCall& call) {
-  if (!call.x_on_card) return MatmulExecutor::sum(call);
-  auto x = values(call.x, std::size_t(call.rows) * call.width);
+  if (!call.x_card) return MatmulExecutor::sum(call);
+  auto x = values(call.x_card, std::size_t(call.rows) * call.width);
   if (!x.ok()) return Status(StatusCode::kInvalidArgument, "sum: not on the card");
   sum_rows(x->data(), call.rows, call.width, call.tile_rows(k_tile()), call.out);
   ++sums_read;

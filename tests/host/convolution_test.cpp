@@ -76,11 +76,6 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
   DeviceMatmul& matmul = *unit.matmul;
   matmul.keep_resident(unit.resident);
 
-  // The host memory that names dy on the card, as a layer's: the same
-  // arrays throughout (the card names its tensors by their addresses).
-  std::size_t largest = 0;
-  for (const ConvShape& s : shapes) largest = std::max(largest, 3 * s.positions() * s.filters);
-  std::vector<float> key(largest, -1234.5f), view(largest, -1234.5f);
   // The padded copies are zeroed once per shape and reused: chunks grow,
   // shrink and grow again, with the shapes in turn.
   for (const uint32_t examples : {2u, 3u, 1u, 3u})
@@ -123,23 +118,23 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
         const uint64_t host_bytes = unit.device.projection().value().link_bytes - before;
 
         // The card's, from dy where the mode puts it.
-        const float* card_dy = dy.data();
+        const float* host_dy = dy.data();
+        DeviceTensor card_dy;
         if (mode != Dy::kHost) {
-          make_dy.c = key.data();
-          make_dy.c_on_card = true;
+          card_dy = matmul.allocate(dy_count).value();
+          make_dy.c = nullptr;
+          make_dy.c_card = card_dy;
           ASSERT_TRUE(matmul.run(make_dy).ok());
-          card_dy = key.data();
+          host_dy = nullptr;
         }
         if (mode == Dy::kCardView) {
-          const Status viewed =
-              matmul.view_on_card(view.data(), key.data(), dy_count, s.filters, uint32_t(s.positions()));
-          ASSERT_TRUE(viewed.ok()) << viewed.to_string();
-          card_dy = view.data();
+          auto viewed = card_dy.blocks_transposed(s.filters, uint32_t(s.positions()));
+          ASSERT_TRUE(viewed.ok()) << viewed.status().to_string();
+          card_dy = std::move(viewed).value();
         }
         const uint64_t between = unit.device.projection().value().link_bytes;
         std::vector<float> dx(expected.size(), -1234.5f);
-        const Status ran =
-            matmul.conv_input_gradient_on_card(s, examples, card_dy, mode != Dy::kHost, w, dx.data());
+        const Status ran = matmul.conv_input_gradient_on_card(s, examples, host_dy, card_dy, w, dx.data());
         ASSERT_TRUE(ran.ok()) << ran.to_string();
         const uint64_t card_bytes = unit.device.projection().value().link_bytes - between;
         std::size_t first = 0;
@@ -237,19 +232,26 @@ TEST(ConvInputGradient, RefusesWhatItCannotSum) {
   DeviceMatmul& matmul = *unit.matmul;
   ConvShape s = conv(5, 5, 2, 6, 3, 3, true);
   std::vector<float> dy(s.positions() * s.filters, 1.0f), dx(s.input_values());
-  Status refused = matmul.conv_input_gradient_on_card(s, 1, dy.data(), false, values.data(), dx.data());
+  Status refused =
+      matmul.conv_input_gradient_on_card(s, 1, dy.data(), DeviceTensor(), values.data(), dx.data());
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
   EXPECT_NE(refused.message().find("placement: device"), std::string::npos) << refused.message();
   matmul.keep_resident(unit.resident);
   ConvShape strided = s;
   strided.stride_height = 2;
   strided.out_height = 3;
-  refused = matmul.conv_input_gradient_on_card(strided, 1, dy.data(), false, values.data(), dx.data());
+  refused =
+      matmul.conv_input_gradient_on_card(strided, 1, dy.data(), DeviceTensor(), values.data(), dx.data());
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("strides 2x1"), std::string::npos) << refused.message();
-  refused = matmul.conv_input_gradient_on_card(s, 1, dy.data(), true, values.data(), dx.data());
+  DeviceTensor short_dy = matmul.allocate(dy.size() - 1).value();
+  refused = matmul.conv_input_gradient_on_card(s, 1, nullptr, short_dy, values.data(), dx.data());
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.message().find("dy is not on the card"), std::string::npos) << refused.message();
+  EXPECT_NE(
+      refused.message().find("dy reads " + std::to_string(dy.size()) + " values of a tensor the card holds " +
+                             std::to_string(dy.size() - 1) + " of"),
+      std::string::npos)
+      << refused.message();
 }
 
 }  // namespace

@@ -435,9 +435,9 @@ TEST(DeviceMatmulRows, RowsTheBankHasNoRoomToKeepAreStagedAsUsual) {
 
 // Two dense layers' forward and backward on a modelled card that keeps the
 // parameters: with the hidden activation and its gradients left on the
-// card (c_on_card, a_on_card, relu_mask_on_card) the results are the bits
-// of the chain through the host, the host never sees the hidden tensors
-// (their memory keeps what it held), and they never cross the link.
+// card (c_card, a_card, relu_mask_on_card) the results are the bits of the
+// chain through the host, the hidden tensors read back from the card are
+// the host's, and they never cross the link.
 TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossingTheLink) {
   const uint32_t seed = 13, m = 13, in = 37, hidden = 21, out = 6;
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -455,49 +455,53 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
   const ResidentParameters& resident = unit.resident;
 
   // A card tensor needs the parameters on the card.
-  std::vector<float> y1(std::size_t(m) * hidden);
-  MatmulCall forward1 = product(m, hidden, in, x.data(), w1, y1.data());  // y1 = relu(x W1^T + b1)
-  forward1.b_transposed = true;
-  forward1.bias = b1;
-  forward1.relu = true;
-  forward1.c_on_card = true;
-  Status refused = matmul->run(forward1);
+  const std::size_t hidden_values = std::size_t(m) * hidden;
+  Status refused = matmul->allocate(hidden_values).status();
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("placement: device"), std::string::npos) << refused.message();
   matmul->keep_resident(resident);
+  MatmulCall forward1 = product(m, hidden, in, x.data(), w1, nullptr);  // y1 = relu(x W1^T + b1)
+  forward1.b_transposed = true;
+  forward1.bias = b1;
+  forward1.relu = true;
 
   // Both chains: y2 = y1 W2^T; g1 = relu_mask(g2 W2, y1); dW1 = g1^T x.
   struct Chain {
     std::vector<float> y1, y2, g1, masked, dw1;
+    DeviceTensor y1_card, g1_card, masked_card;
   };
   auto run_chain = [&](bool card, Chain& chain) -> Status {
-    const float sentinel = -1234.5f;
-    chain.y1.assign(std::size_t(m) * hidden, sentinel);
-    chain.g1.assign(chain.y1.size(), sentinel);
-    chain.masked.assign(chain.y1.size(), sentinel);
+    chain.y1.assign(hidden_values, 0.0f);
+    chain.g1.assign(hidden_values, 0.0f);
+    chain.masked.assign(hidden_values, 0.0f);
     chain.y2.assign(std::size_t(m) * out, 0.0f);
     chain.dw1.assign(std::size_t(hidden) * in, 0.0f);
+    if (card)
+      for (DeviceTensor* tensor : {&chain.y1_card, &chain.g1_card, &chain.masked_card}) {
+        auto made = matmul->allocate(hidden_values);
+        if (!made.ok()) return made.status();
+        *tensor = std::move(made).value();
+      }
     MatmulCall f1 = forward1;
-    f1.c = chain.y1.data();
-    f1.c_on_card = card;
+    f1.c = card ? nullptr : chain.y1.data();
+    f1.c_card = chain.y1_card;
     SYSTOLE_RETURN_IF_ERROR(matmul->run(f1));
-    MatmulCall f2 = product(m, out, hidden, chain.y1.data(), w2, chain.y2.data());
-    f2.a_on_card = card;
+    MatmulCall f2 = product(m, out, hidden, card ? nullptr : chain.y1.data(), w2, chain.y2.data());
+    f2.a_card = chain.y1_card;
     f2.b_transposed = true;
     SYSTOLE_RETURN_IF_ERROR(matmul->run(f2));
-    MatmulCall dx = product(m, hidden, out, g2.data(), w2, chain.g1.data());  // g1 = g2 W2
-    dx.c_on_card = card;
+    MatmulCall dx = product(m, hidden, out, g2.data(), w2, card ? nullptr : chain.g1.data());  // g1 = g2 W2
+    dx.c_card = chain.g1_card;
     SYSTOLE_RETURN_IF_ERROR(matmul->run(dx));
     if (card) {
-      SYSTOLE_RETURN_IF_ERROR(
-          matmul->relu_mask_on_card(chain.g1.data(), chain.y1.data(), chain.masked.data(), chain.g1.size()));
+      SYSTOLE_RETURN_IF_ERROR(matmul->relu_mask_on_card(chain.g1_card, chain.y1_card, chain.masked_card));
     } else {
       for (std::size_t i = 0; i < chain.g1.size(); ++i)
         chain.masked[i] = chain.y1[i] > 0 ? chain.g1[i] : 0.0f;
     }
-    MatmulCall dw = product(hidden, in, m, chain.masked.data(), x.data(), chain.dw1.data());  // masked^T x
+    MatmulCall dw = product(hidden, in, m, card ? nullptr : chain.masked.data(), x.data(), chain.dw1.data());
     dw.a_transposed = true;
-    dw.a_on_card = card;
+    dw.a_card = chain.masked_card;
     return matmul->run(dw);
   };
   Chain host, card;
@@ -511,40 +515,69 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
   EXPECT_EQ(std::memcmp(host.dw1.data(), card.dw1.data(), host.dw1.size() * 4), 0);
   EXPECT_GT(std::count_if(host.masked.begin(), host.masked.end(), [](float v) { return v == 0.0f; }), 0)
       << "the mask masks something";
-  for (const std::vector<float>* untouched : {&card.y1, &card.g1, &card.masked})
-    EXPECT_EQ(std::count(untouched->begin(), untouched->end(), -1234.5f), std::ptrdiff_t(untouched->size()));
-  EXPECT_EQ(matmul->card_tensors(), 3u);
+  // The products read y1 and the mask through bf16 copies the card made.
+  EXPECT_EQ(matmul->copied_tensors(), 2u);
   // The host chain moves y1 down and up (4 + 2 bytes a value), g1 down
   // (4) and the mask up (2); the card chain moves none of them, and its
   // command lists carry three more descriptors (192 bytes).
   const uint64_t host_bytes = between - before, card_bytes = after - between;
   EXPECT_GE(host_bytes + 192, card_bytes + 12ull * m * hidden) << host_bytes << " against " << card_bytes;
+  // Read back (a sync each), the card's tensors hold the host's bits.
+  const std::pair<const std::vector<float>*, const DeviceTensor*> kept[] = {
+      {&host.y1, &card.y1_card}, {&host.g1, &card.g1_card}, {&host.masked, &card.masked_card}};
+  for (const auto& [want, tensor] : kept) {
+    std::vector<float> got(tensor->count());
+    ASSERT_TRUE(tensor->read(got.data()).ok());
+    EXPECT_EQ(std::memcmp(got.data(), want->data(), got.size() * 4), 0);
+  }
 
-  // What the card does not hold, or holds too little of, is refused by name.
-  MatmulCall stray = forward1;
-  stray.a_on_card = true;  // x never went to the card
-  refused = matmul->run(stray);
-  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.message().find("matmul: operand A is not on the card"), std::string::npos)
-      << refused.message();
+  // What the card holds too little of is refused by name.
   MatmulCall longer = forward1;
-  longer.a = card.y1.data();
-  longer.a_on_card = true;
+  longer.a = nullptr;
+  longer.a_card = card.y1_card;
   longer.k = hidden + 1;  // reads one more column than y1 has
   longer.b = values.data();
+  longer.c = host.y1.data();
   refused = matmul->run(longer);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.message().find("reads " + std::to_string(m * (hidden + 1)) +
+  EXPECT_NE(refused.message().find("matmul: operand A reads " + std::to_string(m * (hidden + 1)) +
                                    " values of a tensor the card holds " + std::to_string(m * hidden)),
             std::string::npos)
       << refused.message();
   MatmulCall accumulated = forward1;
+  accumulated.c_card = card.y1_card;
   accumulated.accumulate = true;
   refused = matmul->run(accumulated);
   EXPECT_NE(refused.message().find("cannot accumulate"), std::string::npos) << refused.message();
-  refused = matmul->relu_mask_on_card(x.data(), card.y1.data(), card.masked.data(), x.size());
+  refused = matmul->relu_mask_on_card(DeviceTensor(), card.y1_card, card.masked_card);
   EXPECT_NE(refused.message().find("relu mask: the gradient is not on the card"), std::string::npos)
       << refused.message();
+}
+
+// What a device plugin does with a tensor, through the public API: make
+// it on the unit, fill it from the host, multiply with it (the result left
+// on the card too) and read the result back; the bits of the same product
+// from host operands.
+TEST(DeviceMatmulCardTensors, ATensorIsMadeFilledMultipliedAndReadBack) {
+  const uint32_t seed = 29, m = 7, k = 19, n = 5;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::vector<float> values = normal_values(rng, std::size_t(k) * n), gradients(values.size(), 0.0f);
+  const std::vector<float> a = normal_values(rng, std::size_t(m) * k);
+  ResidentUnit unit = resident_unit(values, gradients);
+  DeviceMatmul& matmul = *unit.matmul;
+  matmul.keep_resident(unit.resident);
+
+  DeviceTensor x = matmul.allocate(a.size()).value(), y = matmul.allocate(std::size_t(m) * n).value();
+  ASSERT_TRUE(x.write(a.data()).ok());
+  MatmulCall call = product(m, n, k, nullptr, values.data(), nullptr);
+  call.a_card = x;
+  call.c_card = y;
+  ASSERT_TRUE(matmul.run(call).ok());
+  std::vector<float> got(y.count()), want(y.count());
+  ASSERT_TRUE(y.read(got.data()).ok());
+  ASSERT_TRUE(matmul.run(product(m, n, k, a.data(), values.data(), want.data())).ok());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0);
 }
 
 // Per example, HWC to CHW (`inverse`: back), as Flatten orders the values.
@@ -566,8 +599,7 @@ std::vector<float> flatten_order(const std::vector<float>& x, uint32_t positions
 // and the view of that layer's input gradient read back by the
 // convolution's dW (transposed), db and dx, a chunk at a time: the bits of
 // the same products through the host, with Flatten's reordering done
-// there. The host never sees the held tensors, and reads a view cannot
-// make are refused by name.
+// there. Reads a view cannot make are refused by name.
 TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
   const uint32_t seed = 17, batch = 5, chunk = 2, positions = 6, filters = 7, patch = 9, units = 3;
   const uint32_t features = positions * filters;
@@ -588,65 +620,72 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
 
   struct Chain {
     std::vector<float> y, flat, out, dw2, g_flat, g, dw, db, dx;
+    DeviceTensor y_card, flat_card, g_flat_card, g_card;
   };
-  const float sentinel = -1234.5f;
+  const std::size_t size = std::size_t(batch) * features;
+  // Values [first, first + count) of a card tensor (none on the host).
+  auto part = [](const DeviceTensor& tensor, std::size_t first, std::size_t count) {
+    return tensor ? tensor.part(first, count).value() : DeviceTensor();
+  };
   auto run_chain = [&](bool card, Chain& r) -> Status {
-    const std::size_t size = std::size_t(batch) * features;
-    r.y.assign(size, sentinel);
-    r.flat.assign(size, sentinel);
-    r.g_flat.assign(size, sentinel);
-    r.g.assign(size, sentinel);
+    r.y.assign(size, 0.0f);
+    r.g_flat.assign(size, 0.0f);
     r.out.assign(std::size_t(batch) * units, 0.0f);
     r.dw2.assign(std::size_t(units) * features, 0.0f);
     r.dw.assign(std::size_t(filters) * patch, 0.0f);
     r.db.assign(filters, 0.0f);
     r.dx.assign(std::size_t(batch) * positions * patch, 0.0f);
+    if (card) {
+      r.y_card = matmul->allocate(size).value();
+      r.g_flat_card = matmul->allocate(size).value();
+    }
     // Forward: y = patches W^T a chunk at a time; flat = flatten(y); out =
     // flat W2^T.
-    if (card) SYSTOLE_RETURN_IF_ERROR(matmul->hold_on_card(r.y.data(), size));
     for (uint32_t first = 0; first < batch; first += chunk) {
       const uint32_t rows = std::min(chunk, batch - first) * positions;
       MatmulCall call = product(rows, filters, patch, patches.data() + std::size_t(first) * positions * patch,
-                                w, r.y.data() + std::size_t(first) * features);
+                                w, card ? nullptr : r.y.data() + std::size_t(first) * features);
       call.b_transposed = true;
-      call.c_on_card = card;
+      call.c_card = part(r.y_card, std::size_t(first) * features, std::size_t(rows) * filters);
       SYSTOLE_RETURN_IF_ERROR(matmul->run(call));
     }
     if (card)
-      SYSTOLE_RETURN_IF_ERROR(matmul->view_on_card(r.flat.data(), r.y.data(), size, positions, filters));
+      r.flat_card = r.y_card.blocks_transposed(positions, filters).value();
     else
       r.flat = flatten_order(r.y, positions, filters, false);
-    MatmulCall dense = product(batch, units, features, r.flat.data(), w2, r.out.data());
-    dense.a_on_card = card;
+    const float* flat = card ? nullptr : r.flat.data();
+    MatmulCall dense = product(batch, units, features, flat, w2, r.out.data());
+    dense.a_card = r.flat_card;
     dense.b_transposed = true;
     SYSTOLE_RETURN_IF_ERROR(matmul->run(dense));
     // Backward: dW2 = delta^T flat; g_flat = delta W2; g = the view back.
-    MatmulCall dw2 = product(units, features, batch, delta.data(), r.flat.data(), r.dw2.data());
+    MatmulCall dw2 = product(units, features, batch, delta.data(), flat, r.dw2.data());
     dw2.a_transposed = true;
-    dw2.b_on_card = card;
-    MatmulCall dx2 = product(batch, features, units, delta.data(), w2, r.g_flat.data());
-    dx2.c_on_card = card;
+    dw2.b_card = r.flat_card;
+    MatmulCall dx2 = product(batch, features, units, delta.data(), w2, card ? nullptr : r.g_flat.data());
+    dx2.c_card = r.g_flat_card;
     SYSTOLE_RETURN_IF_ERROR(matmul->run({dw2, dx2}));
     if (card)
-      SYSTOLE_RETURN_IF_ERROR(matmul->view_on_card(r.g.data(), r.g_flat.data(), size, filters, positions));
+      r.g_card = r.g_flat_card.blocks_transposed(filters, positions).value();
     else
       r.g = flatten_order(r.g_flat, positions, filters, true);
     // The convolution's dW = g^T patches, db = 1^T g, dx = g W, a chunk at
     // a time, dW and db chained through C.
     for (uint32_t first = 0; first < batch; first += chunk) {
       const uint32_t rows = std::min(chunk, batch - first) * positions;
-      const float* g = r.g.data() + std::size_t(first) * features;
+      const float* g = card ? nullptr : r.g.data() + std::size_t(first) * features;
+      const DeviceTensor g_card = part(r.g_card, std::size_t(first) * features, std::size_t(rows) * filters);
       MatmulCall dw = product(filters, patch, rows, g,
                               patches.data() + std::size_t(first) * positions * patch, r.dw.data());
       dw.a_transposed = true;
-      dw.a_on_card = card;
+      dw.a_card = g_card;
       dw.accumulate = first > 0;
       MatmulCall db = product(1, filters, rows, ones.data(), g, r.db.data());
-      db.b_on_card = card;
+      db.b_card = g_card;
       db.accumulate = first > 0;
       MatmulCall dx =
           product(rows, patch, filters, g, w, r.dx.data() + std::size_t(first) * positions * patch);
-      dx.a_on_card = card;
+      dx.a_card = g_card;
       SYSTOLE_RETURN_IF_ERROR(matmul->run({dw, db, dx}));
     }
     return ok_status();
@@ -660,63 +699,61 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
   for (const auto& [name, member] : results)
     EXPECT_EQ(std::memcmp((host.*member).data(), (card.*member).data(), (host.*member).size() * 4), 0)
         << name;
-  for (const std::vector<float>* untouched : {&card.y, &card.flat, &card.g_flat, &card.g})
-    EXPECT_EQ(std::count(untouched->begin(), untouched->end(), sentinel), std::ptrdiff_t(untouched->size()));
 
   // What a view cannot be used for is refused by name.
   auto refusal = [](const Status& status) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
     return status.message();
   };
-  MatmulCall shifted = product(1, units, features - 1, card.flat.data() + 1, w2, card.out.data());
-  shifted.a_on_card = true;
-  shifted.b_transposed = true;
-  shifted.ldb = features;
+  EXPECT_EQ(refusal(card.flat_card.part(1, features).status()),
+            "device tensor: values [1, 43) of a view are not whole blocks of 6 x 7");
+  MatmulCall short_read = product(1, units, features - 1, nullptr, w2, card.out.data());
+  short_read.a_card = card.flat_card;
+  short_read.b_transposed = true;
+  short_read.ldb = features;
   EXPECT_EQ(
-      refusal(matmul->run(shifted)),
+      refusal(matmul->run(short_read)),
       "matmul: operand A reads a view of a card tensor (blocks of 6 x 7 read transposed) as 1 x 41, row "
-      "stride 41, from value 1, which does not fall on whole blocks");
-  EXPECT_EQ(refusal(matmul->relu_mask_on_card(card.g.data(), card.y.data(), card.dx.data(), features)),
+      "stride 41, from value 0, which does not fall on whole blocks");
+  EXPECT_EQ(refusal(matmul->relu_mask_on_card(card.g_card, card.y_card, card.g_flat_card)),
             "relu mask: the gradient is a view of a card tensor whose blocks read transposed; only a "
             "product's operand can read it");
-  EXPECT_EQ(refusal(matmul->view_on_card(card.out.data(), patches.data(), batch * units, 1, units)),
-            "view on card: the tensor viewed is not on the card: no earlier call left a result there");
-  EXPECT_EQ(refusal(matmul->view_on_card(card.flat.data(), card.y.data(), features + 1, positions, filters)),
-            "view on card: 43 values are not whole blocks of 6 x 7");
-  EXPECT_EQ(refusal(matmul->view_on_card(card.y.data(), card.y.data(), features, positions, filters)),
-            "view on card: a view cannot share the tensor's addresses");
+  EXPECT_EQ(refusal(card.y_card.part(0, features + 1).value().blocks_transposed(positions, filters).status()),
+            "device tensor: 43 values are not whole blocks of 6 x 7");
+  EXPECT_EQ(refusal(card.flat_card.blocks_transposed(positions, filters).status()),
+            "device tensor: the tensor viewed is itself a view");
 
-  // A view whose blocks are single rows reads as its tensor, from anywhere.
-  std::vector<float> alias(std::size_t(batch) * features, sentinel), from_alias(std::size_t(units), 0.0f),
-      from_host(from_alias.size(), 0.0f);
-  ASSERT_TRUE(matmul->view_on_card(alias.data(), card.g_flat.data(), alias.size(), 1, features).ok());
-  MatmulCall read = product(1, units, features - 1, alias.data() + 1, w2, from_alias.data());
-  read.a_on_card = true;
+  // A view whose blocks are single rows reads as its tensor.
+  std::vector<float> from_alias(std::size_t(units), 0.0f), from_host(from_alias.size(), 0.0f);
+  const DeviceTensor alias = card.g_flat_card.blocks_transposed(1, features).value();
+  ASSERT_TRUE(alias.reads_in_order());
+  MatmulCall read = product(1, units, features - 1, nullptr, w2, from_alias.data());
+  read.a_card = alias;
   read.b_transposed = true;
   read.ldb = features;
   ASSERT_TRUE(matmul->run(read).ok());
-  read.a = host.g_flat.data() + 1;
-  read.a_on_card = false;
+  read.a = host.g_flat.data();
+  read.a_card = DeviceTensor();
   read.c = from_host.data();
   ASSERT_TRUE(matmul->run(read).ok());
   EXPECT_EQ(std::memcmp(from_alias.data(), from_host.data(), from_host.size() * 4), 0);
 
-  // A result over a view's addresses ends the view (its host memory was
-  // freed and names something new): a product then reads the result there,
-  // not the view.
-  MatmulCall over = product(batch, features, units, delta.data(), w2, card.flat.data());  // delta W2
-  over.c_on_card = true;
-  ASSERT_TRUE(matmul->run(over).ok());
-  std::vector<float> from_result(std::size_t(batch) * units), want(from_result.size());
-  MatmulCall reread = product(batch, units, features, card.flat.data(), w2, from_result.data());
-  reread.a_on_card = true;
+  // A tensor written again is read again: the copy a product made of it
+  // through its view is made anew.
+  MatmulCall again = product(batch, features, units, delta.data(), w2, nullptr);  // y = delta W2
+  again.c_card = card.y_card;
+  ASSERT_TRUE(matmul->run(again).ok());
+  std::vector<float> got(std::size_t(batch) * units), want(got.size());
+  MatmulCall reread = product(batch, units, features, nullptr, w2, got.data());
+  reread.a_card = card.flat_card;  // the forward's read, whose copy is out of date now
   reread.b_transposed = true;
   ASSERT_TRUE(matmul->run(reread).ok());
-  reread.a = host.g_flat.data();  // delta W2 through the host
-  reread.a_on_card = false;
+  const std::vector<float> flat = flatten_order(host.g_flat, positions, filters, false);
+  reread.a = flat.data();  // delta W2, flattened on the host
+  reread.a_card = DeviceTensor();
   reread.c = want.data();
   ASSERT_TRUE(matmul->run(reread).ok());
-  EXPECT_EQ(std::memcmp(from_result.data(), want.data(), want.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0);
 }
 
 // The bookkeeping of what the card read and wrote: spans merge when they

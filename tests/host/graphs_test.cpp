@@ -98,7 +98,7 @@ TEST(Graphs, ActivationsStayOnTheCardBetweenDenseLayersOnly) {
                         layer("dense", {{"name", "d4"}, {"units", "3"}})}};
   Device device = open_sw_emu(8);
   const Batch batch = random_batch(spec, 13, seed);
-  testing::CardKeepingMatmul card(device.info());
+  testing::CardKeepingMatmul card(device);
   expect_the_host_paths_bits(spec, batch, seed, device.info(), card);
   // Left: d1's output (forward) and its gradient (d2's dx); read: d1's
   // output by d2 (forward, and dW in backward), the masked gradient by d1's
@@ -115,7 +115,7 @@ TEST(Graphs, ActivationsStayOnTheCardBetweenDenseLayersOnly) {
   // A list of dense layers keeps every hidden layer's output there.
   const ModelSpec stack = dense_stack(20, {12, 9}, 3);
   auto listed = Model::build(stack, seed).value();
-  testing::CardKeepingMatmul stacked(device.info());
+  testing::CardKeepingMatmul stacked(device);
   loss(*listed, stacked, random_batch(stack, 13, seed), true);
   EXPECT_EQ(stacked.results_left, 4u);
   EXPECT_EQ(stacked.masks, 2u);
@@ -146,7 +146,7 @@ TEST(Graphs, AConvolutionsOutputStaysOnTheCardThroughAFlatten) {
   Device device = open_sw_emu(8);
   for (const bool relu : {false, true}) {
     SCOPED_TRACE(relu ? "the second convolution with a fused ReLU" : "the second convolution without");
-    testing::CardKeepingMatmul card(device.info());
+    testing::CardKeepingMatmul card(device);
     expect_the_host_paths_bits(spec(relu), random_batch(spec(relu), 11, seed), seed, device.info(), card);
     // Without the ReLU: left, the convolution's output, the first dense
     // layer's output and both dense layers' input gradients; read, the
@@ -158,14 +158,14 @@ TEST(Graphs, AConvolutionsOutputStaysOnTheCardThroughAFlatten) {
     EXPECT_EQ(card.results_left, relu ? 2u : 4u);
     EXPECT_EQ(card.operands_read, relu ? 4u : 8u);
     EXPECT_EQ(card.sums_read, relu ? 1u : 2u);
-    EXPECT_EQ(card.views, relu ? 0u : 2u);
+    EXPECT_EQ(card.views(), relu ? 0u : 2u);
     EXPECT_EQ(card.masks, 1u);
   }
   // Up to the Flatten: its output is what the host asked for.
-  testing::CardKeepingMatmul card(device.info());
+  testing::CardKeepingMatmul card(device);
   expect_a_partial_pass_on_the_host(spec(false), random_batch(spec(false), 11, seed), seed, 3, device.info(),
                                     card);
-  EXPECT_EQ(card.views, 0u);
+  EXPECT_EQ(card.views(), 0u);
 }
 
 // Layers may be written in any order that names its inputs; they run in a

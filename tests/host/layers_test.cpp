@@ -280,7 +280,7 @@ TEST(Layers, ChunkedConvolutionEqualsOneProduct) {
   auto on_card = Model::build(spec, 5).value();
   auto matmul = DeviceMatmul::create(device, 0, std::chrono::seconds(60)).value();
   testing::ReferenceMatmul reference(device.info());
-  testing::CardKeepingMatmul card(device.info());
+  testing::CardKeepingMatmul card(device);
   loss(*on_device, *matmul, batch, true);
   loss(*on_reference, reference, batch, true);
   loss(*on_card, card, batch, true);
@@ -309,7 +309,7 @@ TEST(Layers, ChunkedConvolutionEqualsOneProduct) {
   // fourth result left is the dense layer's input gradient), and its
   // gradient read from there a chunk at a time: the same bits.
   EXPECT_EQ(card.results_left, 4u);
-  EXPECT_EQ(card.views, 2u);
+  EXPECT_EQ(card.views(), 2u);
   const std::vector<float>& k = on_card->parameters().gradients();
   ASSERT_EQ(std::memcmp(k.data(), r.data(), k.size() * 4), 0);
 }

@@ -39,10 +39,17 @@ struct Activations {
   // pooling leave the padding out.
   std::vector<uint8_t> mask;
   // The values live in the card's memory (an executor that
-  // keeps_activations(), and a tensor only products read): `values` has
-  // their size and its address names the tensor there, but the host's copy
-  // is not written. The model sets it, for a tensor and its gradient alike.
+  // keeps_activations(), and a tensor only products read): `card` holds
+  // them and `values` is empty. The model sets on_card, for a tensor and
+  // its gradient alike; the layer that writes the tensor gives it its card
+  // tensor (place_values) or a view of another (Flatten).
   bool on_card = false;
+  DeviceTensor card;
+
+  std::size_t elements() const { return std::size_t(batch) * shape_elements(shape); }
+  // The host values a product reads, or null when the card holds them
+  // (the product then reads `card`).
+  const float* host_values() const { return on_card ? nullptr : values.data(); }
 };
 
 // The input shapes of a layer, in the order its config names its inputs.
@@ -192,9 +199,16 @@ class Layer {
 
 // Copies the input (Flatten of a flat input, inference-time Dropout).
 void pass_through(const Activations& input, Activations& output);
-// Gives `gradient` the batch and shape of `input`, all zeros (only the
-// size when the card keeps the gradient: products write it there).
+// Room for the values of `tensor` (its batch and shape set): on the card
+// when it is on_card (its card tensor, made once and kept while the size
+// stays; no host values), else host values of that size, as they were.
+Status place_values(LayerContext& context, Activations& tensor);
+// Gives `gradient` the batch and shape of `input`, all zeros (on the
+// host: a layer whose input the card may keep uses gradient_like).
 void zeros_like(const Activations& input, Activations& gradient);
+// The same where the card may keep the gradient: there, a card tensor of
+// that size (place_values) that products then write.
+Status gradient_like(LayerContext& context, const Activations& input, Activations& gradient);
 
 // Makes a layer from its config's fields, read through `args` (a field no
 // reader asks for is an error).

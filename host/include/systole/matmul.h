@@ -18,6 +18,7 @@
 
 #include "systole/boards.h"
 #include "systole/convolution.h"
+#include "systole/device_tensor.h"
 #include "systole/driver.h"
 #include "systole/gemm_plan.h"
 #include "systole/status.h"
@@ -49,9 +50,9 @@ struct RowsKey {
 void round_to_bf16(const float* in, std::size_t count, uint16_t* out);
 
 // C[m x n] (+)= op(A)[m x k] * op(B)[k x n] (+ bias) (ReLU), row-major fp32
-// host memory. op(X) is X, or X transposed when the flag is set (A is then
-// stored k x m, B n x k). An operand given as rows (a_rows, b_rows) is
-// made by them instead (m x k, k x n; not transposed).
+// host memory or tensors on the card. op(X) is X, or X transposed when the
+// flag is set (A is then stored k x m, B n x k). An operand given as rows
+// (a_rows, b_rows) is made by them instead (m x k, k x n; not transposed).
 struct MatmulCall {
   uint32_t m = 0, n = 0, k = 0;
   const float* a = nullptr;
@@ -67,12 +68,11 @@ struct MatmulCall {
   bool relu = false;
   bool accumulate = false;  // c holds fp32 values that the products add to
   float* c = nullptr;
-  // Tensors the card keeps (only with an executor that keeps_activations()):
-  // c_on_card leaves C in the card's memory, nothing downloaded and c's
-  // host memory untouched (its address names the tensor from then on);
-  // a_on_card (b_on_card) reads op(A) (op(B)) from the tensor an earlier
-  // call left there under the address a (b), rounded to bf16 on the card.
-  bool a_on_card = false, b_on_card = false, c_on_card = false;
+  // Tensors the card keeps (only with an executor that keeps_activations(),
+  // which makes them: allocate), given instead of a, b or c: op(A) (op(B))
+  // read from a_card (b_card), rounded to bf16 on the card; C left in
+  // c_card, nothing downloaded.
+  DeviceTensor a_card, b_card, c_card;
   // Made rows (a_rows or b_rows) that a later call reads again, as a
   // convolution's patches (its forward product's A is its weight
   // gradient's B): a call with rows_key makes its rows (they are new, as a
@@ -99,9 +99,9 @@ struct MatmulCall {
 // bits of one device, as their products do.
 struct SumCall {
   const float* x = nullptr;
-  // x is a tensor (or a view of one) the card keeps (only with an executor
-  // that keeps_activations()).
-  bool x_on_card = false;
+  // Instead of x: a tensor (or a view of one) the card keeps (only with an
+  // executor that keeps_activations()).
+  DeviceTensor x_card;
   uint32_t rows = 0, width = 0;
   // How many of the products' K rows each row of x stands for: a position
   // table's gradient has one row per example, of all its positions, where
@@ -152,38 +152,29 @@ class MatmulExecutor {
   virtual Status sum(const SumCall& call);
 
   // Whether calls may leave their results on the card and read them from
-  // there (MatmulCall's *_on_card): a layer's output that only products
-  // read then never crosses the host link.
+  // there (MatmulCall's *_card): a layer's output that only products read
+  // then never crosses the host link.
   virtual bool keeps_activations() const { return false; }
+  // A tensor of `count` values on the card, for calls to write (c_card, or
+  // a part of it) and read (a_card, b_card, x_card; a Flatten's view of
+  // it). Its memory goes with its last handle.
+  virtual Result<DeviceTensor> allocate(std::size_t count);
   // A ReLU's backward over tensors the card keeps: masked[i] = output[i] > 0
-  // ? gradient[i] : +0 for `count` values (the bits of the host's mask),
-  // left on the card under the address `masked`.
-  virtual Status relu_mask_on_card(const float* gradient, const float* output, float* masked,
-                                   std::size_t count);
-  // A tensor of `count` values the card keeps under `key`, which calls then
-  // write in parts (c_on_card, c anywhere inside it) and read in parts (a
-  // convolution's chunks).
-  virtual Status hold_on_card(const float* key, std::size_t count);
-  // Names the card tensor at `key` (`count` values, whole blocks of rows x
-  // cols) also `view`, whose blocks read transposed: a block stored row-major
-  // as rows x cols reads as cols x rows (what Flatten makes of an image's
-  // channels, without moving it). Products read a view in whole blocks, or
-  // transposed in whole blocks of rows that are one block's columns (see
-  // DeviceMatmul); nothing writes one (a result over a view's addresses
-  // ends it: the host memory it was named by has been freed).
-  virtual Status view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
-                              uint32_t cols);
+  // ? gradient[i] : +0 for masked.count() values (the bits of the host's
+  // mask), left on the card.
+  virtual Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
+                                   const DeviceTensor& masked);
   // The input gradient of a convolution with strides 1, for `examples`
   // images, summed on the card: dx = col2im(dy W) (convolution.h), the
   // same bits as the product and col2im on the host while W's bf16 values
-  // are finite. dy (examples x out_height x out_width x filters) is a card
-  // tensor (or a view of one) when dy_on_card, else host values; w is the
-  // weight (filters x patch); dx (examples x height x width x channels) is
-  // written on the host. Only dx crosses the host link, not dcol.
-  // kUnavailable where the executor cannot: the caller then runs the
+  // are finite. dy (examples x out_height x out_width x filters) is the
+  // card tensor dy_card (or a view of one) when given, else host values;
+  // w is the weight (filters x patch); dx (examples x height x width x
+  // channels) is written on the host. Only dx crosses the host link, not
+  // dcol. kUnavailable where the executor cannot: the caller then runs the
   // product and col2im on the host.
   virtual Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
-                                             bool dy_on_card, const float* w, float* dx);
+                                             const DeviceTensor& dy_card, const float* w, float* dx);
 };
 
 // A model's trainable parameters kept on a card (placement: device): the
@@ -255,23 +246,23 @@ class DeviceMatmul final : public MatmulExecutor {
   const Intervals& card_read() const { return card_read_; }
   const Intervals& card_written() const { return card_written_; }
   void clear_written() { card_written_.clear(); }
-  // Vector-engine descriptors on the unit, in order, in as few launches as
-  // the device allows.
-  Status run_vector(const std::vector<spec::VectorDescriptor>& descriptors);
+  // Vector-engine work on the unit (records of plan_vector's descriptors),
+  // after the work queued for the next launch, in as few launches as the
+  // device allows.
+  Status run_vector(const std::vector<spec::CommandRecord>& work);
 
   // With parameters kept on the card, activations may stay there too.
   bool keeps_activations() const override { return resident_.has_value(); }
+  // In the unit's C bank. Products read a view (DeviceTensor's
+  // blocks_transposed) through to_bf16 copies the card makes a block at a
+  // time: op(X) packed over whole blocks (X's rows whole blocks, or rows
+  // that split blocks evenly), or op(X) = X^T where X's rows are one
+  // block's transposed rows (X stored count * cols x rows: a block's
+  // columns in turn, each row of the copy a block row of every block).
+  Result<DeviceTensor> allocate(std::size_t count) override;
   // A relu_grad descriptor, run at the head of the next run()'s launch.
-  Status relu_mask_on_card(const float* gradient, const float* output, float* masked,
-                           std::size_t count) override;
-  Status hold_on_card(const float* key, std::size_t count) override;
-  // A view is read by to_bf16 copies the card makes a block at a time:
-  // op(X) packed over whole blocks (X's rows whole blocks, or rows that
-  // split blocks evenly), or op(X) = X^T where X's rows are one block's
-  // transposed rows (X stored count * cols x rows: a block's columns in
-  // turn, each row of the copy a block row of every block).
-  Status view_on_card(const float* view, const float* key, std::size_t count, uint32_t rows,
-                      uint32_t cols) override;
+  Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
+                           const DeviceTensor& masked) override;
   // Runs dy's products with each kernel tap's weights over a zero-padded
   // copy of dy (tap (ky, kx) reads it ky rows and kx columns earlier, so
   // that each product's row p holds that tap's term for input pixel p),
@@ -279,7 +270,7 @@ class DeviceMatmul final : public MatmulExecutor {
   // tap that reads padding adds the product of a zero row: +0 for finite
   // weights, as col2im's.
   Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
-                                     bool dy_on_card, const float* w, float* dx) override;
+                                     const DeviceTensor& dy_card, const float* w, float* dx) override;
   // Sums a card tensor on the card with the vector engine's sum opcode in
   // SumCall's order: one descriptor per K tile, one over the tiles' sums;
   // the result stays in the card's gradients where out lies in them
@@ -288,8 +279,8 @@ class DeviceMatmul final : public MatmulExecutor {
   // (a flattened image's gradient), whose rows the engine cannot read in
   // order: its values come down first.
   Status sum(const SumCall& call) override;
-  // How many tensors and views are on the card so far.
-  std::size_t card_tensors() const { return tensors_.size(); }
+  // How many tensors the card holds bf16 copies of, for products, now.
+  std::size_t copied_tensors() const;
   // Bytes of made rows kept on the card (MatmulCall::rows_key).
   std::size_t kept_rows_bytes() const;
 
@@ -316,65 +307,34 @@ class DeviceMatmul final : public MatmulExecutor {
   // or those rows as they are (MatmulCall::rows_kept).
   Result<uint64_t> made_rows(const MatmulCall& call, const OperandRows& made, uint32_t rows, uint32_t cols,
                              Slot& slot);
-  // A tensor a call left on the card, named by the host address range
-  // [key, key + count) it was not downloaded to; or a view of one.
-  struct CardTensor {
-    const float* key = nullptr;
-    std::size_t count = 0;
-    Slot slot;  // the values; none in a view
-    // A view: the tensor at `of`, blocks of block_rows x block_cols read
-    // transposed.
-    const float* of = nullptr;
-    uint32_t block_rows = 0, block_cols = 0;
-  };
-  // Values [offset, offset + count) of a card tensor.
-  struct CardSpan {
-    const CardTensor* tensor = nullptr;
-    std::size_t offset = 0;
-  };
-  // The index in tensors_ of the tensor whose range holds the address p;
-  // tensors_.size() when there is none.
-  std::size_t find_tensor(const float* p) const;
-  // The device address of [c, c + count) in a card tensor for a new
-  // result: in the tensor that holds the range, else in one made at c,
-  // after the tensors the range overlaps are dropped (their host memory was
-  // freed, or the tensor grows), views always. Copies of what it
-  // overwrites are made again before their next use.
-  Result<uint64_t> card_result(const float* c, std::size_t count);
-  // [p, p + count) in a card tensor or view; an error naming `what` when no
-  // tensor holds all of it.
-  Result<CardSpan> card_span(const float* p, std::size_t count, const std::string& what) const;
-  // The device address of [p, p + count) in a card tensor (or in a view
-  // that reads its tensor's values in their order); an error naming `what`
-  // otherwise.
-  Result<uint64_t> card_address(const float* p, std::size_t count, const std::string& what) const;
-  Result<uint64_t> card_address(const CardSpan& span, std::size_t count, const std::string& what) const;
-  // Whether the host address p lies in [base, base + count) of fp32 values.
-  static bool holds(const float* base, std::size_t count, const float* p);
-  // Drops the card tensors (or only the views) overlapping [p, p + count),
-  // their copies out of date: the host memory that named them was freed.
-  void drop_tensors(const float* p, std::size_t count, bool views_only);
-  // Marks the copies made from `written` (or through a view of it) as out
-  // of date.
-  void invalidate_copies(const CardTensor& written);
+  // The device address of a result written into `c` (count values), which
+  // must be a tensor, not a view; the copies made from c's values are out
+  // of date from then on.
+  Result<uint64_t> card_result(const DeviceTensor& c, std::size_t count, const std::string& what);
+  // The device address of the first of `count` values of x (a tensor, or a
+  // view that reads its values in order); an error naming `what` otherwise.
+  static Result<uint64_t> card_address(const DeviceTensor& x, std::size_t count, const std::string& what);
+  // Marks the copies made from `written`'s values (or through a view of
+  // them) as out of date.
+  void invalidate_copies(const DeviceTensor& written);
   // The to_bf16 descriptors that make op(X) (rows x cols, X stored at
   // `offset` of `view` with `stride`) packed at z, in whole blocks; an error
   // for a read that does not fall on them.
-  Result<std::vector<spec::VectorDescriptor>> view_copy(const CardTensor& view, std::size_t offset,
-                                                        uint32_t rows, uint32_t cols, bool transposed,
-                                                        uint32_t stride, uint64_t z,
-                                                        const std::string& what) const;
-  // A bf16 copy of op(X) made on the card, from the card tensor at X when
-  // `on_card`, else from the resident values when X lies in them (its
-  // to_bf16 descriptor appended to `records` when the copy must be made
-  // first); none when X is a host operand.
-  Result<std::optional<uint64_t>> card_operand(const float* x, uint32_t rows, uint32_t cols, bool transposed,
-                                               uint32_t stride, spec::Operand operand, bool on_card,
+  static Result<std::vector<spec::CommandRecord>> view_copy(const DeviceTensor& view, uint32_t rows,
+                                                            uint32_t cols, bool transposed, uint32_t stride,
+                                                            uint64_t z, const std::string& what);
+  // A bf16 copy of op(X) made on the card, from the card tensor x_card
+  // when it is given, else from the resident values when x lies in them
+  // (its to_bf16 descriptors appended to `records` when the copy must be
+  // made first); none when X is a host operand.
+  Result<std::optional<uint64_t>> card_operand(const float* x, const DeviceTensor& x_card, uint32_t rows,
+                                               uint32_t cols, bool transposed, uint32_t stride,
+                                               spec::Operand operand,
                                                std::vector<spec::CommandRecord>& records);
   // The device address of op(X) (rows x cols) for a product: a bf16 copy
   // the card makes (card_operand), else X rounded into `slot`.
-  Result<uint64_t> operand(const float* x, uint32_t rows, uint32_t cols, bool transposed, uint32_t stride,
-                           spec::Operand which, bool on_card, Slot& slot,
+  Result<uint64_t> operand(const float* x, const DeviceTensor& x_card, uint32_t rows, uint32_t cols,
+                           bool transposed, uint32_t stride, spec::Operand which, Slot& slot,
                            std::vector<spec::CommandRecord>& records);
   // The element offset of [p, p + count) in a resident region of `size`
   // elements at `base`: none when p is outside it, SIZE_MAX when it starts
@@ -389,11 +349,14 @@ class DeviceMatmul final : public MatmulExecutor {
   Status launch(const std::vector<spec::CommandRecord>& records, std::optional<TraceScope>& upload,
                 double& launch_seconds);
 
-  // A bf16 copy of an operand on the card: where it comes from (the key of
-  // the card tensor or view it reads, or null for the resident values),
-  // and whether it is current.
+  // A bf16 copy of an operand on the card: where it comes from (the id of
+  // the card tensor it reads, 0 for the resident values, and the blocks of
+  // the view it reads through), whether that tensor still lives, and
+  // whether the copy is current.
   struct Copy {
-    const float* source = nullptr;
+    uint64_t source = 0;
+    uint32_t block_rows = 0, block_cols = 0;
+    std::weak_ptr<const void> alive;
     std::size_t offset = 0;
     uint32_t rows = 0, cols = 0, stride = 0;
     bool transposed = false;
@@ -419,7 +382,6 @@ class DeviceMatmul final : public MatmulExecutor {
   std::optional<ResidentParameters> resident_;
   std::vector<Copy> copies_;
   Intervals card_read_, card_written_;
-  std::vector<CardTensor> tensors_;
   // Vector descriptors that run at the head of the next launch.
   std::vector<spec::CommandRecord> pending_;
   // run()'s own lists, kept so that their memory is reused: the launch's

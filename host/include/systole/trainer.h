@@ -26,6 +26,8 @@
 
 namespace systole {
 
+class CardStep;
+
 // Where the trainable parameters, their gradients and the optimizer's
 // state live between steps.
 enum class Placement {
@@ -83,6 +85,7 @@ struct StepTimes {
 
 class Trainer {
  public:
+  ~Trainer();
   // One replica on each of `units` of `device`, joined to the replicas of
   // the other processes of `group` (may be null; must outlive the trainer).
   // Fails before any step when the global batch does not divide evenly over
@@ -146,47 +149,15 @@ class Trainer {
   Status restore(const ModelValues& values, uint64_t optimizer_steps);
 
  private:
-  // What a replica keeps on its unit with placement: device, spread over
-  // the unit's banks so that an update's four streams use four of them: the
-  // values, its gradients (with several replicas, its share of them is
-  // replaced by the share's sum), and the optimizer's slots.
-  struct Card {
-    Buffer values, gradient;
-    // Shared: its share of every replica's gradients, one row each,
-    // share_stride_ floats apart, gathered before they are summed; across
-    // processes after a first row for the earlier processes' sum.
-    Buffer rows;
-    std::vector<Buffer> slots;
-  };
   struct ReplicaState {
     std::unique_ptr<DeviceMatmul> matmul;
     std::unique_ptr<Model> model;
     std::unique_ptr<Optimizer> optimizer;
     StepTimes times;
-    Card card;
   };
 
-  // placement: device. Allocates the cards' buffers and uploads the
-  // values and slots.
-  Status place_on_card(Device device, const std::vector<uint32_t>& units);
-  // Uploads replica r's values and slots (after create or restore).
-  Status upload_card(uint32_t r);
-  // The end of replica r's step on the card: the gradients the host wrote
-  // go up, the replicas' are summed, the optimizer runs, and the values
-  // host layers read come back.
-  Status step_on_card(uint32_t r);
-  // Appends the descriptors with which replica r's unit sums elements
-  // [from, to) of its share of every replica's gradients, in replica order,
-  // into its own gradients; after the earlier processes' sum in its first
-  // row when `after_previous`.
-  void append_card_sum(uint32_t r, std::size_t from, std::size_t to, bool after_previous,
-                       std::vector<spec::VectorDescriptor>& work) const;
-  // Brings every replica's values and slots from the card when the host's
-  // copy is behind.
+  // Brings the card's values and slots to the host when its copy is behind.
   void sync_to_host() const;
-  // The elements of the values replica r updates on the card: a share of
-  // them when its unit's peers take the rest, else all.
-  std::pair<std::size_t, std::size_t> share(uint32_t r) const;
 
   // A step on the global batch, or (local) on this process's share.
   Result<StepResult> train_step(const Batch& batch, bool local);
@@ -197,8 +168,7 @@ class Trainer {
   // Sums this process's per-replica results over the job, in global order.
   Result<StepResult> combine(const std::vector<StepResult>& local) const;
 
-  Trainer(const TrainerConfig& config, uint32_t replicas, ProcessGroup* group)
-      : config_(config), strategy_(replicas, group) {}
+  Trainer(const TrainerConfig& config, uint32_t replicas, ProcessGroup* group);
 
   // The loss and metrics of a replica's output on `count` examples from
   // `labels` (gradient: the loss's, over the global batch).
@@ -211,15 +181,9 @@ class Trainer {
   std::vector<std::unique_ptr<Metric>> metrics_;
   std::size_t metric_sums_ = 0;
   std::vector<ReplicaState> replicas_;
-  // placement: device: the parameters are on the cards; the optimizer
-  // runs there (it has an engine form); with several replicas (one card)
-  // each updates its share and gathers the others'.
-  bool on_card_ = false, update_on_card_ = false, shared_ = false;
-  std::size_t share_stride_ = 0;  // the longest share, in whole beats
-  uint32_t previous_row_ = 0;     // 1: shared across processes (Card::rows)
-  std::vector<float> job_sum_;    // there, the job's sum on its way
-  mutable bool host_behind_ = false;
-  mutable Status sync_status_;
+  // placement: device: what the cards keep and the step's end there; null
+  // with placement: host (or where nothing can go on the card).
+  std::unique_ptr<CardStep> card_;
   std::vector<std::string> notices_;
 };
 

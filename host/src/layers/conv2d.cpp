@@ -127,10 +127,8 @@ class Conv2D final : public Layer {
     const uint32_t batch = input.batch;
     output.batch = batch;
     output.shape = {shape_.out_height, shape_.out_width, shape_.filters};
-    output.values.resize(std::size_t(batch) * shape_.positions() * shape_.filters);
     round_input(input);
-    if (output.on_card)
-      SYSTOLE_RETURN_IF_ERROR(context.matmul->hold_on_card(output.values.data(), output.values.size()));
+    SYSTOLE_RETURN_IF_ERROR(place_values(context, output));
     const uint32_t chunk = chunk_examples(batch, context.matmul->k_block());
     for (uint32_t first = 0; first < batch; first += chunk) {
       const uint32_t count = std::min(chunk, batch - first);
@@ -145,8 +143,14 @@ class Conv2D final : public Layer {
       call.b_transposed = true;
       call.bias = use_bias_ ? store.values(bias_) : nullptr;
       call.relu = relu_;
-      call.c = output.values.data() + std::size_t(first) * shape_.positions() * shape_.filters;
-      call.c_on_card = output.on_card;
+      const std::size_t at = std::size_t(first) * shape_.positions() * shape_.filters;
+      if (output.on_card) {
+        auto part = output.card.part(at, std::size_t(call.m) * call.n);
+        if (!part.ok()) return part.status();
+        call.c_card = std::move(part).value();
+      } else {
+        call.c = output.values.data() + at;
+      }
       SYSTOLE_RETURN_IF_ERROR(context.matmul->run(call));
     }
     return ok_status();
@@ -158,9 +162,9 @@ class Conv2D final : public Layer {
     const Activations& input = inputs[0];
     Activations* input_gradient = input_gradients[0];
     const uint32_t batch = input.batch;
-    const float* delta = output_gradient.values.data();
-    const bool delta_on_card = output_gradient.on_card;
-    if (relu_ && delta_on_card)
+    const float* delta = output_gradient.host_values();
+    const DeviceTensor& delta_card = output_gradient.card;
+    if (relu_ && delta_card)
       return Status(StatusCode::kInvalidArgument, "conv2d: the gradient of a fused ReLU is on the card");
     if (relu_) {
       relu_mask(output_gradient.values, output.values, masked_);
@@ -169,19 +173,26 @@ class Conv2D final : public Layer {
     if (use_bias_) {
       SumCall db;  // db = the sum of delta over the batch's pixels, in fp32
       db.x = delta;
-      db.x_on_card = delta_on_card;
+      db.x_card = delta_card;
       db.rows = batch * shape_.positions();
       db.width = shape_.filters;
       db.out = store.gradient(bias_);
       SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(db));
     }
     round_input(input);
-    if (input_gradient) zeros_like(input, *input_gradient);
+    if (input_gradient) SYSTOLE_RETURN_IF_ERROR(gradient_like(context, input, *input_gradient));
     const uint32_t chunk = chunk_examples(batch, context.matmul->k_block());
     for (uint32_t first = 0; first < batch; first += chunk) {
       const uint32_t count = std::min(chunk, batch - first);
       const uint32_t positions = count * shape_.positions();
-      const float* dy = delta + std::size_t(first) * shape_.positions() * shape_.filters;
+      const std::size_t at = std::size_t(first) * shape_.positions() * shape_.filters;
+      const float* dy = delta ? delta + at : nullptr;
+      DeviceTensor dy_card;
+      if (delta_card) {
+        auto part = delta_card.part(at, std::size_t(positions) * shape_.filters);
+        if (!part.ok()) return part.status();
+        dy_card = std::move(part).value();
+      }
       const PatchRows col(*this, input.values.data(), input_bf16_.data(), first, count);
       std::vector<MatmulCall> calls;
       MatmulCall dw;
@@ -190,7 +201,7 @@ class Conv2D final : public Layer {
       dw.n = shape_.patch();
       dw.a = dy;
       dw.a_transposed = true;
-      dw.a_on_card = delta_on_card;
+      dw.a_card = dy_card;
       dw.b_rows = &col;
       dw.rows_key = patches_key(input, first);
       dw.rows_kept = true;  // the forward's, if the executor kept them
@@ -210,7 +221,7 @@ class Conv2D final : public Layer {
         call.k = shape_.filters;
         call.n = shape_.patch();
         call.a = dy;
-        call.a_on_card = delta_on_card;
+        call.a_card = dy_card;
         call.b = store.values(weight_);
         call.c = dcol_.data();
         return call;
@@ -220,7 +231,7 @@ class Conv2D final : public Layer {
       if (!input_gradient) continue;
       float* dx = input_gradient->values.data() + std::size_t(first) * shape_.input_values();
       if (card_col2im) {
-        const Status on_card = context.matmul->conv_input_gradient_on_card(shape_, count, dy, delta_on_card,
+        const Status on_card = context.matmul->conv_input_gradient_on_card(shape_, count, dy, dy_card,
                                                                            store.values(weight_), dx);
         // Without room on the card for it, dcol comes down as elsewhere.
         if (on_card.code() != StatusCode::kUnavailable) {

@@ -47,19 +47,19 @@ class Dense final : public Layer {
     output.batch = input.batch;
     output.shape = input.shape;
     output.shape.back() = units_;
-    output.values.resize(std::size_t(input.batch) * rows_ * units_);
+    SYSTOLE_RETURN_IF_ERROR(place_values(context, output));
     MatmulCall call;
     call.m = input.batch * rows_;
     call.k = inputs_;
     call.n = units_;
-    call.a = input.values.data();
-    call.a_on_card = input.on_card;
+    call.a = input.host_values();
+    call.a_card = input.card;
     call.b = store.values(weight_);
     call.b_transposed = true;
     call.bias = use_bias_ ? store.values(bias_) : nullptr;
     call.relu = relu_;
-    call.c = output.values.data();
-    call.c_on_card = output.on_card;
+    call.c = output.on_card ? nullptr : output.values.data();
+    call.c_card = output.card;
     return context.matmul->run(call);
   }
 
@@ -69,17 +69,23 @@ class Dense final : public Layer {
     const Activations& input = inputs[0];
     Activations* input_gradient = input_gradients[0];
     const uint32_t batch = input.batch * rows_;  // the product's M
-    const float* delta = output_gradient.values.data();
-    const bool delta_on_card = output_gradient.on_card;
+    const float* delta = output_gradient.host_values();
+    DeviceTensor delta_card = output_gradient.card;
     if (relu_) {
-      if (delta_on_card) {
-        masked_.resize(output_gradient.values.size());
-        SYSTOLE_RETURN_IF_ERROR(
-            context.matmul->relu_mask_on_card(delta, output.values.data(), masked_.data(), masked_.size()));
+      if (delta_card) {
+        const std::size_t count = output_gradient.elements();
+        if (!masked_card_ || masked_card_.count() != count) {
+          masked_card_ = DeviceTensor();
+          auto made = context.matmul->allocate(count);
+          if (!made.ok()) return made.status();
+          masked_card_ = std::move(made).value();
+        }
+        SYSTOLE_RETURN_IF_ERROR(context.matmul->relu_mask_on_card(delta_card, output.card, masked_card_));
+        delta_card = masked_card_;
       } else {
         relu_mask(output_gradient.values, output.values, masked_);
+        delta = masked_.data();
       }
-      delta = masked_.data();
     }
     std::vector<MatmulCall> calls;
     MatmulCall dw;  // dW [units x inputs] = delta^T x, the batch as K
@@ -88,31 +94,31 @@ class Dense final : public Layer {
     dw.n = inputs_;
     dw.a = delta;
     dw.a_transposed = true;
-    dw.a_on_card = delta_on_card;
-    dw.b = input.values.data();
-    dw.b_on_card = input.on_card;
+    dw.a_card = delta_card;
+    dw.b = input.host_values();
+    dw.b_card = input.card;
     dw.c = store.gradient(weight_);
     calls.push_back(dw);
     if (use_bias_) {
       SumCall db;  // db = the sum of delta's rows, in fp32
       db.x = delta;
-      db.x_on_card = delta_on_card;
+      db.x_card = delta_card;
       db.rows = batch;
       db.width = units_;
       db.out = store.gradient(bias_);
       SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(db));
     }
     if (input_gradient) {
-      zeros_like(input, *input_gradient);
+      SYSTOLE_RETURN_IF_ERROR(gradient_like(context, input, *input_gradient));
       MatmulCall dx;  // dx = delta W
       dx.m = batch;
       dx.k = units_;
       dx.n = inputs_;
       dx.a = delta;
-      dx.a_on_card = delta_on_card;
+      dx.a_card = delta_card;
       dx.b = store.values(weight_);
-      dx.c = input_gradient->values.data();
-      dx.c_on_card = input_gradient->on_card;
+      dx.c = input_gradient->on_card ? nullptr : input_gradient->values.data();
+      dx.c_card = input_gradient->card;
       calls.push_back(dx);
     }
     return context.matmul->run(calls);
@@ -131,7 +137,10 @@ class Dense final : public Layer {
   uint32_t units_, inputs_ = 0, rows_ = 1;
   bool relu_, use_bias_;
   std::size_t weight_ = 0, bias_ = 0;
+  // The fused ReLU's masked gradient: on the host, or on the card when the
+  // gradient is there (made once, kept while its size stays).
   std::vector<float> masked_;
+  DeviceTensor masked_card_;
 };
 
 }  // namespace

@@ -23,12 +23,12 @@ class Flatten final : public Layer {
   Status forward(LayerContext& context, ParameterStore&, const Inputs& inputs, Activations& output) override {
     const Activations& input = inputs[0];
     if (output.on_card) {
+      // A view of the input's card tensor: nothing moves.
       output.batch = input.batch;
       output.shape = {uint32_t(shape_elements(input.shape))};
-      output.values.resize(input.values.size());
+      output.values.clear();
       const auto [rows, cols] = block(input.shape, false);
-      return context.matmul->view_on_card(output.values.data(), input.values.data(), input.values.size(),
-                                          rows, cols);
+      return view(input.card, rows, cols, output.card);
     }
     if (input.shape.size() != 3) {
       pass_through(input, output);
@@ -47,12 +47,14 @@ class Flatten final : public Layer {
     const Activations& input = inputs[0];
     Activations* input_gradient = input_gradients[0];
     if (!input_gradient) return ok_status();
-    zeros_like(input, *input_gradient);
     if (input_gradient->on_card) {
+      input_gradient->batch = input.batch;
+      input_gradient->shape = input.shape;
+      input_gradient->values.clear();
       const auto [rows, cols] = block(input.shape, true);
-      return context.matmul->view_on_card(input_gradient->values.data(), output_gradient.values.data(),
-                                          output_gradient.values.size(), rows, cols);
+      return view(output_gradient.card, rows, cols, input_gradient->card);
     }
+    zeros_like(input, *input_gradient);
     if (input.shape.size() != 3)
       input_gradient->values = output_gradient.values;
     else
@@ -74,6 +76,14 @@ class Flatten final : public Layer {
     if (input.size() != 3) return {1, uint32_t(shape_elements(input))};
     const uint32_t positions = input[0] * input[1], channels = input[2];
     return inverse ? std::pair{channels, positions} : std::pair{positions, channels};
+  }
+
+  // `tensor`'s values read in blocks of rows x cols transposed, into `out`.
+  static Status view(const DeviceTensor& tensor, uint32_t rows, uint32_t cols, DeviceTensor& out) {
+    auto viewed = tensor.blocks_transposed(rows, cols);
+    if (!viewed.ok()) return Status(viewed.status().code(), "flatten: " + viewed.status().message());
+    out = std::move(viewed).value();
+    return ok_status();
   }
 
   // HWC -> CHW per example (or back when `inverse`).

@@ -55,10 +55,36 @@ void pass_through(const Activations& input, Activations& output) {
 void zeros_like(const Activations& input, Activations& gradient) {
   gradient.batch = input.batch;
   gradient.shape = input.shape;
-  if (gradient.on_card)
-    gradient.values.resize(input.values.size());
-  else
-    gradient.values.assign(input.values.size(), 0.0f);
+  gradient.values.assign(input.values.size(), 0.0f);
+}
+
+Status gradient_like(LayerContext& context, const Activations& input, Activations& gradient) {
+  if (!gradient.on_card) {
+    gradient.card = DeviceTensor();
+    zeros_like(input, gradient);
+    return ok_status();
+  }
+  gradient.batch = input.batch;
+  gradient.shape = input.shape;
+  return place_values(context, gradient);
+}
+
+Status place_values(LayerContext& context, Activations& tensor) {
+  const std::size_t count = tensor.elements();
+  if (!tensor.on_card) {
+    tensor.card = DeviceTensor();
+    tensor.values.resize(count);
+    return ok_status();
+  }
+  tensor.values.clear();
+  tensor.values.shrink_to_fit();
+  if (tensor.card && !tensor.card.is_view() && tensor.card.offset() == 0 && tensor.card.count() == count)
+    return ok_status();
+  tensor.card = DeviceTensor();  // its memory goes before the new tensor's is taken
+  auto made = context.matmul->allocate(count);
+  if (!made.ok()) return made.status();
+  tensor.card = std::move(made).value();
+  return ok_status();
 }
 
 const std::string* LayerArgs::find(const std::string& key) {
