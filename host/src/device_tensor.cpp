@@ -20,7 +20,7 @@ Result<DeviceTensor> DeviceTensor::over(Buffer buffer, uint64_t offset, std::siz
                   "device tensor: " + std::to_string(count) + " values from byte " + std::to_string(offset) +
                       " do not fit a buffer of " + std::to_string(buffer.size()) + " bytes");
   DeviceTensor tensor;
-  tensor.storage_ = std::make_shared<const Storage>(Storage{std::move(buffer), offset, next_id++});
+  tensor.storage_ = std::make_shared<const Storage>(Storage{std::move(buffer), offset, count, next_id++});
   tensor.count_ = count;
   return tensor;
 }
@@ -45,6 +45,18 @@ Result<DeviceTensor> DeviceTensor::part(std::size_t offset, std::size_t count) c
   part.offset_ = offset_ + offset;
   part.count_ = count;
   return part;
+}
+
+Result<DeviceTensor> DeviceTensor::resized(std::size_t count) const {
+  if (!storage_) return Status(StatusCode::kInvalidArgument, "device tensor: no tensor");
+  if (is_view()) return Status(StatusCode::kInvalidArgument, "device tensor: a view is not resized");
+  if (count > room())
+    return Status(StatusCode::kInvalidArgument, "device tensor: " + std::to_string(count) +
+                                                    " values where its memory holds " +
+                                                    std::to_string(room()));
+  DeviceTensor resized = *this;
+  resized.count_ = count;
+  return resized;
 }
 
 Result<DeviceTensor> DeviceTensor::blocks_transposed(uint32_t rows, uint32_t cols) const {

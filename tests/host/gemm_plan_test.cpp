@@ -554,6 +554,59 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
       << refused.message();
 }
 
+// A device tensor's parts, views and resizings name its values (one id),
+// read and write only their own span, and refuse what does not fit by
+// name; the values' memory goes with the last handle.
+TEST(DeviceTensor, PartsViewsAndResizesShareTheValuesAndTheirId) {
+  auto refusal_of = [](const Status& status) {
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    return status.message();
+  };
+  std::vector<float> values(8, 1.0f), gradients(values.size(), 0.0f);
+  ResidentUnit unit = resident_unit(values, gradients);
+  unit.matmul->keep_resident(unit.resident);
+  DeviceTensor whole = unit.matmul->allocate(12).value();
+  std::vector<float> twelve(12);
+  for (std::size_t i = 0; i < twelve.size(); ++i) twelve[i] = float(i) - 5.5f;
+  ASSERT_TRUE(whole.write(twelve.data()).ok());
+  DeviceTensor middle = whole.part(4, 6).value();
+  EXPECT_TRUE(middle.same_values(whole));
+  EXPECT_EQ(middle.id(), whole.id());
+  EXPECT_EQ(middle.address(), whole.address() + 16);
+  std::vector<float> six(6);
+  ASSERT_TRUE(middle.read(six.data()).ok());
+  EXPECT_EQ(six, std::vector<float>(twelve.begin() + 4, twelve.begin() + 10));
+  // Shrunk and grown again in place: the same values.
+  DeviceTensor shorter = whole.resized(5).value();
+  EXPECT_EQ(shorter.count(), 5u);
+  EXPECT_EQ(shorter.room(), 12u);
+  EXPECT_EQ(shorter.resized(12).value().address(), whole.address());
+  EXPECT_EQ(refusal_of(shorter.resized(13).status()), "device tensor: 13 values where its memory holds 12");
+  EXPECT_EQ(refusal_of(whole.part(10, 3).status()), "device tensor: values [10, 13) of a tensor of 12");
+  // A view: blocks of 2 x 3 read transposed; parts of it are whole blocks.
+  DeviceTensor view = whole.blocks_transposed(2, 3).value();
+  EXPECT_FALSE(view.reads_in_order());
+  EXPECT_TRUE(whole.blocks_transposed(1, 12).value().reads_in_order());
+  EXPECT_EQ(view.part(6, 6).value().address(), whole.address() + 24);
+  EXPECT_EQ(refusal_of(view.part(3, 6).status()),
+            "device tensor: values [3, 9) of a view are not whole blocks of 2 x 3");
+  EXPECT_EQ(refusal_of(whole.blocks_transposed(5, 1).status()),
+            "device tensor: 12 values are not whole blocks of 5 x 1");
+  EXPECT_EQ(refusal_of(view.resized(6).status()), "device tensor: a view is not resized");
+  // Another allocation is other values, with another id; the memory goes
+  // with the last handle.
+  const DeviceTensor other = unit.matmul->allocate(12).value();
+  EXPECT_NE(other.id(), whole.id());
+  EXPECT_FALSE(other.same_values(whole));
+  std::weak_ptr<const void> lifetime = whole.lifetime();
+  whole = DeviceTensor();
+  EXPECT_FALSE(lifetime.expired());  // its part, view and resizing still hold the values
+  middle = shorter = view = DeviceTensor();
+  EXPECT_TRUE(lifetime.expired());
+  EXPECT_FALSE(DeviceTensor());
+  EXPECT_EQ(refusal_of(DeviceTensor().read(six.data())), "device tensor: no tensor");
+}
+
 // What a device plugin does with a tensor, through the public API: make
 // it on the unit, fill it from the host, multiply with it (the result left
 // on the card too) and read the result back; the bits of the same product

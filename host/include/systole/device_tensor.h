@@ -53,6 +53,11 @@ class DeviceTensor {
   // Values [offset, offset + count) of this tensor; of a view, whole
   // blocks of it. An error names what does not fit.
   Result<DeviceTensor> part(std::size_t offset, std::size_t count) const;
+  // Values the memory holds from this tensor's first one on (count() or
+  // more), and the first `count` of them as a tensor of the same values:
+  // this one shrunk, or grown again, in place (not a view).
+  std::size_t room() const { return storage_ ? storage_->count - offset_ : 0; }
+  Result<DeviceTensor> resized(std::size_t count) const;
   // This tensor's values viewed as blocks of rows x cols read transposed;
   // an error when they are not whole blocks, or this is a view already.
   Result<DeviceTensor> blocks_transposed(uint32_t rows, uint32_t cols) const;
@@ -66,6 +71,7 @@ class DeviceTensor {
   struct Storage {
     Buffer buffer;
     uint64_t offset = 0;  // bytes, of the first value
+    std::size_t count = 0;
     uint64_t id = 0;
   };
   std::shared_ptr<const Storage> storage_;

@@ -200,9 +200,13 @@ class Layer {
 // Copies the input (Flatten of a flat input, inference-time Dropout).
 void pass_through(const Activations& input, Activations& output);
 // Room for the values of `tensor` (its batch and shape set): on the card
-// when it is on_card (its card tensor, made once and kept while the size
-// stays; no host values), else host values of that size, as they were.
+// when it is on_card (its card tensor, made once and kept while it has
+// room for the batch; no host values), else host values of that size, as
+// they were.
 Status place_values(LayerContext& context, Activations& tensor);
+// `tensor` as `count` values on the card: itself, resized, where its memory
+// has room (an earlier pass's), else a new tensor.
+Status card_values(LayerContext& context, DeviceTensor& tensor, std::size_t count);
 // Gives `gradient` the batch and shape of `input`, all zeros (on the
 // host: a layer whose input the card may keep uses gradient_like).
 void zeros_like(const Activations& input, Activations& gradient);

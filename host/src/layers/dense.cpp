@@ -73,13 +73,7 @@ class Dense final : public Layer {
     DeviceTensor delta_card = output_gradient.card;
     if (relu_) {
       if (delta_card) {
-        const std::size_t count = output_gradient.elements();
-        if (!masked_card_ || masked_card_.count() != count) {
-          masked_card_ = DeviceTensor();
-          auto made = context.matmul->allocate(count);
-          if (!made.ok()) return made.status();
-          masked_card_ = std::move(made).value();
-        }
+        SYSTOLE_RETURN_IF_ERROR(card_values(context, masked_card_, output_gradient.elements()));
         SYSTOLE_RETURN_IF_ERROR(context.matmul->relu_mask_on_card(delta_card, output.card, masked_card_));
         delta_card = masked_card_;
       } else {
@@ -138,7 +132,7 @@ class Dense final : public Layer {
   bool relu_, use_bias_;
   std::size_t weight_ = 0, bias_ = 0;
   // The fused ReLU's masked gradient: on the host, or on the card when the
-  // gradient is there (made once, kept while its size stays).
+  // gradient is there (card_values).
   std::vector<float> masked_;
   DeviceTensor masked_card_;
 };

@@ -78,12 +78,20 @@ Status place_values(LayerContext& context, Activations& tensor) {
   }
   tensor.values.clear();
   tensor.values.shrink_to_fit();
-  if (tensor.card && !tensor.card.is_view() && tensor.card.offset() == 0 && tensor.card.count() == count)
+  return card_values(context, tensor.card, count);
+}
+
+Status card_values(LayerContext& context, DeviceTensor& tensor, std::size_t count) {
+  if (tensor && !tensor.is_view() && tensor.room() >= count) {
+    // An earlier pass's tensor holds it (a shorter batch, or the full one
+    // again): the values are written where they were.
+    tensor = tensor.resized(count).value();
     return ok_status();
-  tensor.card = DeviceTensor();  // its memory goes before the new tensor's is taken
+  }
+  tensor = DeviceTensor();  // its memory goes before the new tensor's is taken
   auto made = context.matmul->allocate(count);
   if (!made.ok()) return made.status();
-  tensor.card = std::move(made).value();
+  tensor = std::move(made).value();
   return ok_status();
 }
 
