@@ -8,6 +8,8 @@ import torch
 import torch.nn as nn
 
 import systole.torch as st
+import systole.torch.core.xla_model as xm
+import systole.torch.distributed.parallel_loader as pl
 
 EXAMPLES, FEATURES, CLASSES, BATCH, STEPS = 512, 37, 5, 16, 3
 ROWS = 16  # the array every process of the tests uses
@@ -34,17 +36,17 @@ def loader(replicas, rank):
 def train(index, path):
     """One replica of the spawned job; the master saves the state_dict."""
     st.configure("sw_emu", array=(ROWS, ROWS))
-    model = st.accelerate(make_model().to(st.xla_device()))
+    model = st.accelerate(make_model().to(xm.xla_device()))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
-    batches = st.MpDeviceLoader(loader(st.xrt_world_size(), st.get_ordinal()), st.xla_device())
+    batches = pl.MpDeviceLoader(loader(xm.xrt_world_size(), xm.get_ordinal()), xm.xla_device())
     for step, (x, y) in enumerate(batches):
         if step == STEPS:
             break
         optimizer.zero_grad()
         loss_fn(model(x), y).backward()
-        st.optimizer_step(optimizer)
-    st.save(model.state_dict(), path)
+        xm.optimizer_step(optimizer)
+    xm.save(model.state_dict(), path)
 
 
 def reference(replicas, seed=0):

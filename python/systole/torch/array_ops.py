@@ -15,9 +15,11 @@ layer are the C++ runtime's dense layer's, operand for operand:
 so their bits equal the C++ runtime's for the same operands.
 """
 
+import contextlib
 import functools
 import os
 import threading
+import time
 
 import numpy as np
 import torch
@@ -58,14 +60,33 @@ def array_device():
         return _device
 
 
+def opened_device():
+    """This process's systole.Device if it is open, else None."""
+    with _device_lock:
+        return _device
+
+
 def _array(tensor):
     """A float32 CPU tensor's NumPy view (no copy)."""
     return tensor.detach().numpy()
 
 
-def _product(a, b, bias=None, transpose_a=False, transpose_b=False):
+# What this process sent to the array (torch_xla.debug.metrics reads it):
+# products and the time they took, by the operation that asked for them.
+products = {}
+product_seconds = {}
+
+
+def _count(kind, seconds):
+    products[kind] = products.get(kind, 0) + 1
+    product_seconds[kind] = product_seconds.get(kind, 0.0) + seconds
+
+
+def _product(a, b, bias=None, transpose_a=False, transpose_b=False, kind="matmul"):
+    start = time.perf_counter()
     out = array_device().matmul(_array(a), _array(b), None if bias is None else _array(bias),
                                 False, transpose_a, transpose_b)
+    _count(kind, time.perf_counter() - start)
     return torch.from_numpy(out)
 
 
@@ -77,7 +98,7 @@ class _Linear(torch.autograd.Function):
     def forward(ctx, x, weight, bias):
         ctx.save_for_backward(x, weight)
         ctx.has_bias = bias is not None
-        return _product(x, weight, bias, transpose_b=True)
+        return _product(x, weight, bias, transpose_b=True, kind="linear")
 
     @staticmethod
     def backward(ctx, dy):
@@ -85,11 +106,11 @@ class _Linear(torch.autograd.Function):
         dy = dy.contiguous()
         dx = dw = db = None
         if ctx.needs_input_grad[1]:
-            dw = _product(dy, x, transpose_a=True)
+            dw = _product(dy, x, transpose_a=True, kind="linear_backward")
         if ctx.has_bias and ctx.needs_input_grad[2]:
             db = torch.from_numpy(systole.sum_rows(_array(dy), array_device().info["array"][0]))
         if ctx.needs_input_grad[0]:
-            dx = _product(dy, weight)
+            dx = _product(dy, weight, kind="linear_backward")
         return dx, dw, db
 
 
@@ -105,8 +126,8 @@ class _Matmul(torch.autograd.Function):
     def backward(ctx, dc):
         a, b = ctx.saved_tensors
         dc = dc.contiguous()
-        da = _product(dc, b, transpose_b=True) if ctx.needs_input_grad[0] else None
-        db = _product(a, dc, transpose_a=True) if ctx.needs_input_grad[1] else None
+        da = _product(dc, b, transpose_b=True, kind="matmul_backward") if ctx.needs_input_grad[0] else None
+        db = _product(a, dc, transpose_a=True, kind="matmul_backward") if ctx.needs_input_grad[1] else None
         return da, db
 
 
@@ -185,8 +206,47 @@ _HANDLERS = {
 }
 
 
-def _forward_on_array(module, *args, **kwargs):
+_always = threading.local()
+
+
+def _array_wanted():
+    """SYSTOLE_ARRAY=off leaves every product to PyTorch (the same script in
+    plain PyTorch, for comparisons); on, the default, sends them to the
+    array."""
+    value = os.environ.get("SYSTOLE_ARRAY", "on")
+    if value not in ("on", "off"):
+        raise ValueError(f"SYSTOLE_ARRAY: expected on or off, got {value!r}")
+    return value == "on"
+
+
+def _mode_is_on():
+    stack = torch.overrides._get_current_function_mode_stack()
+    return any(isinstance(mode, _ArrayMode) for mode in stack)
+
+
+@contextlib.contextmanager
+def array_mode():
+    """Within it, this thread's float32 linear layers, convolutions and
+    matrix products run on the array."""
+    if _mode_is_on() or not _array_wanted():
+        yield
+        return
     with _ArrayMode():
+        yield
+
+
+def enable_array_mode():
+    """From now on, this thread's float32 linear layers, convolutions and
+    matrix products run on the array (xla_device() and torch_xla.device()
+    call it, for scripts that run outside spawn and launch)."""
+    if not _mode_is_on() and _array_wanted():
+        mode = _ArrayMode()
+        mode.__enter__()
+        _always.mode = mode  # held for the thread's life
+
+
+def _forward_on_array(module, *args, **kwargs):
+    with array_mode():
         return type(module).forward(module, *args, **kwargs)
 
 
@@ -198,10 +258,10 @@ def accelerate(module):
     In a spawn()ed job the master's parameters and buffers are broadcast to
     every replica first (torch_xla's broadcast_master_param), so that the
     replicas start alike even if the script seeds them differently."""
-    if getattr(module, "_systole_accelerated", False):
+    if getattr(module, "_systole_accelerated", False) or not _array_wanted():
         return module
-    from systole.torch import replicas
-    replicas.broadcast_master_state(module)
+    from systole.torch.core import xla_model
+    xla_model.broadcast_master_state(module)
     # A partial of the module rather than a closure over its bound forward:
     # deepcopy then binds the copy to the copied module.
     module.forward = functools.partial(_forward_on_array, module)
