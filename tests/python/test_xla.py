@@ -24,7 +24,7 @@ import systole.torch.debug.metrics as met
 import systole.torch.distributed.xla_multiprocessing as xmp
 import systole.torch.utils.utils as xu
 import xla_mnist_job
-from systole.torch import runtime as xr
+from systole.torch import _job, runtime as xr
 
 SEED = int(os.environ.get("SYSTOLE_TEST_SEED", "20261203"))
 print(f"seed {SEED} (SYSTOLE_TEST_SEED)")
@@ -130,9 +130,15 @@ def _sum_job(index, tensors, path):
     gathered = xm.all_gather(tensors[index][:3].reshape(1, 3), dim=0)
     payloads = xm.rendezvous("payloads", f"replica {index}".encode())
     mean = xm.mesh_reduce("mean", float(index), np.mean)
+    keys = []  # the job's store after 40 and after 80 more collectives
+    for round in range(80):
+        xm.all_reduce(xm.REDUCE_SUM, torch.ones(3))
+        xm.rendezvous(f"round {round}")
+        if round in (39, 79):
+            keys.append(_job.current().store.num_keys())
     if xm.is_master_ordinal():
         torch.save({"sum": total, "max": torch.cat(listed), "gathered": gathered, "payloads": payloads,
-                    "mean": mean, "world": (xr.world_size(), xr.global_ordinal(), xm.xrt_world_size())}, path)
+                    "mean": mean, "keys": keys, "world": (xr.world_size(), xr.global_ordinal(), xm.xrt_world_size())}, path)
     xm.rendezvous("saved")
 
 
@@ -170,6 +176,7 @@ class CollectiveTest(unittest.TestCase):
         self.assertTrue(torch.equal(got["gathered"], torch.stack([t[:3] for t in tensors])))
         self.assertEqual(got["payloads"], [b"replica 0", b"replica 1", b"replica 2"])
         self.assertEqual(got["mean"], 1.0)
+        self.assertLessEqual(got["keys"][1] - got["keys"][0], 6)  # each replica's keys of past collectives go
         self.assertEqual(got["world"], (3, 0, 3))
 
     def _fails_with(self, fn, pattern, timeout="30"):

@@ -60,6 +60,7 @@ class Job:
         self._store = dist.PrefixStore("systole/", store) if store is not None else None
         self._group = group
         self._sequence = 0
+        self._forgotten = 0  # this replica's store keys up to this collective are deleted
         self.timeout = timeout() if size > 1 else None
 
     # --- what the store knows of each replica -----------------------------
@@ -103,6 +104,15 @@ class Job:
         self._store.add(f"at/{self._sequence}/{self.rank}", 1)
         return self._sequence
 
+    def _all_have_arrived(self, sequence):
+        """Every replica has reached collective `sequence`, so none reads
+        this replica's keys of the collectives before it: they go, and the
+        store stays the size of a few collectives however long the job."""
+        for old in range(self._forgotten + 1, sequence):
+            for key in (f"at/{old}/{self.rank}", f"rdv/{old}/{self.rank}", f"rdv/{old}/{self.rank}/n"):
+                self._store.delete_key(key)
+        self._forgotten = max(self._forgotten, sequence - 1)
+
     def _wait(self, name, sequence, keys, tolerate_returned):
         """Waits until every replica's key of `keys` (rank -> key) is in the
         store. Returns the replicas that returned instead of coming, if
@@ -145,6 +155,8 @@ class Job:
         self._store.add(f"{base}/{self.rank}/n", 1)
         keys = {r: f"{base}/{r}/n" for r in range(self.size) if r != self.rank}
         gone = self._wait(name, sequence, keys, tolerate_returned)
+        if not gone:
+            self._all_have_arrived(sequence)
         payloads = []
         for rank in range(self.size):
             if rank in gone:
@@ -159,13 +171,16 @@ class Job:
         return payloads
 
     @contextlib.contextmanager
-    def collective(self, name):
+    def collective(self, name, everyone_sends=True):
         """Runs the body's gloo operations as collective `name`: a transport
         error becomes a CollectiveError naming the replicas that did not
-        reach it."""
+        reach it. `everyone_sends`: the body completes only once every
+        replica has joined in (not so a broadcast's root)."""
         sequence = self._arrive()
         try:
             yield
+            if everyone_sends:
+                self._all_have_arrived(sequence)
         except RuntimeError as error:
             if isinstance(error, CollectiveError):
                 raise

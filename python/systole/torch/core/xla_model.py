@@ -325,7 +325,7 @@ def _broadcast_from_master(name, tensors):
     job = _job.current()
     if job.size == 1 or not tensors:
         return
-    with torch.no_grad(), job.collective(name):
+    with torch.no_grad(), job.collective(name, everyone_sends=False):
         for tensor in tensors:
             job.broadcast(tensor.data, 0)
 
