@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import oracle
 import spawn_job
+import xla_mnist_job
 import systole
 import systole.torch as st
 import systole.torch.core.xla_model as xm
@@ -264,24 +265,7 @@ class AccelerateTest(unittest.TestCase):
         zero but for fp32 rounding: a sum through bf16 walked conv1's bias
         far enough that evaluation flipped every prediction."""
 
-        class MNIST(nn.Module):  # torch_xla's test/test_train_mp_mnist.py model
-            def __init__(self):
-                super().__init__()
-                self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
-                self.bn1 = nn.BatchNorm2d(10)
-                self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
-                self.bn2 = nn.BatchNorm2d(20)
-                self.fc1 = nn.Linear(320, 50)
-                self.fc2 = nn.Linear(50, 10)
-
-            def forward(self, x):
-                x = F.relu(F.max_pool2d(self.conv1(x), 2))
-                x = self.bn1(x)
-                x = F.relu(F.max_pool2d(self.conv2(x), 2))
-                x = self.bn2(x)
-                x = torch.flatten(x, 1)
-                x = F.relu(self.fc1(x))
-                return F.log_softmax(self.fc2(x), dim=1)
+        MNIST = xla_mnist_job.MNIST  # torch_xla's test/test_train_mp_mnist.py model
 
         def train(model):
             """Test accuracy and how far conv1's bias moved in 200 steps of

@@ -52,10 +52,9 @@ class Job:
     """This process's replica of a job: its index (rank), the replica count,
     and the collectives among them."""
 
-    def __init__(self, rank, size, store=None, group=None, local_size=None):
+    def __init__(self, rank, size, store=None, group=None):
         self.rank = rank
         self.size = size
-        self.local_size = size if local_size is None else local_size
         self.store = store  # the job's store (a prefix of it is this module's)
         self._store = dist.PrefixStore("systole/", store) if store is not None else None
         self._group = group
@@ -238,12 +237,12 @@ def serve_store(size):
                          wait_for_workers=False)
 
 
-def join(rank, size, store, local_size=None):
+def join(rank, size, store):
     """Makes this process replica `rank` of a job of `size` on `store`: its
     own gloo group (under the store's prefix systole-group/)."""
     wait = datetime.timedelta(seconds=timeout())
     group = dist.ProcessGroupGloo(dist.PrefixStore("systole-group/", store), rank, size, wait)
-    job = Job(rank, size, store, group, local_size)
+    job = Job(rank, size, store, group)
     set_current(job)
     return job
 

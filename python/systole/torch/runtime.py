@@ -38,50 +38,16 @@ def global_ordinal():
     return _job.current().rank
 
 
-def local_ordinal():
-    """This replica's index on this machine (the same: every replica is
-    local)."""
-    return _job.current().rank
-
-
-def process_index():
-    """This process's index: one process per replica."""
-    return _job.current().rank
-
-
-def process_count():
-    """The job's processes: one per replica."""
-    return _job.current().size
-
-
-def local_process_count():
-    """The job's processes on this machine: all of them."""
-    return _job.current().local_size
-
-
 def local_device_count():
     """Devices per process: one."""
     return 1
 
 
-def addressable_device_count():
-    """Devices this process addresses: one."""
-    return 1
-
-
-def global_device_count():
-    """The job's devices: one per replica."""
-    return _job.current().size
-
-
-def global_runtime_device_count():
-    """The job's devices: one per replica."""
-    return _job.current().size
-
-
-def addressable_runtime_device_count():
-    """Devices this process addresses: one."""
-    return 1
+# One process per replica, one device each, every one on this machine: the
+# local and global counts and indices are the same numbers.
+local_ordinal = process_index = global_ordinal
+process_count = local_process_count = global_device_count = global_runtime_device_count = world_size
+addressable_device_count = addressable_runtime_device_count = local_device_count
 
 
 def global_runtime_device_attributes():

@@ -12,6 +12,7 @@ memory (the array reads them there), so xla_device() is the CPU device.
 """
 
 import os
+import pickle
 import sys
 import tempfile
 import time
@@ -77,11 +78,6 @@ def xrt_world_size(defval=1):
     return job.size if job.size > 1 else defval
 
 
-def world_size():
-    """The replicas in the job (1 outside one)."""
-    return _job.current().size
-
-
 def is_master_ordinal(local=True):
     """Whether this is replica 0 (of the machine, or of the job: the same
     here, as every replica runs on this machine)."""
@@ -143,7 +139,6 @@ def rendezvous(tag, payload=b"", replicas=()):
 def mesh_reduce(tag, data, reduce_fn):
     """reduce_fn(every replica's `data`, in replica order), on every
     replica: any picklable data, e.g. mesh_reduce("accuracy", acc, np.mean)."""
-    import pickle
     payloads = _job.current().rendezvous(f"mesh_reduce {tag!r}", pickle.dumps(data))
     return reduce_fn([pickle.loads(p) for p in payloads])
 
