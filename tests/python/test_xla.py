@@ -130,8 +130,8 @@ def _sum_job(index, tensors, path):
     gathered = xm.all_gather(tensors[index][:3].reshape(1, 3), dim=0)
     payloads = xm.rendezvous("payloads", f"replica {index}".encode())
     mean = xm.mesh_reduce("mean", float(index), np.mean)
-    keys = []  # the job's store after 40 and after 80 more collectives
-    for round in range(80):
+    keys = []  # the job's store after 40 and after 80 more collectives, each time with an all_reduce next
+    for round in range(81):
         xm.all_reduce(xm.REDUCE_SUM, torch.ones(3))
         xm.rendezvous(f"round {round}")
         if round in (39, 79):

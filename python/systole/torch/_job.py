@@ -61,6 +61,11 @@ class Job:
         self._sequence = 0
         self._forgotten = 0  # this replica's store keys up to this collective are deleted
         self.timeout = timeout() if size > 1 else None
+        if self._store is not None:
+            # The markers exist from the start (0: running), so that asking
+            # after a replica never adds keys to the store.
+            self._store.add(f"returned/{rank}", 0)
+            self._store.add(f"failed/{rank}", 0)
 
     # --- what the store knows of each replica -----------------------------
 
