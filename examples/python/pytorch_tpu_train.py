@@ -13,7 +13,7 @@ changes, all of them:
   environment below, and the master prints the loss of each epoch and a
   test-set accuracy the guide does not have.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/pytorch_tpu_train.py
+    .venv/bin/python examples/python/pytorch_tpu_train.py   # after pip install (docs/python.md)
 
 Inside xmp.spawn every float32 product runs on the array. Every process is
 seeded alike by spawn, so two runs end with the same state_dict, bit for
