@@ -130,8 +130,8 @@ def _sum_job(index, tensors, path):
     gathered = xm.all_gather(tensors[index][:3].reshape(1, 3), dim=0)
     payloads = xm.rendezvous("payloads", f"replica {index}".encode())
     mean = xm.mesh_reduce("mean", float(index), np.mean)
-    keys = []  # the job's store after 40 and after 80 more collectives, each time with an all_reduce next
-    for round in range(81):
+    keys = []  # the job's store after 40 and after 80 more collectives
+    for round in range(80):
         xm.all_reduce(xm.REDUCE_SUM, torch.ones(3))
         xm.rendezvous(f"round {round}")
         if round in (39, 79):
@@ -159,6 +159,17 @@ def _different_collectives(index):
     xm.rendezvous("epoch end" if index == 0 else "checkpoint")
 
 
+def _different_sizes(index):
+    xm.all_reduce(xm.REDUCE_SUM, torch.ones(5 + index))
+
+
+def _shared_memory_of(index, path):
+    xm.all_reduce(xm.REDUCE_SUM, torch.ones(3))
+    if index == 0:
+        with open(path, "w") as file:
+            file.write(_job.current()._shared)
+
+
 class CollectiveTest(unittest.TestCase):
 
     def test_collectives_add_in_replica_order(self):
@@ -176,7 +187,7 @@ class CollectiveTest(unittest.TestCase):
         self.assertTrue(torch.equal(got["gathered"], torch.stack([t[:3] for t in tensors])))
         self.assertEqual(got["payloads"], [b"replica 0", b"replica 1", b"replica 2"])
         self.assertEqual(got["mean"], 1.0)
-        self.assertLessEqual(got["keys"][1] - got["keys"][0], 6)  # each replica's keys of past collectives go
+        self.assertEqual(got["keys"][1], got["keys"][0])  # a replica's keys of collective s are those of s + 2
         self.assertEqual(got["world"], (3, 0, 3))
 
     def _fails_with(self, fn, pattern, timeout="30"):
@@ -198,6 +209,17 @@ class CollectiveTest(unittest.TestCase):
         self.assertLess(seconds, 30)
         self._fails_with(_different_collectives, r"replica \d is at \"rendezvous '(epoch end|checkpoint)'\" where "
                          r"replica \d is at \"rendezvous '(epoch end|checkpoint)'\"")
+        self._fails_with(_different_sizes, r"replica \d is at 'xm.all_reduce' with torch.float32 x [56] where replica "
+                         r"\d is at 'xm.all_reduce' with torch.float32 x [56]")
+
+    def test_shared_memory_is_gone_after_the_job(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "shared")
+            xmp.spawn(_shared_memory_of, args=(path,), nprocs=2)
+            with open(path) as file:
+                shared = file.read()
+        self.assertTrue(os.path.basename(shared).startswith("systole-job-"), shared)
+        self.assertFalse(os.path.exists(shared), shared)
 
     def test_bad_arguments_are_named(self):
         for error, pattern, call in [

@@ -103,6 +103,7 @@ class SystoleStrategy(DDPStrategy):
 
     def teardown(self):
         super().teardown()
+        _job.current().close()
         _job.set_current(None)
 
     @classmethod

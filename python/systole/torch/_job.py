@@ -19,14 +19,26 @@ complete, what it raises says which replicas were not there and why; and a
 rendezvous that only the master reaches (torch_xla's xm.save under
 `if xm.is_master_ordinal():`, as many scripts call it) can complete once
 every other replica has returned.
+
+The replicas run on one machine, and the reductions (all_reduce, the
+gradients' mean) pass their tensors through memory they share: files in a
+directory of the job's under /dev/shm, each replica's two slots mapped by
+every replica. A replica writes its tensor into a slot, says so in the
+store, and once every replica has, each folds the slots in replica order
+itself: the same additions in the same order, so the same bits everywhere,
+with no transfer. A replica writes a slot again only two collectives later,
+by when every replica has arrived at the one between, so has read it.
 """
 
 import contextlib
 import datetime
 import os
 import pickle
+import shutil
+import tempfile
 import time
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -59,8 +71,10 @@ class Job:
         self._store = dist.PrefixStore("systole/", store) if store is not None else None
         self._group = group
         self._sequence = 0
-        self._forgotten = 0  # this replica's store keys up to this collective are deleted
         self.timeout = timeout() if size > 1 else None
+        self._shared = None  # the job's shared-memory directory, once known
+        self._mapped = {}  # slot file -> its mapping here (a uint8 tensor)
+        self._scratch = {}  # dtype -> scratch()'s tensor
         if self._store is not None:
             # The markers exist from the start (0: running), so that asking
             # after a replica never adds keys to the store.
@@ -103,48 +117,71 @@ class Job:
 
     # --- collectives ------------------------------------------------------
 
+    # A replica's keys of collective s are those of s % 2: it uses them
+    # again at s + 2 only, by when every replica has arrived at s + 1, so
+    # has read them (every collective, a broadcast's root too, waits for
+    # all to arrive). The store holds a few keys per replica however long
+    # the job.
+
+    def _others(self):
+        return [r for r in range(self.size) if r != self.rank]
+
     def _arrive(self):
+        """Says in the store that this replica has come to its next
+        collective, after writing what the others will read of it there."""
         self._sequence += 1
-        self._store.add(f"at/{self._sequence}/{self.rank}", 1)
+        self._store.add(f"at/{self._sequence % 2}/{self.rank}", 1)
         return self._sequence
 
-    def _all_have_arrived(self, sequence):
-        """Every replica has reached collective `sequence`, so none reads
-        this replica's keys of the collectives before it: they go, and the
-        store stays the size of a few collectives however long the job."""
-        for old in range(self._forgotten + 1, sequence):
-            for key in (f"at/{old}/{self.rank}", f"rdv/{old}/{self.rank}", f"rdv/{old}/{self.rank}/n"):
-                self._store.delete_key(key)
-        self._forgotten = max(self._forgotten, sequence - 1)
+    def _has_arrived(self, rank, sequence):
+        # Replica `rank` has counted one arrival on its key of `sequence`
+        # for every collective of the same parity up to it.
+        return self._count(f"at/{sequence % 2}/{rank}") >= (sequence + 1) // 2
 
-    def _wait(self, name, sequence, keys, tolerate_returned):
-        """Waits until every replica's key of `keys` (rank -> key) is in the
-        store. Returns the replicas that returned instead of coming, if
-        `tolerate_returned`; raises CollectiveError when one failed, or
-        returned while not tolerated, or when the time is up."""
+    def _wait(self, name, sequence, tolerate_returned=False, ranks=None, arrived=None):
+        """Waits until every replica of `ranks` (the others) has arrived at
+        collective `sequence` (or until `arrived(rank)`). Returns the
+        replicas that returned instead of coming, if `tolerate_returned`;
+        raises CollectiveError when one failed, or returned while not
+        tolerated, or when the time is up."""
+        arrived = arrived or (lambda rank: self._has_arrived(rank, sequence))
         start = time.monotonic()
-        pause = 0.0005
-        waiting = dict(keys)
+        pause = 0.0001
+        waiting = list(self._others() if ranks is None else ranks)
         gone = []
         while waiting:
-            for rank, key in list(waiting.items()):
-                if self._count(key):
-                    del waiting[rank]
+            waited = time.monotonic() - start
+            for rank in list(waiting):
+                if arrived(rank):
+                    waiting.remove(rank)
                     continue
-                where = self._whereabouts(rank)
+                # A replica that is only late costs no more questions.
+                where = self._whereabouts(rank) if waited > 0.05 else None
                 if where is not None and (tolerate_returned and where.startswith("returned")):
                     gone.append(rank)
-                    del waiting[rank]
+                    waiting.remove(rank)
                 elif where is not None:
                     raise CollectiveError(self._missing_text(name, sequence, [rank]))
             if not waiting:
                 break
-            waited = time.monotonic() - start
             if waited > self.timeout:
                 raise CollectiveError(self._missing_text(name, sequence, sorted(waiting), waited))
+            # Late by a quarter of the wait so far at most.
             time.sleep(pause)
-            pause = min(pause * 2, 0.05)
+            pause = min(pause * 1.25, 0.05)
         return sorted(gone)
+
+    def _message(self, sequence, message):
+        """Leaves `message` for the others at collective `sequence`."""
+        self._store.set(f"message/{sequence % 2}/{self.rank}", pickle.dumps(message))
+
+    def _message_of(self, rank, sequence):
+        return pickle.loads(self._store.get(f"message/{sequence % 2}/{rank}"))
+
+    def _mismatch(self, sequence, mine, rank, theirs):
+        return CollectiveError(f"systole.torch: collective #{sequence}: replica {self.rank} is at {mine} where "
+                               f"replica {rank} is at {theirs}: every replica must call the same collectives in the "
+                               "same order")
 
     def rendezvous(self, name, payload=b"", tolerate_returned=False):
         """Every replica's `payload` (bytes), in replica order, once all have
@@ -153,57 +190,124 @@ class Job:
         left out (None in their place)."""
         if self.size == 1:
             return [payload]
-        sequence = self._arrive()
-        base = f"rdv/{sequence}"
-        self._store.set(f"{base}/{self.rank}", pickle.dumps((name, payload)))
-        self._store.add(f"{base}/{self.rank}/n", 1)
-        keys = {r: f"{base}/{r}/n" for r in range(self.size) if r != self.rank}
-        gone = self._wait(name, sequence, keys, tolerate_returned)
-        if not gone:
-            self._all_have_arrived(sequence)
+        sequence = self._sequence + 1
+        self._message(sequence, (name, payload))
+        self._arrive()
+        gone = self._wait(name, sequence, tolerate_returned)
         payloads = []
         for rank in range(self.size):
             if rank in gone:
                 payloads.append(None)
                 continue
-            theirs, data = pickle.loads(self._store.get(f"{base}/{rank}"))
+            theirs, data = (name, payload) if rank == self.rank else self._message_of(rank, sequence)
             if theirs != name:
-                raise CollectiveError(f"systole.torch: collective #{sequence}: replica {self.rank} is at {name!r} "
-                                      f"where replica {rank} is at {theirs!r}: every replica must call the same "
-                                      "collectives in the same order")
+                raise self._mismatch(sequence, repr(name), rank, repr(theirs))
             payloads.append(data)
         return payloads
 
+    def exchange(self, name, pieces):
+        """Every replica's `pieces` (1-D tensors of one dtype, concatenated;
+        of one dtype and size on every replica) in replica order, once all
+        have come to this collective under the same `name`: views of the
+        replicas' slots in shared memory, valid until this replica's next
+        collective but one (copy what must last longer)."""
+        sequence = self._sequence + 1  # _arrive's
+        dtype = pieces[0].dtype
+        numel = sum(piece.numel() for piece in pieces)
+        nbytes = numel * pieces[0].element_size()
+        directory = self._shared_directory(name, sequence)
+        mine = self._slot(os.path.join(directory, f"{self.rank}.{sequence % 2}"), nbytes, create=True).view(dtype)
+        torch.cat(pieces, out=mine)
+        shape = f"{dtype} x {numel}"
+        self._message(sequence, (name, shape))
+        self._arrive()
+        self._wait(name, sequence)
+        parts = []
+        for rank in range(self.size):
+            if rank == self.rank:
+                parts.append(mine)
+                continue
+            theirs, their_shape = self._message_of(rank, sequence)
+            if (theirs, their_shape) != (name, shape):
+                raise self._mismatch(sequence, f"{name!r} with {shape}", rank, f"{theirs!r} with {their_shape}")
+            parts.append(self._slot(os.path.join(directory, f"{rank}.{sequence % 2}"), nbytes).view(dtype))
+        return parts
+
+    def scratch(self, dtype, numel):
+        """A tensor of `numel` elements this replica reuses from one
+        reduction to the next (a fresh one each time would cost its page
+        faults again)."""
+        held = self._scratch.get(dtype)
+        if held is None or held.numel() < numel:
+            held = self._scratch[dtype] = torch.empty(numel, dtype=dtype)
+        return held[:numel]
+
+    def _shared_directory(self, name, sequence):
+        """The job's directory of slots: replica 0 makes it at the first
+        exchange and names it in the store."""
+        if self._shared is None:
+            if self.rank == 0:
+                base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+                path = tempfile.mkdtemp(prefix="systole-job-", dir=base)
+                self._store.set("shared", path)
+                self._store.add("shared/n", 1)
+            else:
+                self._wait(name, sequence, ranks=[0], arrived=lambda rank: self._count("shared/n"))
+                path = self._store.get("shared").decode()
+                if not os.path.isdir(path):
+                    raise CollectiveError(f"systole.torch: {name} (collective #{sequence}) on replica {self.rank}: "
+                                          f"replica 0's shared memory {path} is not on this machine; a job's "
+                                          "replicas must run on one machine")
+            self._shared = path
+        return self._shared
+
+    def _slot(self, path, nbytes, create=False):
+        """`nbytes` of slot file `path`, mapped (created or grown first if
+        `create`: only its own replica writes it)."""
+        mapping = self._mapped.get(path)
+        if mapping is None or mapping.numel() < nbytes:
+            if create:
+                with open(path, "ab") as file:
+                    if os.fstat(file.fileno()).st_size < nbytes:
+                        file.truncate(nbytes)
+            mapping = torch.from_numpy(np.memmap(path, dtype=np.uint8, mode="r+", shape=(nbytes,)))
+            self._mapped[path] = mapping
+        return mapping[:nbytes]
+
+    def close(self):
+        """This replica is done with the job's collectives; the last replica
+        to close removes the shared memory (xmp.spawn also removes it after
+        the job, whoever closed)."""
+        self._mapped.clear()
+        self._scratch.clear()
+        if self._store is None or self.size == 1:
+            return
+        if self._store.add("closed", 1) == self.size:
+            remove_shared(self.store)
+
     @contextlib.contextmanager
-    def collective(self, name, everyone_sends=True):
-        """Runs the body's gloo operations as collective `name`: a transport
-        error becomes a CollectiveError naming the replicas that did not
-        reach it. `everyone_sends`: the body completes only once every
-        replica has joined in (not so a broadcast's root)."""
+    def collective(self, name):
+        """Runs the body's gloo operations as collective `name`, which ends
+        once every replica has arrived at it (a broadcast's root too): a
+        transport error becomes a CollectiveError naming the replicas that
+        did not reach it."""
         sequence = self._arrive()
         try:
             yield
-            if everyone_sends:
-                self._all_have_arrived(sequence)
+            self._wait(name, sequence)
         except RuntimeError as error:
             if isinstance(error, CollectiveError):
                 raise
             time.sleep(0.2)  # a replica that went away says why just before it does
-            missing = [r for r in range(self.size) if r != self.rank and not self._count(f"at/{sequence}/{r}")]
+            missing = [r for r in self._others() if not self._has_arrived(r, sequence)]
             if not missing:  # every one came; name the ones that went away since
-                missing = [r for r in range(self.size) if r != self.rank and self._whereabouts(r)]
+                missing = [r for r in self._others() if self._whereabouts(r)]
             if not missing:
                 raise CollectiveError(f"systole.torch: {name} (collective #{sequence}) on replica {self.rank} "
                                       f"failed: {error}") from error
             raise CollectiveError(self._missing_text(name, sequence, missing)) from error
 
     # gloo operations on the job's group (within collective()).
-
-    def send(self, tensor, rank):
-        return self._group.send([tensor], rank, 0)
-
-    def recv(self, tensor, rank):
-        self._group.recv([tensor], rank, 0).wait()
 
     def broadcast(self, tensor, root):
         options = dist.BroadcastOptions()
@@ -218,6 +322,13 @@ class Job:
 
 _SINGLE = Job(0, 1)
 _current = _SINGLE
+
+
+def remove_shared(store):
+    """Removes the shared memory of the job on `store`, if it made any."""
+    store = dist.PrefixStore("systole/", store)
+    if store.add("shared/n", 0):
+        shutil.rmtree(store.get("shared").decode(), ignore_errors=True)
 
 
 def current():

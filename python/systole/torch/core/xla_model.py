@@ -146,28 +146,6 @@ def mesh_reduce(tag, data, reduce_fn):
 # --- tensor collectives -------------------------------------------------------
 
 
-def _ordered_sum(job, flat, chunks=8):
-    """The replicas' `flat` tensors summed in replica order on the last
-    replica: replica r receives the running sum of replicas 0..r-1, adds
-    its own and passes it on, in `chunks` pieces so that the replicas work
-    as a pipeline; one tensor's transfer per replica instead of N."""
-    total = flat.clone()
-    size = -(-flat.numel() // chunks)
-    sends = []
-    for begin in range(0, flat.numel(), size):
-        piece = slice(begin, min(flat.numel(), begin + size))
-        if job.rank > 0:
-            received = torch.empty(piece.stop - piece.start, dtype=flat.dtype)
-            job.recv(received, job.rank - 1)
-            total[piece] = received.add_(flat[piece])
-        if job.rank < job.size - 1:
-            outgoing = total[piece].clone()
-            sends.append((job.send(outgoing, job.rank + 1), outgoing))
-    for request, _ in sends:
-        request.wait()
-    return total
-
-
 _FOLDS = {
     REDUCE_SUM: torch.add,
     REDUCE_MUL: torch.mul,
@@ -195,26 +173,23 @@ def _group_of(name, groups, job):
     return next(g for g in members if job.rank in g)
 
 
-def _reduce_flat(name, job, flat, reduce_type, scale, groups):
-    """The replicas' `flat` tensors reduced in replica order (within this
-    replica's group), times `scale`: the same bits on every replica."""
+def _reduce(name, job, tensors, reduce_type, scale, groups):
+    """The replicas' `tensors` (flattened, concatenated) reduced in replica
+    order (within this replica's group), times `scale`: the same bits on
+    every replica. The result may be a buffer the next reduction reuses:
+    copy what must last."""
     members = _group_of(name, groups, job)
+    pieces = [t.detach().reshape(-1) for t in tensors]
     if job.size == 1 or len(members) == 1:
-        return flat * scale if scale != 1.0 else flat.clone()
-    with job.collective(name):
-        if reduce_type == REDUCE_SUM and len(members) == job.size:
-            total = _ordered_sum(job, flat)
-            last = job.size - 1
-            if job.rank == last and scale != 1.0:
-                total.mul_(scale)
-            job.broadcast(total, last)
-            return total
-        parts = job.all_gather(flat)
+        total = torch.cat(pieces)
+        return total.mul_(scale) if scale != 1.0 else total
+    parts = job.exchange(name, pieces)
     fold = _FOLDS[reduce_type]
-    total = parts[members[0]].clone()
-    for rank in members[1:]:
-        total = fold(total, parts[rank])
-    return total * scale if scale != 1.0 else total
+    total = job.scratch(parts[0].dtype, parts[0].numel())
+    fold(parts[members[0]], parts[members[1]], out=total)
+    for rank in members[2:]:
+        fold(total, parts[rank], out=total)
+    return total.mul_(scale) if scale != 1.0 else total
 
 
 def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
@@ -224,19 +199,18 @@ def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
     _check_reduce_type("xm.all_reduce", reduce_type)
     job = _job.current()
     if isinstance(inputs, torch.Tensor):
-        return _reduce_flat("xm.all_reduce", job, inputs.reshape(-1), reduce_type, scale,
-                            groups).view_as(inputs)
+        return _reduce("xm.all_reduce", job, [inputs], reduce_type, scale, groups).view_as(inputs).clone()
     tensors = list(inputs)
     if not tensors:
         return inputs
     if any(not isinstance(t, torch.Tensor) or t.dtype != tensors[0].dtype for t in tensors):
         raise TypeError("xm.all_reduce: inputs must be a tensor or a list of tensors of one dtype")
-    total = _reduce_flat("xm.all_reduce", job, torch.cat([t.reshape(-1) for t in tensors]), reduce_type, scale,
-                         groups)
+    total = _reduce("xm.all_reduce", job, tensors, reduce_type, scale, groups)
     offset = 0
-    for t in tensors:
-        t.copy_(total[offset:offset + t.numel()].view_as(t))
-        offset += t.numel()
+    with torch.no_grad():
+        for t in tensors:
+            t.copy_(total[offset:offset + t.numel()].view_as(t))
+            offset += t.numel()
     return inputs
 
 
@@ -271,7 +245,7 @@ def reduce_scatter(reduce_type, input, scale, scatter_dim, shard_count, groups=N
     if input.shape[scatter_dim] % shard_count:
         raise ValueError(f"xm.reduce_scatter: dimension {scatter_dim} of size {input.shape[scatter_dim]} does not "
                          f"split into {shard_count} equal shards")
-    total = _reduce_flat("xm.reduce_scatter", job, input.reshape(-1), reduce_type, scale, groups).view_as(input)
+    total = _reduce("xm.reduce_scatter", job, [input], reduce_type, scale, groups).view_as(input)
     piece = total.chunk(shard_count, dim=scatter_dim)[members.index(job.rank)].clone()
     if output is not None:
         output.copy_(piece)
@@ -320,7 +294,7 @@ def _broadcast_from_master(name, tensors):
     job = _job.current()
     if job.size == 1 or not tensors:
         return
-    with torch.no_grad(), job.collective(name, everyone_sends=False):
+    with torch.no_grad(), job.collective(name):
         for tensor in tensors:
             job.broadcast(tensor.data, 0)
 

@@ -30,8 +30,10 @@ def _run(job, fn, index, args, seed):
             result = fn(index, *args)
     except BaseException as error:
         job.note_failed(error)
+        job.close()
         raise
     job.note_returned()
+    job.close()
     return result
 
 
@@ -58,8 +60,12 @@ def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn
     if nprocs == 1:
         return _run(_job.current(), fn, 0, tuple(args), seed)
     store = _job.serve_store(nprocs)  # outlives every replica
-    context = mp.start_processes(_replica_main, args=(fn, tuple(args), nprocs, store.port, seed), nprocs=nprocs,
-                                 join=join, daemon=daemon, start_method=start_method)
+    try:
+        context = mp.start_processes(_replica_main, args=(fn, tuple(args), nprocs, store.port, seed),
+                                     nprocs=nprocs, join=join, daemon=daemon, start_method=start_method)
+    finally:
+        if join:  # the replicas have ended, however: their shared memory goes
+            _job.remove_shared(store)
     if context is not None:
         context.systole_store = store
     return context
