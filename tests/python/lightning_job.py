@@ -7,12 +7,15 @@ each replica's process, so the import of systole.lightning is at the top.
 
     python lightning_job.py --accelerator systole --devices 2 --out model.pt
 
-Prints "val_acc X" (the last epoch's validation accuracy, synchronised over
-the replicas) and saves the final state_dict (rank 0)."""
+Prints (rank 0) "val_acc X" (the last epoch's validation accuracy,
+synchronised over the replicas), the replica count, the products on the
+array, the seconds trainer.fit took and the best checkpoint, a line each,
+and saves the final state_dict."""
 
 import argparse
 import gzip
 import os
+import time
 
 import numpy as np
 import pytorch_lightning as pl
@@ -86,11 +89,13 @@ def main():
     trainer = pl.Trainer(accelerator=args.accelerator, devices=args.devices, max_epochs=args.epochs,
                          callbacks=[checkpoint], logger=False, enable_progress_bar=False, enable_model_summary=False,
                          deterministic=True)
+    start = time.perf_counter()
     trainer.fit(model, train, val)
+    seconds = time.perf_counter() - start
     if trainer.is_global_zero:
         torch.save(model.state_dict(), args.out)
-        print(f"val_acc {trainer.callback_metrics['val_acc'].item():.4f} world {trainer.world_size} "
-              f"products {metrics.counter_value('ArrayProducts')} "
+        print(f"val_acc {trainer.callback_metrics['val_acc'].item():.4f}\nworld {trainer.world_size}\n"
+              f"products {metrics.counter_value('ArrayProducts')}\nfit_seconds {seconds:.2f}\n"
               f"checkpoint {os.path.basename(checkpoint.best_model_path)}")
 
 

@@ -30,7 +30,7 @@ def fit(tmp, accelerator, devices, name, env=None):
     if result.returncode != 0:
         raise AssertionError(f"lightning_job.py {accelerator} {devices} exited {result.returncode}:\n"
                              f"{result.stderr[-3000:]}")
-    found = re.search(r"val_acc ([0-9.]+) world (\d+) products (\d+)", result.stdout)
+    found = re.search(r"val_acc ([0-9.]+)\nworld (\d+)\nproducts (\d+)\n", result.stdout)
     return float(found.group(1)), int(found.group(2)), int(found.group(3)), torch.load(out)
 
 
