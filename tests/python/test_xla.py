@@ -130,6 +130,7 @@ def _sum_job(index, tensors, path):
     gathered = xm.all_gather(tensors[index][:3].reshape(1, 3), dim=0)
     payloads = xm.rendezvous("payloads", f"replica {index}".encode())
     mean = xm.mesh_reduce("mean", float(index), np.mean)
+    empty = xm.all_reduce(xm.REDUCE_SUM, torch.ones(0))
     keys = []  # the job's store after 40 and after 80 more collectives
     for round in range(80):
         xm.all_reduce(xm.REDUCE_SUM, torch.ones(3))
@@ -138,7 +139,8 @@ def _sum_job(index, tensors, path):
             keys.append(_job.current().store.num_keys())
     if xm.is_master_ordinal():
         torch.save({"sum": total, "max": torch.cat(listed), "gathered": gathered, "payloads": payloads,
-                    "mean": mean, "keys": keys, "world": (xr.world_size(), xr.global_ordinal(), xm.xrt_world_size())}, path)
+                    "mean": mean, "empty": tuple(empty.shape), "keys": keys,
+                    "world": (xr.world_size(), xr.global_ordinal(), xm.xrt_world_size())}, path)
     xm.rendezvous("saved")
 
 
@@ -187,6 +189,7 @@ class CollectiveTest(unittest.TestCase):
         self.assertTrue(torch.equal(got["gathered"], torch.stack([t[:3] for t in tensors])))
         self.assertEqual(got["payloads"], [b"replica 0", b"replica 1", b"replica 2"])
         self.assertEqual(got["mean"], 1.0)
+        self.assertEqual(got["empty"], (0,))
         self.assertEqual(got["keys"][1], got["keys"][0])  # a replica's keys of collective s are those of s + 2
         self.assertEqual(got["world"], (3, 0, 3))
 

@@ -266,11 +266,12 @@ class Job:
         `create`: only its own replica writes it)."""
         mapping = self._mapped.get(path)
         if mapping is None or mapping.numel() < nbytes:
+            size = max(nbytes, 1)  # nothing maps an empty file
             if create:
                 with open(path, "ab") as file:
-                    if os.fstat(file.fileno()).st_size < nbytes:
-                        file.truncate(nbytes)
-            mapping = torch.from_numpy(np.memmap(path, dtype=np.uint8, mode="r+", shape=(nbytes,)))
+                    if os.fstat(file.fileno()).st_size < size:
+                        file.truncate(size)
+            mapping = torch.from_numpy(np.memmap(path, dtype=np.uint8, mode="r+", shape=(size,)))
             self._mapped[path] = mapping
         return mapping[:nbytes]
 
