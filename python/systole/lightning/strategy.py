@@ -43,6 +43,7 @@ class SystoleStrategy(DDPStrategy):
         # The replicas share this machine's cores, as xmp.spawn's do.
         os.environ["SYSTOLE_LOCAL_PROCESSES"] = str(self.num_processes)
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // self.num_processes))
+        _job.keep_freed_memory()
         super().setup_environment()
         if self.world_size > 1:
             _job.join_group(dist.distributed_c10d._get_default_group(), dist.distributed_c10d._get_default_store(),

@@ -41,6 +41,7 @@ def _replica_main(index, fn, args, nprocs, port, seed):
     os.environ["SYSTOLE_LOCAL_PROCESSES"] = str(nprocs)
     # The replicas share this machine's cores.
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // nprocs))
+    _job.keep_freed_memory()
     job = _job.join(index, nprocs, _job.open_store(port, nprocs))
     _run(job, fn, index, args, seed)
 
