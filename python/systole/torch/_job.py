@@ -216,8 +216,7 @@ class Job:
         dtype = pieces[0].dtype
         numel = sum(piece.numel() for piece in pieces)
         nbytes = numel * pieces[0].element_size()
-        directory = self._shared_directory(name, sequence)
-        mine = self._slot(os.path.join(directory, f"{self.rank}.{sequence % 2}"), nbytes, create=True).view(dtype)
+        mine = self._slot(name, self.rank, sequence, nbytes).view(dtype)
         torch.cat(pieces, out=mine)
         shape = f"{dtype} x {numel}"
         self._message(sequence, (name, shape))
@@ -231,7 +230,7 @@ class Job:
             theirs, their_shape = self._message_of(rank, sequence)
             if (theirs, their_shape) != (name, shape):
                 raise self._mismatch(sequence, f"{name!r} with {shape}", rank, f"{theirs!r} with {their_shape}")
-            parts.append(self._slot(os.path.join(directory, f"{rank}.{sequence % 2}"), nbytes).view(dtype))
+            parts.append(self._slot(name, rank, sequence, nbytes).view(dtype))
         return parts
 
     def scratch(self, dtype, numel):
@@ -262,13 +261,15 @@ class Job:
             self._shared = path
         return self._shared
 
-    def _slot(self, path, nbytes, create=False):
-        """`nbytes` of slot file `path`, mapped (created or grown first if
-        `create`: only its own replica writes it)."""
+    def _slot(self, name, rank, sequence, nbytes):
+        """`nbytes` of replica `rank`'s slot for collective `sequence`,
+        mapped (this replica's own created or grown first: only it writes
+        it)."""
+        path = os.path.join(self._shared_directory(name, sequence), f"{rank}.{sequence % 2}")
         mapping = self._mapped.get(path)
         if mapping is None or mapping.numel() < nbytes:
             size = max(nbytes, 1)  # nothing maps an empty file
-            if create:
+            if rank == self.rank:
                 with open(path, "ab") as file:
                     if os.fstat(file.fileno()).st_size < size:
                         file.truncate(size)
