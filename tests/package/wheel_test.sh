@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds the project's wheel as pip does (pyproject.toml, scikit-build-core
 # from .venv), installs it into a fresh virtual environment and uses it
-# there with no PYTHONPATH: systole, systole.torch, the startup module the
-# wheel's .pth imports, and Lightning's Trainer on accelerator "systole".
+# there with no PYTHONPATH: installed_package_check.py, the startup module
+# the wheel's .pth imports, and Lightning's Trainer on accelerator "systole".
 # The wheel has the sw_emu backend alone, to build in a few minutes; the
 # others are CMake options like any other (pyproject.toml builds them all).
 # Usage: wheel_test.sh SOURCE_DIR VENV_PYTHON VERSION
@@ -44,21 +44,16 @@ env_site=$("$work/env/bin/python" -c 'import sysconfig; print(sysconfig.get_path
 "$venv_python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' >"$env_site/project-venv.pth"
 "$work/env/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --no-index "$wheel"
 
+checks=$(cd "$(dirname "$0")" && pwd)/installed_package_check.py
 cd "$work"
-env -u PYTHONPATH "$work/env/bin/python" - "$version" "$env_site" <<'PY'
+env -u PYTHONPATH "$work/env/bin/python" "$checks" "$env_site" "$version"
+env -u PYTHONPATH "$work/env/bin/python" - "$env_site" <<'PY'
 import sys
-version, site = sys.argv[1:]
+site = sys.argv[1]
 assert "systole_startup" in sys.modules, "the wheel's systole-startup.pth did not run"
-import numpy as np
 import systole
-assert systole.__file__.startswith(site), f"imported {systole.__file__}, not the installed wheel"
-assert systole.__version__ == version, f"version {systole.__version__}, the package is {version}"
-a = np.arange(12, dtype=np.float32).reshape(3, 4)
-assert np.array_equal(systole.matmul(a, a.T), a @ a.T)  # small integers: exact in bf16
-
 import torch
 import pytorch_lightning as pl
-import systole.torch.core.xla_model as xm
 import systole.torch.debug.metrics as met
 from systole.lightning import SystoleAccelerator
 
@@ -83,7 +78,6 @@ trainer = pl.Trainer(accelerator="systole", devices=1, max_epochs=1, logger=Fals
 trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=16))
 assert isinstance(trainer.accelerator, SystoleAccelerator), trainer.accelerator
 assert trainer.global_step == 4, trainer.global_step
-assert xm.xrt_world_size() == 1
 products = met.counter_value("ArrayProducts")
 assert products == 8, f"{products} products on the array: 4 steps of a linear layer make 8 (forward, dW)"
 print(f"PASS: the wheel systole {systole.__version__} installed in {site}; Lightning's 4 steps made "
