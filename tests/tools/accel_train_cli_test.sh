@@ -48,6 +48,12 @@ printf 'train: {epochs: 1, global_batch: 32, epochs: 2}\n' >"$work/twice-nested.
 expect 2 "twice-nested.yaml: train.epochs: given twice, on lines 1 and 1" --config "$work/twice-nested.yaml"
 printf 'model:\n  layers:\n    - {type: dense, units: 8, units: 9}\n' >"$work/twice-layer.yaml"
 expect 2 "model.layers\[0\].units: given twice, on lines 3 and 3" --config "$work/twice-layer.yaml"
+# A YAML tag would be dropped on reading, a list item with a comma split:
+# both are errors, naming the key and quoting what was written.
+printf 'train:\n  epochs: !!int 3\n' >"$work/tagged.yaml"
+expect 2 "tagged.yaml: train.epochs: YAML tags are not read \(line 2 has '!!int'\)" --config "$work/tagged.yaml"
+printf 'model:\n  layers:\n    - {type: embedding, input_dim: ["3,4", 9], output_dim: 2}\n' >"$work/comma.yaml"
+expect 2 "model.layers\[0\].input_dim\[0\]: '3,4' is not a plain value" --config "$work/comma.yaml"
 expect 2 "devices: expected auto, a count \(1 to 1024\) or a list of unit indices \(got '-1'\)" "${small[@]}" --devices -1
 expect 2 "devices: expected auto, a count \(1 to 1024\) or a list of unit indices \(got '4294967297'\)" \
   "${small[@]}" --devices 4294967297

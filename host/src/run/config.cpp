@@ -17,26 +17,43 @@ namespace systole {
 
 namespace {
 
+// A YAML tag ("!!str 3", "!x") is refused where it stands: the fields
+// read plain values, and a tag would be dropped without a word (a tag with
+// nothing after it reads as an empty value). yaml-cpp tags an untagged
+// plain value "?" and a quoted one "!".
+Status check_untagged(const YAML::Node& node, const std::string& where) {
+  std::string tag = node.Tag();
+  if (tag.empty() || tag == "?" || tag == "!") return ok_status();
+  const std::string core = "tag:yaml.org,2002:";  // what "!!int" resolves to
+  if (tag.compare(0, core.size(), core) == 0) tag = "!!" + tag.substr(core.size());
+  return Status(StatusCode::kInvalidArgument,
+                (where.empty() ? std::string("the file") : where) + ": YAML tags are not read (line " +
+                    std::to_string(node.Mark().line + 1) + " has '" + tag + "')");
+}
+
 // YAML keys are unique within a mapping, but yaml-cpp keeps both entries of
 // a key given twice and reads the first: a silent choice. A second one is
-// an error naming the key's path and both lines.
-Status check_unique_keys(const YAML::Node& node, const std::string& where) {
+// an error naming the key's path and both lines. Tags are refused too
+// (check_untagged).
+Status check_keys_and_tags(const YAML::Node& node, const std::string& where) {
+  SYSTOLE_RETURN_IF_ERROR(check_untagged(node, where));
   if (node.IsMap()) {
     std::map<std::string, int> lines;
     for (const auto& item : node) {
       const std::string key = item.first.IsScalar() ? item.first.Scalar() : "?";
       const std::string path = where.empty() ? key : where + "." + key;
+      SYSTOLE_RETURN_IF_ERROR(check_untagged(item.first, path));
       const int line = item.first.Mark().line + 1;
       const auto [first, fresh] = lines.emplace(key, line);
       if (!fresh)
         return Status(StatusCode::kInvalidArgument, path + ": given twice, on lines " +
                                                         std::to_string(first->second) + " and " +
                                                         std::to_string(line) + " (a key is given once)");
-      SYSTOLE_RETURN_IF_ERROR(check_unique_keys(item.second, path));
+      SYSTOLE_RETURN_IF_ERROR(check_keys_and_tags(item.second, path));
     }
   } else if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i)
-      SYSTOLE_RETURN_IF_ERROR(check_unique_keys(node[i], where + "[" + std::to_string(i) + "]"));
+      SYSTOLE_RETURN_IF_ERROR(check_keys_and_tags(node[i], where + "[" + std::to_string(i) + "]"));
   }
   return ok_status();
 }
@@ -48,7 +65,7 @@ namespace {
 // The fields of a parsed document; errors start with `source`.
 Status read_document(const YAML::Node& root, const std::string& source, RunConfig& c) {
   if (root.IsNull()) return ok_status();  // an empty document: all defaults
-  Status status = check_unique_keys(root, "");
+  Status status = check_keys_and_tags(root, "");
   if (status.ok()) status = read_config_fields(root, c);
   return status.ok() ? status : Status(status.code(), source + ": " + status.message());
 }

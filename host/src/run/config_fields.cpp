@@ -190,14 +190,23 @@ Status read_typed(const YAML::Node& entry, bool name_alone, LayerConfig& typed) 
     const std::string key = item.first.as<std::string>();
     if (key == "type") continue;
     const YAML::Node value = item.second;
+    // The text keeps a list as "[3, 3]", so a value must not look like
+    // one, nor an item hold what separates items: a silent change of what
+    // was written ("[3", an item "3,4" or "") is an error instead.
     std::string text;
     if (value.IsScalar()) {
       text = value.Scalar();
+      if (!text.empty() && text.front() == '[')
+        return invalid("." + key + ": '" + text + "' is text that looks like a list (write a YAML list)");
     } else if (value.IsSequence()) {
       text = "[";
       for (std::size_t j = 0; j < value.size(); ++j) {
         if (!value[j].IsScalar()) return invalid("." + key + ": expected a value or a list of values");
-        text += (j ? ", " : "") + value[j].Scalar();
+        const std::string& item = value[j].Scalar();
+        if (item.empty() || item.find_first_of(",[]") != std::string::npos)
+          return invalid("." + key + "[" + std::to_string(j) + "]: '" + item +
+                         "' is not a plain value (empty, or holding ',', '[' or ']')");
+        text += (j ? ", " : "") + item;
       }
       text += "]";
     } else {
