@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -176,8 +177,11 @@ Status csv_to_tfrecord(const std::string& path, const std::string& prefix, uint3
           break;
         }
         case FeatureType::kFloat: {
+          // ERANGE also marks a subnormal result, which is the value written:
+          // only an overflow (inf) or a value lost to zero is refused.
           const float value = std::strtof(text.c_str(), &end);
-          if (text.empty() || *end || errno) return bad("a float32");
+          if (text.empty() || *end || (errno == ERANGE && (std::isinf(value) || value == 0)))
+            return bad("a float32");
           example.add_floats(name, &value, 1);
           break;
         }

@@ -15,11 +15,28 @@ PyTorch models run on the array through systole.torch (torch_xla's names).
 
 import json
 import os
+import sys
 import threading
 
-from systole._systole import (DataLossError, Device, DeviceError, __version__, backends, load_safetensors,
+
+def _load_extension():
+    """Imports the extension so that its libraries' symbols bind to the
+    libraries it was linked with (RTLD_DEEPBIND) rather than to a copy of
+    the same names loaded earlier into the process: TensorFlow's
+    libtensorflow_framework exports its own protobuf, with which the
+    extension's tf.train.Example parsing would crash."""
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(flags | os.RTLD_DEEPBIND)
+    try:
+        import systole._systole  # noqa: F401
+    finally:
+        sys.setdlopenflags(flags)
+
+
+_load_extension()
+from systole._systole import (DataLossError, Device, DeviceError, __version__, backends, load_safetensors,  # noqa: E402
                               save_safetensors, sum_rows)
-from systole._systole import _Model, _RecordDataset
+from systole._systole import _Model, _RecordDataset  # noqa: E402
 
 __all__ = [
     "Callback", "DataLossError", "Device", "DeviceError", "History", "Model", "RecordDataset", "__version__", "backends",

@@ -47,6 +47,13 @@ expect 2 "short.csv: row 1 has 1 field\(s\), the header 2" from-csv --csv "$work
 printf 'user,label\nx,notanint\n' >"$work/typed.csv"
 expect 2 "typed.csv: row 1, column 'label': 'notanint' is not an int64" \
   from-csv --csv "$work/typed.csv" --out "$work/typed" --int64 label
+# A float32 that overflows or is lost to zero is refused; a subnormal one is a value.
+printf 'x\n1e39\n' >"$work/huge.csv"
+expect 2 "huge.csv: row 1, column 'x': '1e39' is not a float32" from-csv --csv "$work/huge.csv" --out "$work/huge" --float x
+printf 'x\n1e-50\n' >"$work/tiny.csv"
+expect 2 "tiny.csv: row 1, column 'x': '1e-50' is not a float32" from-csv --csv "$work/tiny.csv" --out "$work/tiny" --float x
+printf 'x\n1.4e-45\n' >"$work/subnormal.csv"
+expect 0 "wrote 1 records \(x float32\)" from-csv --csv "$work/subnormal.csv" --out "$work/subnormal" --float x
 expect 2 "no column 'rating'" from-csv --csv "$work/good.csv" --out "$work/rating" --float rating
 # Nothing lost: two columns of one name, or a column given two types.
 printf 'id,id,label\n1,2,0\n' >"$work/twins.csv"
