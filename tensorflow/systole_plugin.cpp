@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: Apache-2.0
+// Systole as a TensorFlow PluggableDevice: device type SYSTOLE, one
+// TensorFlow device per compute unit of one Systole device (sw_emu unless
+// configured otherwise), tensors in the units' device memory through the
+// driver, and kernels that run on the array.
+//
+// Configured by the environment, read when TensorFlow loads the plugin:
+//   SYSTOLE_TF_BACKEND  sw_emu (default), hw_emu or perf
+//   SYSTOLE_TF_UNITS    compute units, each a device /device:SYSTOLE:i (2)
+//   SYSTOLE_TF_ARRAY    the array, RxC (128x128)
+//
+// A tensor's memory is a driver Buffer in its unit's bank. TensorFlow names
+// it by the buffer's host view (Buffer::map), because TensorFlow's own
+// kernels for the default device (assigning and updating resource
+// variables, Identity, Shape) read and write a pluggable device's memory
+// as the host's, and the C API that would let a plugin do those through
+// its own copies (kernels_experimental.h) is not exported by the wheel.
+// So only backends whose device memory is the host's view (sw_emu, perf,
+// hw_emu) can serve TensorFlow; the plugin finds the Buffer and offset from
+// the address (TensorFlow offsets into a tensor for its slices), and its
+// kernels reach the data only through the buffer. Streams are synchronous:
+// each copy and kernel is done when its call returns, so events are
+// complete once recorded.
+#include <tensorflow/c/experimental/stream_executor/stream_executor.h>
+#include <tensorflow/c/kernels.h>
+#include <tensorflow/c/tf_status.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "systole/boards.h"
+#include "systole/driver.h"
+#include "systole/matmul.h"
+
+// The stream executor's own types, which TensorFlow leaves to the plugin.
+struct SP_Stream_st {};
+struct SP_Event_st {};
+struct SP_Timer_st {
+  std::chrono::steady_clock::time_point start, stop;
+};
+
+namespace {
+
+using systole::Buffer;
+using systole::Result;
+using systole::Status;
+using systole::StatusCode;
+
+constexpr char kDeviceType[] = "SYSTOLE";
+constexpr char kPlatformName[] = "SYSTOLE";  // TensorFlow: [A-Z][A-Z_]*
+constexpr std::chrono::milliseconds kLaunchTimeout{600000};
+
+void set_error(TF_Status* status, const Status& error) {
+  TF_SetStatus(status, error.code() == StatusCode::kInvalidArgument ? TF_INVALID_ARGUMENT : TF_INTERNAL,
+               ("Systole: " + error.message()).c_str());
+}
+
+// The environment's settings; an error names the variable and quotes it.
+struct Settings {
+  std::string backend = "sw_emu";
+  uint32_t units = 2;
+  systole::spec::ArrayShape array = systole::spec::kDefaultShape;
+
+  static Result<Settings> from_environment() {
+    Settings settings;
+    if (const char* backend = std::getenv("SYSTOLE_TF_BACKEND"); backend && *backend)
+      settings.backend = backend;
+    if (const char* units = std::getenv("SYSTOLE_TF_UNITS"); units && *units) {
+      char* end = nullptr;
+      const unsigned long value = std::strtoul(units, &end, 10);
+      if (*end || value < 1 || value > 64 || units[0] == '-')
+        return Status(StatusCode::kInvalidArgument,
+                      std::string("SYSTOLE_TF_UNITS: expected a count of compute units (1 to 64), got '") +
+                          units + "'");
+      settings.units = uint32_t(value);
+    }
+    if (const char* array = std::getenv("SYSTOLE_TF_ARRAY"); array && *array) {
+      auto shape = systole::parse_array_shape(array);
+      if (!shape.ok())
+        return Status(StatusCode::kInvalidArgument, "SYSTOLE_TF_ARRAY: " + shape.status().message());
+      settings.array = *shape;
+    }
+    return settings;
+  }
+};
+
+// The plugin's Systole device: its units' memory, by host view, and each
+// unit's products.
+class Card {
+ public:
+  static Result<std::unique_ptr<Card>> open(const Settings& settings) {
+    systole::DeviceOptions options;
+    options.array_rows = settings.array.rows;
+    options.array_cols = settings.array.cols;
+    options.compute_units = settings.units;
+    auto device = systole::Device::open(settings.backend, 0, options);
+    if (!device.ok())
+      return Status(device.status().code(),
+                    "SYSTOLE_TF_BACKEND '" + settings.backend + "': " + device.status().message());
+    auto probe = device->allocate(1, 0);
+    if (!probe.ok()) return probe.status();
+    if (!probe->mapped())
+      return Status(
+          StatusCode::kInvalidArgument,
+          "SYSTOLE_TF_BACKEND '" + settings.backend +
+              "': TensorFlow's kernels read a device's memory as the host's, and this backend's is not "
+              "(sw_emu, hw_emu and perf serve TensorFlow)");
+    std::unique_ptr<Card> card(new Card(std::move(device).value()));
+    for (uint32_t unit = 0; unit < settings.units; ++unit) {
+      auto matmul = systole::DeviceMatmul::create(card->device_, unit, kLaunchTimeout);
+      if (!matmul.ok()) return matmul.status();
+      card->units_.push_back(std::make_unique<Unit>());
+      card->units_.back()->matmul = std::move(matmul).value();
+    }
+    return card;
+  }
+
+  uint32_t units() const { return uint32_t(units_.size()); }
+  const systole::DeviceInfo& info() const { return device_.info(); }
+
+  // `bytes` of unit memory (at least one byte, so that every tensor has a
+  // handle of its own).
+  Result<void*> allocate(uint32_t unit, uint64_t bytes) {
+    const uint32_t bank =
+        systole::spec::operand_bank(unit, systole::spec::Operand::kC, device_.info().hbm_banks);
+    auto buffer = device_.allocate(std::max<uint64_t>(bytes, 1), bank);
+    if (!buffer.ok()) return buffer.status();
+    const uint64_t handle = reinterpret_cast<uint64_t>(buffer->map());
+    std::lock_guard<std::mutex> lock(mutex_);
+    buffers_[handle] = std::move(buffer).value();
+    return reinterpret_cast<void*>(handle);
+  }
+  void release(const void* handle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    buffers_.erase(reinterpret_cast<uint64_t>(handle));
+  }
+
+  // The buffer holding [at, at + bytes), and the offset there.
+  struct Span {
+    Buffer buffer;
+    std::size_t offset = 0;
+  };
+  Result<Span> find(const void* handle, uint64_t bytes) const {
+    const uint64_t at = reinterpret_cast<uint64_t>(handle);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = buffers_.upper_bound(at);
+    if (it != buffers_.begin()) {
+      --it;
+      const uint64_t offset = at - it->first;
+      if (offset + bytes <= it->second.size()) return Span{it->second, std::size_t(offset)};
+    }
+    return Status(StatusCode::kInvalidArgument,
+                  "no tensor of the device holds " + std::to_string(bytes) + " bytes at 0x" + hex(at));
+  }
+
+  // (An empty tensor's memory may be TensorFlow's own: nothing is copied.)
+  Status copy_in(void* handle, const void* host, uint64_t bytes) {
+    if (bytes == 0) return systole::ok_status();
+    auto span = find(handle, bytes);
+    if (!span.ok()) return span.status();
+    return span->buffer.write(host, bytes, span->offset);
+  }
+  Status copy_out(void* host, const void* handle, uint64_t bytes) const {
+    if (bytes == 0) return systole::ok_status();
+    auto span = find(handle, bytes);
+    if (!span.ok()) return span.status();
+    return span->buffer.read(host, bytes, span->offset);
+  }
+
+  // C = op(A) op(B) on `unit`'s array: fp32 values in and out, operands
+  // rounded to bf16, fp32 accumulation (the numerics contract).
+  Status matmul(uint32_t unit, systole::MatmulCall call, const void* a, const void* b, void* c) {
+    if (unit >= units_.size())
+      return Status(StatusCode::kInvalidArgument, "no compute unit " + std::to_string(unit));
+    Unit& u = *units_[unit];
+    std::lock_guard<std::mutex> lock(u.mutex);
+    u.a.resize(std::size_t(call.m) * call.k);
+    u.b.resize(std::size_t(call.k) * call.n);
+    u.c.resize(std::size_t(call.m) * call.n);
+    SYSTOLE_RETURN_IF_ERROR(copy_out(u.a.data(), a, u.a.size() * sizeof(float)));
+    SYSTOLE_RETURN_IF_ERROR(copy_out(u.b.data(), b, u.b.size() * sizeof(float)));
+    call.a = u.a.data();
+    call.b = u.b.data();
+    call.c = u.c.data();
+    if (call.k == 0)
+      std::fill(u.c.begin(), u.c.end(), 0.0f);
+    else if (call.m && call.n)
+      SYSTOLE_RETURN_IF_ERROR(u.matmul->run(call));
+    return copy_in(c, u.c.data(), u.c.size() * sizeof(float));
+  }
+
+ private:
+  struct Unit {
+    std::mutex mutex;
+    std::unique_ptr<systole::DeviceMatmul> matmul;
+    std::vector<float> a, b, c;  // the operands as the host stages them
+  };
+  explicit Card(systole::Device device) : device_(std::move(device)) {}
+  static std::string hex(uint64_t value) {
+    char text[20];
+    std::snprintf(text, sizeof text, "%llx", (unsigned long long)value);
+    return text;
+  }
+
+  systole::Device device_;
+  mutable std::mutex mutex_;
+  std::map<uint64_t, Buffer> buffers_;  // by host view
+  std::vector<std::unique_ptr<Unit>> units_;
+};
+
+Card* card = nullptr;  // made by SE_InitPlugin, for the process's life
+
+uint32_t unit_of(const SP_Device* device) { return uint32_t(device->ordinal); }
+
+// ---- StreamExecutor: memory, copies, and synchronous streams ----
+
+void allocate(const SP_Device* device, uint64_t size, int64_t /*memory_space*/, SP_DeviceMemoryBase* mem) {
+  mem->struct_size = SP_DEVICE_MEMORY_BASE_STRUCT_SIZE;
+  auto handle = card->allocate(unit_of(device), size);
+  mem->opaque = handle.ok() ? *handle : nullptr;  // null: TensorFlow reports the allocation failed
+  mem->size = handle.ok() ? size : 0;
+}
+void deallocate(const SP_Device*, SP_DeviceMemoryBase* mem) { card->release(mem->opaque); }
+void* host_allocate(const SP_Device*, uint64_t size) { return std::aligned_alloc(64, (size + 63) / 64 * 64); }
+void host_deallocate(const SP_Device*, void* mem) { std::free(mem); }
+TF_Bool allocator_stats(const SP_Device*, SP_AllocatorStats* stats) {
+  stats->struct_size = SP_ALLOCATORSTATS_STRUCT_SIZE;
+  return false;
+}
+TF_Bool memory_usage(const SP_Device*, int64_t* free, int64_t* total) {
+  const systole::DeviceInfo& info = card->info();
+  *total = int64_t(info.bank_bytes);  // a unit's tensors live in one bank
+  *free = *total;
+  return true;
+}
+
+void create_stream(const SP_Device*, SP_Stream* stream, TF_Status*) { *stream = new SP_Stream_st; }
+void destroy_stream(const SP_Device*, SP_Stream stream) { delete stream; }
+void stream_dependency(const SP_Device*, SP_Stream, SP_Stream, TF_Status*) {}
+void stream_status(const SP_Device*, SP_Stream, TF_Status* status) { TF_SetStatus(status, TF_OK, ""); }
+void create_event(const SP_Device*, SP_Event* event, TF_Status*) { *event = new SP_Event_st; }
+void destroy_event(const SP_Device*, SP_Event event) { delete event; }
+SE_EventStatus event_status(const SP_Device*, SP_Event) { return SE_EVENT_COMPLETE; }
+void record_event(const SP_Device*, SP_Stream, SP_Event, TF_Status*) {}
+void wait_for_event(const SP_Device*, SP_Stream, SP_Event, TF_Status*) {}
+void create_timer(const SP_Device*, SP_Timer* timer, TF_Status*) { *timer = new SP_Timer_st; }
+void destroy_timer(const SP_Device*, SP_Timer timer) { delete timer; }
+void start_timer(const SP_Device*, SP_Stream, SP_Timer timer, TF_Status*) {
+  timer->start = std::chrono::steady_clock::now();
+}
+void stop_timer(const SP_Device*, SP_Stream, SP_Timer timer, TF_Status*) {
+  timer->stop = std::chrono::steady_clock::now();
+}
+uint64_t timer_nanoseconds(SP_Timer timer) {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(timer->stop - timer->start).count());
+}
+
+void report(const Status& result, TF_Status* status) {
+  if (result.ok())
+    TF_SetStatus(status, TF_OK, "");
+  else
+    set_error(status, result);
+}
+void sync_dtoh(const SP_Device*, void* host, const SP_DeviceMemoryBase* src, uint64_t size,
+               TF_Status* status) {
+  report(card->copy_out(host, src->opaque, size), status);
+}
+void sync_htod(const SP_Device*, SP_DeviceMemoryBase* dst, const void* host, uint64_t size,
+               TF_Status* status) {
+  report(card->copy_in(dst->opaque, host, size), status);
+}
+void sync_dtod(const SP_Device*, SP_DeviceMemoryBase* dst, const SP_DeviceMemoryBase* src, uint64_t size,
+               TF_Status* status) {
+  std::vector<char> bytes(size);
+  Status result = card->copy_out(bytes.data(), src->opaque, size);
+  if (result.ok()) result = card->copy_in(dst->opaque, bytes.data(), size);
+  report(result, status);
+}
+void dtoh(const SP_Device* d, SP_Stream, void* host, const SP_DeviceMemoryBase* src, uint64_t size,
+          TF_Status* status) {
+  sync_dtoh(d, host, src, size, status);
+}
+void htod(const SP_Device* d, SP_Stream, SP_DeviceMemoryBase* dst, const void* host, uint64_t size,
+          TF_Status* status) {
+  sync_htod(d, dst, host, size, status);
+}
+void dtod(const SP_Device* d, SP_Stream, SP_DeviceMemoryBase* dst, const SP_DeviceMemoryBase* src,
+          uint64_t size, TF_Status* status) {
+  sync_dtod(d, dst, src, size, status);
+}
+void done(const SP_Device*, SP_Event, TF_Status* status) { TF_SetStatus(status, TF_OK, ""); }
+void stream_done(const SP_Device*, SP_Stream, TF_Status* status) { TF_SetStatus(status, TF_OK, ""); }
+void all_done(const SP_Device*, TF_Status* status) { TF_SetStatus(status, TF_OK, ""); }
+void fill(SP_DeviceMemoryBase* location, const void* pattern, std::size_t width, uint64_t size,
+          TF_Status* status) {
+  std::vector<char> bytes(size);
+  for (uint64_t i = 0; i < size; i += width)
+    std::memcpy(bytes.data() + i, pattern, std::min<uint64_t>(width, size - i));
+  report(card->copy_in(location->opaque, bytes.data(), size), status);
+}
+void mem_zero(const SP_Device*, SP_Stream, SP_DeviceMemoryBase* location, uint64_t size, TF_Status* status) {
+  const uint8_t zero = 0;
+  fill(location, &zero, 1, size, status);
+}
+void memset8(const SP_Device*, SP_Stream, SP_DeviceMemoryBase* location, uint8_t pattern, uint64_t size,
+             TF_Status* status) {
+  fill(location, &pattern, 1, size, status);
+}
+void memset32(const SP_Device*, SP_Stream, SP_DeviceMemoryBase* location, uint32_t pattern, uint64_t size,
+              TF_Status* status) {
+  fill(location, &pattern, 4, size, status);
+}
+TF_Bool host_callback(const SP_Device*, SP_Stream, SE_StatusCallbackFn callback, void* arg) {
+  TF_Status* status = TF_NewStatus();
+  callback(arg, status);
+  TF_DeleteStatus(status);
+  return true;
+}
+
+// ---- the platform and its devices ----
+
+void device_count(const SP_Platform*, int* count, TF_Status*) { *count = card ? int(card->units()) : 0; }
+void create_device(const SP_Platform*, SE_CreateDeviceParams* params, TF_Status*) {
+  params->device->struct_size = SP_DEVICE_STRUCT_SIZE;
+  params->device->hardware_name = "Systole bf16 systolic array";
+  params->device->device_vendor = "Systole";
+}
+void destroy_device(const SP_Platform*, SP_Device*) {}
+void create_device_fns(const SP_Platform*, SE_CreateDeviceFnsParams* params, TF_Status*) {
+  params->device_fns->struct_size = SP_DEVICE_FNS_STRUCT_SIZE;
+}
+void destroy_device_fns(const SP_Platform*, SP_DeviceFns*) {}
+void create_stream_executor(const SP_Platform*, SE_CreateStreamExecutorParams* params, TF_Status*) {
+  SP_StreamExecutor* se = params->stream_executor;
+  se->struct_size = SP_STREAMEXECUTOR_STRUCT_SIZE;
+  se->allocate = allocate;
+  se->deallocate = deallocate;
+  se->host_memory_allocate = host_allocate;
+  se->host_memory_deallocate = host_deallocate;
+  se->get_allocator_stats = allocator_stats;
+  se->device_memory_usage = memory_usage;
+  se->create_stream = create_stream;
+  se->destroy_stream = destroy_stream;
+  se->create_stream_dependency = stream_dependency;
+  se->get_stream_status = stream_status;
+  se->create_event = create_event;
+  se->destroy_event = destroy_event;
+  se->get_event_status = event_status;
+  se->record_event = record_event;
+  se->wait_for_event = wait_for_event;
+  se->create_timer = create_timer;
+  se->destroy_timer = destroy_timer;
+  se->start_timer = start_timer;
+  se->stop_timer = stop_timer;
+  se->memcpy_dtoh = dtoh;
+  se->memcpy_htod = htod;
+  se->memcpy_dtod = dtod;
+  se->sync_memcpy_dtoh = sync_dtoh;
+  se->sync_memcpy_htod = sync_htod;
+  se->sync_memcpy_dtod = sync_dtod;
+  se->block_host_for_event = done;
+  se->block_host_until_done = stream_done;
+  se->synchronize_all_activity = all_done;
+  se->mem_zero = mem_zero;
+  se->memset = memset8;
+  se->memset32 = memset32;
+  se->host_callback = host_callback;
+}
+void destroy_stream_executor(const SP_Platform*, SP_StreamExecutor*) {}
+void create_timer_fns(const SP_Platform*, SP_TimerFns* timer_fns, TF_Status*) {
+  timer_fns->struct_size = SP_TIMER_FNS_STRUCT_SIZE;
+  timer_fns->nanoseconds = timer_nanoseconds;
+}
+void destroy_timer_fns(const SP_Platform*, SP_TimerFns*) {}
+void destroy_platform(SP_Platform*) {}
+void destroy_platform_fns(SP_PlatformFns*) {}
+
+// ---- kernels ----
+
+struct MatMulAttrs {
+  bool transpose_a = false, transpose_b = false;
+};
+
+void* matmul_create(TF_OpKernelConstruction* ctx) {
+  auto* attrs = new MatMulAttrs;
+  TF_Status* status = TF_NewStatus();
+  TF_Bool value = false;
+  TF_OpKernelConstruction_GetAttrBool(ctx, "transpose_a", &value, status);
+  if (TF_GetCode(status) == TF_OK) attrs->transpose_a = value;
+  TF_OpKernelConstruction_GetAttrBool(ctx, "transpose_b", &value, status);
+  if (TF_GetCode(status) == TF_OK) attrs->transpose_b = value;
+  TF_DeleteStatus(status);
+  return attrs;
+}
+void matmul_delete(void* kernel) { delete static_cast<MatMulAttrs*>(kernel); }
+
+void matmul_compute(void* kernel, TF_OpKernelContext* ctx) {
+  const auto* attrs = static_cast<const MatMulAttrs*>(kernel);
+  TF_Status* status = TF_NewStatus();
+  TF_Tensor *a = nullptr, *b = nullptr, *c = nullptr;
+  auto fail = [&](TF_Code code, const std::string& message) {
+    TF_SetStatus(status, code, message.c_str());
+    TF_OpKernelContext_Failure(ctx, status);
+  };
+  TF_GetInput(ctx, 0, &a, status);
+  if (TF_GetCode(status) == TF_OK) TF_GetInput(ctx, 1, &b, status);
+  if (TF_GetCode(status) != TF_OK) {
+    TF_OpKernelContext_Failure(ctx, status);
+  } else if (TF_NumDims(a) != 2 || TF_NumDims(b) != 2) {
+    fail(TF_INVALID_ARGUMENT, "MatMul on SYSTOLE: operands must be matrices, got ranks " +
+                                  std::to_string(TF_NumDims(a)) + " and " + std::to_string(TF_NumDims(b)));
+  } else {
+    systole::MatmulCall call;
+    call.a_transposed = attrs->transpose_a;
+    call.b_transposed = attrs->transpose_b;
+    const int64_t m = TF_Dim(a, attrs->transpose_a ? 1 : 0), k = TF_Dim(a, attrs->transpose_a ? 0 : 1);
+    const int64_t kb = TF_Dim(b, attrs->transpose_b ? 1 : 0), n = TF_Dim(b, attrs->transpose_b ? 0 : 1);
+    if (k != kb) {
+      fail(TF_INVALID_ARGUMENT, "MatMul on SYSTOLE: op(a) is " + std::to_string(m) + "x" + std::to_string(k) +
+                                    " and op(b) is " + std::to_string(kb) + "x" + std::to_string(n));
+    } else if (m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX) {
+      fail(TF_INVALID_ARGUMENT, "MatMul on SYSTOLE: a dimension is larger than 2^32 - 1");
+    } else {
+      call.m = uint32_t(m);
+      call.n = uint32_t(n);
+      call.k = uint32_t(k);
+      const int64_t dims[2] = {m, n};
+      c = TF_AllocateOutput(ctx, 0, TF_FLOAT, dims, 2, std::size_t(m * n) * sizeof(float), status);
+      if (TF_GetCode(status) != TF_OK) {
+        TF_OpKernelContext_Failure(ctx, status);
+      } else {
+        const Status result = card->matmul(uint32_t(TF_GetDeviceId(ctx)), call, TF_TensorData(a),
+                                           TF_TensorData(b), TF_TensorData(c));
+        if (!result.ok()) fail(TF_INTERNAL, "MatMul on SYSTOLE: " + result.message());
+      }
+    }
+  }
+  TF_DeleteTensor(a);
+  TF_DeleteTensor(b);
+  TF_DeleteTensor(c);
+  TF_DeleteStatus(status);
+}
+
+void register_kernel(const char* op, const char* type_attr, void* (*create)(TF_OpKernelConstruction*),
+                     void (*compute)(void*, TF_OpKernelContext*), void (*destroy)(void*)) {
+  TF_Status* status = TF_NewStatus();
+  TF_KernelBuilder* builder = TF_NewKernelBuilder(op, kDeviceType, create, compute, destroy);
+  TF_KernelBuilder_TypeConstraint(builder, type_attr, TF_FLOAT, status);
+  if (TF_GetCode(status) == TF_OK)
+    TF_RegisterKernelBuilder((std::string(op) + "OnSystole").c_str(), builder, status);
+  if (TF_GetCode(status) != TF_OK)
+    std::fprintf(stderr, "Systole: registering %s failed: %s\n", op, TF_Message(status));
+  TF_DeleteStatus(status);
+}
+
+}  // namespace
+
+extern "C" {
+
+// TensorFlow aborts the process when this fails, so a configuration that
+// cannot be opened is reported here, by name, and the platform registers
+// with no devices: `import tensorflow` goes on, and a placement on
+// /device:SYSTOLE:0 then fails as for any device that is not there.
+void SE_InitPlugin(SE_PlatformRegistrationParams* params, TF_Status* status) {
+  auto settings = Settings::from_environment();
+  Result<std::unique_ptr<Card>> opened =
+      settings.ok() ? Card::open(*settings) : Result<std::unique_ptr<Card>>(settings.status());
+  if (opened.ok())
+    card = opened->release();
+  else
+    std::fprintf(stderr, "Systole: no SYSTOLE devices: %s\n", opened.status().message().c_str());
+
+  params->major_version = SE_MAJOR;
+  params->minor_version = SE_MINOR;
+  params->patch_version = SE_PATCH;
+  params->platform->struct_size = SP_PLATFORM_STRUCT_SIZE;
+  params->platform->name = kPlatformName;
+  params->platform->type = kDeviceType;
+  params->platform->supports_unified_memory = false;
+  params->platform->use_bfc_allocator = false;  // each tensor its own buffer
+  params->platform->force_memory_growth = false;
+  SP_PlatformFns* fns = params->platform_fns;
+  fns->get_device_count = device_count;
+  fns->create_device = create_device;
+  fns->destroy_device = destroy_device;
+  fns->create_device_fns = create_device_fns;
+  fns->destroy_device_fns = destroy_device_fns;
+  fns->create_stream_executor = create_stream_executor;
+  fns->destroy_stream_executor = destroy_stream_executor;
+  fns->create_timer_fns = create_timer_fns;
+  fns->destroy_timer_fns = destroy_timer_fns;
+  params->destroy_platform = destroy_platform;
+  params->destroy_platform_fns = destroy_platform_fns;
+  TF_SetStatus(status, TF_OK, "");
+}
+
+void TF_InitKernel() {
+  if (!card) return;  // SE_InitPlugin failed: no devices to run on
+  register_kernel("MatMul", "T", matmul_create, matmul_compute, matmul_delete);
+}
+
+}  // extern "C"

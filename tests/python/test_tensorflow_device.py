@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The SYSTOLE PluggableDevice (tensorflow/systole_plugin.cpp), loaded by
+`import tensorflow` from TF_PLUGGABLE_DEVICE_LIBRARY_PATH: a device per
+compute unit, tf.matmul on the array to the numerics contract's bits
+(oracle.py) on awkward shapes, transposed or not, on every unit; Keras fit
+with its variables and products on SYSTOLE:0 near the CPU run; and a bad
+configuration reported at import, with no devices and no abort."""
+
+import os
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("SYSTOLE_TF_UNITS", "2")
+os.environ.setdefault("SYSTOLE_TF_ARRAY", "16x16")
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+
+import oracle  # noqa: E402
+
+SEED = int(os.environ.get("SYSTOLE_TEST_SEED", "20261203"))
+print(f"seed {SEED} (SYSTOLE_TEST_SEED)")
+ROWS = int(os.environ["SYSTOLE_TF_ARRAY"].split("x")[0])
+
+
+class DeviceTest(unittest.TestCase):
+    def test_one_device_per_compute_unit(self):
+        names = [d.name for d in tf.config.list_physical_devices("SYSTOLE")]
+        self.assertEqual(names, [f"/physical_device:SYSTOLE:{i}" for i in range(int(os.environ["SYSTOLE_TF_UNITS"]))])
+
+    def test_matmul_runs_on_the_array_to_the_bit(self):
+        rng = np.random.default_rng(SEED)
+        for m, k, n in [(1, 1, 1), (37, 300, 29), (17, 16, 33), (5, 1, 7)]:
+            for transpose_a in (False, True):
+                for transpose_b in (False, True):
+                    for unit in range(2):
+                        with self.subTest(m=m, k=k, n=n, transpose_a=transpose_a, transpose_b=transpose_b, unit=unit):
+                            a = rng.standard_normal((m, k)).astype(np.float32)
+                            b = rng.standard_normal((k, n)).astype(np.float32)
+                            with tf.device(f"/device:SYSTOLE:{unit}"):
+                                c = tf.matmul(tf.constant(a.T.copy() if transpose_a else a),
+                                              tf.constant(b.T.copy() if transpose_b else b),
+                                              transpose_a=transpose_a, transpose_b=transpose_b)
+                            self.assertTrue(c.device.endswith(f"SYSTOLE:{unit}"), c.device)
+                            np.testing.assert_array_equal(c.numpy().view(np.uint32),
+                                                          oracle.gemm(a, b, ROWS).view(np.uint32))
+
+    def test_empty_products(self):
+        with tf.device("/device:SYSTOLE:0"):
+            c = tf.matmul(tf.ones((3, 0)), tf.ones((0, 4)))
+            e = tf.matmul(tf.ones((0, 5)), tf.ones((5, 2)))
+        np.testing.assert_array_equal(c.numpy(), np.zeros((3, 4), np.float32))
+        self.assertEqual(e.shape, (0, 2))
+
+    def test_a_shape_mismatch_names_the_shapes(self):
+        with tf.device("/device:SYSTOLE:0"):
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "3x4.*5x2|Matrix size-incompatible"):
+                tf.matmul(tf.ones((3, 4)), tf.ones((5, 2)))
+
+    def test_keras_fit_with_variables_on_the_device(self):
+        rng = np.random.default_rng(SEED + 1)
+        x = rng.standard_normal((512, 20)).astype(np.float32)
+        y = (x[:, :3].sum(axis=1) > 0).astype(np.int64)
+
+        def fit(device):
+            keras.utils.set_random_seed(7)
+            with tf.device(device):
+                model = keras.Sequential([keras.Input((20,)), keras.layers.Dense(32, activation="relu"),
+                                          keras.layers.Dense(2)])
+                model.compile(optimizer="adam", metrics=["accuracy"], steps_per_execution=4, jit_compile=False,
+                              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                history = model.fit(x, y, epochs=3, batch_size=32, verbose=0)
+            return model, history.history
+
+        cpu_model, cpu = fit("/device:CPU:0")
+        model, ours = fit("/device:SYSTOLE:0")
+        self.assertTrue(all(w.value.device.endswith("SYSTOLE:0") for w in model.weights))
+        # bf16 operands: not the CPU's bits, but its run within a point.
+        self.assertNotEqual(ours["loss"], cpu["loss"])
+        self.assertLess(abs(ours["accuracy"][-1] - cpu["accuracy"][-1]), 0.01)
+        self.assertLess(abs(ours["loss"][-1] - cpu["loss"][-1]), 0.01)
+        self.assertGreater(ours["accuracy"][-1], 0.65)
+
+    def test_a_bad_configuration_is_reported_at_import(self):
+        for variable, value, message in [
+                ("SYSTOLE_TF_BACKEND", "nonesuch", "SYSTOLE_TF_BACKEND 'nonesuch': unknown backend 'nonesuch'"),
+                ("SYSTOLE_TF_UNITS", "0", "SYSTOLE_TF_UNITS: expected a count of compute units (1 to 64), got '0'"),
+                ("SYSTOLE_TF_ARRAY", "16y16", "SYSTOLE_TF_ARRAY: ")]:
+            with self.subTest(variable=variable):
+                env = dict(os.environ, **{variable: value})
+                done = subprocess.run([sys.executable, "-c", "import tensorflow as tf; "
+                                       "print(len(tf.config.list_physical_devices('SYSTOLE')))"],
+                                      env=env, capture_output=True, text=True)
+                self.assertEqual((done.returncode, done.stdout), (0, "0\n"), done.stderr[-2000:])
+                self.assertIn("Systole: no SYSTOLE devices: " + message, done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
