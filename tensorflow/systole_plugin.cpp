@@ -2,7 +2,8 @@
 // Systole as a TensorFlow PluggableDevice: device type SYSTOLE, one
 // TensorFlow device per compute unit of one Systole device (sw_emu unless
 // configured otherwise), tensors in the units' device memory through the
-// driver, and kernels that run on the array.
+// driver, and kernels: MatMul on the array; Add, Relu and ReluGrad on the
+// host over the units' memory.
 //
 // Configured by the environment, read when TensorFlow loads the plugin:
 //   SYSTOLE_TF_BACKEND  sw_emu (default), hw_emu or perf
@@ -24,6 +25,8 @@
 #include <tensorflow/c/experimental/stream_executor/stream_executor.h>
 #include <tensorflow/c/kernels.h>
 #include <tensorflow/c/tf_status.h>
+
+#include <xmmintrin.h>
 
 #include <chrono>
 #include <cstdint>
@@ -383,6 +386,21 @@ void destroy_timer_fns(const SP_Platform*, SP_TimerFns*) {}
 void destroy_platform(SP_Platform*) {}
 void destroy_platform_fns(SP_PlatformFns*) {}
 
+// TensorFlow runs kernels with subnormals flushed to zero (FTZ and DAZ in
+// MXCSR); Systole's arithmetic keeps them where the contract does, so each
+// kernel computes with them off, and restores TensorFlow's mode.
+class ContractFloatingPoint {
+ public:
+  ContractFloatingPoint() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ & ~(kFlushToZero | kDenormalsAreZero)); }
+  ~ContractFloatingPoint() { _mm_setcsr(saved_); }
+  ContractFloatingPoint(const ContractFloatingPoint&) = delete;
+  ContractFloatingPoint& operator=(const ContractFloatingPoint&) = delete;
+
+ private:
+  static constexpr unsigned kFlushToZero = 1u << 15, kDenormalsAreZero = 1u << 6;
+  unsigned saved_;
+};
+
 // ---- kernels ----
 
 struct MatMulAttrs {
@@ -403,6 +421,7 @@ void* matmul_create(TF_OpKernelConstruction* ctx) {
 void matmul_delete(void* kernel) { delete static_cast<MatMulAttrs*>(kernel); }
 
 void matmul_compute(void* kernel, TF_OpKernelContext* ctx) {
+  const ContractFloatingPoint contract;
   const auto* attrs = static_cast<const MatMulAttrs*>(kernel);
   TF_Status* status = TF_NewStatus();
   TF_Tensor *a = nullptr, *b = nullptr, *c = nullptr;
@@ -448,6 +467,136 @@ void matmul_compute(void* kernel, TF_OpKernelContext* ctx) {
   TF_DeleteTensor(c);
   TF_DeleteStatus(status);
 }
+
+// ---- elementwise kernels, on the host over the units' memory ----
+
+std::vector<int64_t> dims_of(const TF_Tensor* t) {
+  std::vector<int64_t> dims(TF_NumDims(t));
+  for (std::size_t i = 0; i < dims.size(); ++i) dims[i] = TF_Dim(t, int(i));
+  return dims;
+}
+
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+// The float32 values of input `index`, read from the device.
+Result<std::vector<float>> input_values(TF_OpKernelContext* ctx, int index, std::vector<int64_t>& dims) {
+  TF_Status* status = TF_NewStatus();
+  TF_Tensor* tensor = nullptr;
+  TF_GetInput(ctx, index, &tensor, status);
+  const bool got = TF_GetCode(status) == TF_OK;
+  const std::string message = TF_Message(status);
+  TF_DeleteStatus(status);
+  if (!got) return Status(StatusCode::kInvalidArgument, message);
+  dims = dims_of(tensor);
+  std::vector<float> values(std::size_t(TF_TensorElementCount(tensor)));
+  const Status read = card->copy_out(values.data(), TF_TensorData(tensor), values.size() * sizeof(float));
+  TF_DeleteTensor(tensor);
+  if (!read.ok()) return read;
+  return values;
+}
+
+// Output 0 of shape `dims` holding `values`, written to the device: into
+// one of the inputs `forwardable` where TensorFlow lets it (a collective's
+// reduction requires that its Add writes in place), else fresh memory.
+Status set_output(TF_OpKernelContext* ctx, const std::vector<int64_t>& dims, const std::vector<float>& values,
+                  const std::vector<int>& forwardable = {}) {
+  TF_Status* status = TF_NewStatus();
+  int forwarded = -1;
+  TF_Tensor* out = TF_ForwardInputOrAllocateOutput(ctx, forwardable.data(), int(forwardable.size()), 0,
+                                                   dims.data(), int(dims.size()), &forwarded, status);
+  Status result =
+      TF_GetCode(status) == TF_OK ? systole::ok_status() : Status(StatusCode::kInternal, TF_Message(status));
+  TF_DeleteStatus(status);
+  if (result.ok()) result = card->copy_in(TF_TensorData(out), values.data(), values.size() * sizeof(float));
+  TF_DeleteTensor(out);
+  return result;
+}
+
+void fail(TF_OpKernelContext* ctx, const char* op, const Status& error) {
+  TF_Status* status = TF_NewStatus();
+  TF_SetStatus(status, error.code() == StatusCode::kInvalidArgument ? TF_INVALID_ARGUMENT : TF_INTERNAL,
+               (std::string(op) + " on SYSTOLE: " + error.message()).c_str());
+  TF_OpKernelContext_Failure(ctx, status);
+  TF_DeleteStatus(status);
+}
+
+// z = x + y with NumPy's broadcasting (as TensorFlow's BCast): shapes
+// aligned on the right, each dimension equal or 1; fp32 additions.
+void add_compute(void*, TF_OpKernelContext* ctx) {
+  const ContractFloatingPoint contract;
+  std::vector<int64_t> xd, yd;
+  auto x = input_values(ctx, 0, xd);
+  auto y = x.ok() ? input_values(ctx, 1, yd) : Result<std::vector<float>>(x.status());
+  if (!y.ok()) return fail(ctx, "Add", y.status());
+  const std::size_t rank = std::max(xd.size(), yd.size());
+  std::vector<int64_t> zd(rank), xs(rank, 0), ys(rank, 0);  // strides, 0 where broadcast
+  int64_t xstride = 1, ystride = 1;
+  for (std::size_t i = rank; i-- > 0;) {
+    const std::size_t from_end = rank - 1 - i;
+    const int64_t a = from_end < xd.size() ? xd[xd.size() - 1 - from_end] : 1;
+    const int64_t b = from_end < yd.size() ? yd[yd.size() - 1 - from_end] : 1;
+    if (a != b && a != 1 && b != 1)
+      return fail(ctx, "Add",
+                  Status(StatusCode::kInvalidArgument,
+                         "shapes " + shape_text(xd) + " and " + shape_text(yd) + " do not broadcast"));
+    zd[i] = a == 1 ? b : a;
+    xs[i] = a == 1 ? 0 : xstride;
+    ys[i] = b == 1 ? 0 : ystride;
+    xstride *= a;
+    ystride *= b;
+  }
+  int64_t count = 1;
+  for (int64_t d : zd) count *= d;
+  std::vector<float> z(std::size_t(std::max<int64_t>(count, 0)));
+  std::vector<int64_t> at(rank, 0);
+  int64_t xi = 0, yi = 0;
+  for (std::size_t n = 0; n < z.size(); ++n) {
+    z[n] = (*x)[std::size_t(xi)] + (*y)[std::size_t(yi)];
+    for (std::size_t i = rank; i-- > 0;) {  // the next index, odometer style
+      xi += xs[i];
+      yi += ys[i];
+      if (++at[i] < zd[i]) break;
+      xi -= xs[i] * zd[i];
+      yi -= ys[i] * zd[i];
+      at[i] = 0;
+    }
+  }
+  const Status written = set_output(ctx, zd, z, {0, 1});
+  if (!written.ok()) fail(ctx, "Add", written);
+}
+
+// Relu: max(x, 0) as x > 0 ? x : +0; ReluGrad: dy where x > 0, else +0 (the
+// bits of the host's layers and the vector engine's kReluGrad).
+void relu_compute(void*, TF_OpKernelContext* ctx) {
+  const ContractFloatingPoint contract;
+  std::vector<int64_t> dims;
+  auto x = input_values(ctx, 0, dims);
+  if (!x.ok()) return fail(ctx, "Relu", x.status());
+  for (float& v : *x) v = v > 0 ? v : 0.0f;
+  const Status written = set_output(ctx, dims, *x, {0});
+  if (!written.ok()) fail(ctx, "Relu", written);
+}
+void relu_grad_compute(void*, TF_OpKernelContext* ctx) {
+  const ContractFloatingPoint contract;
+  std::vector<int64_t> dims, features;
+  auto dy = input_values(ctx, 0, dims);
+  auto x = dy.ok() ? input_values(ctx, 1, features) : Result<std::vector<float>>(dy.status());
+  if (!x.ok()) return fail(ctx, "ReluGrad", x.status());
+  if (dims != features)
+    return fail(ctx, "ReluGrad",
+                Status(StatusCode::kInvalidArgument,
+                       "gradients " + shape_text(dims) + " and features " + shape_text(features)));
+  for (std::size_t i = 0; i < dy->size(); ++i) (*dy)[i] = (*x)[i] > 0 ? (*dy)[i] : 0.0f;
+  const Status written = set_output(ctx, dims, *dy, {0});
+  if (!written.ok()) fail(ctx, "ReluGrad", written);
+}
+
+void* no_state(TF_OpKernelConstruction*) { return nullptr; }
+void no_delete(void*) {}
 
 void register_kernel(const char* op, const char* type_attr, void* (*create)(TF_OpKernelConstruction*),
                      void (*compute)(void*, TF_OpKernelContext*), void (*destroy)(void*)) {
@@ -505,6 +654,10 @@ void SE_InitPlugin(SE_PlatformRegistrationParams* params, TF_Status* status) {
 void TF_InitKernel() {
   if (!card) return;  // SE_InitPlugin failed: no devices to run on
   register_kernel("MatMul", "T", matmul_create, matmul_compute, matmul_delete);
+  register_kernel("AddV2", "T", no_state, add_compute, no_delete);
+  register_kernel("Add", "T", no_state, add_compute, no_delete);
+  register_kernel("Relu", "T", no_state, relu_compute, no_delete);
+  register_kernel("ReluGrad", "T", no_state, relu_grad_compute, no_delete);
 }
 
 }  // extern "C"

@@ -3,8 +3,10 @@
 `import tensorflow` from TF_PLUGGABLE_DEVICE_LIBRARY_PATH: a device per
 compute unit, tf.matmul on the array to the numerics contract's bits
 (oracle.py) on awkward shapes, transposed or not, on every unit; Keras fit
-with its variables and products on SYSTOLE:0 near the CPU run; and a bad
-configuration reported at import, with no devices and no abort."""
+with its variables and products on SYSTOLE:0 near the CPU run, and under
+MirroredStrategy on two units; Add (broadcasting), Relu and ReluGrad to
+the CPU's bits; and a bad configuration reported at import, with no
+devices and no abort."""
 
 import os
 import subprocess
@@ -60,6 +62,30 @@ class DeviceTest(unittest.TestCase):
             with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "3x4.*5x2|Matrix size-incompatible"):
                 tf.matmul(tf.ones((3, 4)), tf.ones((5, 2)))
 
+    def test_elementwise_kernels_give_the_cpus_bits(self):
+        rng = np.random.default_rng(SEED + 2)
+        x = rng.standard_normal((3, 1, 5)).astype(np.float32)
+        for y_shape in [(3, 1, 5), (5,), (4, 1), (1, 4, 5), ()]:
+            with self.subTest(y_shape=y_shape):
+                y = rng.standard_normal(y_shape).astype(np.float32)
+                with tf.device("/device:SYSTOLE:1"):
+                    z = tf.add(tf.constant(x), tf.constant(y))
+                self.assertTrue(z.device.endswith("SYSTOLE:1"), z.device)
+                np.testing.assert_array_equal(z.numpy().view(np.uint32), (x + y).view(np.uint32))
+        with tf.device("/device:SYSTOLE:0"):
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, r"\[3, 1, 5\] and \[2\] do not broadcast"):
+                tf.add(tf.constant(x), tf.ones((2,)))
+            features = tf.constant(np.array([-1.0, -0.0, 0.0, 2.5, 1e-45], np.float32))
+            relu = tf.nn.relu(features)
+            with tf.GradientTape() as tape:
+                tape.watch(features)
+                out = tf.nn.relu(features)
+            grad = tape.gradient(out, features, output_gradients=tf.constant([3.0, 3.0, 3.0, 3.0, -2.0]))
+        np.testing.assert_array_equal(relu.numpy().view(np.uint32),
+                                      np.array([0, 0, 0, 2.5, 1e-45], np.float32).view(np.uint32))
+        np.testing.assert_array_equal(grad.numpy().view(np.uint32),
+                                      np.array([0, 0, 0, 3.0, -2.0], np.float32).view(np.uint32))
+
     def test_keras_fit_with_variables_on_the_device(self):
         rng = np.random.default_rng(SEED + 1)
         x = rng.standard_normal((512, 20)).astype(np.float32)
@@ -83,6 +109,34 @@ class DeviceTest(unittest.TestCase):
         self.assertLess(abs(ours["accuracy"][-1] - cpu["accuracy"][-1]), 0.01)
         self.assertLess(abs(ours["loss"][-1] - cpu["loss"][-1]), 0.01)
         self.assertGreater(ours["accuracy"][-1], 0.65)
+
+    def test_mirrored_strategy_over_two_units(self):
+        # TPUStrategy's semantics: each unit a replica of its share of the
+        # batch, gradients summed by TensorFlow's collective all-reduce,
+        # whose reduction adds on the devices (Add in place). The same run
+        # reduced on the CPU (ReductionToOneDevice) has the same losses.
+        rng = np.random.default_rng(SEED + 3)
+        x = rng.standard_normal((512, 20)).astype(np.float32)
+        y = (x[:, :3].sum(axis=1) > 0).astype(np.int64)
+        units = ["/device:SYSTOLE:0", "/device:SYSTOLE:1"]
+
+        def fit(strategy):
+            keras.utils.set_random_seed(7)
+            with strategy.scope():
+                model = keras.Sequential([keras.Input((20,)), keras.layers.Dense(32, activation="relu"),
+                                          keras.layers.Dense(2)])
+                # steps_per_execution > 1 fails under MirroredStrategy with
+                # this Keras and TensorFlow on the CPU's devices too.
+                model.compile(optimizer="adam", metrics=["accuracy"], jit_compile=False,
+                              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                return model.fit(x, y, epochs=3, batch_size=64, verbose=0).history
+
+        ours = fit(tf.distribute.MirroredStrategy(units))
+        on_cpu = fit(tf.distribute.MirroredStrategy(
+            units, cross_device_ops=tf.distribute.ReductionToOneDevice(reduce_to_device="/cpu:0")))
+        cpu = fit(tf.distribute.OneDeviceStrategy("/cpu:0"))
+        self.assertEqual(ours["loss"], on_cpu["loss"])
+        self.assertLess(abs(ours["accuracy"][-1] - cpu["accuracy"][-1]), 0.01)
 
     def test_a_bad_configuration_is_reported_at_import(self):
         for variable, value, message in [
