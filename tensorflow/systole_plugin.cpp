@@ -6,7 +6,7 @@
 // host over the units' memory.
 //
 // Configured by the environment, read when TensorFlow loads the plugin:
-//   SYSTOLE_TF_BACKEND  sw_emu (default), hw_emu or perf
+//   SYSTOLE_TF_BACKEND  sw_emu (default) or hw_emu (the RTL)
 //   SYSTOLE_TF_UNITS    compute units, each a device /device:SYSTOLE:i (2)
 //   SYSTOLE_TF_ARRAY    the array, RxC (128x128)
 //
@@ -16,8 +16,8 @@
 // variables, Identity, Shape) read and write a pluggable device's memory
 // as the host's, and the C API that would let a plugin do those through
 // its own copies (kernels_experimental.h) is not exported by the wheel.
-// So only backends whose device memory is the host's view (sw_emu, perf,
-// hw_emu) can serve TensorFlow; the plugin finds the Buffer and offset from
+// So only backends whose device memory is the host's view (sw_emu, hw_emu)
+// can serve TensorFlow; the plugin finds the Buffer and offset from
 // the address (TensorFlow offsets into a tensor for its slices), and its
 // kernels reach the data only through the buffer. Streams are synchronous:
 // each copy and kernel is done when its call returns, so events are
@@ -115,7 +115,7 @@ class Card {
           StatusCode::kInvalidArgument,
           "SYSTOLE_TF_BACKEND '" + settings.backend +
               "': TensorFlow's kernels read a device's memory as the host's, and this backend's is not "
-              "(sw_emu, hw_emu and perf serve TensorFlow)");
+              "(sw_emu and hw_emu serve TensorFlow)");
     std::unique_ptr<Card> card(new Card(std::move(device).value()));
     for (uint32_t unit = 0; unit < settings.units; ++unit) {
       auto matmul = systole::DeviceMatmul::create(card->device_, unit, kLaunchTimeout);

@@ -2,7 +2,8 @@
 """The SYSTOLE PluggableDevice (tensorflow/systole_plugin.cpp), loaded by
 `import tensorflow` from TF_PLUGGABLE_DEVICE_LIBRARY_PATH: a device per
 compute unit, tf.matmul on the array to the numerics contract's bits
-(oracle.py) on awkward shapes, transposed or not, on every unit; Keras fit
+(oracle.py) on awkward shapes, transposed or not, on every unit and on
+the RTL (hw_emu); Keras fit
 with its variables and products on SYSTOLE:0 near the CPU run, and under
 MirroredStrategy on two units; Add (broadcasting), Relu and ReluGrad to
 the CPU's bits; and a bad configuration reported at import, with no
@@ -138,11 +139,30 @@ class DeviceTest(unittest.TestCase):
         self.assertEqual(ours["loss"], on_cpu["loss"])
         self.assertLess(abs(ours["accuracy"][-1] - cpu["accuracy"][-1]), 0.01)
 
+    def test_matmul_on_the_rtl(self):
+        # SYSTOLE_TF_BACKEND=hw_emu: the products on the Verilated RTL kernel.
+        script = """if True:
+            import sys, numpy as np, tensorflow as tf, oracle
+            rng = np.random.default_rng(int(sys.argv[1]))
+            a = rng.standard_normal((20, 37)).astype(np.float32)
+            b = rng.standard_normal((37, 9)).astype(np.float32)
+            with tf.device("/device:SYSTOLE:1"):
+                c = tf.matmul(a, b)
+            assert c.device.endswith("SYSTOLE:1"), c.device
+            assert c.numpy().view(np.uint32).tolist() == oracle.gemm(a, b, 16).view(np.uint32).tolist()
+            print("equal")
+        """
+        env = dict(os.environ, SYSTOLE_TF_BACKEND="hw_emu", SYSTOLE_TF_ARRAY="16x16")
+        done = subprocess.run([sys.executable, "-c", script, str(SEED)], env=env, capture_output=True, text=True)
+        self.assertEqual((done.returncode, done.stdout), (0, "equal\n"), done.stderr[-2000:])
+
     def test_a_bad_configuration_is_reported_at_import(self):
         for variable, value, message in [
                 ("SYSTOLE_TF_BACKEND", "nonesuch", "SYSTOLE_TF_BACKEND 'nonesuch': unknown backend 'nonesuch'"),
                 ("SYSTOLE_TF_UNITS", "0", "SYSTOLE_TF_UNITS: expected a count of compute units (1 to 64), got '0'"),
-                ("SYSTOLE_TF_ARRAY", "16y16", "SYSTOLE_TF_ARRAY: ")]:
+                ("SYSTOLE_TF_ARRAY", "16y16", "SYSTOLE_TF_ARRAY: "),
+                ("SYSTOLE_TF_BACKEND", "perf", "SYSTOLE_TF_BACKEND 'perf': TensorFlow's kernels read a device's "
+                 "memory as the host's, and this backend's is not")]:
             with self.subTest(variable=variable):
                 env = dict(os.environ, **{variable: value})
                 done = subprocess.run([sys.executable, "-c", "import tensorflow as tf; "
