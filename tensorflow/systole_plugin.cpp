@@ -178,33 +178,25 @@ class Card {
     return span->buffer.read(host, bytes, span->offset);
   }
 
-  // C = op(A) op(B) on `unit`'s array: fp32 values in and out, operands
+  // C = op(A) op(B) on `unit`'s array (call's host operands): operands
   // rounded to bf16, fp32 accumulation (the numerics contract).
-  Status matmul(uint32_t unit, systole::MatmulCall call, const void* a, const void* b, void* c) {
+  Status matmul(uint32_t unit, const systole::MatmulCall& call) {
     if (unit >= units_.size())
       return Status(StatusCode::kInvalidArgument, "no compute unit " + std::to_string(unit));
+    if (call.k == 0) {
+      std::fill(call.c, call.c + std::size_t(call.m) * call.n, 0.0f);
+      return systole::ok_status();
+    }
+    if (call.m == 0 || call.n == 0) return systole::ok_status();
     Unit& u = *units_[unit];
     std::lock_guard<std::mutex> lock(u.mutex);
-    u.a.resize(std::size_t(call.m) * call.k);
-    u.b.resize(std::size_t(call.k) * call.n);
-    u.c.resize(std::size_t(call.m) * call.n);
-    SYSTOLE_RETURN_IF_ERROR(copy_out(u.a.data(), a, u.a.size() * sizeof(float)));
-    SYSTOLE_RETURN_IF_ERROR(copy_out(u.b.data(), b, u.b.size() * sizeof(float)));
-    call.a = u.a.data();
-    call.b = u.b.data();
-    call.c = u.c.data();
-    if (call.k == 0)
-      std::fill(u.c.begin(), u.c.end(), 0.0f);
-    else if (call.m && call.n)
-      SYSTOLE_RETURN_IF_ERROR(u.matmul->run(call));
-    return copy_in(c, u.c.data(), u.c.size() * sizeof(float));
+    return u.matmul->run(call);
   }
 
  private:
   struct Unit {
     std::mutex mutex;
     std::unique_ptr<systole::DeviceMatmul> matmul;
-    std::vector<float> a, b, c;  // the operands as the host stages them
   };
   explicit Card(systole::Device device) : device_(std::move(device)) {}
   static std::string hex(uint64_t value) {
@@ -403,73 +395,6 @@ class ContractFloatingPoint {
 
 // ---- kernels ----
 
-struct MatMulAttrs {
-  bool transpose_a = false, transpose_b = false;
-};
-
-void* matmul_create(TF_OpKernelConstruction* ctx) {
-  auto* attrs = new MatMulAttrs;
-  TF_Status* status = TF_NewStatus();
-  TF_Bool value = false;
-  TF_OpKernelConstruction_GetAttrBool(ctx, "transpose_a", &value, status);
-  if (TF_GetCode(status) == TF_OK) attrs->transpose_a = value;
-  TF_OpKernelConstruction_GetAttrBool(ctx, "transpose_b", &value, status);
-  if (TF_GetCode(status) == TF_OK) attrs->transpose_b = value;
-  TF_DeleteStatus(status);
-  return attrs;
-}
-void matmul_delete(void* kernel) { delete static_cast<MatMulAttrs*>(kernel); }
-
-void matmul_compute(void* kernel, TF_OpKernelContext* ctx) {
-  const ContractFloatingPoint contract;
-  const auto* attrs = static_cast<const MatMulAttrs*>(kernel);
-  TF_Status* status = TF_NewStatus();
-  TF_Tensor *a = nullptr, *b = nullptr, *c = nullptr;
-  auto fail = [&](TF_Code code, const std::string& message) {
-    TF_SetStatus(status, code, message.c_str());
-    TF_OpKernelContext_Failure(ctx, status);
-  };
-  TF_GetInput(ctx, 0, &a, status);
-  if (TF_GetCode(status) == TF_OK) TF_GetInput(ctx, 1, &b, status);
-  if (TF_GetCode(status) != TF_OK) {
-    TF_OpKernelContext_Failure(ctx, status);
-  } else if (TF_NumDims(a) != 2 || TF_NumDims(b) != 2) {
-    fail(TF_INVALID_ARGUMENT, "MatMul on SYSTOLE: operands must be matrices, got ranks " +
-                                  std::to_string(TF_NumDims(a)) + " and " + std::to_string(TF_NumDims(b)));
-  } else {
-    systole::MatmulCall call;
-    call.a_transposed = attrs->transpose_a;
-    call.b_transposed = attrs->transpose_b;
-    const int64_t m = TF_Dim(a, attrs->transpose_a ? 1 : 0), k = TF_Dim(a, attrs->transpose_a ? 0 : 1);
-    const int64_t kb = TF_Dim(b, attrs->transpose_b ? 1 : 0), n = TF_Dim(b, attrs->transpose_b ? 0 : 1);
-    if (k != kb) {
-      fail(TF_INVALID_ARGUMENT, "MatMul on SYSTOLE: op(a) is " + std::to_string(m) + "x" + std::to_string(k) +
-                                    " and op(b) is " + std::to_string(kb) + "x" + std::to_string(n));
-    } else if (m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX) {
-      fail(TF_INVALID_ARGUMENT, "MatMul on SYSTOLE: a dimension is larger than 2^32 - 1");
-    } else {
-      call.m = uint32_t(m);
-      call.n = uint32_t(n);
-      call.k = uint32_t(k);
-      const int64_t dims[2] = {m, n};
-      c = TF_AllocateOutput(ctx, 0, TF_FLOAT, dims, 2, std::size_t(m * n) * sizeof(float), status);
-      if (TF_GetCode(status) != TF_OK) {
-        TF_OpKernelContext_Failure(ctx, status);
-      } else {
-        const Status result = card->matmul(uint32_t(TF_GetDeviceId(ctx)), call, TF_TensorData(a),
-                                           TF_TensorData(b), TF_TensorData(c));
-        if (!result.ok()) fail(TF_INTERNAL, "MatMul on SYSTOLE: " + result.message());
-      }
-    }
-  }
-  TF_DeleteTensor(a);
-  TF_DeleteTensor(b);
-  TF_DeleteTensor(c);
-  TF_DeleteStatus(status);
-}
-
-// ---- elementwise kernels, on the host over the units' memory ----
-
 std::vector<int64_t> dims_of(const TF_Tensor* t) {
   std::vector<int64_t> dims(TF_NumDims(t));
   for (std::size_t i = 0; i < dims.size(); ++i) dims[i] = TF_Dim(t, int(i));
@@ -523,6 +448,60 @@ void fail(TF_OpKernelContext* ctx, const char* op, const Status& error) {
   TF_OpKernelContext_Failure(ctx, status);
   TF_DeleteStatus(status);
 }
+
+struct MatMulAttrs {
+  bool transpose_a = false, transpose_b = false;
+};
+
+void* matmul_create(TF_OpKernelConstruction* ctx) {
+  auto* attrs = new MatMulAttrs;
+  TF_Status* status = TF_NewStatus();
+  TF_Bool value = false;
+  TF_OpKernelConstruction_GetAttrBool(ctx, "transpose_a", &value, status);
+  if (TF_GetCode(status) == TF_OK) attrs->transpose_a = value;
+  TF_OpKernelConstruction_GetAttrBool(ctx, "transpose_b", &value, status);
+  if (TF_GetCode(status) == TF_OK) attrs->transpose_b = value;
+  TF_DeleteStatus(status);
+  return attrs;
+}
+void matmul_delete(void* kernel) { delete static_cast<MatMulAttrs*>(kernel); }
+
+void matmul_compute(void* kernel, TF_OpKernelContext* ctx) {
+  const ContractFloatingPoint contract;
+  const auto* attrs = static_cast<const MatMulAttrs*>(kernel);
+  std::vector<int64_t> ad, bd;
+  auto a = input_values(ctx, 0, ad);
+  auto b = a.ok() ? input_values(ctx, 1, bd) : Result<std::vector<float>>(a.status());
+  if (!b.ok()) return fail(ctx, "MatMul", b.status());
+  if (ad.size() != 2 || bd.size() != 2)
+    return fail(ctx, "MatMul",
+                Status(StatusCode::kInvalidArgument,
+                       "operands must be matrices, got " + shape_text(ad) + " and " + shape_text(bd)));
+  const int64_t m = ad[attrs->transpose_a ? 1 : 0], k = ad[attrs->transpose_a ? 0 : 1];
+  const int64_t kb = bd[attrs->transpose_b ? 1 : 0], n = bd[attrs->transpose_b ? 0 : 1];
+  if (k != kb)
+    return fail(ctx, "MatMul",
+                Status(StatusCode::kInvalidArgument, "op(a) is " + std::to_string(m) + "x" +
+                                                         std::to_string(k) + " and op(b) is " +
+                                                         std::to_string(kb) + "x" + std::to_string(n)));
+  if (m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX)
+    return fail(ctx, "MatMul", Status(StatusCode::kInvalidArgument, "a dimension is larger than 2^32 - 1"));
+  std::vector<float> c(std::size_t(m * n));
+  systole::MatmulCall call;
+  call.m = uint32_t(m);
+  call.n = uint32_t(n);
+  call.k = uint32_t(k);
+  call.a = a->data();
+  call.a_transposed = attrs->transpose_a;
+  call.b = b->data();
+  call.b_transposed = attrs->transpose_b;
+  call.c = c.data();
+  Status result = card->matmul(uint32_t(TF_GetDeviceId(ctx)), call);
+  if (result.ok()) result = set_output(ctx, {m, n}, c);
+  if (!result.ok()) fail(ctx, "MatMul", result);
+}
+
+// ---- elementwise kernels, on the host over the units' memory ----
 
 // z = x + y with NumPy's broadcasting (as TensorFlow's BCast): shapes
 // aligned on the right, each dimension equal or 1; fp32 additions.
