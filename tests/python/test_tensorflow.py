@@ -42,7 +42,8 @@ def awkward_floats(rng, count):
                         0.1, 1 / 3, 16777217.0], dtype=np.float32)
     bits = rng.integers(0, 2**32, count, dtype=np.uint64).astype(np.uint32)
     values = bits.view(np.float32)
-    values = np.where(np.isfinite(values), values, np.float32(2.5))  # TensorFlow's parse keeps NaN; CSV text may not
+    # No NaN or infinity: a NaN's payload does not survive CSV text.
+    values = np.where(np.isfinite(values), values, np.float32(2.5))
     return np.concatenate([special, values])[:count] if count >= len(special) else special[:count]
 
 
