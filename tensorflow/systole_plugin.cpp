@@ -407,8 +407,13 @@ std::string shape_text(const std::vector<int64_t>& dims) {
   return text + "]";
 }
 
-// The float32 values of input `index`, read from the device.
-Result<std::vector<float>> input_values(TF_OpKernelContext* ctx, int index, std::vector<int64_t>& dims) {
+// A float32 input as read from the device: its shape and values.
+struct Input {
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+Result<Input> read_input(TF_OpKernelContext* ctx, int index) {
   TF_Status* status = TF_NewStatus();
   TF_Tensor* tensor = nullptr;
   TF_GetInput(ctx, index, &tensor, status);
@@ -416,12 +421,12 @@ Result<std::vector<float>> input_values(TF_OpKernelContext* ctx, int index, std:
   const std::string message = TF_Message(status);
   TF_DeleteStatus(status);
   if (!got) return Status(StatusCode::kInvalidArgument, message);
-  dims = dims_of(tensor);
-  std::vector<float> values(std::size_t(TF_TensorElementCount(tensor)));
-  const Status read = card->copy_out(values.data(), TF_TensorData(tensor), values.size() * sizeof(float));
+  Input input{dims_of(tensor), std::vector<float>(std::size_t(TF_TensorElementCount(tensor)))};
+  const Status read =
+      card->copy_out(input.values.data(), TF_TensorData(tensor), input.values.size() * sizeof(float));
   TF_DeleteTensor(tensor);
   if (!read.ok()) return read;
-  return values;
+  return input;
 }
 
 // Output 0 of shape `dims` holding `values`, written to the device: into
@@ -449,6 +454,30 @@ void fail(TF_OpKernelContext* ctx, const char* op, const Status& error) {
   TF_DeleteStatus(status);
 }
 
+// A kernel: its body computes from the inputs as read from the device, in
+// the contract's floating-point mode, and writes its output; an error it
+// returns (or a failed read) fails the op, named "<op> on SYSTOLE: ...".
+using KernelBody = Status (*)(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs);
+template <const char* kOp, int kInputs, KernelBody kBody>
+void compute(void* state, TF_OpKernelContext* ctx) {
+  const ContractFloatingPoint contract;
+  std::vector<Input> inputs;
+  Status result = systole::ok_status();
+  for (int i = 0; i < kInputs && result.ok(); ++i) {
+    auto input = read_input(ctx, i);
+    if (input.ok())
+      inputs.push_back(std::move(input).value());
+    else
+      result = input.status();
+  }
+  if (result.ok()) result = kBody(state, ctx, inputs);
+  if (!result.ok()) fail(ctx, kOp, result);
+}
+
+Status invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
+
+constexpr char kMatMul[] = "MatMul", kAdd[] = "Add", kRelu[] = "Relu", kReluGrad[] = "ReluGrad";
+
 struct MatMulAttrs {
   bool transpose_a = false, transpose_b = false;
 };
@@ -466,51 +495,39 @@ void* matmul_create(TF_OpKernelConstruction* ctx) {
 }
 void matmul_delete(void* kernel) { delete static_cast<MatMulAttrs*>(kernel); }
 
-void matmul_compute(void* kernel, TF_OpKernelContext* ctx) {
-  const ContractFloatingPoint contract;
-  const auto* attrs = static_cast<const MatMulAttrs*>(kernel);
-  std::vector<int64_t> ad, bd;
-  auto a = input_values(ctx, 0, ad);
-  auto b = a.ok() ? input_values(ctx, 1, bd) : Result<std::vector<float>>(a.status());
-  if (!b.ok()) return fail(ctx, "MatMul", b.status());
+Status matmul(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  const auto* attrs = static_cast<const MatMulAttrs*>(state);
+  const std::vector<int64_t>&ad = inputs[0].dims, &bd = inputs[1].dims;
   if (ad.size() != 2 || bd.size() != 2)
-    return fail(ctx, "MatMul",
-                Status(StatusCode::kInvalidArgument,
-                       "operands must be matrices, got " + shape_text(ad) + " and " + shape_text(bd)));
+    return invalid("operands must be matrices, got " + shape_text(ad) + " and " + shape_text(bd));
   const int64_t m = ad[attrs->transpose_a ? 1 : 0], k = ad[attrs->transpose_a ? 0 : 1];
   const int64_t kb = bd[attrs->transpose_b ? 1 : 0], n = bd[attrs->transpose_b ? 0 : 1];
   if (k != kb)
-    return fail(ctx, "MatMul",
-                Status(StatusCode::kInvalidArgument, "op(a) is " + std::to_string(m) + "x" +
-                                                         std::to_string(k) + " and op(b) is " +
-                                                         std::to_string(kb) + "x" + std::to_string(n)));
+    return invalid("op(a) is " + std::to_string(m) + "x" + std::to_string(k) + " and op(b) is " +
+                   std::to_string(kb) + "x" + std::to_string(n));
   if (m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX)
-    return fail(ctx, "MatMul", Status(StatusCode::kInvalidArgument, "a dimension is larger than 2^32 - 1"));
+    return invalid("a dimension is larger than 2^32 - 1");
   std::vector<float> c(std::size_t(m * n));
   systole::MatmulCall call;
   call.m = uint32_t(m);
   call.n = uint32_t(n);
   call.k = uint32_t(k);
-  call.a = a->data();
+  call.a = inputs[0].values.data();
   call.a_transposed = attrs->transpose_a;
-  call.b = b->data();
+  call.b = inputs[1].values.data();
   call.b_transposed = attrs->transpose_b;
   call.c = c.data();
-  Status result = card->matmul(uint32_t(TF_GetDeviceId(ctx)), call);
-  if (result.ok()) result = set_output(ctx, {m, n}, c);
-  if (!result.ok()) fail(ctx, "MatMul", result);
+  SYSTOLE_RETURN_IF_ERROR(card->matmul(uint32_t(TF_GetDeviceId(ctx)), call));
+  return set_output(ctx, {m, n}, c);
 }
 
 // ---- elementwise kernels, on the host over the units' memory ----
 
 // z = x + y with NumPy's broadcasting (as TensorFlow's BCast): shapes
 // aligned on the right, each dimension equal or 1; fp32 additions.
-void add_compute(void*, TF_OpKernelContext* ctx) {
-  const ContractFloatingPoint contract;
-  std::vector<int64_t> xd, yd;
-  auto x = input_values(ctx, 0, xd);
-  auto y = x.ok() ? input_values(ctx, 1, yd) : Result<std::vector<float>>(x.status());
-  if (!y.ok()) return fail(ctx, "Add", y.status());
+Status add(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  const std::vector<int64_t>&xd = inputs[0].dims, &yd = inputs[1].dims;
+  const std::vector<float>&x = inputs[0].values, &y = inputs[1].values;
   const std::size_t rank = std::max(xd.size(), yd.size());
   std::vector<int64_t> zd(rank), xs(rank, 0), ys(rank, 0);  // strides, 0 where broadcast
   int64_t xstride = 1, ystride = 1;
@@ -519,9 +536,7 @@ void add_compute(void*, TF_OpKernelContext* ctx) {
     const int64_t a = from_end < xd.size() ? xd[xd.size() - 1 - from_end] : 1;
     const int64_t b = from_end < yd.size() ? yd[yd.size() - 1 - from_end] : 1;
     if (a != b && a != 1 && b != 1)
-      return fail(ctx, "Add",
-                  Status(StatusCode::kInvalidArgument,
-                         "shapes " + shape_text(xd) + " and " + shape_text(yd) + " do not broadcast"));
+      return invalid("shapes " + shape_text(xd) + " and " + shape_text(yd) + " do not broadcast");
     zd[i] = a == 1 ? b : a;
     xs[i] = a == 1 ? 0 : xstride;
     ys[i] = b == 1 ? 0 : ystride;
@@ -534,7 +549,7 @@ void add_compute(void*, TF_OpKernelContext* ctx) {
   std::vector<int64_t> at(rank, 0);
   int64_t xi = 0, yi = 0;
   for (std::size_t n = 0; n < z.size(); ++n) {
-    z[n] = (*x)[std::size_t(xi)] + (*y)[std::size_t(yi)];
+    z[n] = x[std::size_t(xi)] + y[std::size_t(yi)];
     for (std::size_t i = rank; i-- > 0;) {  // the next index, odometer style
       xi += xs[i];
       yi += ys[i];
@@ -544,34 +559,21 @@ void add_compute(void*, TF_OpKernelContext* ctx) {
       at[i] = 0;
     }
   }
-  const Status written = set_output(ctx, zd, z, {0, 1});
-  if (!written.ok()) fail(ctx, "Add", written);
+  return set_output(ctx, zd, z, {0, 1});
 }
 
 // Relu: max(x, 0) as x > 0 ? x : +0; ReluGrad: dy where x > 0, else +0 (the
 // bits of the host's layers and the vector engine's kReluGrad).
-void relu_compute(void*, TF_OpKernelContext* ctx) {
-  const ContractFloatingPoint contract;
-  std::vector<int64_t> dims;
-  auto x = input_values(ctx, 0, dims);
-  if (!x.ok()) return fail(ctx, "Relu", x.status());
-  for (float& v : *x) v = v > 0 ? v : 0.0f;
-  const Status written = set_output(ctx, dims, *x, {0});
-  if (!written.ok()) fail(ctx, "Relu", written);
+Status relu(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  for (float& v : inputs[0].values) v = v > 0 ? v : 0.0f;
+  return set_output(ctx, inputs[0].dims, inputs[0].values, {0});
 }
-void relu_grad_compute(void*, TF_OpKernelContext* ctx) {
-  const ContractFloatingPoint contract;
-  std::vector<int64_t> dims, features;
-  auto dy = input_values(ctx, 0, dims);
-  auto x = dy.ok() ? input_values(ctx, 1, features) : Result<std::vector<float>>(dy.status());
-  if (!x.ok()) return fail(ctx, "ReluGrad", x.status());
-  if (dims != features)
-    return fail(ctx, "ReluGrad",
-                Status(StatusCode::kInvalidArgument,
-                       "gradients " + shape_text(dims) + " and features " + shape_text(features)));
-  for (std::size_t i = 0; i < dy->size(); ++i) (*dy)[i] = (*x)[i] > 0 ? (*dy)[i] : 0.0f;
-  const Status written = set_output(ctx, dims, *dy, {0});
-  if (!written.ok()) fail(ctx, "ReluGrad", written);
+Status relu_grad(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  Input &dy = inputs[0], &x = inputs[1];
+  if (dy.dims != x.dims)
+    return invalid("gradients " + shape_text(dy.dims) + " and features " + shape_text(x.dims));
+  for (std::size_t i = 0; i < dy.values.size(); ++i) dy.values[i] = x.values[i] > 0 ? dy.values[i] : 0.0f;
+  return set_output(ctx, dy.dims, dy.values, {0});
 }
 
 void* no_state(TF_OpKernelConstruction*) { return nullptr; }
@@ -632,11 +634,11 @@ void SE_InitPlugin(SE_PlatformRegistrationParams* params, TF_Status* status) {
 
 void TF_InitKernel() {
   if (!card) return;  // SE_InitPlugin failed: no devices to run on
-  register_kernel("MatMul", "T", matmul_create, matmul_compute, matmul_delete);
-  register_kernel("AddV2", "T", no_state, add_compute, no_delete);
-  register_kernel("Add", "T", no_state, add_compute, no_delete);
-  register_kernel("Relu", "T", no_state, relu_compute, no_delete);
-  register_kernel("ReluGrad", "T", no_state, relu_grad_compute, no_delete);
+  register_kernel("MatMul", "T", matmul_create, compute<kMatMul, 2, matmul>, matmul_delete);
+  register_kernel("AddV2", "T", no_state, compute<kAdd, 2, add>, no_delete);
+  register_kernel("Add", "T", no_state, compute<kAdd, 2, add>, no_delete);
+  register_kernel("Relu", "T", no_state, compute<kRelu, 1, relu>, no_delete);
+  register_kernel("ReluGrad", "T", no_state, compute<kReluGrad, 2, relu_grad>, no_delete);
 }
 
 }  // extern "C"
