@@ -3,6 +3,7 @@
 #include "card_step.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "systole/vector_plan.h"
 
@@ -54,6 +55,10 @@ Result<std::unique_ptr<CardStep>> CardStep::create(Device device, const std::vec
   return card;
 }
 
+CardStep::~CardStep() {
+  for (const Replica& replica : replicas_) (void)replica.store->keep_on_card(DeviceTensor(), DeviceTensor());
+}
+
 Status CardStep::allocate(Device device, const std::vector<uint32_t>& units) {
   const std::size_t n = count();
   const uint32_t banks = device.info().hbm_banks;
@@ -87,13 +92,16 @@ Status CardStep::allocate(Device device, const std::vector<uint32_t>& units) {
       for (const OptimizerSlot& slot : replicas_[r].optimizer->state())
         if (slot.region == Region::kTrainable)
           SYSTOLE_RETURN_IF_ERROR(allocate(card.slots.emplace_back(), n, slot_banks[k++ % 2]));
-    ParameterStore& store = *replicas_[r].store;
+    // The layers read and write the card's parameters through these
+    // tensors' parts (ParameterStore::card_values, card_gradient).
     ResidentParameters resident;
-    resident.values = store.trainable().data();
-    resident.gradients = store.gradients().data();
-    resident.count = n;
-    resident.values_buffer = card.values;
-    resident.gradient_buffer = card.gradient;
+    for (auto [tensor, buffer] :
+         {std::pair{&resident.values, &card.values}, {&resident.gradients, &card.gradient}}) {
+      auto made = DeviceTensor::over(*buffer, 0, n);
+      if (!made.ok()) return made.status();
+      *tensor = std::move(made).value();
+    }
+    SYSTOLE_RETURN_IF_ERROR(replicas_[r].store->keep_on_card(resident.values, resident.gradients));
     replicas_[r].unit->keep_resident(resident);
     SYSTOLE_RETURN_IF_ERROR(upload(r));
   }

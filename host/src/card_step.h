@@ -36,6 +36,11 @@ class CardStep {
   // notice, when the units have no vector engine; null when the model has
   // no trainable parameters. An optimizer without an engine form keeps its
   // steps on the host (a notice says so).
+  // The stores' parameters are the host's alone again.
+  ~CardStep();
+  CardStep(const CardStep&) = delete;
+  CardStep& operator=(const CardStep&) = delete;
+
   static Result<std::unique_ptr<CardStep>> create(Device device, const std::vector<uint32_t>& units,
                                                   std::vector<Replica> replicas, Strategy& strategy,
                                                   const OptimizerConfig& optimizer,

@@ -17,12 +17,13 @@ namespace systole {
 using spec::Operand;
 
 Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
-                                                 const DeviceTensor& dy_card, const float* w, float* dx) {
+                                                 const DeviceTensor& dy_card, const float* w,
+                                                 const DeviceTensor& w_card, float* dx) {
   const std::string what = "conv input gradient on card";
   const ConvShape& s = shape;
-  if (!keeps_activations())
-    return Status(StatusCode::kUnavailable,
-                  what + ": a tensor on the card needs the parameters kept there (placement: device)");
+  if (!supports(Feature::kConvInputGradient)) return no_vector_engine(what);
+  if ((!dy && !dy_card) || (!w && !w_card) || !dx)
+    return Status(StatusCode::kInvalidArgument, what + ": an operand is missing");
   // With strides 1 the output is the padded input less the kernel, plus one.
   const uint32_t padded_height = s.out_height + s.kernel_height - 1;
   const uint32_t padded_width = s.out_width + s.kernel_width - 1;
@@ -129,9 +130,16 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
   for (uint32_t r = 0; r < taps; ++r) {
     const uint32_t tap = taps - 1 - r;  // col2im's order: (ky, kx) descending
     const uint64_t back = uint64_t(tap / s.kernel_width) * padded_width + tap % s.kernel_width;
-    // The tap's weights, filters x channels, channels apart in W's rows.
-    const float* tap_w = w + std::size_t(tap) * channels;
-    auto b = operand(tap_w, DeviceTensor(), filters, channels, false, s.patch(), Operand::kB, b_[r], records);
+    // The tap's weights, filters x channels, patch() apart in W's rows.
+    const std::size_t first = std::size_t(tap) * channels;
+    DeviceTensor tap_w_card;
+    if (w_card) {
+      auto part = w_card.part(first, std::size_t(filters - 1) * s.patch() + channels);
+      if (!part.ok()) return part.status();
+      tap_w_card = std::move(part).value();
+    }
+    auto b = operand(w ? w + first : nullptr, tap_w_card, filters, channels, false, s.patch(), Operand::kB,
+                     b_[r], records);
     if (!b.ok()) return b.status();
     GemmProblem problem;
     problem.m = uint32_t(pixels);

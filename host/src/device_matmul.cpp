@@ -36,7 +36,8 @@ Status MatmulExecutor::relu_mask_on_card(const DeviceTensor&, const DeviceTensor
 }
 
 Status MatmulExecutor::conv_input_gradient_on_card(const ConvShape&, uint32_t, const float*,
-                                                   const DeviceTensor&, const float*, float*) {
+                                                   const DeviceTensor&, const float*, const DeviceTensor&,
+                                                   float*) {
   return Status(StatusCode::kUnavailable,
                 "conv input gradient on card: this executor keeps no tensors on the card");
 }
@@ -181,6 +182,23 @@ std::vector<std::pair<std::size_t, std::size_t>> Intervals::gaps(std::size_t cou
   return gaps;
 }
 
+Status DeviceMatmul::no_vector_engine(const std::string& what) {
+  return Status(StatusCode::kUnavailable,
+                what +
+                    ": tensors on the card need the compute units' vector engine, which this device's units "
+                    "do not have");
+}
+
+bool DeviceMatmul::supports(Feature feature) const {
+  switch (feature) {
+    case Feature::kCardTensors:
+    case Feature::kConvInputGradient:
+      // Both make bf16 copies and sums with the vector engine.
+      return device_.info().has_vector_engine();
+  }
+  return false;
+}
+
 void DeviceMatmul::keep_resident(const ResidentParameters& resident) {
   resident_ = resident;
   copies_.clear();
@@ -190,24 +208,13 @@ void DeviceMatmul::keep_resident(const ResidentParameters& resident) {
 }
 
 void DeviceMatmul::values_changed() {
-  for (Copy& copy : copies_)
-    if (!copy.source) copy.current = false;
-}
-
-std::optional<std::size_t> DeviceMatmul::offset_in(const float* base, std::size_t size, const float* p,
-                                                   std::size_t count) {
-  // Compared as addresses: p need not point into base's array.
-  const auto at = reinterpret_cast<std::uintptr_t>(p), from = reinterpret_cast<std::uintptr_t>(base);
-  if (!base || at < from || at >= from + size * sizeof(float)) return std::nullopt;
-  const std::size_t offset = (at - from) / sizeof(float);
-  if (count > size - offset) return SIZE_MAX;  // runs past the region's end
-  return offset;
+  if (resident_.values) invalidate_copies(resident_.values);
 }
 
 std::size_t DeviceMatmul::copied_tensors() const {
   std::vector<uint64_t> sources;
   for (const Copy& copy : copies_)
-    if (copy.source && !copy.alive.expired()) sources.push_back(copy.source);
+    if (copy.source != resident_.values.id() && !copy.alive.expired()) sources.push_back(copy.source);
   std::sort(sources.begin(), sources.end());
   return std::size_t(std::unique(sources.begin(), sources.end()) - sources.begin());
 }
@@ -218,13 +225,11 @@ void DeviceMatmul::invalidate_copies(const DeviceTensor& written) {
 }
 
 Result<DeviceTensor> DeviceMatmul::allocate(std::size_t count) {
-  if (!keeps_activations())
-    return Status(StatusCode::kInvalidArgument,
-                  "allocate: a tensor on the card needs the parameters kept there (placement: device)");
+  if (!supports(Feature::kCardTensors)) return no_vector_engine("allocate");
   // The copies of tensors that are gone go with them.
-  copies_.erase(std::remove_if(copies_.begin(), copies_.end(),
-                               [](const Copy& copy) { return copy.source && copy.alive.expired(); }),
-                copies_.end());
+  copies_.erase(
+      std::remove_if(copies_.begin(), copies_.end(), [](const Copy& copy) { return copy.alive.expired(); }),
+      copies_.end());
   Slot slot;
   slot.bank = spec::operand_bank(unit_, Operand::kC, device_.info().hbm_banks);
   SYSTOLE_RETURN_IF_ERROR(ensure(slot, std::max<std::size_t>(count, 1) * sizeof(float)));
@@ -304,42 +309,30 @@ Result<std::vector<spec::CommandRecord>> DeviceMatmul::view_copy(const DeviceTen
   return made;
 }
 
-Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, const DeviceTensor& x_card,
-                                                           uint32_t rows, uint32_t cols, bool transposed,
-                                                           uint32_t stride, Operand operand,
+Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const DeviceTensor& x_card, uint32_t rows,
+                                                           uint32_t cols, bool transposed, uint32_t stride,
+                                                           Operand operand,
                                                            std::vector<spec::CommandRecord>& records) {
   // X as stored: transposed, op(X)'s columns are its rows.
   const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
   const std::size_t span = std::size_t(stored_rows - 1) * stride + stored_cols;
-  uint64_t source = 0;  // the resident values
-  std::weak_ptr<const void> alive;
-  std::size_t offset = 0;
+  if (!x_card) return std::optional<uint64_t>();
+  const char* const what = operand == Operand::kA ? "matmul: operand A" : "matmul: operand B";
+  if (!supports(Feature::kCardTensors)) return no_vector_engine(what);
+  const uint64_t source = x_card.id();
+  const std::weak_ptr<const void> alive = x_card.lifetime();
+  const std::size_t offset = x_card.offset();
   uint64_t source_address = 0;
   const DeviceTensor* view = nullptr;  // a view whose blocks read transposed
-  const char* const what = operand == Operand::kA ? "matmul: operand A" : "matmul: operand B";
-  if (x_card) {
-    source = x_card.id();
-    alive = x_card.lifetime();
-    offset = x_card.offset();
-    if (x_card.reads_in_order()) {
-      auto address = card_address(x_card, span, what);
-      if (!address.ok()) return address.status();
-      source_address = *address;
-    } else {
-      view = &x_card;
-    }
+  if (x_card.reads_in_order()) {
+    auto address = card_address(x_card, span, what);
+    if (!address.ok()) return address.status();
+    source_address = *address;
   } else {
-    if (!resident_ || !x) return std::optional<uint64_t>();
-    const std::optional<std::size_t> at = offset_in(resident_->values, resident_->count, x, span);
-    if (!at) return std::optional<uint64_t>();
-    if (*at == SIZE_MAX)
-      return Status(StatusCode::kInvalidArgument,
-                    "matmul: an operand of " + std::to_string(rows) + " x " + std::to_string(cols) +
-                        " runs past the end of the parameters kept on the card");
-    offset = *at;
-    card_read_.add(offset, offset + span);
-    source_address = resident_->values_buffer.address() + resident_->values_offset + offset * sizeof(float);
+    view = &x_card;
   }
+  // What the card reads of the parameters' values the host need not.
+  if (x_card.same_values(resident_.values)) card_read_.add(offset, offset + span);
   const uint32_t block_rows = view ? view->block_rows() : 0, block_cols = view ? view->block_cols() : 0;
   auto found = std::find_if(copies_.begin(), copies_.end(), [&](const Copy& copy) {
     return copy.source == source && copy.block_rows == block_rows && copy.block_cols == block_cols &&
@@ -375,7 +368,7 @@ Result<std::optional<uint64_t>> DeviceMatmul::card_operand(const float* x, const
 Result<uint64_t> DeviceMatmul::operand(const float* x, const DeviceTensor& x_card, uint32_t rows,
                                        uint32_t cols, bool transposed, uint32_t stride, Operand which,
                                        Slot& slot, std::vector<spec::CommandRecord>& records) {
-  auto card = card_operand(x, x_card, rows, cols, transposed, stride, which, records);
+  auto card = card_operand(x_card, rows, cols, transposed, stride, which, records);
   if (!card.ok()) return card.status();
   if (*card) return **card;
   return stage(slot, x, nullptr, rows, cols, transposed, stride);
@@ -457,10 +450,9 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
       return Status(StatusCode::kInvalidArgument, "matmul: an operand given as rows is not transposed");
     if ((call.a_card && call.a_rows) || (call.b_card && call.b_rows))
       return Status(StatusCode::kInvalidArgument, "matmul: an operand is given both as rows and on the card");
-    if ((call.a_card || call.b_card || call.c_card) && !keeps_activations())
-      return Status(StatusCode::kInvalidArgument,
-                    "matmul: a tensor on the card needs the parameters kept there (placement: device)");
-    if (call.c_card && call.accumulate)
+    // C in the card's copy of the parameters' gradients (a weight's).
+    const bool c_resident = call.c_card.same_values(resident_.gradients);
+    if (call.c_card && call.accumulate && !c_resident)
       return Status(StatusCode::kInvalidArgument, "matmul: a result left on the card cannot accumulate");
     const uint32_t a_row = call.a_transposed ? call.m : call.k, b_row = call.b_transposed ? call.k : call.n;
     if (call.a_stride() < a_row || call.b_stride() < b_row)
@@ -472,7 +464,7 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.m = call.m;
     problem.n = call.n;
     problem.k = call.k;
-    problem.bias = call.bias != nullptr;
+    problem.bias = call.bias || call.bias_card;
     problem.relu = call.relu;
     problem.accumulate = call.accumulate;
 
@@ -489,34 +481,25 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.b = {*b, call.n};
 
     const std::size_t c_count = std::size_t(call.m) * call.n, c_bytes = c_count * sizeof(float);
-    const std::optional<std::size_t> bias_at =
-        resident_ && call.bias ? offset_in(resident_->values, resident_->count, call.bias, call.n)
-                               : std::nullopt;
-    const std::optional<std::size_t> c_at =
-        resident_ && !call.c_card ? offset_in(resident_->gradients, resident_->count, call.c, c_count)
-                                  : std::nullopt;
-    if (bias_at == SIZE_MAX || c_at == SIZE_MAX)
-      return Status(StatusCode::kInvalidArgument,
-                    "matmul: a bias or result runs past the end of the parameters kept on the card");
-    const std::size_t bias_bytes = call.bias && !bias_at ? call.n * sizeof(float) : 0;
+    const std::size_t bias_bytes = call.bias && !call.bias_card ? call.n * sizeof(float) : 0;
     std::size_t bias_offset = 0;  // of a host bias in c_[i]
-    if (c_at) {
-      // The product lands in the card's gradients. Accumulating into what
-      // the host wrote there, the host's values go up first.
-      const uint64_t at = resident_->gradient_offset + *c_at * sizeof(float);
-      Buffer& gradients = resident_->gradient_buffer;
-      if (call.accumulate && !card_written_.contains(*c_at, *c_at + c_count)) {
-        SYSTOLE_RETURN_IF_ERROR(gradients.write(call.c, c_bytes, at));
-        SYSTOLE_RETURN_IF_ERROR(gradients.sync(Buffer::SyncDirection::kToDevice, c_bytes, at));
-      }
-      card_written_.add(*c_at, *c_at + c_count);
-      problem.c = {gradients.address() + at, call.n};
-      on_card[i] = true;
-    } else if (call.c_card) {
+    if (call.c_card) {
       auto address = card_result(call.c_card, c_count, "matmul: result C");
       if (!address.ok()) return address.status();
       problem.c = {*address, call.n};
       on_card[i] = true;
+      if (c_resident) {
+        // The product lands in the card's gradients. Accumulating into what
+        // the host wrote there, the host's values go up first.
+        const std::size_t at = call.c_card.offset();
+        if (call.accumulate && !card_written_.contains(at, at + c_count)) {
+          if (!call.c)
+            return Status(StatusCode::kInvalidArgument,
+                          "matmul: accumulating into the card's gradients needs the host's copy (c)");
+          SYSTOLE_RETURN_IF_ERROR(call.c_card.part(0, c_count)->write(call.c));
+        }
+        card_written_.add(at, at + c_count);
+      }
     } else if (Buffer* imported = import_result(i, call.c, c_bytes)) {
       // C in the caller's array itself: nothing goes up or comes down.
       problem.c = {imported->address(), call.n};
@@ -539,11 +522,12 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
       SYSTOLE_RETURN_IF_ERROR(c.write(call.bias, bias_bytes, bias_offset));
       SYSTOLE_RETURN_IF_ERROR(c.sync(Buffer::SyncDirection::kToDevice, bias_bytes, bias_offset));
       problem.bias_address = c.address() + bias_offset;
-    }
-    if (bias_at) {
-      card_read_.add(*bias_at, *bias_at + call.n);
-      problem.bias_address =
-          resident_->values_buffer.address() + resident_->values_offset + *bias_at * sizeof(float);
+    } else if (call.bias_card) {
+      auto address = card_address(call.bias_card, call.n, "matmul: the bias");
+      if (!address.ok()) return address.status();
+      problem.bias_address = *address;
+      if (call.bias_card.same_values(resident_.values))
+        card_read_.add(call.bias_card.offset(), call.bias_card.offset() + call.n);
     }
 
     auto planned = plan_gemm(info, problem);

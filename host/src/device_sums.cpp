@@ -32,19 +32,39 @@ void sum_rows(const float* x, uint32_t rows, uint32_t width, uint32_t tile, floa
 }
 
 Status MatmulExecutor::sum(const SumCall& call) {
-  if (call.x_card)
-    return Status(StatusCode::kInvalidArgument, "sum: this executor keeps no tensors on the card");
+  if (call.x_card) return Status(StatusCode::kUnavailable, "sum: this executor keeps no tensors on the card");
   if (!call.x || !call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
   sum_rows(call.x, call.rows, call.width, call.tile_rows(k_tile()), call.out);
   return ok_status();
 }
 
 Status DeviceMatmul::sum(const SumCall& call) {
-  if (!call.x_card) return MatmulExecutor::sum(call);
-  if (!call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-  if (!keeps_activations())
-    return Status(StatusCode::kInvalidArgument,
-                  "sum: a tensor on the card needs the parameters kept there (placement: device)");
+  // Where no host copy stands behind out_card, a sum made on the host is
+  // written there too.
+  const bool out_resident = call.out_card.same_values(resident_.gradients);
+  auto host_sums = [&](const float* x) -> Status {
+    if (!call.out && !call.out_card)
+      return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
+    if (call.out_card && !out_resident) {
+      if (call.out_card.count() < call.width)
+        return Status(StatusCode::kInvalidArgument, "sum: " + std::to_string(call.width) +
+                                                        " sums into a tensor of " +
+                                                        std::to_string(call.out_card.count()));
+      summed_out_.resize(call.width);
+      sum_rows(x, call.rows, call.width, call.tile_rows(k_tile()), summed_out_.data());
+      if (call.out) std::copy(summed_out_.begin(), summed_out_.end(), call.out);
+      return call.out_card.part(0, call.width)->write(summed_out_.data());
+    }
+    if (!call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
+    sum_rows(x, call.rows, call.width, call.tile_rows(k_tile()), call.out);
+    return ok_status();
+  };
+  if (!call.x_card) {
+    if (!call.x) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
+    return host_sums(call.x);
+  }
+  if (!call.out && !call.out_card) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
+  if (!supports(Feature::kCardTensors)) return no_vector_engine("sum");
   const uint32_t rows = call.rows, width = call.width, tile = call.tile_rows(k_tile());
   const std::size_t count = std::size_t(rows) * width;
   const uint32_t tiles = (rows + tile - 1) / tile;
@@ -77,21 +97,17 @@ Status DeviceMatmul::sum(const SumCall& call) {
         for (uint32_t c = 0; c < block_cols; ++c)
           summed_[b * block + std::size_t(c) * block_rows + r] =
               values[b * block + std::size_t(r) * block_cols + c];
-    sum_rows(summed_.data(), rows, width, tile, call.out);
-    return ok_status();
+    return host_sums(summed_.data());
   }
   auto x = card_address(tensor, count, "sum: the values summed");
   if (!x.ok()) return x.status();
 
-  // Into the card's gradients where out lies in them, else into sums_.
-  const std::optional<std::size_t> out_at =
-      resident_ ? offset_in(resident_->gradients, resident_->count, call.out, width) : std::nullopt;
-  if (out_at == SIZE_MAX)
-    return Status(StatusCode::kInvalidArgument,
-                  "sum: the result runs past the end of the parameters kept on the card");
+  // Into out_card where it is given, else into sums_.
   uint64_t out;
-  if (out_at) {
-    out = resident_->gradient_buffer.address() + resident_->gradient_offset + *out_at * sizeof(float);
+  if (call.out_card) {
+    auto address = card_result(call.out_card, width, "sum: the result");
+    if (!address.ok()) return address.status();
+    out = *address;
   } else {
     SYSTOLE_RETURN_IF_ERROR(ensure(sums_, width * sizeof(float)));
     out = sums_.buffer.address();
@@ -110,9 +126,11 @@ Status DeviceMatmul::sum(const SumCall& call) {
                                                            sums + uint64_t(t) * width * sizeof(float)),
                                                work));
   SYSTOLE_RETURN_IF_ERROR(append_vector_plan(sum_problem(tiles, width, width, sums, out), work));
-  if (out_at) {
-    // Nothing comes down: the sums run at the head of the next launch.
-    card_written_.add(*out_at, *out_at + width);
+  if (call.out_card && !out_resident) return run_vector(work);
+  if (call.out_card) {
+    // Nothing comes down: the sums run at the head of the next launch
+    // (the step's, which reads the gradients).
+    card_written_.add(call.out_card.offset(), call.out_card.offset() + width);
     pending_.insert(pending_.end(), work.begin(), work.end());
     return ok_status();
   }

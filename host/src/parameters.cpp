@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
+#include <utility>
 
 namespace systole {
 namespace {
@@ -105,5 +107,26 @@ const float* ParameterStore::values(std::size_t index) const {
 }
 
 float* ParameterStore::gradient(std::size_t index) { return gradients_.data() + entries_[index].offset; }
+
+Status ParameterStore::keep_on_card(DeviceTensor values, DeviceTensor gradients) {
+  for (const DeviceTensor* tensor : {&values, &gradients})
+    if (*tensor && tensor->count() < trainable_.size())
+      return Status(StatusCode::kInvalidArgument,
+                    "parameters on the card: a tensor of " + std::to_string(tensor->count()) +
+                        " values for " + std::to_string(trainable_.size()) + " trainable values");
+  card_values_ = std::move(values);
+  card_gradients_ = std::move(gradients);
+  return ok_status();
+}
+
+DeviceTensor ParameterStore::card_part(const DeviceTensor& region, std::size_t index,
+                                       std::size_t count) const {
+  const Entry& entry = entries_[index];
+  if (!region || entry.region != Region::kTrainable) return DeviceTensor();
+  // The region's tensors hold every trainable value (keep_on_card): a part
+  // of them fits unless it runs past the last tensor.
+  auto part = region.part(entry.offset, count ? count : entry.size);
+  return part.ok() ? std::move(part).value() : DeviceTensor();
+}
 
 }  // namespace systole

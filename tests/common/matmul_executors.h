@@ -56,6 +56,7 @@ class CardKeepingMatmul final : public MatmulExecutor {
   uint64_t launches() const override { return reference_.launches(); }
   uint32_t k_block() const override { return reference_.k_block(); }
   uint32_t k_tile() const override { return reference_.k_tile(); }
+  bool supports(Feature feature) const override { return feature == Feature::kCardTensors; }
   bool keeps_activations() const override { return true; }
   Result<DeviceTensor> allocate(std::size_t count) override;
   Status sum(const SumCall& call) override;

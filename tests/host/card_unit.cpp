@@ -32,17 +32,22 @@ ResidentUnit resident_unit(const std::vector<float>& values, const std::vector<f
   ResidentUnit unit;
   unit.device = Device::open("perf", 0, options).value();
   unit.matmul = DeviceMatmul::create(unit.device, 0, std::chrono::seconds(60)).value();
-  ResidentParameters& resident = unit.resident;
-  resident.values = values.data();
-  resident.gradients = gradients.data();
-  resident.count = values.size();
-  resident.values_buffer =
-      unit.device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kC, 8)).value();
-  resident.gradient_buffer =
-      unit.device.allocate(values.size() * 4, spec::operand_bank(0, spec::Operand::kA, 8)).value();
-  EXPECT_TRUE(resident.values_buffer.write(values.data(), values.size() * 4).ok());
-  EXPECT_TRUE(resident.values_buffer.sync(Buffer::SyncDirection::kToDevice).ok());
+  for (auto [tensor, operand] :
+       {std::pair{&unit.resident.values, spec::Operand::kC}, {&unit.resident.gradients, spec::Operand::kA}}) {
+    Buffer buffer = unit.device.allocate(values.size() * 4, spec::operand_bank(0, operand, 8)).value();
+    *tensor = DeviceTensor::over(std::move(buffer), 0, values.size()).value();
+  }
+  EXPECT_TRUE(unit.resident.values.write(values.data()).ok());
+  EXPECT_TRUE(unit.resident.gradients.write(gradients.data()).ok());
   return unit;
+}
+
+std::unique_ptr<DeviceMatmul> sw_emu_unit(bool vector_engine) {
+  DeviceOptions options;
+  options.array_rows = options.array_cols = 16;
+  if (!vector_engine) options.sw_emu_features = 0;
+  return DeviceMatmul::create(Device::open("sw_emu", 0, options).value(), 0, std::chrono::seconds(60))
+      .value();
 }
 
 }  // namespace systole::testing::card

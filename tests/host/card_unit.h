@@ -24,7 +24,19 @@ struct ResidentUnit {
   Device device;
   std::unique_ptr<DeviceMatmul> matmul;
   ResidentParameters resident;
+  // Values [offset, offset + count) of the parameters on the card, and of
+  // their gradients, as a layer names them (ParameterStore::card_values).
+  DeviceTensor values(std::size_t offset, std::size_t count) const {
+    return resident.values.part(offset, count).value();
+  }
+  DeviceTensor gradients(std::size_t offset, std::size_t count) const {
+    return resident.gradients.part(offset, count).value();
+  }
 };
 ResidentUnit resident_unit(const std::vector<float>& values, const std::vector<float>& gradients);
+
+// Unit 0 of a 16 x 16 sw_emu device (which it keeps open), its kernel with
+// or without the vector engine.
+std::unique_ptr<DeviceMatmul> sw_emu_unit(bool vector_engine = true);
 
 }  // namespace systole::testing::card

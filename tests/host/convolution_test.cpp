@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -84,6 +85,7 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
         const ConvShape& s = shapes[i];
         SCOPED_TRACE(text(s) + ", " + std::to_string(examples) + " examples, dy on the " + name(mode));
         const float* w = values.data() + weight_at[i];
+        const DeviceTensor w_card = unit.values(weight_at[i], std::size_t(s.filters) * s.patch());
         const std::size_t positions = examples * s.positions(), dy_count = positions * s.filters;
         // dy made by a product, so that the card can hold the same values:
         // [positions x filters], or for the view each image's filters x
@@ -112,8 +114,10 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
         // The host's way: dcol down, col2im.
         const uint64_t before = unit.device.projection().value().link_bytes;
         std::vector<float> dcol(positions * s.patch()), expected(examples * s.input_values());
-        ASSERT_TRUE(
-            matmul.run(product(uint32_t(positions), s.patch(), s.filters, dy.data(), w, dcol.data())).ok());
+        MatmulCall dcol_product =
+            product(uint32_t(positions), s.patch(), s.filters, dy.data(), w, dcol.data());
+        dcol_product.b_card = w_card;
+        ASSERT_TRUE(matmul.run(dcol_product).ok());
         col2im(s, examples, dcol.data(), expected.data());
         const uint64_t host_bytes = unit.device.projection().value().link_bytes - before;
 
@@ -134,7 +138,8 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
         }
         const uint64_t between = unit.device.projection().value().link_bytes;
         std::vector<float> dx(expected.size(), -1234.5f);
-        const Status ran = matmul.conv_input_gradient_on_card(s, examples, host_dy, card_dy, w, dx.data());
+        const Status ran =
+            matmul.conv_input_gradient_on_card(s, examples, host_dy, card_dy, w, w_card, dx.data());
         ASSERT_TRUE(ran.ok()) << ran.to_string();
         const uint64_t card_bytes = unit.device.projection().value().link_bytes - between;
         std::size_t first = 0;
@@ -224,28 +229,28 @@ TEST(ConvInputGradient, Col2imHasTheBitsOfItsDefinition) {
   }
 }
 
-// Where it cannot run (strides, no parameters on the card) it says so,
-// and a gradient the card does not hold is an error that names it.
+// Where it cannot run (strides, a unit without the vector engine) it says
+// so, and a gradient the card does not hold is an error that names it.
 TEST(ConvInputGradient, RefusesWhatItCannotSum) {
-  const std::vector<float> values(6 * 18, 0.5f), gradients(values.size(), 0.0f);
-  ResidentUnit unit = resident_unit(values, gradients);
-  DeviceMatmul& matmul = *unit.matmul;
+  const std::vector<float> values(6 * 18, 0.5f);
+  std::unique_ptr<DeviceMatmul> unit = sw_emu_unit();
+  DeviceMatmul& matmul = *unit;
   ConvShape s = conv(5, 5, 2, 6, 3, 3, true);
   std::vector<float> dy(s.positions() * s.filters, 1.0f), dx(s.input_values());
-  Status refused =
-      matmul.conv_input_gradient_on_card(s, 1, dy.data(), DeviceTensor(), values.data(), dx.data());
+  Status refused = sw_emu_unit(false)->conv_input_gradient_on_card(s, 1, dy.data(), DeviceTensor(),
+                                                                   values.data(), DeviceTensor(), dx.data());
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
-  EXPECT_NE(refused.message().find("placement: device"), std::string::npos) << refused.message();
-  matmul.keep_resident(unit.resident);
+  EXPECT_NE(refused.message().find("vector engine"), std::string::npos) << refused.message();
   ConvShape strided = s;
   strided.stride_height = 2;
   strided.out_height = 3;
-  refused =
-      matmul.conv_input_gradient_on_card(strided, 1, dy.data(), DeviceTensor(), values.data(), dx.data());
+  refused = matmul.conv_input_gradient_on_card(strided, 1, dy.data(), DeviceTensor(), values.data(),
+                                               DeviceTensor(), dx.data());
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("strides 2x1"), std::string::npos) << refused.message();
   DeviceTensor short_dy = matmul.allocate(dy.size() - 1).value();
-  refused = matmul.conv_input_gradient_on_card(s, 1, nullptr, short_dy, values.data(), dx.data());
+  refused =
+      matmul.conv_input_gradient_on_card(s, 1, nullptr, short_dy, values.data(), DeviceTensor(), dx.data());
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(
       refused.message().find("dy reads " + std::to_string(dy.size()) + " values of a tensor the card holds " +

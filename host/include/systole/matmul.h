@@ -68,11 +68,15 @@ struct MatmulCall {
   bool relu = false;
   bool accumulate = false;  // c holds fp32 values that the products add to
   float* c = nullptr;
-  // Tensors the card keeps (only with an executor that keeps_activations(),
-  // which makes them: allocate), given instead of a, b or c: op(A) (op(B))
-  // read from a_card (b_card), rounded to bf16 on the card; C left in
-  // c_card, nothing downloaded.
-  DeviceTensor a_card, b_card, c_card;
+  // Tensors on the card (an executor that supports(kCardTensors) makes
+  // them: allocate), given instead of a, b, c or bias, or beside them for
+  // a parameter whose values the card keeps too (ParameterStore's
+  // card_values, card_gradient): an executor that reads card tensors reads
+  // op(A) (op(B)) from a_card (b_card), rounded to bf16 on the card, and
+  // the bias from bias_card, and leaves C in c_card, nothing downloaded;
+  // any other executor reads the host values. Only C in the card's copy of
+  // the parameters' gradients accumulates.
+  DeviceTensor a_card, b_card, c_card, bias_card;
   // Made rows (a_rows or b_rows) that a later call reads again, as a
   // convolution's patches (its forward product's A is its weight
   // gradient's B): a call with rows_key makes its rows (they are new, as a
@@ -99,8 +103,8 @@ struct MatmulCall {
 // bits of one device, as their products do.
 struct SumCall {
   const float* x = nullptr;
-  // Instead of x: a tensor (or a view of one) the card keeps (only with an
-  // executor that keeps_activations()).
+  // Instead of x: a tensor (or a view of one) on the card (an executor
+  // that supports(kCardTensors)).
   DeviceTensor x_card;
   uint32_t rows = 0, width = 0;
   // How many of the products' K rows each row of x stands for: a position
@@ -109,6 +113,11 @@ struct SumCall {
   // row_positions rows of x (at least one).
   uint32_t row_positions = 1;
   float* out = nullptr;  // width values
+  // Where the card keeps out's values (a gradient of the parameters kept
+  // there), or a card tensor given instead of out: sums made on the card
+  // are left there; sums made on the host are written to out (and to
+  // out_card where no host copy stands behind it).
+  DeviceTensor out_card;
 
   uint32_t tile_rows(uint32_t k_tile) const {
     return k_tile ? std::max(1u, k_tile / std::max(1u, row_positions)) : 0;
@@ -151,15 +160,31 @@ class MatmulExecutor {
   // there.
   virtual Status sum(const SumCall& call);
 
-  // Whether calls may leave their results on the card and read them from
-  // there (MatmulCall's *_card): a layer's output that only products read
-  // then never crosses the host link.
+  // What an executor does besides products and sums of host values: the
+  // calls below that need a feature return kUnavailable where it is not
+  // supported.
+  enum class Feature {
+    // Tensors on the card (allocate) that calls read and write in place of
+    // host values (MatmulCall's and SumCall's *_card), and the ReLU mask
+    // over them (relu_mask_on_card).
+    kCardTensors,
+    // A convolution's input gradient summed on the card
+    // (conv_input_gradient_on_card).
+    kConvInputGradient,
+  };
+  virtual bool supports(Feature feature) const {
+    (void)feature;
+    return false;
+  }
+  // Whether a model keeps the activations that only products read on the
+  // card (Activations::on_card): an executor that supports(kCardTensors)
+  // and holds the model's parameters there (placement: device).
   virtual bool keeps_activations() const { return false; }
   // A tensor of `count` values on the card, for calls to write (c_card, or
   // a part of it) and read (a_card, b_card, x_card; a Flatten's view of
   // it). Its memory goes with its last handle.
   virtual Result<DeviceTensor> allocate(std::size_t count);
-  // A ReLU's backward over tensors the card keeps: masked[i] = output[i] > 0
+  // A ReLU's backward over tensors on the card: masked[i] = output[i] > 0
   // ? gradient[i] : +0 for masked.count() values (the bits of the host's
   // mask), left on the card.
   virtual Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
@@ -169,24 +194,21 @@ class MatmulExecutor {
   // same bits as the product and col2im on the host while W's bf16 values
   // are finite. dy (examples x out_height x out_width x filters) is the
   // card tensor dy_card (or a view of one) when given, else host values;
-  // w is the weight (filters x patch); dx (examples x height x width x
-  // channels) is written on the host. Only dx crosses the host link, not
-  // dcol. kUnavailable where the executor cannot: the caller then runs the
-  // product and col2im on the host.
+  // w is the weight (filters x patch), read from w_card when given; dx
+  // (examples x height x width x channels) is written on the host. Only
+  // dx crosses the host link, not dcol. kUnavailable where the card has
+  // no room for the work: the caller then runs the product and col2im on
+  // the host.
   virtual Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
-                                             const DeviceTensor& dy_card, const float* w, float* dx);
+                                             const DeviceTensor& dy_card, const float* w,
+                                             const DeviceTensor& w_card, float* dx);
 };
 
 // A model's trainable parameters kept on a card (placement: device): the
-// fp32 values and their gradients, in the store's layout, in device
-// buffers at byte offsets; `values` and `gradients` are the host's copies
-// (the store's regions) that a layer's operands point into.
+// fp32 values and their gradients, in the store's layout, as tensors in the
+// unit's memory (ParameterStore::keep_on_card gives layers their parts).
 struct ResidentParameters {
-  const float* values = nullptr;
-  const float* gradients = nullptr;
-  std::size_t count = 0;
-  Buffer values_buffer, gradient_buffer;
-  uint64_t values_offset = 0, gradient_offset = 0;
+  DeviceTensor values, gradients;
 };
 
 // Elements [begin, end) of a region, as a sorted list of disjoint
@@ -228,13 +250,12 @@ class DeviceMatmul final : public MatmulExecutor {
   // Calls whose C the device wrote in the caller's array (import_host).
   uint64_t results_in_place() const { return results_in_place_; }
 
-  // Keeps `resident`'s parameters on the card from now on: an operand that
-  // points into its values is read from bf16 copies the card makes from
-  // its own fp32 values with to_bf16 (made again on first use after
-  // values_changed()), a bias from the card's values themselves, and a
-  // product into its gradients stays in the card's gradients (nothing is
-  // downloaded). An operand that only partly lies in the values is an
-  // error.
+  // Keeps `resident`'s parameters on the card from now on: an operand read
+  // from a part of its values (b_card, ParameterStore::card_values) comes
+  // from bf16 copies the card makes with to_bf16, made again on first use
+  // after values_changed(); a bias is read from the values themselves; a
+  // product or a card sum into a part of its gradients stays there, and
+  // may accumulate into what the host wrote there (c).
   void keep_resident(const ResidentParameters& resident);
   // The card's values changed (the optimizer ran there, or they were
   // uploaded): the bf16 copies are made again before their next use.
@@ -251,8 +272,11 @@ class DeviceMatmul final : public MatmulExecutor {
   // device allows.
   Status run_vector(const std::vector<spec::CommandRecord>& work);
 
-  // With parameters kept on the card, activations may stay there too.
-  bool keeps_activations() const override { return resident_.has_value(); }
+  // Card tensors and the convolution's input gradient on the card, where
+  // the unit has a vector engine (which makes their bf16 copies and sums).
+  bool supports(Feature feature) const override;
+  // With the parameters kept on the card (keep_resident).
+  bool keeps_activations() const override { return resident_.values && supports(Feature::kCardTensors); }
   // In the unit's C bank. Products read a view (DeviceTensor's
   // blocks_transposed) through to_bf16 copies the card makes a block at a
   // time: op(X) packed over whole blocks (X's rows whole blocks, or rows
@@ -260,7 +284,7 @@ class DeviceMatmul final : public MatmulExecutor {
   // block's transposed rows (X stored count * cols x rows: a block's
   // columns in turn, each row of the copy a block row of every block).
   Result<DeviceTensor> allocate(std::size_t count) override;
-  // A relu_grad descriptor, run at the head of the next run()'s launch.
+  // A relu_grad descriptor, run at the head of the next launch.
   Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
                            const DeviceTensor& masked) override;
   // Runs dy's products with each kernel tap's weights over a zero-padded
@@ -270,11 +294,13 @@ class DeviceMatmul final : public MatmulExecutor {
   // tap that reads padding adds the product of a zero row: +0 for finite
   // weights, as col2im's.
   Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
-                                     const DeviceTensor& dy_card, const float* w, float* dx) override;
+                                     const DeviceTensor& dy_card, const float* w, const DeviceTensor& w_card,
+                                     float* dx) override;
   // Sums a card tensor on the card with the vector engine's sum opcode in
   // SumCall's order: one descriptor per K tile, one over the tiles' sums;
-  // the result stays in the card's gradients where out lies in them
-  // (queued at the head of the next launch), else comes down. Host values
+  // the result stays in out_card where it is given (queued at the head of
+  // the next launch where out_card is part of the resident gradients),
+  // else comes down. Host values
   // are summed on the host, and so is a view whose blocks read transposed
   // (a flattened image's gradient), whose rows the engine cannot read in
   // order: its values come down first.
@@ -323,24 +349,19 @@ class DeviceMatmul final : public MatmulExecutor {
   static Result<std::vector<spec::CommandRecord>> view_copy(const DeviceTensor& view, uint32_t rows,
                                                             uint32_t cols, bool transposed, uint32_t stride,
                                                             uint64_t z, const std::string& what);
-  // A bf16 copy of op(X) made on the card, from the card tensor x_card
-  // when it is given, else from the resident values when x lies in them
-  // (its to_bf16 descriptors appended to `records` when the copy must be
-  // made first); none when X is a host operand.
-  Result<std::optional<uint64_t>> card_operand(const float* x, const DeviceTensor& x_card, uint32_t rows,
-                                               uint32_t cols, bool transposed, uint32_t stride,
-                                               spec::Operand operand,
+  // A bf16 copy of op(X) made on the card from the card tensor x_card (its
+  // to_bf16 descriptors appended to `records` when the copy must be made
+  // first); none when x_card is empty (X is a host operand).
+  Result<std::optional<uint64_t>> card_operand(const DeviceTensor& x_card, uint32_t rows, uint32_t cols,
+                                               bool transposed, uint32_t stride, spec::Operand operand,
                                                std::vector<spec::CommandRecord>& records);
   // The device address of op(X) (rows x cols) for a product: a bf16 copy
   // the card makes (card_operand), else X rounded into `slot`.
   Result<uint64_t> operand(const float* x, const DeviceTensor& x_card, uint32_t rows, uint32_t cols,
                            bool transposed, uint32_t stride, spec::Operand which, Slot& slot,
                            std::vector<spec::CommandRecord>& records);
-  // The element offset of [p, p + count) in a resident region of `size`
-  // elements at `base`: none when p is outside it, SIZE_MAX when it starts
-  // inside and runs past the end.
-  static std::optional<std::size_t> offset_in(const float* base, std::size_t size, const float* p,
-                                              std::size_t count);
+  // The refusal of card tensors where the units have no vector engine.
+  static Status no_vector_engine(const std::string& what);
   // The caller's C of call `call` (`bytes` at c) as a buffer the device
   // writes itself, kept until the run ends; null where the device cannot
   // reach it or C is small.
@@ -350,9 +371,9 @@ class DeviceMatmul final : public MatmulExecutor {
                 double& launch_seconds);
 
   // A bf16 copy of an operand on the card: where it comes from (the id of
-  // the card tensor it reads, 0 for the resident values, and the blocks of
-  // the view it reads through), whether that tensor still lives, and
-  // whether the copy is current.
+  // the card tensor it reads, and the blocks of the view it reads
+  // through), whether that tensor still lives, and whether the copy is
+  // current.
   struct Copy {
     uint64_t source = 0;
     uint32_t block_rows = 0, block_cols = 0;
@@ -379,7 +400,7 @@ class DeviceMatmul final : public MatmulExecutor {
   uint64_t results_in_place_ = 0;
   Slot commands_;
   std::vector<float> transposed_;
-  std::optional<ResidentParameters> resident_;
+  ResidentParameters resident_;  // empty tensors: none
   std::vector<Copy> copies_;
   Intervals card_read_, card_written_;
   // Vector descriptors that run at the head of the next launch.
@@ -409,9 +430,10 @@ class DeviceMatmul final : public MatmulExecutor {
   std::vector<PaddedGradient> padded_;
   Slot tap_products_, tap_sum_;
   // sum()'s tiles' sums, and its result where it comes down; a view's
-  // values come down into summed_.
+  // values come down into summed_, and host sums for a card tensor are
+  // made in summed_out_.
   Slot tile_sums_, sums_;
-  std::vector<float> summed_;
+  std::vector<float> summed_, summed_out_;
   uint64_t runs_ = 0;
 };
 

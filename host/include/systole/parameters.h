@@ -20,6 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "systole/device_tensor.h"
+#include "systole/status.h"
+
 namespace systole {
 
 enum class Region { kTrainable, kBuffer, kTable };
@@ -81,10 +84,34 @@ class ParameterStore {
   std::vector<float>& tables() { return tables_; }
   const std::vector<float>& tables() const { return tables_; }
 
+  // The trainable region kept on a card (placement: device): its values
+  // and gradients as tensors in a unit's memory, in the store's layout
+  // (trainable().size() values each); the store's own vectors are then the
+  // host's copies. Empty tensors: the region is on the host only. An
+  // error names a tensor too short for the region.
+  Status keep_on_card(DeviceTensor values, DeviceTensor gradients);
+  // Trainable tensor `index`'s part of them, which an executor that keeps
+  // tensors reads (and writes) instead of the host's copy; empty when the
+  // region is not kept on a card or the tensor is not trainable.
+  // With `count`: that many values from the tensor's first on (tensors
+  // declared one after another and read as one matrix).
+  DeviceTensor card_values(std::size_t index) const { return card_part(card_values_, index, 0); }
+  DeviceTensor card_values(std::size_t index, std::size_t count) const {
+    return card_part(card_values_, index, count);
+  }
+  DeviceTensor card_gradient(std::size_t index) const { return card_part(card_gradients_, index, 0); }
+  DeviceTensor card_gradient(std::size_t index, std::size_t count) const {
+    return card_part(card_gradients_, index, count);
+  }
+
  private:
+  // count 0: the tensor's size.
+  DeviceTensor card_part(const DeviceTensor& region, std::size_t index, std::size_t count) const;
+
   std::vector<Entry> entries_;
   std::vector<float> trainable_, gradients_, buffers_, tables_;
   std::vector<RowSparse> sparse_gradients_;  // by entry; empty but for tables
+  DeviceTensor card_values_, card_gradients_;
 };
 
 }  // namespace systole

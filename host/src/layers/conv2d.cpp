@@ -140,8 +140,12 @@ class Conv2D final : public Layer {
       call.a_rows = &col;
       call.rows_key = patches_key(input, first);
       call.b = store.values(weight_);
+      call.b_card = store.card_values(weight_);
       call.b_transposed = true;
-      call.bias = use_bias_ ? store.values(bias_) : nullptr;
+      if (use_bias_) {
+        call.bias = store.values(bias_);
+        call.bias_card = store.card_values(bias_);
+      }
       call.relu = relu_;
       const std::size_t at = std::size_t(first) * shape_.positions() * shape_.filters;
       if (output.on_card) {
@@ -177,6 +181,7 @@ class Conv2D final : public Layer {
       db.rows = batch * shape_.positions();
       db.width = shape_.filters;
       db.out = store.gradient(bias_);
+      db.out_card = store.card_gradient(bias_);
       SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(db));
     }
     round_input(input);
@@ -207,11 +212,13 @@ class Conv2D final : public Layer {
       dw.rows_kept = true;  // the forward's, if the executor kept them
       dw.accumulate = first > 0;
       dw.c = store.gradient(weight_);
+      dw.c_card = store.card_gradient(weight_);
       calls.push_back(dw);
       // With the model on the card, a convolution of strides 1 sums its
       // input gradient there, so that only dx crosses the host link, not
       // dcol (kernel_height * kernel_width times as large). The same bits.
       const bool card_col2im = input_gradient && context.matmul->keeps_activations() &&
+                               context.matmul->supports(MatmulExecutor::Feature::kConvInputGradient) &&
                                shape_.stride_height == 1 && shape_.stride_width == 1;
       // dcol = dy W into the host's dcol_ (taken only where it is used).
       auto dcol = [&] {
@@ -223,6 +230,7 @@ class Conv2D final : public Layer {
         call.a = dy;
         call.a_card = dy_card;
         call.b = store.values(weight_);
+        call.b_card = store.card_values(weight_);
         call.c = dcol_.data();
         return call;
       };
@@ -231,8 +239,8 @@ class Conv2D final : public Layer {
       if (!input_gradient) continue;
       float* dx = input_gradient->values.data() + std::size_t(first) * shape_.input_values();
       if (card_col2im) {
-        const Status on_card = context.matmul->conv_input_gradient_on_card(shape_, count, dy, dy_card,
-                                                                           store.values(weight_), dx);
+        const Status on_card = context.matmul->conv_input_gradient_on_card(
+            shape_, count, dy, dy_card, store.values(weight_), store.card_values(weight_), dx);
         // Without room on the card for it, dcol comes down as elsewhere.
         if (on_card.code() != StatusCode::kUnavailable) {
           SYSTOLE_RETURN_IF_ERROR(on_card);

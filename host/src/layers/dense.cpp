@@ -55,8 +55,12 @@ class Dense final : public Layer {
     call.a = input.host_values();
     call.a_card = input.card;
     call.b = store.values(weight_);
+    call.b_card = store.card_values(weight_);
     call.b_transposed = true;
-    call.bias = use_bias_ ? store.values(bias_) : nullptr;
+    if (use_bias_) {
+      call.bias = store.values(bias_);
+      call.bias_card = store.card_values(bias_);
+    }
     call.relu = relu_;
     call.c = output.on_card ? nullptr : output.values.data();
     call.c_card = output.card;
@@ -92,6 +96,7 @@ class Dense final : public Layer {
     dw.b = input.host_values();
     dw.b_card = input.card;
     dw.c = store.gradient(weight_);
+    dw.c_card = store.card_gradient(weight_);
     calls.push_back(dw);
     if (use_bias_) {
       SumCall db;  // db = the sum of delta's rows, in fp32
@@ -100,6 +105,7 @@ class Dense final : public Layer {
       db.rows = batch;
       db.width = units_;
       db.out = store.gradient(bias_);
+      db.out_card = store.card_gradient(bias_);
       SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(db));
     }
     if (input_gradient) {
@@ -111,6 +117,7 @@ class Dense final : public Layer {
       dx.a = delta;
       dx.a_card = delta_card;
       dx.b = store.values(weight_);
+      dx.b_card = store.card_values(weight_);
       dx.c = input_gradient->on_card ? nullptr : input_gradient->values.data();
       dx.c_card = input_gradient->card;
       calls.push_back(dx);

@@ -96,8 +96,12 @@ class MultiHeadAttention final : public Layer {
     projection.n = stacked;
     projection.a = x.values.data();
     projection.b = store.values(query_);
+    projection.b_card = store.card_values(query_, std::size_t(stacked) * width_);
     projection.b_transposed = true;
-    projection.bias = options_.use_bias ? store.values(query_bias_) : nullptr;
+    if (options_.use_bias) {
+      projection.bias = store.values(query_bias_);
+      projection.bias_card = store.card_values(query_bias_, stacked);
+    }
     projection.c = qkv_.data();
     SYSTOLE_RETURN_IF_ERROR(context.matmul->run(projection));
     // Per head, contiguous: Q scaled by 1 / sqrt(key_dim) (Keras scales the
@@ -152,8 +156,12 @@ class MultiHeadAttention final : public Layer {
     out.n = width_;
     out.a = merged_.data();
     out.b = store.values(output_);
+    out.b_card = store.card_values(output_);
     out.b_transposed = true;
-    out.bias = options_.use_bias ? store.values(output_bias_) : nullptr;
+    if (options_.use_bias) {
+      out.bias = store.values(output_bias_);
+      out.bias_card = store.card_values(output_bias_);
+    }
     out.c = output.values.data();
     return context.matmul->run(out);
   }
@@ -174,6 +182,7 @@ class MultiHeadAttention final : public Layer {
     dwo.a_transposed = true;
     dwo.b = merged_.data();
     dwo.c = store.gradient(output_);
+    dwo.c_card = store.card_gradient(output_);
     calls.push_back(dwo);
     if (options_.use_bias)
       SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(bias_sums(dy, width_, store.gradient(output_bias_))));
@@ -183,6 +192,7 @@ class MultiHeadAttention final : public Layer {
     dout.n = values;
     dout.a = dy;
     dout.b = store.values(output_);
+    dout.b_card = store.card_values(output_);
     dout.c = d_merged_.data();
     calls.push_back(dout);
     SYSTOLE_RETURN_IF_ERROR(context.matmul->run(calls));
@@ -268,6 +278,7 @@ class MultiHeadAttention final : public Layer {
     dw.a_transposed = true;
     dw.b = x.values.data();
     dw.c = store.gradient(query_);
+    dw.c_card = store.card_gradient(query_, std::size_t(stacked) * width_);
     calls.push_back(dw);
     if (options_.use_bias)
       SYSTOLE_RETURN_IF_ERROR(
@@ -280,6 +291,7 @@ class MultiHeadAttention final : public Layer {
       d_input.n = width_;
       d_input.a = d_qkv_.data();
       d_input.b = store.values(query_);
+      d_input.b_card = store.card_values(query_, std::size_t(stacked) * width_);
       d_input.c = dx->values.data();
       calls.push_back(d_input);
     }
