@@ -11,6 +11,7 @@
 #include "systole/matmul.h"
 #include "systole/trace.h"
 #include "systole/vector_plan.h"
+#include "unit_memory.h"
 
 namespace systole {
 
@@ -21,7 +22,7 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
                                                  const DeviceTensor& w_card, float* dx) {
   const std::string what = "conv input gradient on card";
   const ConvShape& s = shape;
-  if (!supports(Feature::kConvInputGradient)) return no_vector_engine(what);
+  if (!supports(Feature::kConvInputGradient)) return UnitMemory::no_vector_engine(what);
   if ((!dy && !dy_card) || (!w && !w_card) || !dx)
     return Status(StatusCode::kInvalidArgument, what + ": an operand is missing");
   // With strides 1 the output is the padded input less the kernel, plus one.
@@ -57,21 +58,21 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
   });
   if (padded == padded_.end()) {
     PaddedGradient made{padded_height, padded_width, s.out_height, s.out_width, filters, 0, {}};
-    made.slot.bank = spec::operand_bank(unit_, Operand::kA, device_.info().hbm_banks);
+    made.slot.bank = memory_->bank(Operand::kA);
     padded_.push_back(std::move(made));
     padded = padded_.end() - 1;
   }
   const std::size_t padded_bytes = (lead + pixels) * filters * sizeof(uint16_t);
   if (padded->examples < examples) {
     // Zeroed once: later calls write the output positions only.
-    SYSTOLE_RETURN_IF_ERROR(ensure(padded->slot, padded_bytes));
+    SYSTOLE_RETURN_IF_ERROR(memory_->ensure(padded->slot, padded_bytes));
     std::memset(padded->slot.buffer.map(), 0, padded_bytes);
     SYSTOLE_RETURN_IF_ERROR(padded->slot.buffer.sync(Buffer::SyncDirection::kToDevice, padded_bytes, 0));
     padded->examples = examples;
   }
-  tap_products_.bank = tap_sum_.bank = spec::operand_bank(unit_, Operand::kC, device_.info().hbm_banks);
-  SYSTOLE_RETURN_IF_ERROR(ensure(tap_products_, taps * values * sizeof(float)));
-  SYSTOLE_RETURN_IF_ERROR(ensure(tap_sum_, values * sizeof(float)));
+  tap_products_.bank = tap_sum_.bank = memory_->bank(Operand::kC);
+  SYSTOLE_RETURN_IF_ERROR(memory_->ensure(tap_products_, taps * values * sizeof(float)));
+  SYSTOLE_RETURN_IF_ERROR(memory_->ensure(tap_sum_, values * sizeof(float)));
   ensure_call_slots(taps);
 
   using Clock = Trace::Clock;

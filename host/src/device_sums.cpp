@@ -10,6 +10,7 @@
 #include "systole/matmul.h"
 #include "systole/vector_ops.h"
 #include "systole/vector_plan.h"
+#include "unit_memory.h"
 
 namespace systole {
 
@@ -64,7 +65,7 @@ Status DeviceMatmul::sum(const SumCall& call) {
     return host_sums(call.x);
   }
   if (!call.out && !call.out_card) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-  if (!supports(Feature::kCardTensors)) return no_vector_engine("sum");
+  if (!supports(Feature::kCardTensors)) return UnitMemory::no_vector_engine("sum");
   const uint32_t rows = call.rows, width = call.width, tile = call.tile_rows(k_tile());
   const std::size_t count = std::size_t(rows) * width;
   const uint32_t tiles = (rows + tile - 1) / tile;
@@ -99,17 +100,17 @@ Status DeviceMatmul::sum(const SumCall& call) {
               values[b * block + std::size_t(r) * block_cols + c];
     return host_sums(summed_.data());
   }
-  auto x = card_address(tensor, count, "sum: the values summed");
+  auto x = UnitMemory::address(tensor, count, "sum: the values summed");
   if (!x.ok()) return x.status();
 
   // Into out_card where it is given, else into sums_.
   uint64_t out;
   if (call.out_card) {
-    auto address = card_result(call.out_card, width, "sum: the result");
+    auto address = memory_->result(call.out_card, width, "sum: the result");
     if (!address.ok()) return address.status();
     out = *address;
   } else {
-    SYSTOLE_RETURN_IF_ERROR(ensure(sums_, width * sizeof(float)));
+    SYSTOLE_RETURN_IF_ERROR(memory_->ensure(sums_, width * sizeof(float)));
     out = sums_.buffer.address();
   }
   // Sums queued earlier may still write the tiles' buffer that a larger one
@@ -117,7 +118,7 @@ Status DeviceMatmul::sum(const SumCall& call) {
   const std::size_t tile_bytes = std::size_t(tiles) * width * sizeof(float);
   if (!pending_.empty() && tile_sums_.buffer && tile_sums_.buffer.size() < tile_bytes)
     SYSTOLE_RETURN_IF_ERROR(run_vector({}));
-  SYSTOLE_RETURN_IF_ERROR(ensure(tile_sums_, tile_bytes));
+  SYSTOLE_RETURN_IF_ERROR(memory_->ensure(tile_sums_, tile_bytes));
   const uint64_t sums = tile_sums_.buffer.address();
   std::vector<spec::CommandRecord> work;
   for (uint32_t t = 0; t < tiles; ++t)

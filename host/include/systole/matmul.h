@@ -225,6 +225,14 @@ class Intervals {
   std::vector<std::pair<std::size_t, std::size_t>> spans_;
 };
 
+// A buffer in one of a unit's banks that grows to the largest use
+// (UnitMemory::ensure).
+struct UnitSlot {
+  Buffer buffer;
+  uint32_t bank = 0;
+};
+class UnitMemory;  // one unit's memory: its buffers, tensors and bf16 copies
+
 // Products on one compute unit of a device. Operands are rounded to bf16
 // (NUMERICS.md) straight into the host views of buffers in the unit's HBM
 // banks (on the emulators, mapped: device memory itself, so nothing else
@@ -238,6 +246,7 @@ class DeviceMatmul final : public MatmulExecutor {
  public:
   static Result<std::unique_ptr<DeviceMatmul>> create(Device device, uint32_t unit,
                                                       std::chrono::milliseconds launch_timeout);
+  ~DeviceMatmul() override;
 
   Status run(const std::vector<MatmulCall>& calls) override;
   using MatmulExecutor::run;
@@ -277,12 +286,13 @@ class DeviceMatmul final : public MatmulExecutor {
   bool supports(Feature feature) const override;
   // With the parameters kept on the card (keep_resident).
   bool keeps_activations() const override { return resident_.values && supports(Feature::kCardTensors); }
-  // In the unit's C bank. Products read a view (DeviceTensor's
-  // blocks_transposed) through to_bf16 copies the card makes a block at a
-  // time: op(X) packed over whole blocks (X's rows whole blocks, or rows
-  // that split blocks evenly), or op(X) = X^T where X's rows are one
-  // block's transposed rows (X stored count * cols x rows: a block's
-  // columns in turn, each row of the copy a block row of every block).
+  // In the unit's C bank. Products read a card tensor through a bf16 copy
+  // the card makes with to_bf16, a view (DeviceTensor's
+  // blocks_transposed) a block at a time: op(X) packed over whole blocks
+  // (X's rows whole blocks, or rows that split blocks evenly), or op(X) =
+  // X^T where X's rows are one block's transposed rows (X stored count *
+  // cols x rows: a block's columns in turn, each row of the copy a block
+  // row of every block).
   Result<DeviceTensor> allocate(std::size_t count) override;
   // A relu_grad descriptor, run at the head of the next launch.
   Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
@@ -300,10 +310,9 @@ class DeviceMatmul final : public MatmulExecutor {
   // SumCall's order: one descriptor per K tile, one over the tiles' sums;
   // the result stays in out_card where it is given (queued at the head of
   // the next launch where out_card is part of the resident gradients),
-  // else comes down. Host values
-  // are summed on the host, and so is a view whose blocks read transposed
-  // (a flattened image's gradient), whose rows the engine cannot read in
-  // order: its values come down first.
+  // else comes down. Host values are summed on the host, and so is a view
+  // whose blocks read transposed (a flattened image's gradient), whose
+  // rows the engine cannot read in order: its values come down first.
   Status sum(const SumCall& call) override;
   // How many tensors the card holds bf16 copies of, for products, now.
   std::size_t copied_tensors() const;
@@ -311,57 +320,16 @@ class DeviceMatmul final : public MatmulExecutor {
   std::size_t kept_rows_bytes() const;
 
  private:
-  // One operand's device buffer, reallocated larger when a call needs it.
-  struct Slot {
-    Buffer buffer;
-    uint32_t bank = 0;
-  };
-  DeviceMatmul() = default;
+  DeviceMatmul();
   // Slots for calls [0, calls).
   void ensure_call_slots(std::size_t calls);
-  // op(X) (rows x cols) as bf16 in the slot's buffer, on the device: X
-  // rounded, or the bf16 rows `made` gives when it is set.
-  Result<uint64_t> stage(Slot& slot, const float* x, const OperandRows* made, uint32_t rows, uint32_t cols,
-                         bool transposed, uint32_t stride);
-  Status ensure(Slot& slot, std::size_t bytes);
-  // Gives up the rows kept in `bank` that this run's launch does not read;
-  // whether there were any.
-  bool drop_kept_rows(uint32_t bank);
-  // The device address of the rows `made` gives for one of call's
-  // operands (rows x cols): staged into `slot`, or with a key into the
-  // rows kept under it (into `slot` when the bank has no room for them),
-  // or those rows as they are (MatmulCall::rows_kept).
-  Result<uint64_t> made_rows(const MatmulCall& call, const OperandRows& made, uint32_t rows, uint32_t cols,
-                             Slot& slot);
-  // The device address of a result written into `c` (count values), which
-  // must be a tensor, not a view; the copies made from c's values are out
-  // of date from then on.
-  Result<uint64_t> card_result(const DeviceTensor& c, std::size_t count, const std::string& what);
-  // The device address of the first of `count` values of x (a tensor, or a
-  // view that reads its values in order); an error naming `what` otherwise.
-  static Result<uint64_t> card_address(const DeviceTensor& x, std::size_t count, const std::string& what);
-  // Marks the copies made from `written`'s values (or through a view of
-  // them) as out of date.
-  void invalidate_copies(const DeviceTensor& written);
-  // The to_bf16 descriptors that make op(X) (rows x cols, X stored at
-  // `offset` of `view` with `stride`) packed at z, in whole blocks; an error
-  // for a read that does not fall on them.
-  static Result<std::vector<spec::CommandRecord>> view_copy(const DeviceTensor& view, uint32_t rows,
-                                                            uint32_t cols, bool transposed, uint32_t stride,
-                                                            uint64_t z, const std::string& what);
-  // A bf16 copy of op(X) made on the card from the card tensor x_card (its
-  // to_bf16 descriptors appended to `records` when the copy must be made
-  // first); none when x_card is empty (X is a host operand).
-  Result<std::optional<uint64_t>> card_operand(const DeviceTensor& x_card, uint32_t rows, uint32_t cols,
-                                               bool transposed, uint32_t stride, spec::Operand operand,
-                                               std::vector<spec::CommandRecord>& records);
   // The device address of op(X) (rows x cols) for a product: a bf16 copy
-  // the card makes (card_operand), else X rounded into `slot`.
+  // the card makes of x_card when it is given (its descriptors appended
+  // to `records` when the copy must be made first), else X rounded into
+  // `slot`.
   Result<uint64_t> operand(const float* x, const DeviceTensor& x_card, uint32_t rows, uint32_t cols,
-                           bool transposed, uint32_t stride, spec::Operand which, Slot& slot,
+                           bool transposed, uint32_t stride, spec::Operand which, UnitSlot& slot,
                            std::vector<spec::CommandRecord>& records);
-  // The refusal of card tensors where the units have no vector engine.
-  static Status no_vector_engine(const std::string& what);
   // The caller's C of call `call` (`bytes` at c) as a buffer the device
   // writes itself, kept until the run ends; null where the device cannot
   // reach it or C is small.
@@ -370,38 +338,20 @@ class DeviceMatmul final : public MatmulExecutor {
   Status launch(const std::vector<spec::CommandRecord>& records, std::optional<TraceScope>& upload,
                 double& launch_seconds);
 
-  // A bf16 copy of an operand on the card: where it comes from (the id of
-  // the card tensor it reads, and the blocks of the view it reads
-  // through), whether that tensor still lives, and whether the copy is
-  // current.
-  struct Copy {
-    uint64_t source = 0;
-    uint32_t block_rows = 0, block_cols = 0;
-    std::weak_ptr<const void> alive;
-    std::size_t offset = 0;
-    uint32_t rows = 0, cols = 0, stride = 0;
-    bool transposed = false;
-    spec::Operand operand = spec::Operand::kB;
-    Slot slot;
-    bool current = false;
-  };
-
   Device device_;
   uint32_t unit_ = 0;
   std::chrono::milliseconds timeout_{0};
+  std::unique_ptr<UnitMemory> memory_;
   uint64_t launches_ = 0;
   spec::PerfCounters counters_;
   MatmulTimes times_;
   // Per call index: A, B, C (with bias behind it), and C imported from
   // the caller (none where it is staged).
-  std::vector<Slot> a_, b_, c_;
+  std::vector<UnitSlot> a_, b_, c_;
   std::vector<Buffer> imported_;
   bool imports_host_ = true;  // until the device says it cannot
   uint64_t results_in_place_ = 0;
-  Slot commands_;
-  std::vector<float> transposed_;
   ResidentParameters resident_;  // empty tensors: none
-  std::vector<Copy> copies_;
   Intervals card_read_, card_written_;
   // Vector descriptors that run at the head of the next launch.
   std::vector<spec::CommandRecord> pending_;
@@ -409,32 +359,21 @@ class DeviceMatmul final : public MatmulExecutor {
   // records, its products, and which calls leave C on the card.
   std::vector<spec::CommandRecord> records_, products_;
   std::vector<char> on_card_;
-  // Made rows kept on the card, one set per owner and part: what they were
-  // made from (key.source, null while nothing is kept), their shape, and
-  // the last run() whose launch reads them.
-  struct KeptRows {
-    RowsKey key;
-    uint32_t rows = 0, cols = 0;
-    uint64_t used_in_run = 0;
-    Slot slot;
-  };
-  std::list<KeptRows> kept_rows_;  // a list: ensure() drops some while one is staged
   // conv_input_gradient_on_card's work: the zero-padded copies of dy in
   // bf16, one per padded shape (whose padding is zeroed once), the taps'
   // products and their sum.
   struct PaddedGradient {
     uint32_t padded_height = 0, padded_width = 0, out_height = 0, out_width = 0, filters = 0;
     uint32_t examples = 0;  // images whose padding is zero
-    Slot slot;
+    UnitSlot slot;
   };
   std::vector<PaddedGradient> padded_;
-  Slot tap_products_, tap_sum_;
+  UnitSlot tap_products_, tap_sum_;
   // sum()'s tiles' sums, and its result where it comes down; a view's
   // values come down into summed_, and host sums for a card tensor are
   // made in summed_out_.
-  Slot tile_sums_, sums_;
+  UnitSlot tile_sums_, sums_;
   std::vector<float> summed_, summed_out_;
-  uint64_t runs_ = 0;
 };
 
 }  // namespace systole
