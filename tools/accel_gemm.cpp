@@ -299,9 +299,10 @@ int run(const Options& options) {
 
   spec::PerfCounters counters;
   double best = 1e30;
-  Result<Projection> before = device->projection();
+  const std::optional<CardModel> model = device->card_model();
+  std::optional<Projection> before;
   for (uint32_t i = 0; i < std::max(1u, options.repeat); ++i) {
-    if (before.ok()) before = device->projection();
+    if (model) before = model->projection();
     const auto start = Clock::now();
     const Status status = device_gemm->run(counters);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -322,9 +323,9 @@ int run(const Options& options) {
                 options.backend == "sw_emu" ? "sw_emu: modelled schedule, no memory stalls"
                 : options.backend == "perf" ? "the RTL controller's cycle model on the board's memory"
                                             : "measured");
-  if (before.ok()) {
+  if (model) {
     // The last run, as the board would take it: its syncs and launches.
-    const Projection p = device->projection()->since(*before);
+    const Projection p = model->projection().since(*before);
     std::printf("project  %s (a projection, not a measurement)\n", p.board.c_str());
     std::printf(
         "         %.3f ms per GEMM, %.1f GFLOP/s: launches %.3f ms (array utilization %.1f%%), "

@@ -34,7 +34,7 @@ using card::Picoseconds;
 static_assert(reg::kBusyCyclesLo % 8 == 0 && reg::kStallCyclesLo % 8 == 0 && reg::kDmaReadBytesLo % 8 == 0 &&
               reg::kDmaWriteBytesLo % 8 == 0);
 
-class PerfBackend final : public ForwardingBackend {
+class PerfBackend final : public ForwardingBackend, public CardModelBackend {
  public:
   PerfBackend(std::shared_ptr<DeviceBackend> functional, const card::CardConfig& config, std::string name)
       : ForwardingBackend(std::move(functional)),
@@ -106,9 +106,10 @@ class PerfBackend final : public ForwardingBackend {
     return true;
   }
 
+  CardModelBackend* card_model() override { return this; }
   void meet_host_threads(uint32_t threads) override { log({Op::kMeet, false, 0, threads}); }
 
-  Result<Projection> projection() const override {
+  Projection projection() const override {
     std::lock_guard<std::mutex> lock(mutex_);
     replay();
     Projection p = totals_;

@@ -73,11 +73,17 @@ class DeviceBackend {
   // The others never fail.
   virtual Status link_status() const { return ok_status(); }
 
-  // A modelled board's projection (the perf backend only).
-  virtual Result<Projection> projection() const {
-    return Status(StatusCode::kUnavailable, name() + " runs the work: it projects no board's timing");
-  }
-  virtual void meet_host_threads(uint32_t /*threads*/) {}
+  // The model of a board's timing, for a backend that models one (perf);
+  // null for those that run the work.
+  virtual CardModelBackend* card_model() { return nullptr; }
+};
+
+// What a backend that models a board's timing adds (Device::card_model).
+class CardModelBackend {
+ public:
+  virtual ~CardModelBackend() = default;
+  virtual Projection projection() const = 0;
+  virtual void meet_host_threads(uint32_t threads) = 0;
 };
 
 // A 64-bit register pair of one unit, low word first.
@@ -118,8 +124,7 @@ class ForwardingBackend : public DeviceBackend {
     return inner_->wait_done(unit, timeout);
   }
   Status link_status() const override { return inner_->link_status(); }
-  Result<Projection> projection() const override { return inner_->projection(); }
-  void meet_host_threads(uint32_t threads) override { inner_->meet_host_threads(threads); }
+  CardModelBackend* card_model() override { return inner_->card_model(); }
 
  protected:
   DeviceBackend& inner() const { return *inner_; }

@@ -239,8 +239,14 @@ Result<Device> detail::attach_device(std::shared_ptr<DeviceBackend> backend, con
   return device;
 }
 
-Result<Projection> Device::projection() const { return backend_->projection(); }
-void Device::meet_host_threads(uint32_t threads) const { backend_->meet_host_threads(threads); }
+std::optional<CardModel> Device::card_model() const {
+  detail::CardModelBackend* model = backend_ ? backend_->card_model() : nullptr;
+  if (!model) return std::nullopt;
+  return CardModel(backend_, model);
+}
+
+Projection CardModel::projection() const { return model_->projection(); }
+void CardModel::meet_host_threads(uint32_t threads) const { model_->meet_host_threads(threads); }
 
 namespace {
 

@@ -116,7 +116,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(Device device, const std::vecto
   }
   // A modelled board times each replica's thread on its own; they meet
   // where the replicas do.
-  trainer->strategy_.set_meeting([device, local](uint32_t) { device.meet_host_threads(local); });
+  if (std::optional<CardModel> model = device.card_model())
+    trainer->strategy_.set_meeting([model = *model, local](uint32_t) { model.meet_host_threads(local); });
   return trainer;
 }
 

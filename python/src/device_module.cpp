@@ -198,7 +198,12 @@ class PyDevice {
   }
 
   py::dict projection() const {
-    const Projection p = value_or_throw(device_.projection());
+    const std::optional<CardModel> model = device_.card_model();
+    if (!model)
+      throw_if_error(Status(StatusCode::kUnavailable,
+                            device_.info().backend + " runs the work: it projects no board's timing (the perf "
+                                                     "backend models a board)"));
+    const Projection p = model->projection();
     py::dict d;
     d["board"] = p.board;
     d["clock_hz"] = p.clock_hz;

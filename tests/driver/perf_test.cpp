@@ -84,7 +84,8 @@ TEST(Perf, BadParametersAreNamed) {
   // Only a modelled board projects.
   options = perf_options();
   Device emulated = Device::open("sw_emu", 0, options).value();
-  EXPECT_EQ(emulated.projection().status().code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(emulated.card_model());
+  EXPECT_TRUE(Device::open("perf", 0, options).value().card_model());
 }
 
 TEST(Perf, ResultsAreTheKernelsBits) {
@@ -116,7 +117,7 @@ TEST(Perf, TheHostLinkTakesItsBandwidth) {
     Buffer buffer = device.allocate(bytes, 0).value();
     ASSERT_TRUE(buffer.write(data.data(), bytes).ok());
     ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kToDevice).ok());
-    const Projection p = device.projection().value();
+    const Projection p = device.card_model()->projection();
     // x16 lanes after 128b/130b coding, 80 % of it payload, plus 1 us.
     const double lane = gen == 3 ? 8e9 * 128 / 130 / 8 : 16e9 * 128 / 130 / 8;
     const double expected = bytes / (16 * lane * 0.8) + 1e-6;
@@ -136,14 +137,14 @@ TEST(Perf, BuffersKeepAHostCopyThatSyncsCross) {
   const uint8_t bytes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   ASSERT_TRUE(buffer.write(bytes, 8, 92).ok());
   ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kToDevice).ok());
-  const double after_one_sync = device.projection().value().link_seconds;
+  const double after_one_sync = device.card_model()->projection().link_seconds;
   EXPECT_GT(after_one_sync, 0);
-  EXPECT_EQ(device.projection().value().link_bytes, 4096u);
+  EXPECT_EQ(device.card_model()->projection().link_bytes, 4096u);
   const uint8_t zeros[8] = {};
   ASSERT_TRUE(buffer.write(zeros, 8, 92).ok());
   ASSERT_TRUE(buffer.sync(Buffer::SyncDirection::kFromDevice, 8, 92).ok());
-  EXPECT_GT(device.projection().value().link_seconds, after_one_sync);
-  EXPECT_EQ(device.projection().value().link_bytes, 4096u + 8u) << "both ways, the bytes synced";
+  EXPECT_GT(device.card_model()->projection().link_seconds, after_one_sync);
+  EXPECT_EQ(device.card_model()->projection().link_bytes, 4096u + 8u) << "both ways, the bytes synced";
   uint8_t back[8];
   ASSERT_TRUE(buffer.read(back, 8, 92).ok());
   EXPECT_EQ(std::vector<uint8_t>(back, back + 8), std::vector<uint8_t>(bytes, bytes + 8))
@@ -202,7 +203,7 @@ TEST(Perf, TheProjectionDoesNotDependOnTheOrderThreadsRan) {
     DeviceOptions options = perf_options();
     options.compute_units = 2;
     Device device = Device::open("perf", 0, options).value();
-    const Projection before = device.projection().value();
+    const Projection before = device.card_model()->projection();
     auto run = [&](uint32_t which) {
       const Work& work = works[which];
       const uint32_t bank = 4 * work.unit;
@@ -215,7 +216,7 @@ TEST(Perf, TheProjectionDoesNotDependOnTheOrderThreadsRan) {
       EXPECT_GT(launch.counters().busy_cycles, 0u);
     };
     schedule(run);
-    return device.projection().value().since(before);
+    return device.card_model()->projection().since(before);
   };
   // One thread after the other, in both orders, and both at once. (Both
   // threads live throughout: a thread is a timeline of its own.)
@@ -272,15 +273,15 @@ TEST(Perf, HostThreadsThatMeetContinueFromTheLatest) {
     Buffer upload = device.allocate(up, 0).value(), download = device.allocate(down, 1).value();
     std::thread uploader([&] {
       EXPECT_TRUE(upload.sync(Buffer::SyncDirection::kToDevice).ok());
-      for (int i = 0; meet && i < 2; ++i) device.meet_host_threads(2);
+      for (int i = 0; meet && i < 2; ++i) device.card_model()->meet_host_threads(2);
     });
     std::thread downloader([&] {
-      for (int i = 0; meet && i < 2; ++i) device.meet_host_threads(2);
+      for (int i = 0; meet && i < 2; ++i) device.card_model()->meet_host_threads(2);
       EXPECT_TRUE(download.sync(Buffer::SyncDirection::kFromDevice).ok());
     });
     uploader.join();
     downloader.join();
-    const double seconds = device.projection().value().seconds;
+    const double seconds = device.card_model()->projection().seconds;
     const double expected = meet ? (up + down) / link + 2e-6 : up / link + 1e-6;
     EXPECT_NEAR(seconds, expected, expected * 0.01) << (meet ? "meeting" : "apart");
   }
@@ -305,11 +306,11 @@ TEST(Perf, UnitsContendForAPseudoChannel) {
     }
     // The lists' upload is on the host link; the launches start after it.
     for (Buffer& list : lists) EXPECT_TRUE(list.sync(Buffer::SyncDirection::kToDevice).ok());
-    const Projection before = device.projection().value();
+    const Projection before = device.card_model()->projection();
     std::vector<systole::Run> runs;
     for (uint32_t u = 0; u < units; ++u) runs.push_back(device.start(u, lists[u]).value());
     for (systole::Run& run : runs) EXPECT_TRUE(run.wait(std::chrono::seconds(60)).ok());
-    return device.projection().value().since(before).seconds;
+    return device.card_model()->projection().since(before).seconds;
   };
   const double alone = project(1, false);
   const double apart = project(2, false);

@@ -112,14 +112,14 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
             }
 
         // The host's way: dcol down, col2im.
-        const uint64_t before = unit.device.projection().value().link_bytes;
+        const uint64_t before = unit.device.card_model()->projection().link_bytes;
         std::vector<float> dcol(positions * s.patch()), expected(examples * s.input_values());
         MatmulCall dcol_product =
             product(uint32_t(positions), s.patch(), s.filters, dy.data(), w, dcol.data());
         dcol_product.b_card = w_card;
         ASSERT_TRUE(matmul.run(dcol_product).ok());
         col2im(s, examples, dcol.data(), expected.data());
-        const uint64_t host_bytes = unit.device.projection().value().link_bytes - before;
+        const uint64_t host_bytes = unit.device.card_model()->projection().link_bytes - before;
 
         // The card's, from dy where the mode puts it.
         const float* host_dy = dy.data();
@@ -136,12 +136,12 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
           ASSERT_TRUE(viewed.ok()) << viewed.status().to_string();
           card_dy = std::move(viewed).value();
         }
-        const uint64_t between = unit.device.projection().value().link_bytes;
+        const uint64_t between = unit.device.card_model()->projection().link_bytes;
         std::vector<float> dx(expected.size(), -1234.5f);
         const Status ran =
             matmul.conv_input_gradient_on_card(s, examples, host_dy, card_dy, w, w_card, dx.data());
         ASSERT_TRUE(ran.ok()) << ran.to_string();
-        const uint64_t card_bytes = unit.device.projection().value().link_bytes - between;
+        const uint64_t card_bytes = unit.device.card_model()->projection().link_bytes - between;
         std::size_t first = 0;
         while (first < dx.size() && std::memcmp(&dx[first], &expected[first], 4) == 0) ++first;
         EXPECT_EQ(first, dx.size()) << "value " << first << ": " << (first < dx.size() ? dx[first] : 0.0f)

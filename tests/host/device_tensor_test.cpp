@@ -97,12 +97,12 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
     return matmul->run(dw);
   };
   Chain host, card;
-  const uint64_t before = device.projection().value().link_bytes;
+  const uint64_t before = device.card_model()->projection().link_bytes;
   ASSERT_TRUE(run_chain(false, host).ok());
-  const uint64_t between = device.projection().value().link_bytes;
+  const uint64_t between = device.card_model()->projection().link_bytes;
   const Status ran = run_chain(true, card);
   ASSERT_TRUE(ran.ok()) << ran.to_string();
-  const uint64_t after = device.projection().value().link_bytes;
+  const uint64_t after = device.card_model()->projection().link_bytes;
   EXPECT_EQ(std::memcmp(host.y2.data(), card.y2.data(), host.y2.size() * 4), 0);
   EXPECT_EQ(std::memcmp(host.dw1.data(), card.dw1.data(), host.dw1.size() * 4), 0);
   EXPECT_GT(std::count_if(host.masked.begin(), host.masked.end(), [](float v) { return v == 0.0f; }), 0)

@@ -111,27 +111,23 @@ void print_ranking(const RankingReport& report) {
               report.popularity_recall);
 }
 
-ProjectionMeter::ProjectionMeter(Device device) : device_(std::move(device)), total_(device_.projection()) {
-  if (total_.ok()) total_ = total_->since(*total_);  // zero
+ProjectionMeter::ProjectionMeter(const Device& device) : model_(device.card_model()) {
+  if (model_) total_ = model_->projection().since(model_->projection());  // zero
 }
 
 std::shared_ptr<Callback> ProjectionMeter::callback() {
   auto meter = std::make_shared<LambdaCallback>();
-  if (!total_.ok()) return meter;
+  if (!model_) return meter;
   // Each training step's work, and nothing between steps: not validation,
   // nor what an epoch's end brings from the card (the replicas' check, a
   // checkpoint).
   meter->train_batch_begin = [this](uint64_t, const Logs&) {
-    auto now = device_.projection();
-    if (!now.ok()) return now.status();
-    step_start_ = *now;
+    step_start_ = model_->projection();
     return ok_status();
   };
   meter->train_batch_end = [this](uint64_t, const Logs&) {
     if (!step_start_) return ok_status();
-    auto now = device_.projection();
-    if (!now.ok()) return now.status();
-    *total_ += now->since(*step_start_);
+    *total_ += model_->projection().since(*step_start_);
     step_start_.reset();
     return ok_status();
   };
@@ -139,7 +135,7 @@ std::shared_ptr<Callback> ProjectionMeter::callback() {
 }
 
 void ProjectionMeter::report(uint64_t steps, uint64_t examples) const {
-  if (total_.ok() && steps > 0) print_projection(*total_, steps, examples);
+  if (total_ && steps > 0) print_projection(*total_, steps, examples);
 }
 
 }  // namespace systole

@@ -67,7 +67,7 @@ class SteadyStepMeter {
 // epoch (its validation pass left out), and prints it.
 class ProjectionMeter {
  public:
-  explicit ProjectionMeter(Device device);
+  explicit ProjectionMeter(const Device& device);
   // The callback that meters fit's training steps.
   std::shared_ptr<Callback> callback();
   // Prints the projection of `steps` steps of `examples` in all; nothing
@@ -75,8 +75,8 @@ class ProjectionMeter {
   void report(uint64_t steps, uint64_t examples) const;
 
  private:
-  Device device_;
-  Result<Projection> total_;
+  std::optional<CardModel> model_;  // none: the device models no board
+  std::optional<Projection> total_;
   std::optional<Projection> step_start_;
 };
 

@@ -10,7 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "systole/spec.h"
@@ -21,6 +23,7 @@ namespace systole {
 class Device;
 namespace detail {
 class DeviceBackend;
+class CardModelBackend;
 struct BufferState;
 struct RunState;
 Result<Device> attach_device(std::shared_ptr<DeviceBackend> backend, const std::string& backend_name,
@@ -233,11 +236,32 @@ struct BackendCapabilities {
   // Runs the kernels on this machine's cores (a compute unit per thread
   // group), so a sensible number of units depends on the cores.
   bool uses_host_cores = false;
-  // Models a board's timing (DeviceOptions::perf names the board) and
-  // answers Device::projection().
+  // Models a board's timing (DeviceOptions::perf names the board): the
+  // device has a card_model().
   bool models_board = false;
   // Drives real hardware: its timings are the hardware's.
   bool hardware = false;
+};
+
+// A modelled board's clock, reached through the device whose backend
+// models it (Device::card_model): what the work so far would take there.
+// A handle, like the device.
+class CardModel {
+ public:
+  // The projection of the work so far.
+  Projection projection() const;
+  // The calling host thread meets `threads` host threads, itself among
+  // them, as at a barrier (replicas at an all-reduce), so that what each
+  // of them asks of the card next starts after what all of them asked
+  // before. Each of the threads calls it at each such meeting.
+  void meet_host_threads(uint32_t threads) const;
+
+ private:
+  friend class Device;
+  CardModel(std::shared_ptr<detail::DeviceBackend> backend, detail::CardModelBackend* model)
+      : backend_(std::move(backend)), model_(model) {}
+  std::shared_ptr<detail::DeviceBackend> backend_;  // keeps the model alive
+  detail::CardModelBackend* model_ = nullptr;
 };
 
 class Device {
@@ -253,15 +277,9 @@ class Device {
 
   const DeviceInfo& info() const { return *info_; }
 
-  // The perf backend's projection of the work so far; kUnavailable on the
-  // backends that run the work rather than model a board.
-  Result<Projection> projection() const;
-  // For the projection: the calling host thread meets `threads` host
-  // threads, itself among them, as at a barrier (replicas at an
-  // all-reduce), so that what each of them asks of the card next starts
-  // after what all of them asked before. Each of the threads calls it at
-  // each such meeting. Does nothing on the backends that run the work.
-  void meet_host_threads(uint32_t threads) const;
+  // The model of a board's timing behind the device (the perf backend's),
+  // or none: the backends that run the work have none.
+  std::optional<CardModel> card_model() const;
 
   Result<Buffer> allocate(std::size_t bytes, uint32_t bank);
   // A buffer over `bytes` of the caller's own memory at `host`, as an XRT

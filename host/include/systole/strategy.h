@@ -125,7 +125,7 @@ class Strategy {
   // Called on each replica's thread wherever the replicas meet: as each
   // job of run() starts, and after each all-reduce, chained sum and
   // barrier. The trainer tells a modelled board's timing
-  // (Device::meet_host_threads). Set it before the first run().
+  // (CardModel::meet_host_threads, on a modelled board). Set it before the first run().
   void set_meeting(std::function<void(uint32_t replica)> meeting) { meeting_ = std::move(meeting); }
 
   // Combines per-replica values of this process's replicas over the whole
