@@ -2,8 +2,9 @@
 // Systole as a TensorFlow PluggableDevice: device type SYSTOLE, one
 // TensorFlow device per compute unit of one Systole device (sw_emu unless
 // configured otherwise), tensors in the units' device memory through the
-// driver, and kernels: MatMul on the array; Add, Relu and ReluGrad on the
-// host over the units' memory.
+// driver, and kernels: MatMul on the array, reading and writing the
+// tensors in the units' memory; Add, Relu and ReluGrad on the host over
+// that memory.
 //
 // Configured by the environment, read when TensorFlow loads the plugin:
 //   SYSTOLE_TF_BACKEND  sw_emu (default) or hw_emu (the RTL)
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "systole/boards.h"
+#include "systole/device_tensor.h"
 #include "systole/driver.h"
 #include "systole/matmul.h"
 
@@ -177,17 +179,25 @@ class Card {
     if (!span.ok()) return span.status();
     return span->buffer.read(host, bytes, span->offset);
   }
+  // `count` fp32 values of the device's memory from `handle` on, as a
+  // tensor the units' products read and write in place.
+  Result<systole::DeviceTensor> tensor(const void* handle, std::size_t count) const {
+    auto span = find(handle, std::max<std::size_t>(count, 1) * sizeof(float));
+    if (!span.ok()) return span.status();
+    return systole::DeviceTensor::over(span->buffer, span->offset, count);
+  }
 
-  // C = op(A) op(B) on `unit`'s array (call's host operands): operands
-  // rounded to bf16, fp32 accumulation (the numerics contract).
+  // C = op(A) op(B) on `unit`'s array, from and into tensors in the
+  // units' memory (call's *_card): operands rounded to bf16 there, fp32
+  // accumulation (the numerics contract); nothing crosses to the host.
   Status matmul(uint32_t unit, const systole::MatmulCall& call) {
     if (unit >= units_.size())
       return Status(StatusCode::kInvalidArgument, "no compute unit " + std::to_string(unit));
-    if (call.k == 0) {
-      std::fill(call.c, call.c + std::size_t(call.m) * call.n, 0.0f);
-      return systole::ok_status();
-    }
     if (call.m == 0 || call.n == 0) return systole::ok_status();
+    if (call.k == 0) {
+      const std::vector<float> zeros(std::size_t(call.m) * call.n, 0.0f);
+      return systole::DeviceTensor(call.c_card).write(zeros.data());
+    }
     Unit& u = *units_[unit];
     std::lock_guard<std::mutex> lock(u.mutex);
     return u.matmul->run(call);
@@ -407,13 +417,16 @@ std::string shape_text(const std::vector<int64_t>& dims) {
   return text + "]";
 }
 
-// A float32 input as read from the device: its shape and values.
+// A float32 input: its shape, its memory on the device, and its values
+// read from there for a kernel that computes on the host.
 struct Input {
   std::vector<int64_t> dims;
+  const void* data = nullptr;
+  std::size_t count = 0;
   std::vector<float> values;
 };
 
-Result<Input> read_input(TF_OpKernelContext* ctx, int index) {
+Result<Input> read_input(TF_OpKernelContext* ctx, int index, bool values) {
   TF_Status* status = TF_NewStatus();
   TF_Tensor* tensor = nullptr;
   TF_GetInput(ctx, index, &tensor, status);
@@ -421,11 +434,13 @@ Result<Input> read_input(TF_OpKernelContext* ctx, int index) {
   const std::string message = TF_Message(status);
   TF_DeleteStatus(status);
   if (!got) return Status(StatusCode::kInvalidArgument, message);
-  Input input{dims_of(tensor), std::vector<float>(std::size_t(TF_TensorElementCount(tensor)))};
-  const Status read =
-      card->copy_out(input.values.data(), TF_TensorData(tensor), input.values.size() * sizeof(float));
+  // The tensor's memory outlives this reference: the kernel's input holds it.
+  Input input{dims_of(tensor), TF_TensorData(tensor), std::size_t(TF_TensorElementCount(tensor)), {}};
   TF_DeleteTensor(tensor);
-  if (!read.ok()) return read;
+  if (values) {
+    input.values.resize(input.count);
+    SYSTOLE_RETURN_IF_ERROR(card->copy_out(input.values.data(), input.data, input.count * sizeof(float)));
+  }
   return input;
 }
 
@@ -454,17 +469,18 @@ void fail(TF_OpKernelContext* ctx, const char* op, const Status& error) {
   TF_DeleteStatus(status);
 }
 
-// A kernel: its body computes from the inputs as read from the device, in
-// the contract's floating-point mode, and writes its output; an error it
+// A kernel: its body computes from the inputs (their values read from the
+// device unless kOnDevice: the body then reads them there), in the
+// contract's floating-point mode, and writes its output; an error it
 // returns (or a failed read) fails the op, named "<op> on SYSTOLE: ...".
 using KernelBody = Status (*)(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs);
-template <const char* kOp, int kInputs, KernelBody kBody>
+template <const char* kOp, int kInputs, KernelBody kBody, bool kOnDevice = false>
 void compute(void* state, TF_OpKernelContext* ctx) {
   const ContractFloatingPoint contract;
   std::vector<Input> inputs;
   Status result = systole::ok_status();
   for (int i = 0; i < kInputs && result.ok(); ++i) {
-    auto input = read_input(ctx, i);
+    auto input = read_input(ctx, i, !kOnDevice);
     if (input.ok())
       inputs.push_back(std::move(input).value());
     else
@@ -507,18 +523,38 @@ Status matmul(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& in
                    std::to_string(kb) + "x" + std::to_string(n));
   if (m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX)
     return invalid("a dimension is larger than 2^32 - 1");
-  std::vector<float> c(std::size_t(m * n));
+  // The operands and the result in the unit's memory, where the product
+  // reads and writes them.
+  const std::vector<int64_t> dims{m, n};
+  TF_Status* status = TF_NewStatus();
+  TF_Tensor* out =
+      TF_AllocateOutput(ctx, 0, TF_FLOAT, dims.data(), 2, std::size_t(m * n) * sizeof(float), status);
+  Status result =
+      TF_GetCode(status) == TF_OK ? systole::ok_status() : Status(StatusCode::kInternal, TF_Message(status));
+  TF_DeleteStatus(status);
   systole::MatmulCall call;
   call.m = uint32_t(m);
   call.n = uint32_t(n);
   call.k = uint32_t(k);
-  call.a = inputs[0].values.data();
   call.a_transposed = attrs->transpose_a;
-  call.b = inputs[1].values.data();
   call.b_transposed = attrs->transpose_b;
-  call.c = c.data();
-  SYSTOLE_RETURN_IF_ERROR(card->matmul(uint32_t(TF_GetDeviceId(ctx)), call));
-  return set_output(ctx, {m, n}, c);
+  if (result.ok() && m > 0 && n > 0) {
+    Result<systole::DeviceTensor> a =
+        k > 0 ? card->tensor(inputs[0].data, inputs[0].count) : systole::DeviceTensor();
+    Result<systole::DeviceTensor> b =
+        k > 0 ? card->tensor(inputs[1].data, inputs[1].count) : systole::DeviceTensor();
+    Result<systole::DeviceTensor> c = card->tensor(TF_TensorData(out), std::size_t(m * n));
+    for (const auto* made : {&a, &b, &c})
+      if (result.ok() && !made->ok()) result = made->status();
+    if (result.ok()) {
+      call.a_card = *a;
+      call.b_card = *b;
+      call.c_card = *c;
+      result = card->matmul(uint32_t(TF_GetDeviceId(ctx)), call);
+    }
+  }
+  TF_DeleteTensor(out);
+  return result;
 }
 
 // ---- elementwise kernels, on the host over the units' memory ----
@@ -634,7 +670,7 @@ void SE_InitPlugin(SE_PlatformRegistrationParams* params, TF_Status* status) {
 
 void TF_InitKernel() {
   if (!card) return;  // SE_InitPlugin failed: no devices to run on
-  register_kernel("MatMul", "T", matmul_create, compute<kMatMul, 2, matmul>, matmul_delete);
+  register_kernel("MatMul", "T", matmul_create, compute<kMatMul, 2, matmul, true>, matmul_delete);
   register_kernel("AddV2", "T", no_state, compute<kAdd, 2, add>, no_delete);
   register_kernel("Add", "T", no_state, compute<kAdd, 2, add>, no_delete);
   register_kernel("Relu", "T", no_state, compute<kRelu, 1, relu>, no_delete);
