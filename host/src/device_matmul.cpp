@@ -107,9 +107,7 @@ void DeviceMatmul::keep_resident(const ResidentParameters& resident) {
   card_written_.clear();
 }
 
-void DeviceMatmul::values_changed() {
-  if (resident_.values) memory_->written(resident_.values);
-}
+void DeviceMatmul::values_changed() { resident_.values.mark_written(); }
 
 Result<DeviceTensor> DeviceMatmul::allocate(std::size_t count) { return memory_->allocate(count); }
 

@@ -19,8 +19,13 @@ Result<DeviceTensor> DeviceTensor::over(Buffer buffer, uint64_t offset, std::siz
     return Status(StatusCode::kInvalidArgument,
                   "device tensor: " + std::to_string(count) + " values from byte " + std::to_string(offset) +
                       " do not fit a buffer of " + std::to_string(buffer.size()) + " bytes");
+  auto storage = std::make_shared<Storage>();
+  storage->buffer = std::move(buffer);
+  storage->offset = offset;
+  storage->count = count;
+  storage->id = next_id++;
   DeviceTensor tensor;
-  tensor.storage_ = std::make_shared<const Storage>(Storage{std::move(buffer), offset, count, next_id++});
+  tensor.storage_ = std::move(storage);
   tensor.count_ = count;
   return tensor;
 }
@@ -86,6 +91,7 @@ Status DeviceTensor::write(const float* in) {
   if (!storage_) return Status(StatusCode::kInvalidArgument, "device tensor: no tensor");
   Buffer buffer = storage_->buffer;
   const std::size_t at = storage_->offset + offset_ * sizeof(float), bytes = count_ * sizeof(float);
+  mark_written();
   SYSTOLE_RETURN_IF_ERROR(buffer.write(in, bytes, at));
   return buffer.sync(Buffer::SyncDirection::kToDevice, bytes, at);
 }

@@ -135,11 +135,6 @@ std::size_t UnitMemory::copied_tensors(uint64_t except) const {
   return std::size_t(std::unique(sources.begin(), sources.end()) - sources.begin());
 }
 
-void UnitMemory::written(const DeviceTensor& tensor) {
-  for (Copy& copy : copies_)
-    if (copy.source == tensor.id()) copy.current = false;  // read directly or through a view
-}
-
 Result<DeviceTensor> UnitMemory::allocate(std::size_t count) {
   if (!vector_engine()) return no_vector_engine("allocate");
   // The copies of tensors that are gone go with them.
@@ -158,7 +153,7 @@ Result<uint64_t> UnitMemory::result(const DeviceTensor& c, std::size_t count, co
   if (count > c.count())
     return Status(StatusCode::kInvalidArgument, what + " writes " + std::to_string(count) +
                                                     " values into a tensor of " + std::to_string(c.count()));
-  written(c);
+  c.mark_written();
   return c.address();
 }
 
@@ -249,8 +244,7 @@ Result<uint64_t> UnitMemory::copy(const DeviceTensor& x_card, uint32_t rows, uin
            copy.transposed == transposed && copy.operand == operand;
   });
   if (found == copies_.end()) {
-    Copy copy{source, block_rows, block_cols, alive,   offset, rows,
-              cols,   stride,     transposed, operand, {},     false};
+    Copy copy{source, block_rows, block_cols, alive, offset, rows, cols, stride, transposed, operand, {}, 0};
     // In the memory of a copy of the operand whose tensor has gone, if any.
     found = std::find_if(copies_.begin(), copies_.end(),
                          [&](const Copy& gone) { return gone.operand == operand && gone.alive.expired(); });
@@ -275,9 +269,9 @@ Result<uint64_t> UnitMemory::copy(const DeviceTensor& x_card, uint32_t rows, uin
     SYSTOLE_RETURN_IF_ERROR(append_vector_plan(
         to_bf16_problem(stored_rows, stored_cols, stride, transposed, source_address, z), made));
   }
-  if (!found->current) {
+  if (found->made_from != x_card.version()) {
     records.insert(records.end(), made.begin(), made.end());
-    found->current = true;
+    found->made_from = x_card.version();
   }
   return z;
 }

@@ -71,12 +71,10 @@ class UnitMemory {
   Result<uint64_t> copy(const DeviceTensor& x, uint32_t rows, uint32_t cols, bool transposed, uint32_t stride,
                         spec::Operand operand, const std::string& what,
                         std::vector<spec::CommandRecord>& records);
-  // The copies made from `written`'s values (or through a view of them)
-  // are out of date.
-  void written(const DeviceTensor& tensor);
+
   // The device address of a result written into `c` (count values), which
-  // must be a tensor, not a view; the copies made from c's values are out
-  // of date from then on.
+  // must be a tensor, not a view; c's values are a new version from then
+  // on (the copies made from them are out of date).
   Result<uint64_t> result(const DeviceTensor& c, std::size_t count, const std::string& what);
   // The device address of the first of `count` values of x (a tensor, or a
   // view that reads its values in order); an error naming `what` otherwise.
@@ -108,8 +106,9 @@ class UnitMemory {
 
   // A bf16 copy of an operand on the card: where it comes from (the id of
   // the card tensor it reads, and the blocks of the view it reads
-  // through), whether that tensor still lives, and whether the copy is
-  // current. The slot of a copy whose tensor has gone serves the next copy.
+  // through), whether that tensor still lives, and the tensor's version it
+  // was made from (0: not made yet). The slot of a copy whose tensor has
+  // gone serves the next copy.
   struct Copy {
     uint64_t source = 0;
     uint32_t block_rows = 0, block_cols = 0;
@@ -119,7 +118,7 @@ class UnitMemory {
     bool transposed = false;
     spec::Operand operand = spec::Operand::kB;
     Slot slot;
-    bool current = false;
+    uint64_t made_from = 0;
   };
   std::vector<Copy> copies_;
 

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// systole._systole's devices: Device (any backend, opened with its options)
-// and matrix products on NumPy arrays. An operand is read where NumPy keeps
-// it (row-major, or column-major as `a.T` gives, or a slice with a wider
-// row stride) and converted to bf16 in one pass on its way to the device;
-// the result is written straight into the returned array. The GIL is
-// released while the device works.
+// systole._systole's devices: Device (any backend, opened with its options),
+// DeviceTensor (a matrix in a compute unit's memory, named by a handle) and
+// matrix products on NumPy arrays and device tensors. An array operand is
+// read where NumPy keeps it (row-major, or column-major as `a.T` gives, or
+// a slice with a wider row stride) and converted to bf16 in one pass on its
+// way to the device; the result is written straight into the returned
+// array, or left in a device tensor. A device tensor's values reach the
+// host only through numpy(), which syncs. The GIL is released while the
+// device works.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "python_module.h"
+#include "systole/device_tensor.h"
 #include "systole/driver.h"
 #include "systole/matmul.h"
 
@@ -82,7 +86,58 @@ Operand operand(const py::handle& object, const char* name) {
   return op;
 }
 
-class PyDevice {
+class PyDevice;
+
+// A row-major float32 matrix in one compute unit's memory. It keeps its
+// device open.
+struct PyDeviceTensor {
+  std::shared_ptr<PyDevice> device;
+  uint32_t unit = 0;
+  uint32_t rows = 0, cols = 0;
+  DeviceTensor tensor;
+
+  py::tuple shape() const { return py::make_tuple(rows, cols); }
+  py::array_t<float> numpy() const {
+    py::array_t<float> out({py::ssize_t(rows), py::ssize_t(cols)});
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = tensor.read(out.mutable_data());
+    }
+    throw_if_error(status);
+    return out;
+  }
+  void write(const py::handle& values) {
+    py::array array = float32_argument(values, "values");
+    if (array.ndim() != 2 || uint32_t(array.shape(0)) != rows || uint32_t(array.shape(1)) != cols)
+      throw py::value_error("values: expected shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
+                            ") as the device tensor's, got " + shape_text(array));
+    array = py::array(py::module_::import("numpy").attr("ascontiguousarray")(array));
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = tensor.write(static_cast<const float*>(array.data()));
+    }
+    throw_if_error(status);
+  }
+  std::string repr() const {
+    return "systole.DeviceTensor(shape=(" + std::to_string(rows) + ", " + std::to_string(cols) +
+           "), unit=" + std::to_string(unit) + ")";
+  }
+};
+
+// A matmul argument given as a device tensor: null when it is not one; an
+// error names the argument when it lives on another unit.
+const PyDeviceTensor* device_tensor(const py::handle& object, const char* name, uint32_t unit) {
+  if (!py::isinstance<PyDeviceTensor>(object)) return nullptr;
+  const auto* tensor = &object.cast<const PyDeviceTensor&>();
+  if (tensor->unit != unit)
+    throw py::value_error(std::string(name) + ": a device tensor of unit " + std::to_string(tensor->unit) +
+                          ", for a product on unit " + std::to_string(unit));
+  return tensor;
+}
+
+class PyDevice : public std::enable_shared_from_this<PyDevice> {
  public:
   PyDevice(const std::string& backend, uint32_t index, const py::object& array, uint32_t units,
            const std::string& engine, uint32_t threads, const std::string& xclbin, const std::string& board,
@@ -137,9 +192,63 @@ class PyDevice {
     return d;
   }
 
-  py::array matmul(const py::handle& a_object, const py::handle& b_object, const py::object& bias_object, bool relu,
-                   bool transpose_a, bool transpose_b, uint32_t unit) {
-    Operand a = operand(a_object, "a"), b = operand(b_object, "b");
+  // A device tensor of `shape` on `unit`, filled with `values` where given.
+  PyDeviceTensor tensor(const py::object& values, const py::object& shape, uint32_t unit) {
+    py::array array;
+    uint32_t rows = 0, cols = 0;
+    if (!values.is_none()) {
+      array = float32_array(values, "values", 2);
+      rows = uint32_t(array.shape(0));
+      cols = uint32_t(array.shape(1));
+      array = py::array(py::module_::import("numpy").attr("ascontiguousarray")(array));
+    } else {
+      std::vector<int64_t> dims;
+      try {
+        dims = shape.cast<std::vector<int64_t>>();
+      } catch (const py::cast_error&) {
+      }
+      if (dims.size() != 2 || dims[0] < 1 || dims[1] < 1 || dims[0] > UINT32_MAX || dims[1] > UINT32_MAX)
+        throw py::value_error("shape: expected (rows, cols) of positive sizes, got " +
+                              py::repr(shape).cast<std::string>());
+      rows = uint32_t(dims[0]);
+      cols = uint32_t(dims[1]);
+    }
+    Unit& u = unit_state(unit);
+    PyDeviceTensor made{shared_from_this(), unit, rows, cols, DeviceTensor()};
+    Status status;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(u.mutex);
+      status = executor(u, unit);
+      Result<DeviceTensor> allocated = status.ok() ? u.matmul->allocate(std::size_t(rows) * cols)
+                                                   : Result<DeviceTensor>(status);
+      status = allocated.status();
+      if (status.ok()) made.tensor = std::move(allocated).value();
+      if (status.ok() && array) status = made.tensor.write(static_cast<const float*>(array.data()));
+    }
+    throw_if_error(status);
+    return made;
+  }
+
+  py::object matmul(const py::handle& a_object, const py::handle& b_object, const py::object& bias_object, bool relu,
+                    bool transpose_a, bool transpose_b, const py::object& out_object, uint32_t unit) {
+    const PyDeviceTensor* a_tensor = device_tensor(a_object, "a", unit);
+    const PyDeviceTensor* b_tensor = device_tensor(b_object, "b", unit);
+    const PyDeviceTensor* bias_tensor = device_tensor(bias_object, "bias", unit);
+    const PyDeviceTensor* out = out_object.is_none() ? nullptr : device_tensor(out_object, "out", unit);
+    if (!out_object.is_none() && !out)
+      throw py::type_error("out: expected a systole.DeviceTensor, got " +
+                           py::str(py::type::of(out_object)).cast<std::string>());
+    // A device tensor reads as the row-major array it holds.
+    auto operand_of = [](const py::handle& object, const PyDeviceTensor* tensor, const char* name) {
+      if (!tensor) return operand(object, name);
+      Operand op;
+      op.rows = tensor->rows;
+      op.cols = tensor->cols;
+      op.stride = tensor->cols;
+      return op;
+    };
+    Operand a = operand_of(a_object, a_tensor, "a"), b = operand_of(b_object, b_tensor, "b");
     MatmulCall call;
     // op(A) is m x k, op(B) k x n, as the user's flags say; the stored
     // layout may flip the flag the device sees.
@@ -158,8 +267,16 @@ class PyDevice {
     call.b = b.data;
     call.b_transposed = transpose_b != b.column_major;
     call.ldb = b.stride;
+    if (a_tensor) call.a_card = a_tensor->tensor;
+    if (b_tensor) call.b_card = b_tensor->tensor;
     py::array bias;
-    if (!bias_object.is_none()) {
+    if (bias_tensor) {
+      if (bias_tensor->rows * bias_tensor->cols != call.n || (bias_tensor->rows != 1 && bias_tensor->cols != 1))
+        throw py::value_error("bias: expected " + std::to_string(call.n) +
+                              " values (the columns of the product), got a device tensor of shape (" +
+                              std::to_string(bias_tensor->rows) + ", " + std::to_string(bias_tensor->cols) + ")");
+      call.bias_card = bias_tensor->tensor;
+    } else if (!bias_object.is_none()) {
       bias = float32_array(bias_object, "bias", 1);
       if (uint32_t(bias.shape(0)) != call.n)
         throw py::value_error("bias: expected " + std::to_string(call.n) + " values (the columns of the product), got shape " +
@@ -168,8 +285,17 @@ class PyDevice {
       call.bias = static_cast<const float*>(bias.data());
     }
     call.relu = relu;
-    py::array_t<float> c({py::ssize_t(call.m), py::ssize_t(call.n)});
-    call.c = c.mutable_data();
+    py::array_t<float> c;
+    if (out) {
+      if (out->rows != call.m || out->cols != call.n)
+        throw py::value_error("out: expected shape (" + std::to_string(call.m) + ", " + std::to_string(call.n) +
+                              ") for the product, got a device tensor of shape (" + std::to_string(out->rows) +
+                              ", " + std::to_string(out->cols) + ")");
+      call.c_card = out->tensor;
+    } else {
+      c = py::array_t<float>({py::ssize_t(call.m), py::ssize_t(call.n)});
+      call.c = c.mutable_data();
+    }
     Unit& u = unit_state(unit);
     Status status;
     {
@@ -179,6 +305,7 @@ class PyDevice {
       if (status.ok()) status = u.matmul->run(call);
     }
     throw_if_error(status);
+    if (out) return out_object;
     return std::move(c);
   }
 
@@ -271,6 +398,17 @@ class PyDevice {
 }  // namespace
 
 void bind_device(py::module_& m) {
+  py::class_<PyDeviceTensor>(m, "DeviceTensor", R"(A float32 matrix in a compute unit's memory (Device.tensor).
+
+Its values stay on the device: Device.matmul reads it as an operand or bias
+and writes it as `out`; numpy() reads it back (a sync), write() replaces it.)")
+      .def_property_readonly("shape", &PyDeviceTensor::shape)
+      .def_readonly("unit", &PyDeviceTensor::unit)
+      .def("numpy", &PyDeviceTensor::numpy, "The values, read back from the device.")
+      .def("write", &PyDeviceTensor::write, py::arg("values"),
+           "Replaces the values with `values` (a float32 array of the same shape).")
+      .def("__repr__", &PyDeviceTensor::repr);
+
   py::class_<PyDevice, std::shared_ptr<PyDevice>>(m, "Device", R"(A Systole device: one backend, opened with its options.
 
 Device(backend="sw_emu", index=0, *, array=(128, 128), units=1, engine="fast",
@@ -292,12 +430,20 @@ xrt's bitstream; port and baud are uart's serial link.)")
       .def_property_readonly("info", &PyDevice::info, "What the device reports about itself, as a dict.")
       .def("matmul", &PyDevice::matmul, py::arg("a"), py::arg("b"), py::arg("bias") = py::none(),
            py::arg("relu") = false, py::arg("transpose_a") = false, py::arg("transpose_b") = false,
-           py::kw_only(), py::arg("unit") = 0,
+           py::kw_only(), py::arg("out") = py::none(), py::arg("unit") = 0,
            R"(op(a) @ op(b) (+ bias) (ReLU) on compute unit `unit`, as float32.
 
-Operands are float32 NumPy arrays (any row or column stride); they are rounded
-to bf16 and multiplied with fp32 accumulation in the array's order, the same
-bits as accel_gemm and the C++ runtime.)")
+Operands are float32 NumPy arrays (any row or column stride) or the unit's
+DeviceTensors; they are rounded to bf16 and multiplied with fp32 accumulation
+in the array's order, the same bits as accel_gemm and the C++ runtime. A
+device tensor is rounded on the device (its bf16 copy is made once until it
+is written). The result is a new NumPy array, or is left in `out` (a
+DeviceTensor of the product's shape), which is returned.)")
+      .def("tensor", &PyDevice::tensor, py::arg("values") = py::none(), py::kw_only(),
+           py::arg("shape") = py::none(), py::arg("unit") = 0,
+           R"(A DeviceTensor in compute unit `unit`'s memory: a copy of `values` (a 2-D
+float32 array), or of `shape` (rows, cols) with undefined values. It needs the
+unit's vector engine.)")
       .def("counters", &PyDevice::counters, py::kw_only(), py::arg("unit") = 0,
            "The kernel's performance counters summed over this unit's launches from Python.")
       .def("projection", &PyDevice::projection,

@@ -5,6 +5,8 @@
     c = systole.matmul(a, b)                      # on the default device
     dev = systole.Device("sw_emu", array=(128, 128), units=2)
     c = dev.matmul(a, b.T, bias=bias, relu=True)  # any backend
+    w = dev.tensor(b)                             # kept in the unit's memory
+    y = dev.matmul(a, w, out=dev.tensor(shape=(len(a), b.shape[1])))  # left there
 
     model = systole.Model("configs/fashion_mnist.yaml")   # or a dict of the same keys
     history = model.fit(x, y, epochs=3, callbacks=[MyCallback()])
@@ -34,12 +36,13 @@ def _load_extension():
 
 
 _load_extension()
-from systole._systole import (DataLossError, Device, DeviceError, __version__, backends, load_safetensors,  # noqa: E402
-                              save_safetensors, sum_rows)
+from systole._systole import (DataLossError, Device, DeviceError, DeviceTensor, __version__, backends,  # noqa: E402
+                              load_safetensors, save_safetensors, sum_rows)
 from systole._systole import _Model, _RecordDataset  # noqa: E402
 
 __all__ = [
-    "Callback", "DataLossError", "Device", "DeviceError", "History", "Model", "RecordDataset", "__version__", "backends",
+    "Callback", "DataLossError", "Device", "DeviceError", "DeviceTensor", "History", "Model", "RecordDataset", "__version__",
+    "backends",
     "default_device", "load_safetensors", "matmul", "save_safetensors", "set_default_device", "sum_rows",
 ]
 

@@ -227,6 +227,22 @@ TEST(DeviceMatmulCardTensors, ATensorIsMadeFilledMultipliedAndReadBack) {
   ASSERT_TRUE(unit->run(product(m, n, k, a.data(), b.data(), want.data())).ok());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0);
 
+  // Written again from the host, x is read again (its bf16 copy is made
+  // anew): the bits of the product of the new values.
+  std::vector<float> a2 = a;
+  for (float& v : a2) v = -2.5f * v;
+  const uint64_t version = x.version();
+  ASSERT_TRUE(x.write(a2.data()).ok());
+  EXPECT_GT(x.version(), version);
+  std::vector<float> again(y.count()), want2(y.count());
+  ASSERT_TRUE(unit->run(call).ok());
+  ASSERT_TRUE(y.read(again.data()).ok());
+  ASSERT_TRUE(unit->run(product(m, n, k, a2.data(), b.data(), want2.data())).ok());
+  EXPECT_EQ(std::memcmp(again.data(), want2.data(), want2.size() * 4), 0);
+  // x back to the first values, and y their product again, for the sums.
+  ASSERT_TRUE(x.write(a.data()).ok());
+  ASSERT_TRUE(unit->run(call).ok());
+
   // A sum of its rows on the card, left there, is the host's.
   DeviceTensor sums = unit->allocate(n).value();
   SumCall sum;

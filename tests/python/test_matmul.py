@@ -151,6 +151,61 @@ class MatmulTest(unittest.TestCase):
                 with self.assertRaisesRegex(error, pattern):
                     call()
 
+    def test_device_tensors_are_multiplied_where_they_are(self):
+        # Made, filled, multiplied (operands, bias and result on the unit)
+        # and read back: the bits of the same product from NumPy arrays, on
+        # either unit, transposed or not.
+        for unit in (0, 1):
+            for m, k, n in [(1, 1, 1), (19, 37, 5), (33, 7, 40)]:
+                for transpose_a in (False, True):
+                    with self.subTest(unit=unit, m=m, k=k, n=n, transpose_a=transpose_a):
+                        a, b = self.operands(m, k, n)
+                        stored_a = np.ascontiguousarray(a.T) if transpose_a else a
+                        bias = self.rng.standard_normal((1, n), dtype=np.float32)
+                        ta, tb = self.device.tensor(stored_a, unit=unit), self.device.tensor(b, unit=unit)
+                        out = self.device.tensor(shape=(m, n), unit=unit)
+                        self.assertEqual((out.shape, out.unit), ((m, n), unit))
+                        got = self.device.matmul(ta, tb, bias=self.device.tensor(bias, unit=unit), relu=True,
+                                                 transpose_a=transpose_a, out=out, unit=unit)
+                        self.assertIs(got, out)
+                        want = oracle.gemm(a, b, 16, bias[0], relu=True)
+                        self.assertTrue(same_bits(out.numpy(), want))
+                        # An array beside a tensor, and the result as a new array.
+                        self.assertTrue(same_bits(self.device.matmul(a, tb, unit=unit), oracle.gemm(a, b, 16)))
+        # A tensor written again is read again (its bf16 copy is made anew).
+        a, b = self.operands(6, 9, 4)
+        ta = self.device.tensor(a)
+        self.device.matmul(ta, b)
+        a2 = a * 3.5
+        ta.write(a2)
+        self.assertTrue(same_bits(ta.numpy(), a2))
+        self.assertTrue(same_bits(self.device.matmul(ta, b), oracle.gemm(a2, b, 16)))
+
+    def test_device_tensor_errors_name_the_argument(self):
+        a, b = self.operands(4, 5, 6)
+        ta, tb = self.device.tensor(a), self.device.tensor(b)
+        cases = [
+            (ValueError, r"b: a device tensor of unit 1, for a product on unit 0",
+             lambda: self.device.matmul(ta, self.device.tensor(b, unit=1))),
+            (ValueError, r"out: expected shape \(4, 6\) for the product, got a device tensor of shape \(6, 4\)",
+             lambda: self.device.matmul(ta, tb, out=self.device.tensor(shape=(6, 4)))),
+            (TypeError, r"out: expected a systole.DeviceTensor, got <class 'numpy.ndarray'>",
+             lambda: self.device.matmul(ta, tb, out=np.zeros((4, 6), np.float32))),
+            (ValueError, r"bias: expected 6 values \(the columns of the product\), got a device tensor of shape \(4, 5\)",
+             lambda: self.device.matmul(ta, tb, bias=ta)),
+            (ValueError, r"values: expected shape \(4, 5\) as the device tensor's, got \(5, 4\)",
+             lambda: ta.write(a.T)),
+            (ValueError, r"shape: expected \(rows, cols\) of positive sizes, got \(0, 3\)",
+             lambda: self.device.tensor(shape=(0, 3))),
+            (ValueError, r"inner dimensions differ", lambda: self.device.matmul(tb, tb)),
+            (ValueError, r"unit: 2 is out of range", lambda: self.device.tensor(a, unit=2)),
+        ]
+        for error, message, call in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(error, message):
+                    call()
+        self.assertTrue(same_bits(ta.numpy(), a), "a refused call leaves the tensor as it was")
+
     def test_the_gil_is_released_while_the_device_works(self):
         """A Python thread keeps running while a long product runs (the HLS
         engine: a quarter of a billion MACs take about half a second)."""

@@ -5,6 +5,7 @@
 // there; their values reach the host only through read(), which syncs.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,14 @@ class DeviceTensor {
   // Expires when the last handle to the values goes (for a cache of what
   // is made from them).
   std::weak_ptr<const void> lifetime() const { return storage_; }
+  // How many times the values have been written (write(), or a product or
+  // the vector engine through mark_written()): what is made from them is
+  // current while this stays the same.
+  uint64_t version() const { return storage_ ? storage_->version.load() : 0; }
+  // The values (some of them) were written on the device.
+  void mark_written() const {
+    if (storage_) ++storage_->version;
+  }
   // Elements from the start of the tensor's values to this part's first.
   std::size_t offset() const { return offset_; }
   // The device address of the first value, as stored (a view's too).
@@ -63,7 +72,8 @@ class DeviceTensor {
   Result<DeviceTensor> blocks_transposed(uint32_t rows, uint32_t cols) const;
 
   // The values as stored into `out` (count() of them), after syncing them
-  // from the device; `in` written and synced to the device.
+  // from the device; `in` written and synced to the device (a new
+  // version).
   Status read(float* out) const;
   Status write(const float* in);
 
@@ -73,6 +83,7 @@ class DeviceTensor {
     uint64_t offset = 0;  // bytes, of the first value
     std::size_t count = 0;
     uint64_t id = 0;
+    mutable std::atomic<uint64_t> version{1};  // 0: no values
   };
   std::shared_ptr<const Storage> storage_;
   std::size_t offset_ = 0, count_ = 0;
