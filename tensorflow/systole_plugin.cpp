@@ -3,8 +3,8 @@
 // TensorFlow device per compute unit of one Systole device (sw_emu unless
 // configured otherwise), tensors in the units' device memory through the
 // driver, and kernels: MatMul on the array, reading and writing the
-// tensors in the units' memory; Add, Relu and ReluGrad on the host over
-// that memory.
+// tensors in the units' memory; Sum over leading axes on the units' vector
+// engine; Add, Relu, ReluGrad and other sums on the host over that memory.
 //
 // Configured by the environment, read when TensorFlow loads the plugin:
 //   SYSTOLE_TF_BACKEND  sw_emu (default) or hw_emu (the RTL)
@@ -29,6 +29,7 @@
 
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -201,6 +202,15 @@ class Card {
     Unit& u = *units_[unit];
     std::lock_guard<std::mutex> lock(u.mutex);
     return u.matmul->run(call);
+  }
+  // The sums of the rows of x_card (rows x width) into out_card, on
+  // `unit`'s vector engine in the array's K order (SumCall).
+  Status sum(uint32_t unit, const systole::SumCall& call) {
+    if (unit >= units_.size())
+      return Status(StatusCode::kInvalidArgument, "no compute unit " + std::to_string(unit));
+    Unit& u = *units_[unit];
+    std::lock_guard<std::mutex> lock(u.mutex);
+    return u.matmul->sum(call);
   }
 
  private:
@@ -492,7 +502,8 @@ void compute(void* state, TF_OpKernelContext* ctx) {
 
 Status invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
 
-constexpr char kMatMul[] = "MatMul", kAdd[] = "Add", kRelu[] = "Relu", kReluGrad[] = "ReluGrad";
+constexpr char kMatMul[] = "MatMul", kAdd[] = "Add", kRelu[] = "Relu", kReluGrad[] = "ReluGrad",
+               kSum[] = "Sum";
 
 struct MatMulAttrs {
   bool transpose_a = false, transpose_b = false;
@@ -557,6 +568,118 @@ Status matmul(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& in
   return result;
 }
 
+// Sum over `reduction_indices` (host memory: int32 or int64, negative from
+// the end), keep_dims or not. Over leading axes (a bias's gradient, the
+// batch's rows) the unit's vector engine sums in the array's K order (the
+// products' tiles: SumCall), in the unit's memory; over any other axes the
+// host adds each output's values in fp32, in their row-major order.
+struct SumAttrs {
+  bool keep_dims = false;
+};
+
+void* sum_create(TF_OpKernelConstruction* ctx) {
+  auto* attrs = new SumAttrs;
+  TF_Status* status = TF_NewStatus();
+  TF_Bool value = false;
+  TF_OpKernelConstruction_GetAttrBool(ctx, "keep_dims", &value, status);
+  if (TF_GetCode(status) == TF_OK) attrs->keep_dims = value;
+  TF_DeleteStatus(status);
+  return attrs;
+}
+void sum_delete(void* kernel) { delete static_cast<SumAttrs*>(kernel); }
+
+// The axes input's values (host memory), each in [0, rank).
+Result<std::vector<bool>> reduced_axes(TF_OpKernelContext* ctx, std::size_t rank) {
+  TF_Status* status = TF_NewStatus();
+  TF_Tensor* tensor = nullptr;
+  TF_GetInput(ctx, 1, &tensor, status);
+  const bool got = TF_GetCode(status) == TF_OK;
+  const std::string message = TF_Message(status);
+  TF_DeleteStatus(status);
+  if (!got) return Status(StatusCode::kInvalidArgument, message);
+  const int64_t count = TF_TensorElementCount(tensor);
+  const bool wide = TF_TensorType(tensor) == TF_INT64;
+  std::vector<bool> reduced(rank, false);
+  Status result = systole::ok_status();
+  for (int64_t i = 0; i < count && result.ok(); ++i) {
+    const int64_t axis = wide ? static_cast<const int64_t*>(TF_TensorData(tensor))[i]
+                              : static_cast<const int32_t*>(TF_TensorData(tensor))[i];
+    const int64_t at = axis < 0 ? axis + int64_t(rank) : axis;
+    if (at < 0 || at >= int64_t(rank))
+      result = invalid("reduction axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
+                       std::to_string(rank));
+    else
+      reduced[std::size_t(at)] = true;
+  }
+  TF_DeleteTensor(tensor);
+  if (!result.ok()) return result;
+  return reduced;
+}
+
+Status sum(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  const auto* attrs = static_cast<const SumAttrs*>(state);
+  Input& x = inputs[0];
+  auto axes = reduced_axes(ctx, x.dims.size());
+  if (!axes.ok()) return axes.status();
+  const std::vector<bool>& reduced = *axes;
+  std::vector<int64_t> out_dims;
+  std::size_t out_count = 1, reduced_count = 1;
+  for (std::size_t d = 0; d < x.dims.size(); ++d) {
+    if (reduced[d])
+      reduced_count *= std::size_t(x.dims[d]);
+    else
+      out_count *= std::size_t(x.dims[d]);
+    if (!reduced[d] || attrs->keep_dims) out_dims.push_back(reduced[d] ? 1 : x.dims[d]);
+  }
+  // Leading axes only: rows of the output's width, summed on the card.
+  std::size_t leading = 0;
+  while (leading < reduced.size() && reduced[leading]) ++leading;
+  const bool rows_only = std::find(reduced.begin() + long(leading), reduced.end(), true) == reduced.end();
+  const uint32_t unit = uint32_t(TF_GetDeviceId(ctx));
+  // Within the engine's sum: rows of at most kMaxVectorElements values, in
+  // at most kMaxVectorRows tiles of the array's rows.
+  const std::size_t tile = card->info().shape.rows;
+  if (rows_only && out_count > 0 && reduced_count > 0 && out_count <= systole::spec::kMaxVectorElements &&
+      reduced_count <= UINT32_MAX && (reduced_count + tile - 1) / tile <= systole::spec::kMaxVectorRows) {
+    TF_Status* status = TF_NewStatus();
+    TF_Tensor* out = TF_AllocateOutput(ctx, 0, TF_FLOAT, out_dims.data(), int(out_dims.size()),
+                                       out_count * sizeof(float), status);
+    Status result = TF_GetCode(status) == TF_OK ? systole::ok_status()
+                                                : Status(StatusCode::kInternal, TF_Message(status));
+    TF_DeleteStatus(status);
+    Result<systole::DeviceTensor> in = card->tensor(x.data, x.count);
+    Result<systole::DeviceTensor> sums = result.ok() ? card->tensor(TF_TensorData(out), out_count) : result;
+    if (result.ok() && !in.ok()) result = in.status();
+    if (result.ok() && !sums.ok()) result = sums.status();
+    if (result.ok()) {
+      systole::SumCall call;
+      call.x_card = *in;
+      call.rows = uint32_t(reduced_count);
+      call.width = uint32_t(out_count);
+      call.out_card = *sums;
+      result = card->sum(unit, call);
+    }
+    TF_DeleteTensor(out);
+    return result;
+  }
+  x.values.resize(x.count);
+  SYSTOLE_RETURN_IF_ERROR(card->copy_out(x.values.data(), x.data, x.count * sizeof(float)));
+  // Output i, reduced index j: x's row-major index from both (odometer).
+  std::vector<float> z(out_count, 0.0f);
+  std::vector<int64_t> at(x.dims.size(), 0);
+  for (std::size_t n = 0; n < x.count; ++n) {
+    std::size_t o = 0;
+    for (std::size_t d = 0; d < x.dims.size(); ++d)
+      if (!reduced[d]) o = o * std::size_t(x.dims[d]) + std::size_t(at[d]);
+    z[o] += x.values[n];
+    for (std::size_t d = x.dims.size(); d-- > 0;) {
+      if (++at[d] < x.dims[d]) break;
+      at[d] = 0;
+    }
+  }
+  return set_output(ctx, out_dims, z);
+}
+
 // ---- elementwise kernels, on the host over the units' memory ----
 
 // z = x + y with NumPy's broadcasting (as TensorFlow's BCast): shapes
@@ -615,11 +738,14 @@ Status relu_grad(const void*, TF_OpKernelContext* ctx, std::vector<Input>& input
 void* no_state(TF_OpKernelConstruction*) { return nullptr; }
 void no_delete(void*) {}
 
+// `host_input`: an input TensorFlow keeps in host memory (an axis list).
 void register_kernel(const char* op, const char* type_attr, void* (*create)(TF_OpKernelConstruction*),
-                     void (*compute)(void*, TF_OpKernelContext*), void (*destroy)(void*)) {
+                     void (*compute)(void*, TF_OpKernelContext*), void (*destroy)(void*),
+                     const char* host_input = nullptr) {
   TF_Status* status = TF_NewStatus();
   TF_KernelBuilder* builder = TF_NewKernelBuilder(op, kDeviceType, create, compute, destroy);
   TF_KernelBuilder_TypeConstraint(builder, type_attr, TF_FLOAT, status);
+  if (host_input) TF_KernelBuilder_HostMemory(builder, host_input);
   if (TF_GetCode(status) == TF_OK)
     TF_RegisterKernelBuilder((std::string(op) + "OnSystole").c_str(), builder, status);
   if (TF_GetCode(status) != TF_OK)
@@ -675,6 +801,7 @@ void TF_InitKernel() {
   register_kernel("Add", "T", no_state, compute<kAdd, 2, add>, no_delete);
   register_kernel("Relu", "T", no_state, compute<kRelu, 1, relu>, no_delete);
   register_kernel("ReluGrad", "T", no_state, compute<kReluGrad, 2, relu_grad>, no_delete);
+  register_kernel("Sum", "T", sum_create, compute<kSum, 1, sum, true>, sum_delete, "reduction_indices");
 }
 
 }  // extern "C"

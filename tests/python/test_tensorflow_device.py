@@ -87,6 +87,46 @@ class DeviceTest(unittest.TestCase):
         np.testing.assert_array_equal(grad.numpy().view(np.uint32),
                                       np.array([0, 0, 0, 3.0, -2.0], np.float32).view(np.uint32))
 
+    def test_sums_over_leading_axes_run_in_the_arrays_order(self):
+        # NUMERICS.md's reductions, stated again: tiles of ROWS rows, each
+        # summed from +0 in order, then the tiles' sums from +0 in order.
+        def tiled_sum(x):
+            tiles = [x[t:t + ROWS] for t in range(0, len(x), ROWS)]
+            sums = []
+            for tile in tiles:
+                acc = np.zeros(x.shape[1], np.float32)
+                for row in tile:
+                    acc = (acc + row).astype(np.float32)
+                sums.append(acc)
+            total = np.zeros(x.shape[1], np.float32)
+            for tile_sum in sums:
+                total = (total + tile_sum).astype(np.float32)
+            return total
+
+        rng = np.random.default_rng(SEED + 4)
+        for shape, axes, keepdims in [((300, 7), [0], False), ((1, 5), [0], True), ((33, 4, 3), [0, 1], False),
+                                      ((17, 2, 3), [-3], True)]:
+            with self.subTest(shape=shape, axes=axes, keepdims=keepdims):
+                x = (rng.standard_normal(shape) * 100).astype(np.float32)
+                with tf.device("/device:SYSTOLE:1"):
+                    z = tf.reduce_sum(tf.constant(x), axis=axes, keepdims=keepdims)
+                self.assertTrue(z.device.endswith("SYSTOLE:1"), z.device)
+                leading = len({a % len(shape) for a in axes})
+                want = tiled_sum(x.reshape(int(np.prod(shape[:leading])), -1)).reshape(
+                    np.sum(x, axis=tuple(axes), keepdims=keepdims).shape)
+                np.testing.assert_array_equal(z.numpy().view(np.uint32), want.view(np.uint32))
+        # Other axes on the host: each output's values in row-major order.
+        x = (rng.standard_normal((4, 6, 5)) * 100).astype(np.float32)
+        with tf.device("/device:SYSTOLE:0"):
+            z = tf.reduce_sum(tf.constant(x), axis=[1])
+        want = np.zeros((4, 5), np.float32)
+        for j in range(6):
+            want = (want + x[:, j, :]).astype(np.float32)
+        np.testing.assert_array_equal(z.numpy().view(np.uint32), want.view(np.uint32))
+        with tf.device("/device:SYSTOLE:0"):
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "out of range|Invalid reduction"):
+                tf.reduce_sum(tf.constant(x), axis=[3])
+
     def test_keras_fit_with_variables_on_the_device(self):
         rng = np.random.default_rng(SEED + 1)
         x = rng.standard_normal((512, 20)).astype(np.float32)
