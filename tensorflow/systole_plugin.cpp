@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "systole/boards.h"
+#include "systole/convolution.h"
 #include "systole/device_tensor.h"
 #include "systole/driver.h"
 #include "systole/matmul.h"
@@ -503,7 +504,8 @@ void compute(void* state, TF_OpKernelContext* ctx) {
 Status invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
 
 constexpr char kMatMul[] = "MatMul", kAdd[] = "Add", kRelu[] = "Relu", kReluGrad[] = "ReluGrad",
-               kSum[] = "Sum";
+               kSum[] = "Sum", kConv2D[] = "Conv2D", kConv2DBackpropInput[] = "Conv2DBackpropInput",
+               kConv2DBackpropFilter[] = "Conv2DBackpropFilter";
 
 struct MatMulAttrs {
   bool transpose_a = false, transpose_b = false;
@@ -566,6 +568,276 @@ Status matmul(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& in
   }
   TF_DeleteTensor(out);
   return result;
+}
+
+// ---- convolutions: Conv2D and its two gradients ----
+//
+// NHWC images, HWIO filters ([kh, kw, channels, filters], which flattens
+// to the patch matrix's [patch, filters]: a patch row is (ky, kx, channel),
+// as Systole's layers have it), dilations 1, SAME or VALID padding. The
+// patches are made on the host from the input's values and go to the
+// array in bf16 (OperandRows); the products run on the unit's array with
+// the filter and the output gradient read in the unit's memory. The input
+// gradient is col2im of dy W^T on the host (the sums of Systole's col2im).
+
+struct ConvAttrs {
+  uint32_t stride_height = 1, stride_width = 1;
+  bool same = false;
+};
+
+// A string attribute's value.
+std::string string_attr(TF_OpKernelConstruction* ctx, const char* name, TF_Status* status) {
+  int32_t list_size = 0, total_size = 0;
+  TF_OpKernelConstruction_GetAttrSize(ctx, name, &list_size, &total_size, status);
+  if (TF_GetCode(status) != TF_OK || total_size <= 0) return "";
+  std::string value(std::size_t(total_size), '\0');
+  TF_OpKernelConstruction_GetAttrString(ctx, name, value.data(), value.size(), status);
+  return TF_GetCode(status) == TF_OK ? value : "";
+}
+
+std::string list_text(const int32_t (&values)[4]) {
+  return "[" + std::to_string(values[0]) + ", " + std::to_string(values[1]) + ", " +
+         std::to_string(values[2]) + ", " + std::to_string(values[3]) + "]";
+}
+
+void* conv_create(TF_OpKernelConstruction* ctx) {
+  auto* attrs = new ConvAttrs;
+  TF_Status* status = TF_NewStatus();
+  int32_t strides[4] = {1, 1, 1, 1}, dilations[4] = {1, 1, 1, 1};
+  TF_OpKernelConstruction_GetAttrInt32List(ctx, "strides", strides, 4, status);
+  TF_SetStatus(status, TF_OK, "");
+  TF_OpKernelConstruction_GetAttrInt32List(ctx, "dilations", dilations, 4, status);
+  TF_SetStatus(status, TF_OK, "");
+  const std::string padding = string_attr(ctx, "padding", status);
+  TF_SetStatus(status, TF_OK, "");
+  const std::string format = string_attr(ctx, "data_format", status);
+  std::string error;
+  if (!format.empty() && format != "NHWC")
+    error = "data_format '" + format + "': only NHWC runs on SYSTOLE";
+  else if (padding != "SAME" && padding != "VALID")
+    error = "padding '" + padding + "': only SAME and VALID run on SYSTOLE";
+  else if (strides[0] != 1 || strides[3] != 1 || strides[1] < 1 || strides[2] < 1)
+    error = "strides " + list_text(strides) + ": expected [1, height, width, 1] with positive strides";
+  else if (dilations[0] != 1 || dilations[1] != 1 || dilations[2] != 1 || dilations[3] != 1)
+    error = "dilations " + list_text(dilations) + ": only 1 runs on SYSTOLE";
+  attrs->stride_height = uint32_t(std::max(strides[1], 1));
+  attrs->stride_width = uint32_t(std::max(strides[2], 1));
+  attrs->same = padding == "SAME";
+  if (!error.empty()) {
+    TF_SetStatus(status, TF_INVALID_ARGUMENT, ("convolution on SYSTOLE: " + error).c_str());
+    TF_OpKernelConstruction_Failure(ctx, status);
+  }
+  TF_DeleteStatus(status);
+  return attrs;
+}
+void conv_delete(void* kernel) { delete static_cast<ConvAttrs*>(kernel); }
+
+// The convolution of input [n, h, w, c] with filter [kh, kw, c, f].
+Result<systole::ConvShape> conv_shape(const ConvAttrs& attrs, const std::vector<int64_t>& input,
+                                      const std::vector<int64_t>& filter) {
+  if (input.size() != 4 || filter.size() != 4)
+    return invalid("expected an NHWC input and an HWIO filter, got " + shape_text(input) + " and " +
+                   shape_text(filter));
+  if (input[3] != filter[2])
+    return invalid("the input has " + std::to_string(input[3]) + " channels and the filter " +
+                   std::to_string(filter[2]) + " (input " + shape_text(input) + ", filter " +
+                   shape_text(filter) + ")");
+  for (int64_t d : {input[1], input[2], input[3], filter[0], filter[1], filter[3]})
+    if (d < 1 || d > 65535)
+      return invalid("a dimension of " + shape_text(input) + " or " + shape_text(filter) +
+                     " is empty or larger than 65535");
+  if (input[0] < 0 || input[0] > UINT32_MAX) return invalid("a batch of " + std::to_string(input[0]));
+  systole::ConvShape s;
+  s.height = uint32_t(input[1]);
+  s.width = uint32_t(input[2]);
+  s.channels = uint32_t(input[3]);
+  s.kernel_height = uint32_t(filter[0]);
+  s.kernel_width = uint32_t(filter[1]);
+  s.filters = uint32_t(filter[3]);
+  s.stride_height = attrs.stride_height;
+  s.stride_width = attrs.stride_width;
+  // TensorFlow's padding: SAME gives ceil(in / stride) outputs, the
+  // padding's smaller half before; VALID none.
+  auto out = [&](uint32_t in, uint32_t kernel, uint32_t stride, uint32_t& before) -> uint32_t {
+    if (attrs.same) {
+      const int64_t o = (int64_t(in) + stride - 1) / stride;
+      before = uint32_t(std::max<int64_t>((o - 1) * stride + kernel - in, 0) / 2);
+      return uint32_t(o);
+    }
+    before = 0;
+    return in < kernel ? 0 : (in - kernel) / stride + 1;
+  };
+  s.out_height = out(s.height, s.kernel_height, s.stride_height, s.top);
+  s.out_width = out(s.width, s.kernel_width, s.stride_width, s.left);
+  return s;
+}
+
+// The patch rows of `examples` images (their values on the host).
+class Patches final : public systole::OperandRows {
+ public:
+  Patches(const systole::ConvShape& shape, const float* x, uint32_t examples)
+      : shape_(shape), x_(x), examples_(examples) {}
+  void fp32(float* out) const override {
+    const uint32_t c = shape_.channels;
+    shape_.walk_patches(0, examples_, [&](std::size_t row, int64_t source) {
+      if (source < 0)
+        std::fill_n(out + row, c, 0.0f);
+      else
+        std::copy_n(x_ + source, c, out + row);
+    });
+  }
+  void bf16(uint16_t* out) const override {
+    const uint32_t c = shape_.channels;
+    shape_.walk_patches(0, examples_, [&](std::size_t row, int64_t source) {
+      if (source < 0)
+        std::fill_n(out + row, c, uint16_t(0));
+      else
+        systole::round_to_bf16(x_ + source, c, out + row);
+    });
+  }
+
+ private:
+  const systole::ConvShape& shape_;
+  const float* x_;
+  uint32_t examples_;
+};
+
+// An input's values on the host, read from the device.
+Status read_values(Input& input) {
+  input.values.resize(input.count);
+  return card->copy_out(input.values.data(), input.data, input.count * sizeof(float));
+}
+
+// Output 0 of `dims`, its values a tensor in the unit's memory (none when
+// it is empty).
+struct DeviceOutput {
+  TF_Tensor* tensor = nullptr;
+  systole::DeviceTensor values;
+  DeviceOutput() = default;
+  DeviceOutput(const DeviceOutput&) = delete;
+  DeviceOutput& operator=(const DeviceOutput&) = delete;
+  ~DeviceOutput() {
+    if (tensor) TF_DeleteTensor(tensor);
+  }
+};
+Status allocate_output(TF_OpKernelContext* ctx, const std::vector<int64_t>& dims, DeviceOutput& out) {
+  std::size_t count = 1;
+  for (int64_t d : dims) count *= std::size_t(d);
+  TF_Status* status = TF_NewStatus();
+  out.tensor =
+      TF_AllocateOutput(ctx, 0, TF_FLOAT, dims.data(), int(dims.size()), count * sizeof(float), status);
+  const bool ok = TF_GetCode(status) == TF_OK;
+  const std::string message = TF_Message(status);
+  TF_DeleteStatus(status);
+  if (!ok) return Status(StatusCode::kInternal, message);
+  if (count == 0) return systole::ok_status();
+  auto values = card->tensor(TF_TensorData(out.tensor), count);
+  if (!values.ok()) return values.status();
+  out.values = std::move(values).value();
+  return systole::ok_status();
+}
+
+// The four int32 sizes of a host-memory shape input.
+Result<std::vector<int64_t>> sizes_input(const Input& input, const char* name) {
+  if (input.dims != std::vector<int64_t>{4})
+    return invalid(std::string(name) + ": expected 4 sizes, got a tensor of shape " + shape_text(input.dims));
+  const auto* sizes = static_cast<const int32_t*>(input.data);
+  return std::vector<int64_t>(sizes, sizes + 4);
+}
+
+// dy's shape against the output's.
+Status check_output_gradient(const Input& dy, int64_t examples, const systole::ConvShape& s) {
+  const std::vector<int64_t> want{examples, s.out_height, s.out_width, s.filters};
+  if (dy.dims != want)
+    return invalid("the output gradient is " + shape_text(dy.dims) + " for an output of " + shape_text(want));
+  return systole::ok_status();
+}
+
+Status conv2d(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  Input &x = inputs[0], &w = inputs[1];
+  auto shape = conv_shape(*static_cast<const ConvAttrs*>(state), x.dims, w.dims);
+  if (!shape.ok()) return shape.status();
+  const systole::ConvShape& s = *shape;
+  DeviceOutput out;
+  SYSTOLE_RETURN_IF_ERROR(allocate_output(ctx, {x.dims[0], s.out_height, s.out_width, s.filters}, out));
+  const std::size_t rows = std::size_t(x.dims[0]) * s.positions();
+  if (rows == 0) return systole::ok_status();
+  if (rows > UINT32_MAX) return invalid("more patch rows than 2^32 - 1");
+  SYSTOLE_RETURN_IF_ERROR(read_values(x));
+  auto filter = card->tensor(w.data, w.count);
+  if (!filter.ok()) return filter.status();
+  const Patches patches(s, x.values.data(), uint32_t(x.dims[0]));
+  systole::MatmulCall call;  // y [rows x filters] = patches [rows x patch] W [patch x filters]
+  call.m = uint32_t(rows);
+  call.k = s.patch();
+  call.n = s.filters;
+  call.a_rows = &patches;
+  call.b_card = *filter;
+  call.c_card = out.values;
+  return card->matmul(uint32_t(TF_GetDeviceId(ctx)), call);
+}
+
+Status conv2d_backprop_input(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  auto sizes = sizes_input(inputs[0], "input_sizes");
+  if (!sizes.ok()) return sizes.status();
+  Input &w = inputs[1], &dy = inputs[2];
+  auto shape = conv_shape(*static_cast<const ConvAttrs*>(state), *sizes, w.dims);
+  if (!shape.ok()) return shape.status();
+  const systole::ConvShape& s = *shape;
+  SYSTOLE_RETURN_IF_ERROR(check_output_gradient(dy, (*sizes)[0], s));
+  const uint32_t examples = uint32_t((*sizes)[0]);
+  const std::size_t rows = std::size_t(examples) * s.positions();
+  if (rows > UINT32_MAX) return invalid("more patch rows than 2^32 - 1");
+  std::vector<float> dcol(rows * s.patch()), dx(std::size_t(examples) * s.input_values());
+  if (rows > 0) {
+    auto filter = card->tensor(w.data, w.count);
+    if (!filter.ok()) return filter.status();
+    auto gradient = card->tensor(dy.data, dy.count);
+    if (!gradient.ok()) return gradient.status();
+    systole::MatmulCall call;  // dcol [rows x patch] = dy [rows x filters] W^T
+    call.m = uint32_t(rows);
+    call.k = s.filters;
+    call.n = s.patch();
+    call.a_card = *gradient;
+    call.b_card = *filter;
+    call.b_transposed = true;
+    call.c = dcol.data();
+    SYSTOLE_RETURN_IF_ERROR(card->matmul(uint32_t(TF_GetDeviceId(ctx)), call));
+  }
+  systole::col2im(s, examples, dcol.data(), dx.data());
+  return set_output(ctx, *sizes, dx);
+}
+
+Status conv2d_backprop_filter(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  auto sizes = sizes_input(inputs[1], "filter_sizes");
+  if (!sizes.ok()) return sizes.status();
+  Input &x = inputs[0], &dy = inputs[2];
+  auto shape = conv_shape(*static_cast<const ConvAttrs*>(state), x.dims, *sizes);
+  if (!shape.ok()) return shape.status();
+  const systole::ConvShape& s = *shape;
+  SYSTOLE_RETURN_IF_ERROR(check_output_gradient(dy, x.dims[0], s));
+  const std::size_t rows = std::size_t(x.dims[0]) * s.positions();
+  if (rows > UINT32_MAX) return invalid("more patch rows than 2^32 - 1");
+  std::vector<float> dw_t(std::size_t(s.filters) * s.patch(), 0.0f), dw(dw_t.size());
+  if (rows > 0) {
+    SYSTOLE_RETURN_IF_ERROR(read_values(x));
+    auto gradient = card->tensor(dy.data, dy.count);
+    if (!gradient.ok()) return gradient.status();
+    const Patches patches(s, x.values.data(), uint32_t(x.dims[0]));
+    systole::MatmulCall call;  // dW^T [filters x patch] = dy^T [filters x rows] patches [rows x patch]
+    call.m = s.filters;
+    call.k = uint32_t(rows);
+    call.n = s.patch();
+    call.a_card = *gradient;
+    call.a_transposed = true;
+    call.b_rows = &patches;
+    call.c = dw_t.data();
+    SYSTOLE_RETURN_IF_ERROR(card->matmul(uint32_t(TF_GetDeviceId(ctx)), call));
+  }
+  for (uint32_t f = 0; f < s.filters; ++f)  // to HWIO: [patch x filters]
+    for (uint32_t p = 0; p < s.patch(); ++p)
+      dw[std::size_t(p) * s.filters + f] = dw_t[std::size_t(f) * s.patch() + p];
+  return set_output(ctx, *sizes, dw);
 }
 
 // Sum over `reduction_indices` (host memory: int32 or int64, negative from
@@ -802,6 +1074,12 @@ void TF_InitKernel() {
   register_kernel("Relu", "T", no_state, compute<kRelu, 1, relu>, no_delete);
   register_kernel("ReluGrad", "T", no_state, compute<kReluGrad, 2, relu_grad>, no_delete);
   register_kernel("Sum", "T", sum_create, compute<kSum, 1, sum, true>, sum_delete, "reduction_indices");
+  register_kernel("Conv2D", "T", conv_create, compute<kConv2D, 2, conv2d, true>, conv_delete);
+  register_kernel("Conv2DBackpropInput", "T", conv_create,
+                  compute<kConv2DBackpropInput, 3, conv2d_backprop_input, true>, conv_delete, "input_sizes");
+  register_kernel("Conv2DBackpropFilter", "T", conv_create,
+                  compute<kConv2DBackpropFilter, 3, conv2d_backprop_filter, true>, conv_delete,
+                  "filter_sizes");
 }
 
 }  // extern "C"

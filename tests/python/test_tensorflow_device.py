@@ -127,6 +127,67 @@ class DeviceTest(unittest.TestCase):
             with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "out of range|Invalid reduction"):
                 tf.reduce_sum(tf.constant(x), axis=[3])
 
+    def test_convolutions_run_on_the_array_to_the_bit(self):
+        # The contract restated: patches (ky, kx, channel) with TensorFlow's
+        # padding, their products by the oracle, and col2im's sums (each
+        # input value from +0, one term per tap in descending order).
+        def patches(x, kh, kw, sh, sw, same):
+            n, h, w, c = x.shape
+            oh, ow = ((h + sh - 1) // sh, (w + sw - 1) // sw) if same else ((h - kh) // sh + 1, (w - kw) // sw + 1)
+            top = max((oh - 1) * sh + kh - h, 0) // 2 if same else 0
+            left = max((ow - 1) * sw + kw - w, 0) // 2 if same else 0
+            cols = np.zeros((n, oh, ow, kh, kw, c), np.float32)
+            source = np.full((n, oh, ow, kh, kw), -1, np.int64)
+            for oy in range(oh):
+                for ox in range(ow):
+                    for ky in range(kh):
+                        for kx in range(kw):
+                            y, xx = oy * sh + ky - top, ox * sw + kx - left
+                            if 0 <= y < h and 0 <= xx < w:
+                                cols[:, oy, ox, ky, kx] = x[:, y, xx]
+                                source[:, oy, ox, ky, kx] = y * w + xx
+            return cols.reshape(n * oh * ow, kh * kw * c), source, (oh, ow)
+
+        rng = np.random.default_rng(SEED + 6)
+        for (n, h, w, c, kh, kw, f, strides, padding) in [(3, 7, 6, 2, 3, 2, 5, (1, 1), "SAME"),
+                                                           (2, 9, 8, 3, 3, 3, 4, (2, 1), "VALID"),
+                                                           (1, 5, 5, 17, 1, 1, 3, (2, 2), "SAME")]:
+            with self.subTest(shape=(n, h, w, c), kernel=(kh, kw, f), strides=strides, padding=padding):
+                x = rng.standard_normal((n, h, w, c)).astype(np.float32)
+                k = rng.standard_normal((kh, kw, c, f)).astype(np.float32)
+                col, source, (oh, ow) = patches(x, kh, kw, *strides, padding == "SAME")
+                dy = rng.standard_normal((n, oh, ow, f)).astype(np.float32)
+                with tf.device("/device:SYSTOLE:0"):
+                    tx, tk = tf.constant(x), tf.constant(k)
+                    with tf.GradientTape(persistent=True) as tape:
+                        tape.watch([tx, tk])
+                        y = tf.nn.conv2d(tx, tk, strides=[1, *strides, 1], padding=padding)
+                    dx, dk = tape.gradient(y, [tx, tk], output_gradients=tf.constant(dy))
+                for result in (y, dx, dk):
+                    self.assertTrue(result.device.endswith("SYSTOLE:0"), result.device)
+                w2 = k.reshape(kh * kw * c, f)
+                want_y = oracle.gemm(col, w2, ROWS).reshape(n, oh, ow, f)
+                np.testing.assert_array_equal(y.numpy().view(np.uint32), want_y.view(np.uint32))
+                dy2 = dy.reshape(-1, f)
+                want_dk = oracle.gemm(np.ascontiguousarray(dy2.T), col, ROWS).T.reshape(kh, kw, c, f)
+                np.testing.assert_array_equal(dk.numpy().view(np.uint32), want_dk.view(np.uint32))
+                dcol = oracle.gemm(dy2, np.ascontiguousarray(w2.T), ROWS).reshape(n, oh * ow, kh * kw, c)
+                want_dx = np.zeros((n, h * w, c), np.float32)
+                src = source.reshape(n, oh * ow, kh * kw)
+                for tap in reversed(range(kh * kw)):
+                    for p in range(oh * ow):
+                        for b in range(n):
+                            if src[b, p, tap] >= 0:
+                                want_dx[b, src[b, p, tap]] = (want_dx[b, src[b, p, tap]] + dcol[b, p, tap]).astype(
+                                    np.float32)
+                np.testing.assert_array_equal(dx.numpy().view(np.uint32),
+                                              want_dx.reshape(n, h, w, c).view(np.uint32))
+        with tf.device("/device:SYSTOLE:0"):
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, r"dilations \[1, 2, 2, 1\]: only 1 runs"):
+                tf.nn.conv2d(tf.ones((1, 5, 5, 1)), tf.ones((2, 2, 1, 1)), strides=1, padding="VALID", dilations=2)
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "3 channels and the filter 2|input depth"):
+                tf.nn.conv2d(tf.ones((1, 5, 5, 3)), tf.ones((2, 2, 2, 1)), strides=1, padding="VALID")
+
     def test_keras_fit_with_variables_on_the_device(self):
         rng = np.random.default_rng(SEED + 1)
         x = rng.standard_normal((512, 20)).astype(np.float32)
