@@ -2,9 +2,10 @@
 // Systole as a TensorFlow PluggableDevice: device type SYSTOLE, one
 // TensorFlow device per compute unit of one Systole device (sw_emu unless
 // configured otherwise), tensors in the units' device memory through the
-// driver, and kernels: MatMul on the array, reading and writing the
-// tensors in the units' memory; Sum over leading axes on the units' vector
-// engine; Add, Relu, ReluGrad and other sums on the host over that memory.
+// driver, and kernels: MatMul and Conv2D with its two gradients on the
+// array, reading the tensors in the units' memory; Sum over leading axes
+// on the units' vector engine; Add, Relu, ReluGrad and other sums on the
+// host over that memory.
 //
 // Configured by the environment, read when TensorFlow loads the plugin:
 //   SYSTOLE_TF_BACKEND  sw_emu (default) or hw_emu (the RTL)
