@@ -506,7 +506,8 @@ Status invalid(const std::string& message) { return Status(StatusCode::kInvalidA
 
 constexpr char kMatMul[] = "MatMul", kAdd[] = "Add", kRelu[] = "Relu", kReluGrad[] = "ReluGrad",
                kSum[] = "Sum", kConv2D[] = "Conv2D", kConv2DBackpropInput[] = "Conv2DBackpropInput",
-               kConv2DBackpropFilter[] = "Conv2DBackpropFilter";
+               kConv2DBackpropFilter[] = "Conv2DBackpropFilter", kBiasAdd[] = "BiasAdd",
+               kBiasAddGrad[] = "BiasAddGrad";
 
 struct MatMulAttrs {
   bool transpose_a = false, transpose_b = false;
@@ -889,12 +890,11 @@ Result<std::vector<bool>> reduced_axes(TF_OpKernelContext* ctx, std::size_t rank
   return reduced;
 }
 
-Status sum(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
-  const auto* attrs = static_cast<const SumAttrs*>(state);
-  Input& x = inputs[0];
-  auto axes = reduced_axes(ctx, x.dims.size());
-  if (!axes.ok()) return axes.status();
-  const std::vector<bool>& reduced = *axes;
+Status add(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs);
+
+// Output 0 = x summed over the axes `reduced` marks (keep_dims: they stay,
+// of size 1).
+Status reduce_sum(TF_OpKernelContext* ctx, Input& x, const std::vector<bool>& reduced, bool keep_dims) {
   std::vector<int64_t> out_dims;
   std::size_t out_count = 1, reduced_count = 1;
   for (std::size_t d = 0; d < x.dims.size(); ++d) {
@@ -902,41 +902,29 @@ Status sum(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& input
       reduced_count *= std::size_t(x.dims[d]);
     else
       out_count *= std::size_t(x.dims[d]);
-    if (!reduced[d] || attrs->keep_dims) out_dims.push_back(reduced[d] ? 1 : x.dims[d]);
+    if (!reduced[d] || keep_dims) out_dims.push_back(reduced[d] ? 1 : x.dims[d]);
   }
   // Leading axes only: rows of the output's width, summed on the card.
   std::size_t leading = 0;
   while (leading < reduced.size() && reduced[leading]) ++leading;
   const bool rows_only = std::find(reduced.begin() + long(leading), reduced.end(), true) == reduced.end();
-  const uint32_t unit = uint32_t(TF_GetDeviceId(ctx));
   // Within the engine's sum: rows of at most kMaxVectorElements values, in
   // at most kMaxVectorRows tiles of the array's rows.
   const std::size_t tile = card->info().shape.rows;
   if (rows_only && out_count > 0 && reduced_count > 0 && out_count <= systole::spec::kMaxVectorElements &&
       reduced_count <= UINT32_MAX && (reduced_count + tile - 1) / tile <= systole::spec::kMaxVectorRows) {
-    TF_Status* status = TF_NewStatus();
-    TF_Tensor* out = TF_AllocateOutput(ctx, 0, TF_FLOAT, out_dims.data(), int(out_dims.size()),
-                                       out_count * sizeof(float), status);
-    Status result = TF_GetCode(status) == TF_OK ? systole::ok_status()
-                                                : Status(StatusCode::kInternal, TF_Message(status));
-    TF_DeleteStatus(status);
-    Result<systole::DeviceTensor> in = card->tensor(x.data, x.count);
-    Result<systole::DeviceTensor> sums = result.ok() ? card->tensor(TF_TensorData(out), out_count) : result;
-    if (result.ok() && !in.ok()) result = in.status();
-    if (result.ok() && !sums.ok()) result = sums.status();
-    if (result.ok()) {
-      systole::SumCall call;
-      call.x_card = *in;
-      call.rows = uint32_t(reduced_count);
-      call.width = uint32_t(out_count);
-      call.out_card = *sums;
-      result = card->sum(unit, call);
-    }
-    TF_DeleteTensor(out);
-    return result;
+    DeviceOutput out;
+    SYSTOLE_RETURN_IF_ERROR(allocate_output(ctx, out_dims, out));
+    auto in = card->tensor(x.data, x.count);
+    if (!in.ok()) return in.status();
+    systole::SumCall call;
+    call.x_card = *in;
+    call.rows = uint32_t(reduced_count);
+    call.width = uint32_t(out_count);
+    call.out_card = out.values;
+    return card->sum(uint32_t(TF_GetDeviceId(ctx)), call);
   }
-  x.values.resize(x.count);
-  SYSTOLE_RETURN_IF_ERROR(card->copy_out(x.values.data(), x.data, x.count * sizeof(float)));
+  SYSTOLE_RETURN_IF_ERROR(read_values(x));
   // Output i, reduced index j: x's row-major index from both (odometer).
   std::vector<float> z(out_count, 0.0f);
   std::vector<int64_t> at(x.dims.size(), 0);
@@ -951,6 +939,46 @@ Status sum(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& input
     }
   }
   return set_output(ctx, out_dims, z);
+}
+
+Status sum(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  auto axes = reduced_axes(ctx, inputs[0].dims.size());
+  if (!axes.ok()) return axes.status();
+  return reduce_sum(ctx, inputs[0], *axes, static_cast<const SumAttrs*>(state)->keep_dims);
+}
+
+// BiasAdd and BiasAddGrad with the channels last (data_format NHWC, the
+// default; NCHW is refused when the op is built, by name).
+void* bias_create(TF_OpKernelConstruction* ctx) {
+  TF_Status* status = TF_NewStatus();
+  const std::string format = string_attr(ctx, "data_format", status);
+  if (!format.empty() && format != "NHWC") {
+    TF_SetStatus(
+        status, TF_INVALID_ARGUMENT,
+        ("bias on SYSTOLE: data_format '" + format + "': only NHWC (channels last) runs on SYSTOLE").c_str());
+    TF_OpKernelConstruction_Failure(ctx, status);
+  }
+  TF_DeleteStatus(status);
+  return nullptr;
+}
+
+// value + bias over the last axis: Add's fp32 additions.
+Status bias_add(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  const std::vector<int64_t>&value = inputs[0].dims, &bias = inputs[1].dims;
+  if (value.empty() || bias.size() != 1 || bias[0] != value.back())
+    return invalid("a bias of shape " + shape_text(bias) + " for a value of shape " + shape_text(value) +
+                   " (expected one per channel, the last axis)");
+  return add(state, ctx, inputs);
+}
+
+// A bias's gradient: the output gradient summed over every axis but the
+// last, on the unit's vector engine in the array's K order (as Sum).
+Status bias_add_grad(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  Input& dy = inputs[0];
+  if (dy.dims.empty()) return invalid("the output gradient is a scalar; expected channels in its last axis");
+  std::vector<bool> reduced(dy.dims.size(), true);
+  reduced.back() = false;
+  return reduce_sum(ctx, dy, reduced, false);
 }
 
 // ---- elementwise kernels, on the host over the units' memory ----
@@ -1075,6 +1103,8 @@ void TF_InitKernel() {
   register_kernel("Relu", "T", no_state, compute<kRelu, 1, relu>, no_delete);
   register_kernel("ReluGrad", "T", no_state, compute<kReluGrad, 2, relu_grad>, no_delete);
   register_kernel("Sum", "T", sum_create, compute<kSum, 1, sum, true>, sum_delete, "reduction_indices");
+  register_kernel("BiasAdd", "T", bias_create, compute<kBiasAdd, 2, bias_add>, no_delete);
+  register_kernel("BiasAddGrad", "T", bias_create, compute<kBiasAddGrad, 1, bias_add_grad, true>, no_delete);
   register_kernel("Conv2D", "T", conv_create, compute<kConv2D, 2, conv2d, true>, conv_delete);
   register_kernel("Conv2DBackpropInput", "T", conv_create,
                   compute<kConv2DBackpropInput, 3, conv2d_backprop_input, true>, conv_delete, "input_sizes");

@@ -29,6 +29,19 @@ print(f"seed {SEED} (SYSTOLE_TEST_SEED)")
 ROWS = int(os.environ["SYSTOLE_TF_ARRAY"].split("x")[0])
 
 
+def tiled_sum(x):
+    """NUMERICS.md's reductions of x's rows, stated again: tiles of ROWS
+    rows, each summed from +0 in order, then the tiles' sums from +0 in
+    order."""
+    total = np.zeros(x.shape[1], np.float32)
+    for t in range(0, len(x), ROWS):
+        acc = np.zeros(x.shape[1], np.float32)
+        for row in x[t:t + ROWS]:
+            acc = (acc + row).astype(np.float32)
+        total = (total + acc).astype(np.float32)
+    return total
+
+
 class DeviceTest(unittest.TestCase):
     def test_one_device_per_compute_unit(self):
         names = [d.name for d in tf.config.list_physical_devices("SYSTOLE")]
@@ -88,21 +101,6 @@ class DeviceTest(unittest.TestCase):
                                       np.array([0, 0, 0, 3.0, -2.0], np.float32).view(np.uint32))
 
     def test_sums_over_leading_axes_run_in_the_arrays_order(self):
-        # NUMERICS.md's reductions, stated again: tiles of ROWS rows, each
-        # summed from +0 in order, then the tiles' sums from +0 in order.
-        def tiled_sum(x):
-            tiles = [x[t:t + ROWS] for t in range(0, len(x), ROWS)]
-            sums = []
-            for tile in tiles:
-                acc = np.zeros(x.shape[1], np.float32)
-                for row in tile:
-                    acc = (acc + row).astype(np.float32)
-                sums.append(acc)
-            total = np.zeros(x.shape[1], np.float32)
-            for tile_sum in sums:
-                total = (total + tile_sum).astype(np.float32)
-            return total
-
         rng = np.random.default_rng(SEED + 4)
         for shape, axes, keepdims in [((300, 7), [0], False), ((1, 5), [0], True), ((33, 4, 3), [0, 1], False),
                                       ((17, 2, 3), [-3], True)]:
@@ -126,6 +124,28 @@ class DeviceTest(unittest.TestCase):
         with tf.device("/device:SYSTOLE:0"):
             with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "out of range|Invalid reduction"):
                 tf.reduce_sum(tf.constant(x), axis=[3])
+
+    def test_bias_add_and_its_gradient(self):
+        rng = np.random.default_rng(SEED + 8)
+        for shape in [(37, 5), (3, 4, 6, 7), (1, 1)]:
+            with self.subTest(shape=shape):
+                x = rng.standard_normal(shape).astype(np.float32)
+                b = rng.standard_normal(shape[-1:]).astype(np.float32)
+                dy = (rng.standard_normal(shape) * 10).astype(np.float32)
+                with tf.device("/device:SYSTOLE:1"):
+                    tb = tf.constant(b)
+                    with tf.GradientTape() as tape:
+                        tape.watch(tb)
+                        z = tf.nn.bias_add(tf.constant(x), tb)
+                    db = tape.gradient(z, tb, output_gradients=tf.constant(dy))
+                for result in (z, db):
+                    self.assertTrue(result.device.endswith("SYSTOLE:1"), result.device)
+                np.testing.assert_array_equal(z.numpy().view(np.uint32), (x + b).view(np.uint32))
+                np.testing.assert_array_equal(db.numpy().view(np.uint32),
+                                              tiled_sum(dy.reshape(-1, shape[-1])).view(np.uint32))
+        with tf.device("/device:SYSTOLE:0"):
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "bias|Biases must be 1D"):
+                tf.nn.bias_add(tf.ones((2, 3)), tf.ones((2,)))
 
     def test_convolutions_run_on_the_array_to_the_bit(self):
         # The contract restated: patches (ky, kx, channel) with TensorFlow's
