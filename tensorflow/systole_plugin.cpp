@@ -513,16 +513,18 @@ struct MatMulAttrs {
   bool transpose_a = false, transpose_b = false;
 };
 
-void* matmul_create(TF_OpKernelConstruction* ctx) {
-  auto* attrs = new MatMulAttrs;
+// A bool attribute's value, or `fallback` where the op has none.
+bool bool_attr(TF_OpKernelConstruction* ctx, const char* name, bool fallback) {
   TF_Status* status = TF_NewStatus();
-  TF_Bool value = false;
-  TF_OpKernelConstruction_GetAttrBool(ctx, "transpose_a", &value, status);
-  if (TF_GetCode(status) == TF_OK) attrs->transpose_a = value;
-  TF_OpKernelConstruction_GetAttrBool(ctx, "transpose_b", &value, status);
-  if (TF_GetCode(status) == TF_OK) attrs->transpose_b = value;
+  TF_Bool value = fallback;
+  TF_OpKernelConstruction_GetAttrBool(ctx, name, &value, status);
+  const bool got = TF_GetCode(status) == TF_OK;
   TF_DeleteStatus(status);
-  return attrs;
+  return got ? bool(value) : fallback;
+}
+
+void* matmul_create(TF_OpKernelConstruction* ctx) {
+  return new MatMulAttrs{bool_attr(ctx, "transpose_a", false), bool_attr(ctx, "transpose_b", false)};
 }
 void matmul_delete(void* kernel) { delete static_cast<MatMulAttrs*>(kernel); }
 
@@ -851,15 +853,7 @@ struct SumAttrs {
   bool keep_dims = false;
 };
 
-void* sum_create(TF_OpKernelConstruction* ctx) {
-  auto* attrs = new SumAttrs;
-  TF_Status* status = TF_NewStatus();
-  TF_Bool value = false;
-  TF_OpKernelConstruction_GetAttrBool(ctx, "keep_dims", &value, status);
-  if (TF_GetCode(status) == TF_OK) attrs->keep_dims = value;
-  TF_DeleteStatus(status);
-  return attrs;
-}
+void* sum_create(TF_OpKernelConstruction* ctx) { return new SumAttrs{bool_attr(ctx, "keep_dims", false)}; }
 void sum_delete(void* kernel) { delete static_cast<SumAttrs*>(kernel); }
 
 // The axes input's values (host memory), each in [0, rank).
