@@ -473,6 +473,41 @@ Status set_output(TF_OpKernelContext* ctx, const std::vector<int64_t>& dims, con
   return result;
 }
 
+// An input's values on the host, read from the device.
+Status read_values(Input& input) {
+  input.values.resize(input.count);
+  return card->copy_out(input.values.data(), input.data, input.count * sizeof(float));
+}
+
+// Output 0 of `dims`, its values a tensor in the unit's memory (none when
+// it is empty).
+struct DeviceOutput {
+  TF_Tensor* tensor = nullptr;
+  systole::DeviceTensor values;
+  DeviceOutput() = default;
+  DeviceOutput(const DeviceOutput&) = delete;
+  DeviceOutput& operator=(const DeviceOutput&) = delete;
+  ~DeviceOutput() {
+    if (tensor) TF_DeleteTensor(tensor);
+  }
+};
+Status allocate_output(TF_OpKernelContext* ctx, const std::vector<int64_t>& dims, DeviceOutput& out) {
+  std::size_t count = 1;
+  for (int64_t d : dims) count *= std::size_t(d);
+  TF_Status* status = TF_NewStatus();
+  out.tensor =
+      TF_AllocateOutput(ctx, 0, TF_FLOAT, dims.data(), int(dims.size()), count * sizeof(float), status);
+  const bool ok = TF_GetCode(status) == TF_OK;
+  const std::string message = TF_Message(status);
+  TF_DeleteStatus(status);
+  if (!ok) return Status(StatusCode::kInternal, message);
+  if (count == 0) return systole::ok_status();
+  auto values = card->tensor(TF_TensorData(out.tensor), count);
+  if (!values.ok()) return values.status();
+  out.values = std::move(values).value();
+  return systole::ok_status();
+}
+
 void fail(TF_OpKernelContext* ctx, const char* op, const Status& error) {
   TF_Status* status = TF_NewStatus();
   TF_SetStatus(status, error.code() == StatusCode::kInvalidArgument ? TF_INVALID_ARGUMENT : TF_INTERNAL,
@@ -542,36 +577,25 @@ Status matmul(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& in
     return invalid("a dimension is larger than 2^32 - 1");
   // The operands and the result in the unit's memory, where the product
   // reads and writes them.
-  const std::vector<int64_t> dims{m, n};
-  TF_Status* status = TF_NewStatus();
-  TF_Tensor* out =
-      TF_AllocateOutput(ctx, 0, TF_FLOAT, dims.data(), 2, std::size_t(m * n) * sizeof(float), status);
-  Status result =
-      TF_GetCode(status) == TF_OK ? systole::ok_status() : Status(StatusCode::kInternal, TF_Message(status));
-  TF_DeleteStatus(status);
+  DeviceOutput out;
+  SYSTOLE_RETURN_IF_ERROR(allocate_output(ctx, {m, n}, out));
+  if (m == 0 || n == 0) return systole::ok_status();
   systole::MatmulCall call;
   call.m = uint32_t(m);
   call.n = uint32_t(n);
   call.k = uint32_t(k);
   call.a_transposed = attrs->transpose_a;
   call.b_transposed = attrs->transpose_b;
-  if (result.ok() && m > 0 && n > 0) {
-    Result<systole::DeviceTensor> a =
-        k > 0 ? card->tensor(inputs[0].data, inputs[0].count) : systole::DeviceTensor();
-    Result<systole::DeviceTensor> b =
-        k > 0 ? card->tensor(inputs[1].data, inputs[1].count) : systole::DeviceTensor();
-    Result<systole::DeviceTensor> c = card->tensor(TF_TensorData(out), std::size_t(m * n));
-    for (const auto* made : {&a, &b, &c})
-      if (result.ok() && !made->ok()) result = made->status();
-    if (result.ok()) {
-      call.a_card = *a;
-      call.b_card = *b;
-      call.c_card = *c;
-      result = card->matmul(uint32_t(TF_GetDeviceId(ctx)), call);
-    }
+  call.c_card = out.values;
+  if (k > 0) {
+    auto a = card->tensor(inputs[0].data, inputs[0].count);
+    if (!a.ok()) return a.status();
+    auto b = card->tensor(inputs[1].data, inputs[1].count);
+    if (!b.ok()) return b.status();
+    call.a_card = *a;
+    call.b_card = *b;
   }
-  TF_DeleteTensor(out);
-  return result;
+  return card->matmul(uint32_t(TF_GetDeviceId(ctx)), call);
 }
 
 // ---- convolutions: Conv2D and its two gradients ----
@@ -705,41 +729,6 @@ class Patches final : public systole::OperandRows {
   const float* x_;
   uint32_t examples_;
 };
-
-// An input's values on the host, read from the device.
-Status read_values(Input& input) {
-  input.values.resize(input.count);
-  return card->copy_out(input.values.data(), input.data, input.count * sizeof(float));
-}
-
-// Output 0 of `dims`, its values a tensor in the unit's memory (none when
-// it is empty).
-struct DeviceOutput {
-  TF_Tensor* tensor = nullptr;
-  systole::DeviceTensor values;
-  DeviceOutput() = default;
-  DeviceOutput(const DeviceOutput&) = delete;
-  DeviceOutput& operator=(const DeviceOutput&) = delete;
-  ~DeviceOutput() {
-    if (tensor) TF_DeleteTensor(tensor);
-  }
-};
-Status allocate_output(TF_OpKernelContext* ctx, const std::vector<int64_t>& dims, DeviceOutput& out) {
-  std::size_t count = 1;
-  for (int64_t d : dims) count *= std::size_t(d);
-  TF_Status* status = TF_NewStatus();
-  out.tensor =
-      TF_AllocateOutput(ctx, 0, TF_FLOAT, dims.data(), int(dims.size()), count * sizeof(float), status);
-  const bool ok = TF_GetCode(status) == TF_OK;
-  const std::string message = TF_Message(status);
-  TF_DeleteStatus(status);
-  if (!ok) return Status(StatusCode::kInternal, message);
-  if (count == 0) return systole::ok_status();
-  auto values = card->tensor(TF_TensorData(out.tensor), count);
-  if (!values.ok()) return values.status();
-  out.values = std::move(values).value();
-  return systole::ok_status();
-}
 
 // The four int32 sizes of a host-memory shape input.
 Result<std::vector<int64_t>> sizes_input(const Input& input, const char* name) {
