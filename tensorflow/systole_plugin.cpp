@@ -429,12 +429,14 @@ std::string shape_text(const std::vector<int64_t>& dims) {
   return text + "]";
 }
 
-// A float32 input: its shape, its memory on the device, and its values
-// read from there for a kernel that computes on the host.
+// An input: its shape, its memory (on the device, or the host's for an
+// input TensorFlow keeps there), its type, and a float32 input's values
+// read from the device for a kernel that computes on the host.
 struct Input {
   std::vector<int64_t> dims;
   const void* data = nullptr;
   std::size_t count = 0;
+  TF_DataType type = TF_FLOAT;
   std::vector<float> values;
 };
 
@@ -447,7 +449,11 @@ Result<Input> read_input(TF_OpKernelContext* ctx, int index, bool values) {
   TF_DeleteStatus(status);
   if (!got) return Status(StatusCode::kInvalidArgument, message);
   // The tensor's memory outlives this reference: the kernel's input holds it.
-  Input input{dims_of(tensor), TF_TensorData(tensor), std::size_t(TF_TensorElementCount(tensor)), {}};
+  Input input{dims_of(tensor),
+              TF_TensorData(tensor),
+              std::size_t(TF_TensorElementCount(tensor)),
+              TF_TensorType(tensor),
+              {}};
   TF_DeleteTensor(tensor);
   if (values) {
     input.values.resize(input.count);
@@ -845,31 +851,18 @@ struct SumAttrs {
 void* sum_create(TF_OpKernelConstruction* ctx) { return new SumAttrs{bool_attr(ctx, "keep_dims", false)}; }
 void sum_delete(void* kernel) { delete static_cast<SumAttrs*>(kernel); }
 
-// The axes input's values (host memory), each in [0, rank).
-Result<std::vector<bool>> reduced_axes(TF_OpKernelContext* ctx, std::size_t rank) {
-  TF_Status* status = TF_NewStatus();
-  TF_Tensor* tensor = nullptr;
-  TF_GetInput(ctx, 1, &tensor, status);
-  const bool got = TF_GetCode(status) == TF_OK;
-  const std::string message = TF_Message(status);
-  TF_DeleteStatus(status);
-  if (!got) return Status(StatusCode::kInvalidArgument, message);
-  const int64_t count = TF_TensorElementCount(tensor);
-  const bool wide = TF_TensorType(tensor) == TF_INT64;
+// The axes input's values (host memory, int32 or int64), each in [0, rank).
+Result<std::vector<bool>> reduced_axes(const Input& axes, std::size_t rank) {
   std::vector<bool> reduced(rank, false);
-  Status result = systole::ok_status();
-  for (int64_t i = 0; i < count && result.ok(); ++i) {
-    const int64_t axis = wide ? static_cast<const int64_t*>(TF_TensorData(tensor))[i]
-                              : static_cast<const int32_t*>(TF_TensorData(tensor))[i];
+  for (std::size_t i = 0; i < axes.count; ++i) {
+    const int64_t axis = axes.type == TF_INT64 ? static_cast<const int64_t*>(axes.data)[i]
+                                               : static_cast<const int32_t*>(axes.data)[i];
     const int64_t at = axis < 0 ? axis + int64_t(rank) : axis;
     if (at < 0 || at >= int64_t(rank))
-      result = invalid("reduction axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
-                       std::to_string(rank));
-    else
-      reduced[std::size_t(at)] = true;
+      return invalid("reduction axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
+                     std::to_string(rank));
+    reduced[std::size_t(at)] = true;
   }
-  TF_DeleteTensor(tensor);
-  if (!result.ok()) return result;
   return reduced;
 }
 
@@ -925,7 +918,7 @@ Status reduce_sum(TF_OpKernelContext* ctx, Input& x, const std::vector<bool>& re
 }
 
 Status sum(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
-  auto axes = reduced_axes(ctx, inputs[0].dims.size());
+  auto axes = reduced_axes(inputs[1], inputs[0].dims.size());
   if (!axes.ok()) return axes.status();
   return reduce_sum(ctx, inputs[0], *axes, static_cast<const SumAttrs*>(state)->keep_dims);
 }
@@ -1085,7 +1078,7 @@ void TF_InitKernel() {
   register_kernel("Add", "T", no_state, compute<kAdd, 2, add>, no_delete);
   register_kernel("Relu", "T", no_state, compute<kRelu, 1, relu>, no_delete);
   register_kernel("ReluGrad", "T", no_state, compute<kReluGrad, 2, relu_grad>, no_delete);
-  register_kernel("Sum", "T", sum_create, compute<kSum, 1, sum, true>, sum_delete, "reduction_indices");
+  register_kernel("Sum", "T", sum_create, compute<kSum, 2, sum, true>, sum_delete, "reduction_indices");
   register_kernel("BiasAdd", "T", bias_create, compute<kBiasAdd, 2, bias_add>, no_delete);
   register_kernel("BiasAddGrad", "T", bias_create, compute<kBiasAddGrad, 1, bias_add_grad, true>, no_delete);
   register_kernel("Conv2D", "T", conv_create, compute<kConv2D, 2, conv2d, true>, conv_delete);

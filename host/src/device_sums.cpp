@@ -40,31 +40,27 @@ Status MatmulExecutor::sum(const SumCall& call) {
 }
 
 Status DeviceMatmul::sum(const SumCall& call) {
-  // Where no host copy stands behind out_card, a sum made on the host is
-  // written there too.
+  if ((!call.x && !call.x_card) || (!call.out && !call.out_card))
+    return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
+  // Sums made on the host go to out, and to out_card too where no host copy
+  // stands behind it (a tensor given instead of out, or beside it).
   const bool out_resident = call.out_card.same_values(resident_.gradients);
   auto host_sums = [&](const float* x) -> Status {
-    if (!call.out && !call.out_card)
-      return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-    if (call.out_card && !out_resident) {
-      if (call.out_card.count() < call.width)
-        return Status(StatusCode::kInvalidArgument, "sum: " + std::to_string(call.width) +
-                                                        " sums into a tensor of " +
-                                                        std::to_string(call.out_card.count()));
+    const bool to_card = call.out_card && !out_resident;
+    float* into = call.out;
+    if (!into && to_card) {
       summed_out_.resize(call.width);
-      sum_rows(x, call.rows, call.width, call.tile_rows(k_tile()), summed_out_.data());
-      if (call.out) std::copy(summed_out_.begin(), summed_out_.end(), call.out);
-      return call.out_card.part(0, call.width)->write(summed_out_.data());
+      into = summed_out_.data();
     }
-    if (!call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-    sum_rows(x, call.rows, call.width, call.tile_rows(k_tile()), call.out);
-    return ok_status();
+    if (!into) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
+    if (to_card && call.out_card.count() < call.width)
+      return Status(StatusCode::kInvalidArgument, "sum: " + std::to_string(call.width) +
+                                                      " sums into a tensor of " +
+                                                      std::to_string(call.out_card.count()));
+    sum_rows(x, call.rows, call.width, call.tile_rows(k_tile()), into);
+    return to_card ? call.out_card.part(0, call.width)->write(into) : ok_status();
   };
-  if (!call.x_card) {
-    if (!call.x) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-    return host_sums(call.x);
-  }
-  if (!call.out && !call.out_card) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
+  if (!call.x_card) return host_sums(call.x);
   if (!supports(Feature::kCardTensors)) return UnitMemory::no_vector_engine("sum");
   const uint32_t rows = call.rows, width = call.width, tile = call.tile_rows(k_tile());
   const std::size_t count = std::size_t(rows) * width;

@@ -51,6 +51,11 @@ py::array float32_array(const py::handle& object, const char* name, py::ssize_t 
   return array;
 }
 
+// The array in C order (itself when it is already).
+py::array contiguous(const py::array& array) {
+  return py::array(py::module_::import("numpy").attr("ascontiguousarray")(array));
+}
+
 // A 2-D operand as the device reads it: its data, whether it is stored
 // transposed (column-major), and its row stride in elements. Layouts the
 // device cannot read in place (a step along rows, negative strides) are
@@ -79,7 +84,7 @@ Operand operand(const py::handle& object, const char* name) {
     op.column_major = true;
     op.stride = uint32_t(col / kItem);
   } else {
-    op.keep = py::array(py::module_::import("numpy").attr("ascontiguousarray")(op.keep));
+    op.keep = contiguous(op.keep);
     op.stride = op.cols;
   }
   op.data = static_cast<const float*>(op.keep.data());
@@ -112,7 +117,7 @@ struct PyDeviceTensor {
     if (array.ndim() != 2 || uint32_t(array.shape(0)) != rows || uint32_t(array.shape(1)) != cols)
       throw py::value_error("values: expected shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
                             ") as the device tensor's, got " + shape_text(array));
-    array = py::array(py::module_::import("numpy").attr("ascontiguousarray")(array));
+    array = contiguous(array);
     Status status;
     {
       py::gil_scoped_release release;
@@ -194,13 +199,11 @@ class PyDevice : public std::enable_shared_from_this<PyDevice> {
 
   // A device tensor of `shape` on `unit`, filled with `values` where given.
   PyDeviceTensor tensor(const py::object& values, const py::object& shape, uint32_t unit) {
-    py::array array;
     uint32_t rows = 0, cols = 0;
     if (!values.is_none()) {
-      array = float32_array(values, "values", 2);
+      const py::array array = float32_array(values, "values", 2);
       rows = uint32_t(array.shape(0));
       cols = uint32_t(array.shape(1));
-      array = py::array(py::module_::import("numpy").attr("ascontiguousarray")(array));
     } else {
       std::vector<int64_t> dims;
       try {
@@ -224,9 +227,9 @@ class PyDevice : public std::enable_shared_from_this<PyDevice> {
                                                    : Result<DeviceTensor>(status);
       status = allocated.status();
       if (status.ok()) made.tensor = std::move(allocated).value();
-      if (status.ok() && array) status = made.tensor.write(static_cast<const float*>(array.data()));
     }
     throw_if_error(status);
+    if (!values.is_none()) made.write(values);
     return made;
   }
 
@@ -281,7 +284,7 @@ class PyDevice : public std::enable_shared_from_this<PyDevice> {
       if (uint32_t(bias.shape(0)) != call.n)
         throw py::value_error("bias: expected " + std::to_string(call.n) + " values (the columns of the product), got shape " +
                               shape_text(bias));
-      bias = py::array(py::module_::import("numpy").attr("ascontiguousarray")(bias));
+      bias = contiguous(bias);
       call.bias = static_cast<const float*>(bias.data());
     }
     call.relu = relu;
@@ -454,7 +457,7 @@ unit's vector engine.)")
       "sum_rows",
       [](const py::handle& x_object, uint32_t tile) {
         py::array x = float32_array(x_object, "x", 2);
-        x = py::array(py::module_::import("numpy").attr("ascontiguousarray")(x));
+        x = contiguous(x);
         const uint32_t rows = uint32_t(x.shape(0)), width = uint32_t(x.shape(1));
         py::array_t<float> out(py::ssize_t{width});
         const float* values = static_cast<const float*>(x.data());
