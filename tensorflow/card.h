@@ -152,7 +152,7 @@ class Card {
   }
 
   // C = op(A) op(B) on `unit`'s array, from and into tensors in the
-  // units' memory (call's *_card): operands rounded to bf16 there, fp32
+  // units' memory (the call's card tensors): operands rounded to bf16 there, fp32
   // accumulation (the numerics contract); nothing crosses to the host.
   Status matmul(uint32_t unit, const systole::MatmulCall& call) {
     if (unit >= units_.size())
@@ -160,13 +160,13 @@ class Card {
     if (call.m == 0 || call.n == 0) return systole::ok_status();
     if (call.k == 0) {
       const std::vector<float> zeros(std::size_t(call.m) * call.n, 0.0f);
-      return systole::DeviceTensor(call.c_card).write(zeros.data());
+      return systole::DeviceTensor(call.c.card).write(zeros.data());
     }
     Unit& u = *units_[unit];
     std::lock_guard<std::mutex> lock(u.mutex);
     return u.matmul->run(call);
   }
-  // The sums of the rows of x_card (rows x width) into out_card, on
+  // The sums of the rows of x.card (rows x width) into out.card, on
   // `unit`'s vector engine in the array's K order (SumCall).
   Status sum(uint32_t unit, const systole::SumCall& call) {
     if (unit >= units_.size())

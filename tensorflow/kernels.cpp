@@ -216,14 +216,14 @@ Status matmul(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& in
   call.k = uint32_t(k);
   call.a_transposed = attrs->transpose_a;
   call.b_transposed = attrs->transpose_b;
-  call.c_card = out.values;
+  call.c = out.values;
   if (k > 0) {
     auto a = card->tensor(inputs[0].data, inputs[0].count);
     if (!a.ok()) return a.status();
     auto b = card->tensor(inputs[1].data, inputs[1].count);
     if (!b.ok()) return b.status();
-    call.a_card = *a;
-    call.b_card = *b;
+    call.a = *a;
+    call.b = *b;
   }
   return card->matmul(uint32_t(TF_GetDeviceId(ctx)), call);
 }
@@ -395,8 +395,8 @@ Status conv2d(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& in
   call.k = s.patch();
   call.n = s.filters;
   call.a_rows = &patches;
-  call.b_card = *filter;
-  call.c_card = out.values;
+  call.b = *filter;
+  call.c = out.values;
   return card->matmul(uint32_t(TF_GetDeviceId(ctx)), call);
 }
 
@@ -421,8 +421,8 @@ Status conv2d_backprop_input(const void* state, TF_OpKernelContext* ctx, std::ve
     call.m = uint32_t(rows);
     call.k = s.filters;
     call.n = s.patch();
-    call.a_card = *gradient;
-    call.b_card = *filter;
+    call.a = *gradient;
+    call.b = *filter;
     call.b_transposed = true;
     call.c = dcol.data();
     SYSTOLE_RETURN_IF_ERROR(card->matmul(uint32_t(TF_GetDeviceId(ctx)), call));
@@ -451,7 +451,7 @@ Status conv2d_backprop_filter(const void* state, TF_OpKernelContext* ctx, std::v
     call.m = s.filters;
     call.k = uint32_t(rows);
     call.n = s.patch();
-    call.a_card = *gradient;
+    call.a = *gradient;
     call.a_transposed = true;
     call.b_rows = &patches;
     call.c = dw_t.data();
@@ -518,10 +518,10 @@ Status reduce_sum(TF_OpKernelContext* ctx, Input& x, const std::vector<bool>& re
     auto in = card->tensor(x.data, x.count);
     if (!in.ok()) return in.status();
     systole::SumCall call;
-    call.x_card = *in;
+    call.x = *in;
     call.rows = uint32_t(reduced_count);
     call.width = uint32_t(out_count);
-    call.out_card = out.values;
+    call.out = out.values;
     return card->sum(uint32_t(TF_GetDeviceId(ctx)), call);
   }
   SYSTOLE_RETURN_IF_ERROR(read_values(x));

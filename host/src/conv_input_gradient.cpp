@@ -15,16 +15,14 @@
 
 namespace systole {
 
-using spec::Operand;
+using Port = spec::Operand;  // the kernel port (and bank) of an operand
 
-Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
-                                                 const DeviceTensor& dy_card, const float* w,
-                                                 const DeviceTensor& w_card, float* dx) {
+Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const Operand& dy,
+                                                 const Operand& w, float* dx) {
   const std::string what = "conv input gradient on card";
   const ConvShape& s = shape;
   if (!supports(Feature::kConvInputGradient)) return UnitMemory::no_vector_engine(what);
-  if ((!dy && !dy_card) || (!w && !w_card) || !dx)
-    return Status(StatusCode::kInvalidArgument, what + ": an operand is missing");
+  if (!dy || !w || !dx) return Status(StatusCode::kInvalidArgument, what + ": an operand is missing");
   // With strides 1 the output is the padded input less the kernel, plus one.
   const uint32_t padded_height = s.out_height + s.kernel_height - 1;
   const uint32_t padded_width = s.out_width + s.kernel_width - 1;
@@ -58,7 +56,7 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
   });
   if (padded == padded_.end()) {
     PaddedGradient made{padded_height, padded_width, s.out_height, s.out_width, filters, 0, {}};
-    made.slot.bank = memory_->bank(Operand::kA);
+    made.slot.bank = memory_->bank(Port::kA);
     padded_.push_back(std::move(made));
     padded = padded_.end() - 1;
   }
@@ -70,7 +68,7 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
     SYSTOLE_RETURN_IF_ERROR(padded->slot.buffer.sync(Buffer::SyncDirection::kToDevice, padded_bytes, 0));
     padded->examples = examples;
   }
-  tap_products_.bank = tap_sum_.bank = memory_->bank(Operand::kC);
+  tap_products_.bank = tap_sum_.bank = memory_->bank(Port::kC);
   SYSTOLE_RETURN_IF_ERROR(memory_->ensure(tap_products_, taps * values * sizeof(float)));
   SYSTOLE_RETURN_IF_ERROR(memory_->ensure(tap_sum_, values * sizeof(float)));
   ensure_call_slots(taps);
@@ -87,7 +85,7 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
   };
   const uint32_t row_values = s.out_width * filters;
   std::vector<spec::CommandRecord> records;
-  if (dy_card) {
+  if (const DeviceTensor& dy_card = dy.card) {
     // A card tensor of examples x positions x filters, or a Flatten's view
     // of one stored filters x positions per image (read transposed).
     const std::size_t count = examples * s.positions() * filters;
@@ -118,7 +116,7 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
     uint16_t* view = padded->slot.buffer.map<uint16_t>();
     for (uint32_t n = 0; n < examples; ++n)
       for (uint32_t oy = 0; oy < s.out_height; ++oy)
-        round_to_bf16(dy + (uint64_t(n) * s.out_height + oy) * row_values, row_values,
+        round_to_bf16(dy.host + (uint64_t(n) * s.out_height + oy) * row_values, row_values,
                       view + padded_row(n, oy) / sizeof(uint16_t));
     SYSTOLE_RETURN_IF_ERROR(padded->slot.buffer.sync(Buffer::SyncDirection::kToDevice,
                                                      pixels * filters * sizeof(uint16_t), padded_row(0, 0)));
@@ -133,14 +131,9 @@ Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_
     const uint64_t back = uint64_t(tap / s.kernel_width) * padded_width + tap % s.kernel_width;
     // The tap's weights, filters x channels, patch() apart in W's rows.
     const std::size_t first = std::size_t(tap) * channels;
-    DeviceTensor tap_w_card;
-    if (w_card) {
-      auto part = w_card.part(first, std::size_t(filters - 1) * s.patch() + channels);
-      if (!part.ok()) return part.status();
-      tap_w_card = std::move(part).value();
-    }
-    auto b = operand(w ? w + first : nullptr, tap_w_card, filters, channels, false, s.patch(), Operand::kB,
-                     b_[r], records);
+    auto tap_w = w.part(first, std::size_t(filters - 1) * s.patch() + channels);
+    if (!tap_w.ok()) return tap_w.status();
+    auto b = operand(*tap_w, filters, channels, false, s.patch(), Port::kB, b_[r], records);
     if (!b.ok()) return b.status();
     GemmProblem problem;
     problem.m = uint32_t(pixels);

@@ -20,7 +20,7 @@ namespace {
 // Unit u keeps its buffers in banks 4u .. 4u+3 (the banks Makefile.fpga
 // connects to its ports): A, B, C and the command list each in their own
 // (spec::operand_bank).
-using spec::Operand;
+using Port = spec::Operand;  // the kernel port (and bank) of an operand
 
 }  // namespace
 
@@ -28,12 +28,12 @@ Result<DeviceTensor> MatmulExecutor::allocate(std::size_t) {
   return Status(StatusCode::kUnavailable, "allocate: this executor keeps no tensors on the card");
 }
 
-Status MatmulExecutor::relu_mask_on_card(const DeviceTensor&, const DeviceTensor&, const DeviceTensor&) {
+Status MatmulExecutor::relu_mask_on_card(const DeviceTensor&, const DeviceTensor&, const DeviceTensor&,
+                                         std::size_t) {
   return Status(StatusCode::kUnavailable, "relu mask: this executor keeps no tensors on the card");
 }
 
-Status MatmulExecutor::conv_input_gradient_on_card(const ConvShape&, uint32_t, const float*,
-                                                   const DeviceTensor&, const float*, const DeviceTensor&,
+Status MatmulExecutor::conv_input_gradient_on_card(const ConvShape&, uint32_t, const Operand&, const Operand&,
                                                    float*) {
   return Status(StatusCode::kUnavailable,
                 "conv input gradient on card: this executor keeps no tensors on the card");
@@ -115,20 +115,19 @@ std::size_t DeviceMatmul::copied_tensors() const { return memory_->copied_tensor
 
 std::size_t DeviceMatmul::kept_rows_bytes() const { return memory_->kept_rows_bytes(); }
 
-Result<uint64_t> DeviceMatmul::operand(const float* x, const DeviceTensor& x_card, uint32_t rows,
-                                       uint32_t cols, bool transposed, uint32_t stride, Operand which,
-                                       UnitSlot& slot, std::vector<spec::CommandRecord>& records) {
-  if (!x_card) return memory_->stage(slot, x, nullptr, rows, cols, transposed, stride);
+Result<uint64_t> DeviceMatmul::operand(const Operand& x, uint32_t rows, uint32_t cols, bool transposed,
+                                       uint32_t stride, Port which, UnitSlot& slot,
+                                       std::vector<spec::CommandRecord>& records) {
+  if (!x.card) return memory_->stage(slot, x.host, nullptr, rows, cols, transposed, stride);
   // What the card reads of the parameters' values the host need not.
   const std::size_t span = std::size_t((transposed ? cols : rows) - 1) * stride + (transposed ? rows : cols);
-  if (x_card.same_values(resident_.values)) card_read_.add(x_card.offset(), x_card.offset() + span);
-  return memory_->copy(x_card, rows, cols, transposed, stride, which,
-                       which == Operand::kA ? "matmul: operand A" : "matmul: operand B", records);
+  if (x.card.same_values(resident_.values)) card_read_.add(x.card.offset(), x.card.offset() + span);
+  return memory_->copy(x.card, rows, cols, transposed, stride, which,
+                       which == Port::kA ? "matmul: operand A" : "matmul: operand B", records);
 }
 
 Status DeviceMatmul::relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
-                                       const DeviceTensor& masked) {
-  const std::size_t count = masked.count();
+                                       const DeviceTensor& masked, std::size_t count) {
   auto x = UnitMemory::address(gradient, count, "relu mask: the gradient");
   if (!x.ok()) return x.status();
   auto y = UnitMemory::address(output, count, "relu mask: the layer's output");
@@ -147,9 +146,9 @@ Status DeviceMatmul::relu_mask_on_card(const DeviceTensor& gradient, const Devic
 
 void DeviceMatmul::ensure_call_slots(std::size_t calls) {
   while (a_.size() < calls) {
-    a_.push_back({Buffer(), memory_->bank(Operand::kA)});
-    b_.push_back({Buffer(), memory_->bank(Operand::kB)});
-    c_.push_back({Buffer(), memory_->bank(Operand::kC)});
+    a_.push_back({Buffer(), memory_->bank(Port::kA)});
+    b_.push_back({Buffer(), memory_->bank(Port::kB)});
+    c_.push_back({Buffer(), memory_->bank(Port::kC)});
   }
 }
 
@@ -194,16 +193,15 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
   std::optional<TraceScope> upload(std::in_place, "upload", "device", track);  // until the first launch
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const MatmulCall& call = calls[i];
-    if (!(call.a || call.a_rows || call.a_card) || !(call.b || call.b_rows || call.b_card) ||
-        !(call.c || call.c_card))
+    if (!(call.a || call.a_rows) || !(call.b || call.b_rows) || !call.c)
       return Status(StatusCode::kInvalidArgument, "matmul: an operand is missing");
     if ((call.a_rows && call.a_transposed) || (call.b_rows && call.b_transposed))
       return Status(StatusCode::kInvalidArgument, "matmul: an operand given as rows is not transposed");
-    if ((call.a_card && call.a_rows) || (call.b_card && call.b_rows))
-      return Status(StatusCode::kInvalidArgument, "matmul: an operand is given both as rows and on the card");
+    if ((call.a && call.a_rows) || (call.b && call.b_rows))
+      return Status(StatusCode::kInvalidArgument, "matmul: an operand is given both as rows and as values");
     // C in the card's copy of the parameters' gradients (a weight's).
-    const bool c_resident = call.c_card.same_values(resident_.gradients);
-    if (call.c_card && call.accumulate && !c_resident)
+    const bool c_resident = call.c.card.same_values(resident_.gradients);
+    if (call.c.card && call.accumulate && !c_resident)
       return Status(StatusCode::kInvalidArgument, "matmul: a result left on the card cannot accumulate");
     const uint32_t a_row = call.a_transposed ? call.m : call.k, b_row = call.b_transposed ? call.k : call.n;
     if (call.a_stride() < a_row || call.b_stride() < b_row)
@@ -215,43 +213,43 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.m = call.m;
     problem.n = call.n;
     problem.k = call.k;
-    problem.bias = call.bias || call.bias_card;
+    problem.bias = bool(call.bias);
     problem.relu = call.relu;
     problem.accumulate = call.accumulate;
 
     auto a = call.a_rows ? memory_->made_rows(call, *call.a_rows, call.m, call.k, a_[i])
-                         : operand(call.a, call.a_card, call.m, call.k, call.a_transposed, call.a_stride(),
-                                   Operand::kA, a_[i], records);
+                         : operand(call.a, call.m, call.k, call.a_transposed, call.a_stride(), Port::kA,
+                                   a_[i], records);
     if (!a.ok()) return a.status();
     problem.a = {*a, call.k};
 
     auto b = call.b_rows ? memory_->made_rows(call, *call.b_rows, call.k, call.n, b_[i])
-                         : operand(call.b, call.b_card, call.k, call.n, call.b_transposed, call.b_stride(),
-                                   Operand::kB, b_[i], records);
+                         : operand(call.b, call.k, call.n, call.b_transposed, call.b_stride(), Port::kB,
+                                   b_[i], records);
     if (!b.ok()) return b.status();
     problem.b = {*b, call.n};
 
     const std::size_t c_count = std::size_t(call.m) * call.n, c_bytes = c_count * sizeof(float);
-    const std::size_t bias_bytes = call.bias && !call.bias_card ? call.n * sizeof(float) : 0;
+    const std::size_t bias_bytes = call.bias.host && !call.bias.card ? call.n * sizeof(float) : 0;
     std::size_t bias_offset = 0;  // of a host bias in c_[i]
-    if (call.c_card) {
-      auto address = memory_->result(call.c_card, c_count, "matmul: result C");
+    if (call.c.card) {
+      auto address = memory_->result(call.c.card, c_count, "matmul: result C");
       if (!address.ok()) return address.status();
       problem.c = {*address, call.n};
       on_card[i] = true;
       if (c_resident) {
         // The product lands in the card's gradients. Accumulating into what
         // the host wrote there, the host's values go up first.
-        const std::size_t at = call.c_card.offset();
+        const std::size_t at = call.c.card.offset();
         if (call.accumulate && !card_written_.contains(at, at + c_count)) {
-          if (!call.c)
+          if (!call.c.host)
             return Status(StatusCode::kInvalidArgument,
-                          "matmul: accumulating into the card's gradients needs the host's copy (c)");
-          SYSTOLE_RETURN_IF_ERROR(call.c_card.part(0, c_count)->write(call.c));
+                          "matmul: accumulating into the card's gradients needs the host's copy of C");
+          SYSTOLE_RETURN_IF_ERROR(call.c.card.part(0, c_count)->write(call.c.host));
         }
         card_written_.add(at, at + c_count);
       }
-    } else if (Buffer* imported = import_result(i, call.c, c_bytes)) {
+    } else if (Buffer* imported = import_result(i, call.c.host, c_bytes)) {
       // C in the caller's array itself: nothing goes up or comes down.
       problem.c = {imported->address(), call.n};
     } else {
@@ -259,7 +257,7 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
       SYSTOLE_RETURN_IF_ERROR(memory_->ensure(c_[i], c_bytes + bias_bytes));
       Buffer& c = c_[i].buffer;
       if (call.accumulate) {
-        SYSTOLE_RETURN_IF_ERROR(c.write(call.c, c_bytes));
+        SYSTOLE_RETURN_IF_ERROR(c.write(call.c.host, c_bytes));
         SYSTOLE_RETURN_IF_ERROR(c.sync(Buffer::SyncDirection::kToDevice, c_bytes, 0));
       }
       problem.c = {c.address(), call.n};
@@ -270,15 +268,15 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
       // behind C when C is there.
       SYSTOLE_RETURN_IF_ERROR(memory_->ensure(c_[i], bias_offset + bias_bytes));
       Buffer& c = c_[i].buffer;
-      SYSTOLE_RETURN_IF_ERROR(c.write(call.bias, bias_bytes, bias_offset));
+      SYSTOLE_RETURN_IF_ERROR(c.write(call.bias.host, bias_bytes, bias_offset));
       SYSTOLE_RETURN_IF_ERROR(c.sync(Buffer::SyncDirection::kToDevice, bias_bytes, bias_offset));
       problem.bias_address = c.address() + bias_offset;
-    } else if (call.bias_card) {
-      auto address = UnitMemory::address(call.bias_card, call.n, "matmul: the bias");
+    } else if (call.bias.card) {
+      auto address = UnitMemory::address(call.bias.card, call.n, "matmul: the bias");
       if (!address.ok()) return address.status();
       problem.bias_address = *address;
-      if (call.bias_card.same_values(resident_.values))
-        card_read_.add(call.bias_card.offset(), call.bias_card.offset() + call.n);
+      if (call.bias.card.same_values(resident_.values))
+        card_read_.add(call.bias.card.offset(), call.bias.card.offset() + call.n);
     }
 
     auto planned = plan_gemm(info, problem);
@@ -293,7 +291,7 @@ Status DeviceMatmul::run(const std::vector<MatmulCall>& calls) {
     if (on_card[i] || (i < imported_.size() && imported_[i])) continue;
     const std::size_t bytes = std::size_t(calls[i].m) * calls[i].n * sizeof(float);
     SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, 0));
-    SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.read(calls[i].c, bytes));
+    SYSTOLE_RETURN_IF_ERROR(c_[i].buffer.read(calls[i].c.host, bytes));
   }
   imported_.clear();
   times_.launch_seconds += launch_seconds;

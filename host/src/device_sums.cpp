@@ -33,34 +33,62 @@ void sum_rows(const float* x, uint32_t rows, uint32_t width, uint32_t tile, floa
 }
 
 Status MatmulExecutor::sum(const SumCall& call) {
-  if (call.x_card) return Status(StatusCode::kUnavailable, "sum: this executor keeps no tensors on the card");
-  if (!call.x || !call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-  sum_rows(call.x, call.rows, call.width, call.tile_rows(k_tile()), call.out);
+  if (call.x.card && !call.x.host)
+    return Status(StatusCode::kUnavailable, "sum: this executor keeps no tensors on the card");
+  if (!call.x.host || !call.out.host)
+    return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
+  sum_rows(call.x.host, call.rows, call.width, call.tile_rows(k_tile()), call.out.host);
   return ok_status();
 }
 
+void relu_mask(const float* gradient, const float* output, std::size_t count, float* masked) {
+  const float* __restrict g = gradient;
+  const float* __restrict y = output;
+  float* __restrict out = masked;
+  for (std::size_t i = 0; i < count; ++i) {
+    const float value = g[i];
+    out[i] = y[i] > 0.0f ? value : 0.0f;
+  }
+}
+
+Status MatmulExecutor::relu_mask(const Operand& gradient, const Operand& output, const Destination& masked,
+                                 std::size_t count) {
+  const bool on_card = gradient.card && output.card && masked.card;
+  const bool on_host = gradient.host && output.host && masked.host;
+  if (on_card && (!on_host || supports(Feature::kCardTensors)))
+    return relu_mask_on_card(gradient.card, output.card, masked.card, count);
+  if (on_host) {
+    systole::relu_mask(gradient.host, output.host, count, masked.host);
+    return ok_status();
+  }
+  auto where = [](const Operand& x) { return x.card ? "on the card" : x.host ? "on the host" : "missing"; };
+  return Status(StatusCode::kInvalidArgument, std::string("relu mask: the gradient is ") + where(gradient) +
+                                                  ", the layer's output " + where(output) +
+                                                  " and the masked gradient " + where(masked) +
+                                                  ": all three must be on the host, or all on the card");
+}
+
 Status DeviceMatmul::sum(const SumCall& call) {
-  if ((!call.x && !call.x_card) || (!call.out && !call.out_card))
-    return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-  // Sums made on the host go to out, and to out_card too where no host copy
+  if (!call.x || !call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
+  // Sums made on the host go to out.host, and to out.card too where no host copy
   // stands behind it (a tensor given instead of out, or beside it).
-  const bool out_resident = call.out_card.same_values(resident_.gradients);
+  const bool out_resident = call.out.card.same_values(resident_.gradients);
   auto host_sums = [&](const float* x) -> Status {
-    const bool to_card = call.out_card && !out_resident;
-    float* into = call.out;
+    const bool to_card = call.out.card && !out_resident;
+    float* into = call.out.host;
     if (!into && to_card) {
       summed_out_.resize(call.width);
       into = summed_out_.data();
     }
     if (!into) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
-    if (to_card && call.out_card.count() < call.width)
+    if (to_card && call.out.card.count() < call.width)
       return Status(StatusCode::kInvalidArgument, "sum: " + std::to_string(call.width) +
                                                       " sums into a tensor of " +
-                                                      std::to_string(call.out_card.count()));
+                                                      std::to_string(call.out.card.count()));
     sum_rows(x, call.rows, call.width, call.tile_rows(k_tile()), into);
-    return to_card ? call.out_card.part(0, call.width)->write(into) : ok_status();
+    return to_card ? call.out.card.part(0, call.width)->write(into) : ok_status();
   };
-  if (!call.x_card) return host_sums(call.x);
+  if (!call.x.card) return host_sums(call.x.host);
   if (!supports(Feature::kCardTensors)) return UnitMemory::no_vector_engine("sum");
   const uint32_t rows = call.rows, width = call.width, tile = call.tile_rows(k_tile());
   const std::size_t count = std::size_t(rows) * width;
@@ -71,7 +99,7 @@ Status DeviceMatmul::sum(const SumCall& call) {
                       " values do not fit the vector engine's sum (up to " +
                       std::to_string(spec::kMaxVectorElements) + " values a row, " +
                       std::to_string(spec::kMaxVectorRows) + " tiles of " + std::to_string(tile) + " rows)");
-  const DeviceTensor& tensor = call.x_card;
+  const DeviceTensor& tensor = call.x.card;
   if (count > tensor.count())
     return Status(StatusCode::kInvalidArgument, "sum: the values summed are " + std::to_string(count) +
                                                     " of a tensor of " + std::to_string(tensor.count()));
@@ -99,10 +127,10 @@ Status DeviceMatmul::sum(const SumCall& call) {
   auto x = UnitMemory::address(tensor, count, "sum: the values summed");
   if (!x.ok()) return x.status();
 
-  // Into out_card where it is given, else into sums_.
+  // Into out.card where it is given, else into sums_.
   uint64_t out;
-  if (call.out_card) {
-    auto address = memory_->result(call.out_card, width, "sum: the result");
+  if (call.out.card) {
+    auto address = memory_->result(call.out.card, width, "sum: the result");
     if (!address.ok()) return address.status();
     out = *address;
   } else {
@@ -123,18 +151,18 @@ Status DeviceMatmul::sum(const SumCall& call) {
                                                            sums + uint64_t(t) * width * sizeof(float)),
                                                work));
   SYSTOLE_RETURN_IF_ERROR(append_vector_plan(sum_problem(tiles, width, width, sums, out), work));
-  if (call.out_card && !out_resident) return run_vector(work);
-  if (call.out_card) {
+  if (call.out.card && !out_resident) return run_vector(work);
+  if (call.out.card) {
     // Nothing comes down: the sums run at the head of the next launch
     // (the step's, which reads the gradients).
-    card_written_.add(call.out_card.offset(), call.out_card.offset() + width);
+    card_written_.add(call.out.card.offset(), call.out.card.offset() + width);
     pending_.insert(pending_.end(), work.begin(), work.end());
     return ok_status();
   }
   SYSTOLE_RETURN_IF_ERROR(run_vector(work));
   const std::size_t bytes = width * sizeof(float);
   SYSTOLE_RETURN_IF_ERROR(sums_.buffer.sync(Buffer::SyncDirection::kFromDevice, bytes, 0));
-  return sums_.buffer.read(call.out, bytes);
+  return sums_.buffer.read(call.out.host, bytes);
 }
 
 }  // namespace systole

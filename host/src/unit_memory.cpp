@@ -12,7 +12,7 @@
 namespace systole {
 namespace {
 
-using spec::Operand;
+using Port = spec::Operand;  // the kernel port (and bank) of an operand
 
 // Before rows are kept in the command lists' bank, the lists' buffer is
 // made for this many descriptors, so that kept rows do not take its room.
@@ -21,10 +21,10 @@ constexpr std::size_t kKeptRowsListDescriptors = 1000;
 }  // namespace
 
 UnitMemory::UnitMemory(Device device, uint32_t unit) : device_(std::move(device)), unit_(unit) {
-  commands_.bank = bank(Operand::kCommands);
+  commands_.bank = bank(Port::kCommands);
 }
 
-uint32_t UnitMemory::bank(Operand operand) const {
+uint32_t UnitMemory::bank(Port operand) const {
   return spec::operand_bank(unit_, operand, device_.info().hbm_banks);
 }
 
@@ -142,7 +142,7 @@ Result<DeviceTensor> UnitMemory::allocate(std::size_t count) {
       std::remove_if(copies_.begin(), copies_.end(), [](const Copy& copy) { return copy.alive.expired(); }),
       copies_.end());
   Slot slot;
-  slot.bank = bank(Operand::kC);
+  slot.bank = bank(Port::kC);
   SYSTOLE_RETURN_IF_ERROR(ensure(slot, std::max<std::size_t>(count, 1) * sizeof(float)));
   return DeviceTensor::over(std::move(slot.buffer), 0, count);
 }
@@ -219,7 +219,7 @@ Result<std::vector<spec::CommandRecord>> UnitMemory::view_copy(const DeviceTenso
 }
 
 Result<uint64_t> UnitMemory::copy(const DeviceTensor& x_card, uint32_t rows, uint32_t cols, bool transposed,
-                                  uint32_t stride, Operand operand, const std::string& what,
+                                  uint32_t stride, Port operand, const std::string& what,
                                   std::vector<spec::CommandRecord>& records) {
   // X as stored: transposed, op(X)'s columns are its rows.
   const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;

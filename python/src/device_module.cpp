@@ -270,15 +270,15 @@ class PyDevice : public std::enable_shared_from_this<PyDevice> {
     call.b = b.data;
     call.b_transposed = transpose_b != b.column_major;
     call.ldb = b.stride;
-    if (a_tensor) call.a_card = a_tensor->tensor;
-    if (b_tensor) call.b_card = b_tensor->tensor;
+    if (a_tensor) call.a.card = a_tensor->tensor;
+    if (b_tensor) call.b.card = b_tensor->tensor;
     py::array bias;
     if (bias_tensor) {
       if (bias_tensor->rows * bias_tensor->cols != call.n || (bias_tensor->rows != 1 && bias_tensor->cols != 1))
         throw py::value_error("bias: expected " + std::to_string(call.n) +
                               " values (the columns of the product), got a device tensor of shape (" +
                               std::to_string(bias_tensor->rows) + ", " + std::to_string(bias_tensor->cols) + ")");
-      call.bias_card = bias_tensor->tensor;
+      call.bias.card = bias_tensor->tensor;
     } else if (!bias_object.is_none()) {
       bias = float32_array(bias_object, "bias", 1);
       if (uint32_t(bias.shape(0)) != call.n)
@@ -294,7 +294,7 @@ class PyDevice : public std::enable_shared_from_this<PyDevice> {
         throw py::value_error("out: expected shape (" + std::to_string(call.m) + ", " + std::to_string(call.n) +
                               ") for the product, got a device tensor of shape (" + std::to_string(out->rows) +
                               ", " + std::to_string(out->cols) + ")");
-      call.c_card = out->tensor;
+      call.c.card = out->tensor;
     } else {
       c = py::array_t<float>({py::ssize_t(call.m), py::ssize_t(call.n)});
       call.c = c.mutable_data();

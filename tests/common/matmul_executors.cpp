@@ -20,7 +20,7 @@ float element(const float* x, bool transposed, uint32_t stride, uint32_t r, uint
 
 // `call` with an operand given as rows made into fp32 in `a` (or `b`).
 MatmulCall stored(MatmulCall call, std::vector<float>& a, std::vector<float>& b) {
-  auto store = [](const OperandRows*& rows, const float*& x, uint32_t& stride, std::size_t size,
+  auto store = [](const OperandRows*& rows, Operand& x, uint32_t& stride, std::size_t size,
                   std::vector<float>& storage) {
     if (!rows) return;
     storage.resize(size);
@@ -43,13 +43,13 @@ Status ExactMatmul::run(const std::vector<MatmulCall>& calls) {
     const MatmulCall call = stored(given, a, b);
     for (uint32_t i = 0; i < call.m; ++i)
       for (uint32_t j = 0; j < call.n; ++j) {
-        double sum = call.accumulate ? call.c[std::size_t(i) * call.n + j] : 0.0;
+        double sum = call.accumulate ? call.c.host[std::size_t(i) * call.n + j] : 0.0;
         for (uint32_t p = 0; p < call.k; ++p)
-          sum += double(element(call.a, call.a_transposed, call.a_stride(), i, p)) *
-                 element(call.b, call.b_transposed, call.b_stride(), p, j);
-        if (call.bias) sum += call.bias[j];
+          sum += double(element(call.a.host, call.a_transposed, call.a_stride(), i, p)) *
+                 element(call.b.host, call.b_transposed, call.b_stride(), p, j);
+        if (call.bias) sum += call.bias.host[j];
         if (call.relu && !(sum > 0)) sum = 0;
-        call.c[std::size_t(i) * call.n + j] = float(sum);
+        call.c.host[std::size_t(i) * call.n + j] = float(sum);
       }
   }
   return ok_status();
@@ -71,14 +71,14 @@ Status ReferenceMatmul::run(const std::vector<MatmulCall>& calls) {
     for (uint32_t i = 0; i < call.m; ++i)
       for (uint32_t p = 0; p < call.k; ++p)
         put_bf16((std::size_t(i) * call.k + p) * 2,
-                 element(call.a, call.a_transposed, call.a_stride(), i, p));
+                 element(call.a.host, call.a_transposed, call.a_stride(), i, p));
     for (uint32_t p = 0; p < call.k; ++p)
       for (uint32_t j = 0; j < call.n; ++j)
         put_bf16(a_bytes + (std::size_t(p) * call.n + j) * 2,
-                 element(call.b, call.b_transposed, call.b_stride(), p, j));
-    if (call.accumulate) std::memcpy(memory.data() + a_bytes + b_bytes, call.c, c_bytes);
+                 element(call.b.host, call.b_transposed, call.b_stride(), p, j));
+    if (call.accumulate) std::memcpy(memory.data() + a_bytes + b_bytes, call.c.host, c_bytes);
     if (call.bias)
-      std::memcpy(memory.data() + a_bytes + b_bytes + c_bytes, call.bias, std::size_t(call.n) * 4);
+      std::memcpy(memory.data() + a_bytes + b_bytes + c_bytes, call.bias.host, std::size_t(call.n) * 4);
     GemmProblem problem;
     problem.m = call.m;
     problem.n = call.n;
@@ -86,14 +86,14 @@ Status ReferenceMatmul::run(const std::vector<MatmulCall>& calls) {
     problem.a = {0, call.k};
     problem.b = {a_bytes, call.n};
     problem.c = {a_bytes + b_bytes, call.n};
-    problem.bias = call.bias != nullptr;
+    problem.bias = bool(call.bias);
     problem.bias_address = a_bytes + b_bytes + c_bytes;
     problem.relu = call.relu;
     problem.accumulate = call.accumulate;
     auto descriptors = plan_gemm(device_, problem);
     if (!descriptors.ok()) return descriptors.status();
     for (const spec::GemmDescriptor& d : *descriptors) reference::gemm(d, device_.shape.rows, memory);
-    std::memcpy(call.c, memory.data() + a_bytes + b_bytes, c_bytes);
+    std::memcpy(call.c.host, memory.data() + a_bytes + b_bytes, c_bytes);
   }
   return ok_status();
 }
@@ -132,45 +132,41 @@ Status CardKeepingMatmul::run(const std::vector<MatmulCall>& calls) {
   std::vector<std::vector<float>> operands;  // what the calls read from the card
   operands.reserve(3 * calls.size());
   for (MatmulCall& call : here) {
-    auto read = [&](const float*& x, DeviceTensor& card, bool transposed, uint32_t stride, uint32_t rows,
-                    uint32_t cols) -> Status {
-      if (!card) return ok_status();
+    auto read = [&](Operand& x, bool transposed, uint32_t stride, uint32_t rows, uint32_t cols) -> Status {
+      if (!x.card) return ok_status();
       const uint32_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
-      auto found = values(card, std::size_t(stored_rows - 1) * stride + stored_cols);
+      auto found = values(x.card, std::size_t(stored_rows - 1) * stride + stored_cols);
       if (!found.ok()) return found.status();
       operands.push_back(std::move(found).value());
       x = operands.back().data();
-      card = DeviceTensor();
       ++operands_read;
       return ok_status();
     };
-    SYSTOLE_RETURN_IF_ERROR(read(call.a, call.a_card, call.a_transposed, call.a_stride(), call.m, call.k));
-    SYSTOLE_RETURN_IF_ERROR(read(call.b, call.b_card, call.b_transposed, call.b_stride(), call.k, call.n));
-    if (call.c_card) {
+    SYSTOLE_RETURN_IF_ERROR(read(call.a, call.a_transposed, call.a_stride(), call.m, call.k));
+    SYSTOLE_RETURN_IF_ERROR(read(call.b, call.b_transposed, call.b_stride(), call.k, call.n));
+    if (call.c.card) {
       if (call.accumulate) return Status(StatusCode::kInvalidArgument, "accumulating on the card");
-      if (call.c_card.is_view()) return Status(StatusCode::kInvalidArgument, "writing a view");
-      if (std::size_t(call.m) * call.n > call.c_card.count())
+      if (call.c.card.is_view()) return Status(StatusCode::kInvalidArgument, "writing a view");
+      if (std::size_t(call.m) * call.n > call.c.card.count())
         return Status(StatusCode::kInvalidArgument, "a result longer than its tensor on the card");
       operands.emplace_back(std::size_t(call.m) * call.n);
       call.c = operands.back().data();
       ++results_left;
     }
   }
-  for (MatmulCall& call : here) call.c_card = DeviceTensor();
   SYSTOLE_RETURN_IF_ERROR(reference_.run(here));
   for (std::size_t i = 0; i < calls.size(); ++i)
-    if (calls[i].c_card) {
-      DeviceTensor c = calls[i].c_card;
+    if (calls[i].c.card) {
+      DeviceTensor c = calls[i].c.card;
       auto part = c.part(0, std::size_t(calls[i].m) * calls[i].n);
       if (!part.ok()) return part.status();
-      SYSTOLE_RETURN_IF_ERROR(part->write(here[i].c));
+      SYSTOLE_RETURN_IF_ERROR(part->write(here[i].c.host));
     }
   return ok_status();
 }
 
 Status CardKeepingMatmul::relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
-                                            const DeviceTensor& masked) {
-  const std::size_t count = masked.count();
+                                            const DeviceTensor& masked, std::size_t count) {
   auto g = values(gradient, count), y = values(output, count);
   if (!g.ok() || !y.ok()) return Status(StatusCode::kInvalidArgument, "relu mask: not on the card");
   std::vector<float> kept(count);
@@ -182,10 +178,10 @@ Status CardKeepingMatmul::relu_mask_on_card(const DeviceTensor& gradient, const 
 }
 
 Status CardKeepingMatmul::sum(const SumCall& call) {
-  if (!call.x_card) return MatmulExecutor::sum(call);
-  auto x = values(call.x_card, std::size_t(call.rows) * call.width);
+  if (!call.x.card) return MatmulExecutor::sum(call);
+  auto x = values(call.x.card, std::size_t(call.rows) * call.width);
   if (!x.ok()) return Status(StatusCode::kInvalidArgument, "sum: not on the card");
-  sum_rows(x->data(), call.rows, call.width, call.tile_rows(k_tile()), call.out);
+  sum_rows(x->data(), call.rows, call.width, call.tile_rows(k_tile()), call.out.host);
   ++sums_read;
   return ok_status();
 }

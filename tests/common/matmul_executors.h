@@ -44,7 +44,7 @@ class ReferenceMatmul final : public MatmulExecutor {
 
 // ReferenceMatmul that keeps tensors "on the card": it makes them in
 // `device`'s memory (allocate), an operand on the card is read from there,
-// a result left there (c_card) is written there and not to the host, views
+// a result left there (a C on the card) is written there and not to the host, views
 // read their tensor's blocks transposed, and the ReLU mask runs here.
 // Counts what the layers leave and read, to check which tensors a model
 // keeps on the card.
@@ -60,18 +60,18 @@ class CardKeepingMatmul final : public MatmulExecutor {
   bool keeps_activations() const override { return true; }
   Result<DeviceTensor> allocate(std::size_t count) override;
   Status sum(const SumCall& call) override;
-  Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
-                           const DeviceTensor& masked) override;
 
   uint32_t tensors = 0;        // allocate calls
-  uint32_t results_left = 0;   // calls with c_card
-  uint32_t operands_read = 0;  // operands with a_card or b_card
+  uint32_t results_left = 0;   // calls whose C is on the card
+  uint32_t operands_read = 0;  // operands A or B on the card
   uint32_t masks = 0;          // relu_mask_on_card calls
   uint32_t sums_read = 0;      // sums of tensors on the card
   // Views whose blocks read transposed (a Flatten's) that calls read.
   std::size_t views() const { return views_.size(); }
 
  private:
+  Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
+                           const DeviceTensor& masked, std::size_t count) override;
   // The first `count` values of x as a product reads them (a view's through
   // its blocks' transposition).
   Result<std::vector<float>> values(const DeviceTensor& x, std::size_t count);

@@ -116,7 +116,7 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
         std::vector<float> dcol(positions * s.patch()), expected(examples * s.input_values());
         MatmulCall dcol_product =
             product(uint32_t(positions), s.patch(), s.filters, dy.data(), w, dcol.data());
-        dcol_product.b_card = w_card;
+        dcol_product.b.card = w_card;
         ASSERT_TRUE(matmul.run(dcol_product).ok());
         col2im(s, examples, dcol.data(), expected.data());
         const uint64_t host_bytes = unit.device.card_model()->projection().link_bytes - before;
@@ -127,7 +127,7 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
         if (mode != Dy::kHost) {
           card_dy = matmul.allocate(dy_count).value();
           make_dy.c = nullptr;
-          make_dy.c_card = card_dy;
+          make_dy.c.card = card_dy;
           ASSERT_TRUE(matmul.run(make_dy).ok());
           host_dy = nullptr;
         }
@@ -138,8 +138,8 @@ TEST(ConvInputGradient, SummedOnTheCardTheBitsOfCol2imOnTheHost) {
         }
         const uint64_t between = unit.device.card_model()->projection().link_bytes;
         std::vector<float> dx(expected.size(), -1234.5f);
-        const Status ran =
-            matmul.conv_input_gradient_on_card(s, examples, host_dy, card_dy, w, w_card, dx.data());
+        const Status ran = matmul.conv_input_gradient_on_card(s, examples, Operand(host_dy, card_dy),
+                                                              Operand(w, w_card), dx.data());
         ASSERT_TRUE(ran.ok()) << ran.to_string();
         const uint64_t card_bytes = unit.device.card_model()->projection().link_bytes - between;
         std::size_t first = 0;
@@ -237,20 +237,17 @@ TEST(ConvInputGradient, RefusesWhatItCannotSum) {
   DeviceMatmul& matmul = *unit;
   ConvShape s = conv(5, 5, 2, 6, 3, 3, true);
   std::vector<float> dy(s.positions() * s.filters, 1.0f), dx(s.input_values());
-  Status refused = sw_emu_unit(false)->conv_input_gradient_on_card(s, 1, dy.data(), DeviceTensor(),
-                                                                   values.data(), DeviceTensor(), dx.data());
+  Status refused = sw_emu_unit(false)->conv_input_gradient_on_card(s, 1, dy.data(), values.data(), dx.data());
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
   EXPECT_NE(refused.message().find("vector engine"), std::string::npos) << refused.message();
   ConvShape strided = s;
   strided.stride_height = 2;
   strided.out_height = 3;
-  refused = matmul.conv_input_gradient_on_card(strided, 1, dy.data(), DeviceTensor(), values.data(),
-                                               DeviceTensor(), dx.data());
+  refused = matmul.conv_input_gradient_on_card(strided, 1, dy.data(), values.data(), dx.data());
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("strides 2x1"), std::string::npos) << refused.message();
   DeviceTensor short_dy = matmul.allocate(dy.size() - 1).value();
-  refused =
-      matmul.conv_input_gradient_on_card(s, 1, nullptr, short_dy, values.data(), DeviceTensor(), dx.data());
+  refused = matmul.conv_input_gradient_on_card(s, 1, short_dy, values.data(), dx.data());
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(
       refused.message().find("dy reads " + std::to_string(dy.size()) + " values of a tensor the card holds " +

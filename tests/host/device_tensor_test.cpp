@@ -25,7 +25,7 @@ using namespace testing::card;
 
 // Two dense layers' forward and backward on a modelled card that keeps the
 // parameters: with the hidden activation and its gradients left on the
-// card (c_card, a_card, relu_mask_on_card) the results are the bits of the
+// card (card tensors as C and A, the ReLU mask there) the results are the bits of the
 // chain through the host, the hidden tensors read back from the card are
 // the host's, and they never cross the link.
 TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossingTheLink) {
@@ -49,10 +49,10 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
                      w2_card = unit.values(std::size_t(hidden) * (in + 1), std::size_t(out) * hidden);
   const std::size_t hidden_values = std::size_t(m) * hidden;
   MatmulCall forward1 = product(m, hidden, in, x.data(), w1, nullptr);  // y1 = relu(x W1^T + b1)
-  forward1.b_card = w1_card;
+  forward1.b.card = w1_card;
   forward1.b_transposed = true;
   forward1.bias = b1;
-  forward1.bias_card = b1_card;
+  forward1.bias.card = b1_card;
   forward1.relu = true;
 
   // Both chains: y2 = y1 W2^T; g1 = relu_mask(g2 W2, y1); dW1 = g1^T x.
@@ -74,26 +74,27 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
       }
     MatmulCall f1 = forward1;
     f1.c = card ? nullptr : chain.y1.data();
-    f1.c_card = chain.y1_card;
+    f1.c.card = chain.y1_card;
     SYSTOLE_RETURN_IF_ERROR(matmul->run(f1));
     MatmulCall f2 = product(m, out, hidden, card ? nullptr : chain.y1.data(), w2, chain.y2.data());
-    f2.a_card = chain.y1_card;
-    f2.b_card = w2_card;
+    f2.a.card = chain.y1_card;
+    f2.b.card = w2_card;
     f2.b_transposed = true;
     SYSTOLE_RETURN_IF_ERROR(matmul->run(f2));
     MatmulCall dx = product(m, hidden, out, g2.data(), w2, card ? nullptr : chain.g1.data());  // g1 = g2 W2
-    dx.b_card = w2_card;
-    dx.c_card = chain.g1_card;
+    dx.b.card = w2_card;
+    dx.c.card = chain.g1_card;
     SYSTOLE_RETURN_IF_ERROR(matmul->run(dx));
     if (card) {
-      SYSTOLE_RETURN_IF_ERROR(matmul->relu_mask_on_card(chain.g1_card, chain.y1_card, chain.masked_card));
+      SYSTOLE_RETURN_IF_ERROR(
+          matmul->relu_mask(chain.g1_card, chain.y1_card, chain.masked_card, chain.masked_card.count()));
     } else {
       for (std::size_t i = 0; i < chain.g1.size(); ++i)
         chain.masked[i] = chain.y1[i] > 0 ? chain.g1[i] : 0.0f;
     }
     MatmulCall dw = product(hidden, in, m, card ? nullptr : chain.masked.data(), x.data(), chain.dw1.data());
     dw.a_transposed = true;
-    dw.a_card = chain.masked_card;
+    dw.a.card = chain.masked_card;
     return matmul->run(dw);
   };
   Chain host, card;
@@ -130,7 +131,7 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
   // What the card holds too little of is refused by name.
   MatmulCall longer = forward1;
   longer.a = nullptr;
-  longer.a_card = card.y1_card;
+  longer.a.card = card.y1_card;
   longer.k = hidden + 1;  // reads one more column than y1 has
   longer.b = values.data();
   longer.c = host.y1.data();
@@ -141,12 +142,17 @@ TEST(DeviceMatmulCardTensors, AChainOnTheCardGivesTheHostChainsBitsWithoutCrossi
             std::string::npos)
       << refused.message();
   MatmulCall accumulated = forward1;
-  accumulated.c_card = card.y1_card;
+  accumulated.c.card = card.y1_card;
   accumulated.accumulate = true;
   refused = matmul->run(accumulated);
   EXPECT_NE(refused.message().find("cannot accumulate"), std::string::npos) << refused.message();
-  refused = matmul->relu_mask_on_card(DeviceTensor(), card.y1_card, card.masked_card);
-  EXPECT_NE(refused.message().find("relu mask: the gradient is not on the card"), std::string::npos)
+  refused = matmul->relu_mask(DeviceTensor(), card.y1_card, card.masked_card, card.masked_card.count());
+  EXPECT_EQ(refused.message(),
+            "relu mask: the gradient is missing, the layer's output on the card and the masked gradient on "
+            "the card: all three must be on the host, or all on the card");
+  refused = matmul->relu_mask(card.y1.data(), card.y1_card, card.masked_card, card.masked_card.count());
+  EXPECT_NE(refused.message().find("the gradient is on the host, the layer's output on the card"),
+            std::string::npos)
       << refused.message();
 }
 
@@ -218,9 +224,9 @@ TEST(DeviceMatmulCardTensors, ATensorIsMadeFilledMultipliedAndReadBack) {
   ASSERT_TRUE(x.write(a.data()).ok());
   ASSERT_TRUE(w.write(b.data()).ok());
   MatmulCall call = product(m, n, k, nullptr, nullptr, nullptr);
-  call.a_card = x;
-  call.b_card = w;
-  call.c_card = y;
+  call.a.card = x;
+  call.b.card = w;
+  call.c.card = y;
   ASSERT_TRUE(unit->run(call).ok());
   std::vector<float> got(y.count()), want(y.count());
   ASSERT_TRUE(y.read(got.data()).ok());
@@ -246,10 +252,10 @@ TEST(DeviceMatmulCardTensors, ATensorIsMadeFilledMultipliedAndReadBack) {
   // A sum of its rows on the card, left there, is the host's.
   DeviceTensor sums = unit->allocate(n).value();
   SumCall sum;
-  sum.x_card = y;
+  sum.x.card = y;
   sum.rows = m;
   sum.width = n;
-  sum.out_card = sums;
+  sum.out.card = sums;
   ASSERT_TRUE(unit->sum(sum).ok());
   std::vector<float> summed(n), expected(n);
   ASSERT_TRUE(sums.read(summed.data()).ok());
@@ -331,7 +337,7 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
       MatmulCall call = product(rows, filters, patch, patches.data() + std::size_t(first) * positions * patch,
                                 w, card ? nullptr : r.y.data() + std::size_t(first) * features);
       call.b_transposed = true;
-      call.c_card = part(r.y_card, std::size_t(first) * features, std::size_t(rows) * filters);
+      call.c.card = part(r.y_card, std::size_t(first) * features, std::size_t(rows) * filters);
       SYSTOLE_RETURN_IF_ERROR(matmul->run(call));
     }
     if (card)
@@ -340,15 +346,15 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
       r.flat = flatten_order(r.y, positions, filters, false);
     const float* flat = card ? nullptr : r.flat.data();
     MatmulCall dense = product(batch, units, features, flat, w2, r.out.data());
-    dense.a_card = r.flat_card;
+    dense.a.card = r.flat_card;
     dense.b_transposed = true;
     SYSTOLE_RETURN_IF_ERROR(matmul->run(dense));
     // Backward: dW2 = delta^T flat; g_flat = delta W2; g = the view back.
     MatmulCall dw2 = product(units, features, batch, delta.data(), flat, r.dw2.data());
     dw2.a_transposed = true;
-    dw2.b_card = r.flat_card;
+    dw2.b.card = r.flat_card;
     MatmulCall dx2 = product(batch, features, units, delta.data(), w2, card ? nullptr : r.g_flat.data());
-    dx2.c_card = r.g_flat_card;
+    dx2.c.card = r.g_flat_card;
     SYSTOLE_RETURN_IF_ERROR(matmul->run({dw2, dx2}));
     if (card)
       r.g_card = r.g_flat_card.blocks_transposed(filters, positions).value();
@@ -363,14 +369,14 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
       MatmulCall dw = product(filters, patch, rows, g,
                               patches.data() + std::size_t(first) * positions * patch, r.dw.data());
       dw.a_transposed = true;
-      dw.a_card = g_card;
+      dw.a.card = g_card;
       dw.accumulate = first > 0;
       MatmulCall db = product(1, filters, rows, ones.data(), g, r.db.data());
-      db.b_card = g_card;
+      db.b.card = g_card;
       db.accumulate = first > 0;
       MatmulCall dx =
           product(rows, patch, filters, g, w, r.dx.data() + std::size_t(first) * positions * patch);
-      dx.a_card = g_card;
+      dx.a.card = g_card;
       SYSTOLE_RETURN_IF_ERROR(matmul->run({dw, db, dx}));
     }
     return ok_status();
@@ -393,14 +399,14 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
   EXPECT_EQ(refusal(card.flat_card.part(1, features).status()),
             "device tensor: values [1, 43) of a view are not whole blocks of 6 x 7");
   MatmulCall short_read = product(1, units, features - 1, nullptr, w2, card.out.data());
-  short_read.a_card = card.flat_card;
+  short_read.a.card = card.flat_card;
   short_read.b_transposed = true;
   short_read.ldb = features;
   EXPECT_EQ(
       refusal(matmul->run(short_read)),
       "matmul: operand A reads a view of a card tensor (blocks of 6 x 7 read transposed) as 1 x 41, row "
       "stride 41, from value 0, which does not fall on whole blocks");
-  EXPECT_EQ(refusal(matmul->relu_mask_on_card(card.g_card, card.y_card, card.g_flat_card)),
+  EXPECT_EQ(refusal(matmul->relu_mask(card.g_card, card.y_card, card.g_flat_card, card.g_flat_card.count())),
             "relu mask: the gradient is a view of a card tensor whose blocks read transposed; only a "
             "product's operand can read it");
   EXPECT_EQ(refusal(card.y_card.part(0, features + 1).value().blocks_transposed(positions, filters).status()),
@@ -413,12 +419,11 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
   const DeviceTensor alias = card.g_flat_card.blocks_transposed(1, features).value();
   ASSERT_TRUE(alias.reads_in_order());
   MatmulCall read = product(1, units, features - 1, nullptr, w2, from_alias.data());
-  read.a_card = alias;
+  read.a.card = alias;
   read.b_transposed = true;
   read.ldb = features;
   ASSERT_TRUE(matmul->run(read).ok());
-  read.a = host.g_flat.data();
-  read.a_card = DeviceTensor();
+  read.a = host.g_flat.data();  // the same values from the host
   read.c = from_host.data();
   ASSERT_TRUE(matmul->run(read).ok());
   EXPECT_EQ(std::memcmp(from_alias.data(), from_host.data(), from_host.size() * 4), 0);
@@ -426,16 +431,15 @@ TEST(DeviceMatmulCardTensors, ViewsReadTheirTensorsBlocksTransposed) {
   // A tensor written again is read again: the copy a product made of it
   // through its view is made anew.
   MatmulCall again = product(batch, features, units, delta.data(), w2, nullptr);  // y = delta W2
-  again.c_card = card.y_card;
+  again.c.card = card.y_card;
   ASSERT_TRUE(matmul->run(again).ok());
   std::vector<float> got(std::size_t(batch) * units), want(got.size());
   MatmulCall reread = product(batch, units, features, nullptr, w2, got.data());
-  reread.a_card = card.flat_card;  // the forward's read, whose copy is out of date now
+  reread.a.card = card.flat_card;  // the forward's read, whose copy is out of date now
   reread.b_transposed = true;
   ASSERT_TRUE(matmul->run(reread).ok());
   const std::vector<float> flat = flatten_order(host.g_flat, positions, filters, false);
   reread.a = flat.data();  // delta W2, flattened on the host
-  reread.a_card = DeviceTensor();
   reread.c = want.data();
   ASSERT_TRUE(matmul->run(reread).ok());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0);

@@ -183,14 +183,14 @@ class CheckedSums final : public MatmulExecutor {
     for (uint32_t j = 0; j < call.width; ++j) {
       double exact = 0, magnitude = 0;
       for (uint32_t r = 0; r < call.rows; ++r) {
-        exact += call.x[std::size_t(r) * call.width + j];
-        magnitude += std::fabs(call.x[std::size_t(r) * call.width + j]);
+        exact += call.x.host[std::size_t(r) * call.width + j];
+        magnitude += std::fabs(call.x.host[std::size_t(r) * call.width + j]);
       }
       const double additions = call.rows + 1.0, u = 0x1p-24;
       const double bound = additions * u / (1 - additions * u) * magnitude + additions * 0x1p-126;
-      EXPECT_LE(std::fabs(call.out[j] - exact), bound) << "sum " << sums << ", column " << j;
+      EXPECT_LE(std::fabs(call.out.host[j] - exact), bound) << "sum " << sums << ", column " << j;
     }
-    outputs.push_back({call.out, call.width});
+    outputs.push_back({call.out.host, call.width});
     ++sums;
     return ok_status();
   }

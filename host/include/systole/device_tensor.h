@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
+#include <utility>
 
 #include "systole/driver.h"
 #include "systole/status.h"
@@ -89,5 +91,41 @@ class DeviceTensor {
   std::size_t offset_ = 0, count_ = 0;
   uint32_t block_rows_ = 0, block_cols_ = 0;
 };
+
+// Values that an operation reads (Operand) or writes (Destination): fp32
+// values in host memory, a tensor on the card, or both, for a parameter
+// whose values the card keeps beside the host's copy
+// (ParameterStore::operand). An executor that keeps tensors on the card
+// reads and writes the card's where there is one; any other reads and
+// writes the host's. A layer hands its tensors over as they are
+// (Activations::operand) and never asks where they live.
+template <typename Value>
+struct HostOrCard {
+  Value* host = nullptr;
+  DeviceTensor card;
+
+  HostOrCard() = default;
+  HostOrCard(Value* values) : host(values) {}                   // NOLINT(google-explicit-constructor)
+  HostOrCard(DeviceTensor tensor) : card(std::move(tensor)) {}  // NOLINT(google-explicit-constructor)
+  HostOrCard(Value* values, DeviceTensor tensor) : host(values), card(std::move(tensor)) {}
+  // A destination is read as an operand (a result passed on).
+  template <typename Other, typename = std::enable_if_t<std::is_convertible_v<Other*, Value*>>>
+  HostOrCard(const HostOrCard<Other>& other) : host(other.host), card(other.card) {}  // NOLINT
+
+  explicit operator bool() const { return host || card; }
+  // Elements [at, at + count) of it: the host's values from `at`, and
+  // that part of the card tensor (an error names what does not fit).
+  Result<HostOrCard> part(std::size_t at, std::size_t count) const {
+    HostOrCard out(host ? host + at : nullptr);
+    if (card) {
+      auto piece = card.part(at, count);
+      if (!piece.ok()) return piece.status();
+      out.card = std::move(piece).value();
+    }
+    return out;
+  }
+};
+using Operand = HostOrCard<const float>;
+using Destination = HostOrCard<float>;
 
 }  // namespace systole

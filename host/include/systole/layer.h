@@ -47,9 +47,10 @@ struct Activations {
   DeviceTensor card;
 
   std::size_t elements() const { return std::size_t(batch) * shape_elements(shape); }
-  // The host values a product reads, or null when the card holds them
-  // (the product then reads `card`).
-  const float* host_values() const { return on_card ? nullptr : values.data(); }
+  // The values as operations read and write them: the card tensor when
+  // the card holds them, else the host's.
+  Operand operand() const { return on_card ? Operand(card) : Operand(values.data()); }
+  Destination destination() { return on_card ? Destination(card) : Destination(values.data()); }
 };
 
 // The input shapes of a layer, in the order its config names its inputs.
@@ -204,9 +205,6 @@ void pass_through(const Activations& input, Activations& output);
 // room for the batch; no host values), else host values of that size, as
 // they were.
 Status place_values(LayerContext& context, Activations& tensor);
-// `tensor` as `count` values on the card: itself, resized, where its memory
-// has room (an earlier pass's), else a new tensor.
-Status card_values(LayerContext& context, DeviceTensor& tensor, std::size_t count);
 // Gives `gradient` the batch and shape of `input`, all zeros (on the
 // host: a layer whose input the card may keep uses gradient_like).
 void zeros_like(const Activations& input, Activations& gradient);

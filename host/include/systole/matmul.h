@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Matrix products for layers: the one way a layer multiplies. A layer hands
-// over fp32 host matrices (transposed or not); an executor runs the products
+// over fp32 matrices (transposed or not), wherever they live; an executor runs the products
 // on a compute unit (DeviceMatmul: operands rounded to bf16, fp32
 // accumulation in the array's order) or, in tests, elsewhere. Layers never
 // see buffers, descriptors or the tiler.
@@ -49,34 +49,27 @@ struct RowsKey {
 // f32_to_bf16 of `count` values (vectorised as wide as the CPU allows).
 void round_to_bf16(const float* in, std::size_t count, uint16_t* out);
 
-// C[m x n] (+)= op(A)[m x k] * op(B)[k x n] (+ bias) (ReLU), row-major fp32
-// host memory or tensors on the card. op(X) is X, or X transposed when the
-// flag is set (A is then stored k x m, B n x k). An operand given as rows
-// (a_rows, b_rows) is made by them instead (m x k, k x n; not transposed).
+// C[m x n] (+)= op(A)[m x k] * op(B)[k x n] (+ bias) (ReLU), each matrix
+// row-major fp32 (Operand, Destination: on the host, on the card, or
+// both). op(X) is X, or X transposed when the flag is set (A is then
+// stored k x m, B n x k). An operand given as rows (a_rows, b_rows) is
+// made by them instead (m x k, k x n; not transposed). Only a C in the
+// card's copy of the parameters' gradients accumulates on the card.
 struct MatmulCall {
   uint32_t m = 0, n = 0, k = 0;
-  const float* a = nullptr;
+  Operand a;
   bool a_transposed = false;
-  const float* b = nullptr;
+  Operand b;
   bool b_transposed = false;
   const OperandRows* a_rows = nullptr;
   const OperandRows* b_rows = nullptr;
   // Elements from the start of one stored row of A (of B) to the next; 0:
   // packed (k, or m when transposed). A slice of a wider matrix sets it.
   uint32_t lda = 0, ldb = 0;
-  const float* bias = nullptr;  // n values, added after the last product
+  Operand bias;  // n values, added after the last product
   bool relu = false;
-  bool accumulate = false;  // c holds fp32 values that the products add to
-  float* c = nullptr;
-  // Tensors on the card (an executor that supports(kCardTensors) makes
-  // them: allocate), given instead of a, b, c or bias, or beside them for
-  // a parameter whose values the card keeps too (ParameterStore's
-  // card_values, card_gradient): an executor that reads card tensors reads
-  // op(A) (op(B)) from a_card (b_card), rounded to bf16 on the card, and
-  // the bias from bias_card, and leaves C in c_card, nothing downloaded;
-  // any other executor reads the host values. Only C in the card's copy of
-  // the parameters' gradients accumulates.
-  DeviceTensor a_card, b_card, c_card, bias_card;
+  bool accumulate = false;  // C holds fp32 values that the products add to
+  Destination c;
   // Made rows (a_rows or b_rows) that a later call reads again, as a
   // convolution's patches (its forward product's A is its weight
   // gradient's B): a call with rows_key makes its rows (they are new, as a
@@ -102,22 +95,18 @@ struct MatmulCall {
 // rounded to bf16. Replicas whose rows are one tile each then sum to the
 // bits of one device, as their products do.
 struct SumCall {
-  const float* x = nullptr;
-  // Instead of x: a tensor (or a view of one) on the card (an executor
-  // that supports(kCardTensors)).
-  DeviceTensor x_card;
+  Operand x;
   uint32_t rows = 0, width = 0;
   // How many of the products' K rows each row of x stands for: a position
   // table's gradient has one row per example, of all its positions, where
   // the layers' products have a row per position. A tile is k_tile() /
   // row_positions rows of x (at least one).
   uint32_t row_positions = 1;
-  float* out = nullptr;  // width values
-  // Where the card keeps out's values (a gradient of the parameters kept
-  // there), or a card tensor given instead of out: sums made on the card
-  // are left there; sums made on the host are written to out (and to
-  // out_card where no host copy stands behind it).
-  DeviceTensor out_card;
+  // `width` values. Sums made on the card are left in out.card (a
+  // gradient of the parameters kept there, or a card tensor alone); sums
+  // made on the host are written to out.host, and to out.card where no
+  // host copy stands behind it.
+  Destination out;
 
   uint32_t tile_rows(uint32_t k_tile) const {
     return k_tile ? std::max(1u, k_tile / std::max(1u, row_positions)) : 0;
@@ -126,6 +115,12 @@ struct SumCall {
 
 // SumCall's sums on the host, in tiles of `tile` rows (0: one tile).
 void sum_rows(const float* x, uint32_t rows, uint32_t width, uint32_t tile, float* out);
+
+// A ReLU's backward on the host: masked[i] = output[i] > 0 ? gradient[i] :
+// +0 for `count` values. Both values are read whatever the comparison
+// gives, so that the loop is a vector select rather than a branch that a
+// random mask mispredicts half the time.
+void relu_mask(const float* gradient, const float* output, std::size_t count, float* masked);
 
 // Where an executor's time went, summed over its calls.
 struct MatmulTimes {
@@ -159,14 +154,20 @@ class MatmulExecutor {
   // (sum_rows) unless the executor keeps x on the card, where it sums them
   // there.
   virtual Status sum(const SumCall& call);
+  // A ReLU's backward (relu_mask's bits) over `count` values: on the card
+  // where all three are card tensors and the executor supports
+  // kCardTensors, left there; else on the host, where all three have host
+  // values. An error names a missing or stranded one.
+  Status relu_mask(const Operand& gradient, const Operand& output, const Destination& masked,
+                   std::size_t count);
 
   // What an executor does besides products and sums of host values: the
   // calls below that need a feature return kUnavailable where it is not
   // supported.
   enum class Feature {
     // Tensors on the card (allocate) that calls read and write in place of
-    // host values (MatmulCall's and SumCall's *_card), and the ReLU mask
-    // over them (relu_mask_on_card).
+    // host values (the card tensors of MatmulCall's and SumCall's
+    // operands), and the ReLU mask over them.
     kCardTensors,
     // A convolution's input gradient summed on the card
     // (conv_input_gradient_on_card).
@@ -180,28 +181,27 @@ class MatmulExecutor {
   // card (Activations::on_card): an executor that supports(kCardTensors)
   // and holds the model's parameters there (placement: device).
   virtual bool keeps_activations() const { return false; }
-  // A tensor of `count` values on the card, for calls to write (c_card, or
-  // a part of it) and read (a_card, b_card, x_card; a Flatten's view of
-  // it). Its memory goes with its last handle.
+  // A tensor of `count` values on the card, for calls to write (a C, or a
+  // part of it) and read (an operand; a Flatten's view of it). Its memory
+  // goes with its last handle.
   virtual Result<DeviceTensor> allocate(std::size_t count);
-  // A ReLU's backward over tensors on the card: masked[i] = output[i] > 0
-  // ? gradient[i] : +0 for masked.count() values (the bits of the host's
-  // mask), left on the card.
-  virtual Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
-                                   const DeviceTensor& masked);
   // The input gradient of a convolution with strides 1, for `examples`
   // images, summed on the card: dx = col2im(dy W) (convolution.h), the
   // same bits as the product and col2im on the host while W's bf16 values
-  // are finite. dy (examples x out_height x out_width x filters) is the
-  // card tensor dy_card (or a view of one) when given, else host values;
-  // w is the weight (filters x patch), read from w_card when given; dx
-  // (examples x height x width x channels) is written on the host. Only
-  // dx crosses the host link, not dcol. kUnavailable where the card has
-  // no room for the work: the caller then runs the product and col2im on
-  // the host.
-  virtual Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
-                                             const DeviceTensor& dy_card, const float* w,
-                                             const DeviceTensor& w_card, float* dx);
+  // are finite. dy (examples x out_height x out_width x filters; a card
+  // tensor, a view of one, or host values) and w, the weight (filters x
+  // patch), are read where the card has them; dx (examples x height x
+  // width x channels) is written on the host. Only dx crosses the host
+  // link, not dcol. kUnavailable where the card has no room for the work:
+  // the caller then runs the product and col2im on the host.
+  virtual Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const Operand& dy,
+                                             const Operand& w, float* dx);
+
+ protected:
+  // relu_mask's card half, over `count` values of each tensor (an
+  // executor that supports kCardTensors).
+  virtual Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
+                                   const DeviceTensor& masked, std::size_t count);
 };
 
 // A model's trainable parameters kept on a card (placement: device): the
@@ -260,7 +260,7 @@ class DeviceMatmul final : public MatmulExecutor {
   uint64_t results_in_place() const { return results_in_place_; }
 
   // Keeps `resident`'s parameters on the card from now on: an operand read
-  // from a part of its values (b_card, ParameterStore::card_values) comes
+  // from a part of its values (ParameterStore::operand, card_values) comes
   // from bf16 copies the card makes with to_bf16, made again on first use
   // after values_changed(); a bias is read from the values themselves; a
   // product or a card sum into a part of its gradients stays there, and
@@ -294,22 +294,18 @@ class DeviceMatmul final : public MatmulExecutor {
   // cols x rows: a block's columns in turn, each row of the copy a block
   // row of every block).
   Result<DeviceTensor> allocate(std::size_t count) override;
-  // A relu_grad descriptor, run at the head of the next launch.
-  Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
-                           const DeviceTensor& masked) override;
   // Runs dy's products with each kernel tap's weights over a zero-padded
   // copy of dy (tap (ky, kx) reads it ky rows and kx columns earlier, so
   // that each product's row p holds that tap's term for input pixel p),
   // and sums the products with the engine's `sum` in col2im's order. A
   // tap that reads padding adds the product of a zero row: +0 for finite
   // weights, as col2im's.
-  Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const float* dy,
-                                     const DeviceTensor& dy_card, const float* w, const DeviceTensor& w_card,
-                                     float* dx) override;
+  Status conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const Operand& dy,
+                                     const Operand& w, float* dx) override;
   // Sums a card tensor on the card with the vector engine's sum opcode in
   // SumCall's order: one descriptor per K tile, one over the tiles' sums;
-  // the result stays in out_card where it is given (queued at the head of
-  // the next launch where out_card is part of the resident gradients),
+  // the result stays in out.card where it is given (queued at the head of
+  // the next launch where out.card is part of the resident gradients),
   // else comes down. Host values are summed on the host, and so is a view
   // whose blocks read transposed (a flattened image's gradient), whose
   // rows the engine cannot read in order: its values come down first.
@@ -321,15 +317,17 @@ class DeviceMatmul final : public MatmulExecutor {
 
  private:
   DeviceMatmul();
+  // A relu_grad descriptor, run at the head of the next launch.
+  Status relu_mask_on_card(const DeviceTensor& gradient, const DeviceTensor& output,
+                           const DeviceTensor& masked, std::size_t count) override;
   // Slots for calls [0, calls).
   void ensure_call_slots(std::size_t calls);
   // The device address of op(X) (rows x cols) for a product: a bf16 copy
-  // the card makes of x_card when it is given (its descriptors appended
-  // to `records` when the copy must be made first), else X rounded into
-  // `slot`.
-  Result<uint64_t> operand(const float* x, const DeviceTensor& x_card, uint32_t rows, uint32_t cols,
-                           bool transposed, uint32_t stride, spec::Operand which, UnitSlot& slot,
-                           std::vector<spec::CommandRecord>& records);
+  // the card makes of x.card when there is one (its descriptors appended
+  // to `records` when the copy must be made first), else x.host rounded
+  // into `slot`.
+  Result<uint64_t> operand(const Operand& x, uint32_t rows, uint32_t cols, bool transposed, uint32_t stride,
+                           spec::Operand which, UnitSlot& slot, std::vector<spec::CommandRecord>& records);
   // The caller's C of call `call` (`bytes` at c) as a buffer the device
   // writes itself, kept until the run ends; null where the device cannot
   // reach it or C is small.

@@ -90,18 +90,17 @@ class ParameterStore {
   // host's copies. Empty tensors: the region is on the host only. An
   // error names a tensor too short for the region.
   Status keep_on_card(DeviceTensor values, DeviceTensor gradients);
-  // Trainable tensor `index`'s part of them, which an executor that keeps
-  // tensors reads (and writes) instead of the host's copy; empty when the
-  // region is not kept on a card or the tensor is not trainable.
-  // With `count`: that many values from the tensor's first on (tensors
-  // declared one after another and read as one matrix).
-  DeviceTensor card_values(std::size_t index) const { return card_part(card_values_, index, 0); }
-  DeviceTensor card_values(std::size_t index, std::size_t count) const {
-    return card_part(card_values_, index, count);
+  // Tensor `index`'s values, and its gradient, as operations read and
+  // write them: the host's copy and, for a trainable tensor while the
+  // region is kept on a card, its part of the card's tensors (which an
+  // executor that keeps tensors uses instead). With `count`: that many
+  // values from the tensor's first on (tensors declared one after another
+  // and read as one matrix).
+  Operand operand(std::size_t index, std::size_t count = 0) const {
+    return {values(index), card_part(card_values_, index, count)};
   }
-  DeviceTensor card_gradient(std::size_t index) const { return card_part(card_gradients_, index, 0); }
-  DeviceTensor card_gradient(std::size_t index, std::size_t count) const {
-    return card_part(card_gradients_, index, count);
+  Destination gradient_destination(std::size_t index, std::size_t count = 0) {
+    return {gradient(index), card_part(card_gradients_, index, count)};
   }
 
  private:

@@ -139,22 +139,14 @@ class Conv2D final : public Layer {
       call.n = shape_.filters;
       call.a_rows = &col;
       call.rows_key = patches_key(input, first);
-      call.b = store.values(weight_);
-      call.b_card = store.card_values(weight_);
+      call.b = store.operand(weight_);
       call.b_transposed = true;
-      if (use_bias_) {
-        call.bias = store.values(bias_);
-        call.bias_card = store.card_values(bias_);
-      }
+      if (use_bias_) call.bias = store.operand(bias_);
       call.relu = relu_;
       const std::size_t at = std::size_t(first) * shape_.positions() * shape_.filters;
-      if (output.on_card) {
-        auto part = output.card.part(at, std::size_t(call.m) * call.n);
-        if (!part.ok()) return part.status();
-        call.c_card = std::move(part).value();
-      } else {
-        call.c = output.values.data() + at;
-      }
+      auto c = output.destination().part(at, std::size_t(call.m) * call.n);
+      if (!c.ok()) return c.status();
+      call.c = std::move(c).value();
       SYSTOLE_RETURN_IF_ERROR(context.matmul->run(call));
     }
     return ok_status();
@@ -166,22 +158,20 @@ class Conv2D final : public Layer {
     const Activations& input = inputs[0];
     Activations* input_gradient = input_gradients[0];
     const uint32_t batch = input.batch;
-    const float* delta = output_gradient.host_values();
-    const DeviceTensor& delta_card = output_gradient.card;
-    if (relu_ && delta_card)
-      return Status(StatusCode::kInvalidArgument, "conv2d: the gradient of a fused ReLU is on the card");
+    Operand delta = output_gradient.operand();
     if (relu_) {
-      relu_mask(output_gradient.values, output.values, masked_);
+      // The output is on the host (output_on_card), and so its gradient.
+      masked_.resize(output_gradient.elements());
+      SYSTOLE_RETURN_IF_ERROR(
+          context.matmul->relu_mask(delta, output.operand(), masked_.data(), masked_.size()));
       delta = masked_.data();
     }
     if (use_bias_) {
       SumCall db;  // db = the sum of delta over the batch's pixels, in fp32
       db.x = delta;
-      db.x_card = delta_card;
       db.rows = batch * shape_.positions();
       db.width = shape_.filters;
-      db.out = store.gradient(bias_);
-      db.out_card = store.card_gradient(bias_);
+      db.out = store.gradient_destination(bias_);
       SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(db));
     }
     round_input(input);
@@ -191,13 +181,9 @@ class Conv2D final : public Layer {
       const uint32_t count = std::min(chunk, batch - first);
       const uint32_t positions = count * shape_.positions();
       const std::size_t at = std::size_t(first) * shape_.positions() * shape_.filters;
-      const float* dy = delta ? delta + at : nullptr;
-      DeviceTensor dy_card;
-      if (delta_card) {
-        auto part = delta_card.part(at, std::size_t(positions) * shape_.filters);
-        if (!part.ok()) return part.status();
-        dy_card = std::move(part).value();
-      }
+      auto part = delta.part(at, std::size_t(positions) * shape_.filters);
+      if (!part.ok()) return part.status();
+      const Operand dy = std::move(part).value();
       const PatchRows col(*this, input.values.data(), input_bf16_.data(), first, count);
       std::vector<MatmulCall> calls;
       MatmulCall dw;
@@ -206,13 +192,11 @@ class Conv2D final : public Layer {
       dw.n = shape_.patch();
       dw.a = dy;
       dw.a_transposed = true;
-      dw.a_card = dy_card;
       dw.b_rows = &col;
       dw.rows_key = patches_key(input, first);
       dw.rows_kept = true;  // the forward's, if the executor kept them
       dw.accumulate = first > 0;
-      dw.c = store.gradient(weight_);
-      dw.c_card = store.card_gradient(weight_);
+      dw.c = store.gradient_destination(weight_);
       calls.push_back(dw);
       // With the model on the card, a convolution of strides 1 sums its
       // input gradient there, so that only dx crosses the host link, not
@@ -228,9 +212,7 @@ class Conv2D final : public Layer {
         call.k = shape_.filters;
         call.n = shape_.patch();
         call.a = dy;
-        call.a_card = dy_card;
-        call.b = store.values(weight_);
-        call.b_card = store.card_values(weight_);
+        call.b = store.operand(weight_);
         call.c = dcol_.data();
         return call;
       };
@@ -239,8 +221,8 @@ class Conv2D final : public Layer {
       if (!input_gradient) continue;
       float* dx = input_gradient->values.data() + std::size_t(first) * shape_.input_values();
       if (card_col2im) {
-        const Status on_card = context.matmul->conv_input_gradient_on_card(
-            shape_, count, dy, dy_card, store.values(weight_), store.card_values(weight_), dx);
+        const Status on_card =
+            context.matmul->conv_input_gradient_on_card(shape_, count, dy, store.operand(weight_), dx);
         // Without room on the card for it, dcol comes down as elsewhere.
         if (on_card.code() != StatusCode::kUnavailable) {
           SYSTOLE_RETURN_IF_ERROR(on_card);

@@ -52,18 +52,12 @@ class Dense final : public Layer {
     call.m = input.batch * rows_;
     call.k = inputs_;
     call.n = units_;
-    call.a = input.host_values();
-    call.a_card = input.card;
-    call.b = store.values(weight_);
-    call.b_card = store.card_values(weight_);
+    call.a = input.operand();
+    call.b = store.operand(weight_);
     call.b_transposed = true;
-    if (use_bias_) {
-      call.bias = store.values(bias_);
-      call.bias_card = store.card_values(bias_);
-    }
+    if (use_bias_) call.bias = store.operand(bias_);
     call.relu = relu_;
-    call.c = output.on_card ? nullptr : output.values.data();
-    call.c_card = output.card;
+    call.c = output.destination();
     return context.matmul->run(call);
   }
 
@@ -73,17 +67,16 @@ class Dense final : public Layer {
     const Activations& input = inputs[0];
     Activations* input_gradient = input_gradients[0];
     const uint32_t batch = input.batch * rows_;  // the product's M
-    const float* delta = output_gradient.host_values();
-    DeviceTensor delta_card = output_gradient.card;
+    Operand delta = output_gradient.operand();
     if (relu_) {
-      if (delta_card) {
-        SYSTOLE_RETURN_IF_ERROR(card_values(context, masked_card_, output_gradient.elements()));
-        SYSTOLE_RETURN_IF_ERROR(context.matmul->relu_mask_on_card(delta_card, output.card, masked_card_));
-        delta_card = masked_card_;
-      } else {
-        relu_mask(output_gradient.values, output.values, masked_);
-        delta = masked_.data();
-      }
+      // On the card where the gradient is (the card's vector engine).
+      masked_.batch = output_gradient.batch;
+      masked_.shape = output_gradient.shape;
+      masked_.on_card = output_gradient.on_card;
+      SYSTOLE_RETURN_IF_ERROR(place_values(context, masked_));
+      SYSTOLE_RETURN_IF_ERROR(
+          context.matmul->relu_mask(delta, output.operand(), masked_.destination(), masked_.elements()));
+      delta = masked_.operand();
     }
     std::vector<MatmulCall> calls;
     MatmulCall dw;  // dW [units x inputs] = delta^T x, the batch as K
@@ -92,20 +85,15 @@ class Dense final : public Layer {
     dw.n = inputs_;
     dw.a = delta;
     dw.a_transposed = true;
-    dw.a_card = delta_card;
-    dw.b = input.host_values();
-    dw.b_card = input.card;
-    dw.c = store.gradient(weight_);
-    dw.c_card = store.card_gradient(weight_);
+    dw.b = input.operand();
+    dw.c = store.gradient_destination(weight_);
     calls.push_back(dw);
     if (use_bias_) {
       SumCall db;  // db = the sum of delta's rows, in fp32
       db.x = delta;
-      db.x_card = delta_card;
       db.rows = batch;
       db.width = units_;
-      db.out = store.gradient(bias_);
-      db.out_card = store.card_gradient(bias_);
+      db.out = store.gradient_destination(bias_);
       SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(db));
     }
     if (input_gradient) {
@@ -115,11 +103,8 @@ class Dense final : public Layer {
       dx.k = units_;
       dx.n = inputs_;
       dx.a = delta;
-      dx.a_card = delta_card;
-      dx.b = store.values(weight_);
-      dx.b_card = store.card_values(weight_);
-      dx.c = input_gradient->on_card ? nullptr : input_gradient->values.data();
-      dx.c_card = input_gradient->card;
+      dx.b = store.operand(weight_);
+      dx.c = input_gradient->destination();
       calls.push_back(dx);
     }
     return context.matmul->run(calls);
@@ -138,10 +123,8 @@ class Dense final : public Layer {
   uint32_t units_, inputs_ = 0, rows_ = 1;
   bool relu_, use_bias_;
   std::size_t weight_ = 0, bias_ = 0;
-  // The fused ReLU's masked gradient: on the host, or on the card when the
-  // gradient is there (card_values).
-  std::vector<float> masked_;
-  DeviceTensor masked_card_;
+  // The fused ReLU's masked gradient, where the gradient is.
+  Activations masked_;
 };
 
 }  // namespace

@@ -58,6 +58,26 @@ void zeros_like(const Activations& input, Activations& gradient) {
   gradient.values.assign(input.values.size(), 0.0f);
 }
 
+namespace {
+
+// `tensor` as `count` values on the card: itself, resized, where its memory
+// has room (an earlier pass's), else a new tensor.
+Status card_values(LayerContext& context, DeviceTensor& tensor, std::size_t count) {
+  if (tensor && !tensor.is_view() && tensor.room() >= count) {
+    // An earlier pass's tensor holds it (a shorter batch, or the full one
+    // again): the values are written where they were.
+    tensor = tensor.resized(count).value();
+    return ok_status();
+  }
+  tensor = DeviceTensor();  // its memory goes before the new tensor's is taken
+  auto made = context.matmul->allocate(count);
+  if (!made.ok()) return made.status();
+  tensor = std::move(made).value();
+  return ok_status();
+}
+
+}  // namespace
+
 Status gradient_like(LayerContext& context, const Activations& input, Activations& gradient) {
   if (!gradient.on_card) {
     gradient.card = DeviceTensor();
@@ -79,20 +99,6 @@ Status place_values(LayerContext& context, Activations& tensor) {
   tensor.values.clear();
   tensor.values.shrink_to_fit();
   return card_values(context, tensor.card, count);
-}
-
-Status card_values(LayerContext& context, DeviceTensor& tensor, std::size_t count) {
-  if (tensor && !tensor.is_view() && tensor.room() >= count) {
-    // An earlier pass's tensor holds it (a shorter batch, or the full one
-    // again): the values are written where they were.
-    tensor = tensor.resized(count).value();
-    return ok_status();
-  }
-  tensor = DeviceTensor();  // its memory goes before the new tensor's is taken
-  auto made = context.matmul->allocate(count);
-  if (!made.ok()) return made.status();
-  tensor = std::move(made).value();
-  return ok_status();
 }
 
 const std::string* LayerArgs::find(const std::string& key) {

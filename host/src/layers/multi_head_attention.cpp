@@ -95,12 +95,10 @@ class MultiHeadAttention final : public Layer {
     projection.k = width_;
     projection.n = stacked;
     projection.a = x.values.data();
-    projection.b = store.values(query_);
-    projection.b_card = store.card_values(query_, std::size_t(stacked) * width_);
+    projection.b = store.operand(query_, std::size_t(stacked) * width_);
     projection.b_transposed = true;
     if (options_.use_bias) {
-      projection.bias = store.values(query_bias_);
-      projection.bias_card = store.card_values(query_bias_, stacked);
+      projection.bias = store.operand(query_bias_, stacked);
     }
     projection.c = qkv_.data();
     SYSTOLE_RETURN_IF_ERROR(context.matmul->run(projection));
@@ -155,12 +153,10 @@ class MultiHeadAttention final : public Layer {
     out.k = values;
     out.n = width_;
     out.a = merged_.data();
-    out.b = store.values(output_);
-    out.b_card = store.card_values(output_);
+    out.b = store.operand(output_);
     out.b_transposed = true;
     if (options_.use_bias) {
-      out.bias = store.values(output_bias_);
-      out.bias_card = store.card_values(output_bias_);
+      out.bias = store.operand(output_bias_);
     }
     out.c = output.values.data();
     return context.matmul->run(out);
@@ -181,8 +177,7 @@ class MultiHeadAttention final : public Layer {
     dwo.a = dy;
     dwo.a_transposed = true;
     dwo.b = merged_.data();
-    dwo.c = store.gradient(output_);
-    dwo.c_card = store.card_gradient(output_);
+    dwo.c = store.gradient_destination(output_);
     calls.push_back(dwo);
     if (options_.use_bias)
       SYSTOLE_RETURN_IF_ERROR(context.matmul->sum(bias_sums(dy, width_, store.gradient(output_bias_))));
@@ -191,8 +186,7 @@ class MultiHeadAttention final : public Layer {
     dout.k = width_;
     dout.n = values;
     dout.a = dy;
-    dout.b = store.values(output_);
-    dout.b_card = store.card_values(output_);
+    dout.b = store.operand(output_);
     dout.c = d_merged_.data();
     calls.push_back(dout);
     SYSTOLE_RETURN_IF_ERROR(context.matmul->run(calls));
@@ -277,8 +271,7 @@ class MultiHeadAttention final : public Layer {
     dw.a = d_qkv_.data();
     dw.a_transposed = true;
     dw.b = x.values.data();
-    dw.c = store.gradient(query_);
-    dw.c_card = store.card_gradient(query_, std::size_t(stacked) * width_);
+    dw.c = store.gradient_destination(query_, std::size_t(stacked) * width_);
     calls.push_back(dw);
     if (options_.use_bias)
       SYSTOLE_RETURN_IF_ERROR(
@@ -290,8 +283,7 @@ class MultiHeadAttention final : public Layer {
       d_input.k = stacked;
       d_input.n = width_;
       d_input.a = d_qkv_.data();
-      d_input.b = store.values(query_);
-      d_input.b_card = store.card_values(query_, std::size_t(stacked) * width_);
+      d_input.b = store.operand(query_, std::size_t(stacked) * width_);
       d_input.c = dx->values.data();
       calls.push_back(d_input);
     }
