@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The input pipeline alone: records/s for read + CRC + parse + hash +
-// sampled negatives + shuffle + batch of the collaborative-filtering data
-// (accel_data debian-packages), five epochs per thread count, and the
-// examples/s (records and their negatives) that training would consume.
-//   input_bench 'DIR/train-*.tfrecord' BATCH NEGATIVES THREADS...
+// The input pipeline alone: records/s for read + CRC + parse (+ hash +
+// sampled negatives) + shuffle + batch, five epochs per thread count, and
+// the examples/s (records and their negatives) that training would
+// consume, of the collaborative-filtering data (accel_data
+// debian-packages: `cf`) or of images (accel_data fashion-mnist:
+// `images`, 28 x 28 float32 and an int64 label).
+//   input_bench cf|images 'DIR/train-*.tfrecord' BATCH NEGATIVES THREADS...
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,36 +16,46 @@
 
 int main(int argc, char** argv) {
   using namespace systole;
-  if (argc < 5) {
-    std::fprintf(stderr, "usage: input_bench PATTERN BATCH NEGATIVES THREADS...\n");
+  if (argc < 6 || (std::string(argv[1]) != "cf" && std::string(argv[1]) != "images")) {
+    std::fprintf(stderr, "usage: input_bench cf|images PATTERN BATCH NEGATIVES THREADS...\n");
     return 2;
   }
-  auto files = match_files({argv[1]});
+  const bool images = std::string(argv[1]) == "images";
+  auto files = match_files({argv[2]});
   if (!files.ok()) {
     std::fprintf(stderr, "input_bench: %s\n", files.status().message().c_str());
     return 2;
   }
-  std::vector<FeatureSpec> specs(3);
-  specs[0].name = "package";
-  specs[1].name = "dependency";
-  for (int i = 0; i < 2; ++i) {
-    specs[i].type = FeatureType::kBytes;
-    specs[i].hash_buckets = 131072;
+  std::vector<FeatureSpec> specs;
+  if (images) {
+    specs.resize(2);
+    specs[0].name = "image";
+    specs[0].type = FeatureType::kFloat;
+    specs[0].shape = {28, 28, 1};
+  } else {
+    specs.resize(3);
+    specs[0].name = "package";
+    specs[1].name = "dependency";
+    for (int i = 0; i < 2; ++i) {
+      specs[i].type = FeatureType::kBytes;
+      specs[i].hash_buckets = 131072;
+    }
   }
-  specs[2].name = "label";
-  specs[2].type = FeatureType::kInt64;
+  specs.back().name = "label";
+  specs.back().type = FeatureType::kInt64;
   const ExampleSchema schema = ExampleSchema::create(specs).value();
-  const ExampleColumns columns{{"package", "dependency"}, "label", 2};
-  for (int a = 4; a < argc; ++a) {
+  const ExampleColumns columns =
+      images ? ExampleColumns{{"image"}, "label", 10} : ExampleColumns{{"package", "dependency"}, "label", 2};
+  for (int a = 5; a < argc; ++a) {
     RecordPipelineOptions options;
     options.files = *files;
-    options.batch_size = uint32_t(std::atoi(argv[2]));
+    options.batch_size = uint32_t(std::atoi(argv[3]));
     options.threads = uint32_t(std::atoi(argv[a]));
     options.cycle_length = 4;
-    options.shuffle_buffer = 20000;
-    options.prefetch = 4;
-    options.negatives = uint32_t(std::atoi(argv[3]));
-    options.negative_feature = "dependency";
+    options.shuffle_buffer = images ? 10000 : 20000;  // configs/fashion_mnist_tfrecord.yaml, cf_debian.yaml
+    options.prefetch = images ? 2 : 4;
+    options.negatives = uint32_t(std::atoi(argv[4]));
+    if (options.negatives > 0) options.negative_feature = "dependency";
     auto pipeline = RecordPipeline::create(schema, columns, options);
     if (!pipeline.ok()) {
       std::fprintf(stderr, "input_bench: %s\n", pipeline.status().message().c_str());

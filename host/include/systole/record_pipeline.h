@@ -134,6 +134,7 @@ class RecordPipeline {
   uint32_t label_width_ = 1;
   uint32_t classes_ = 0;
   uint32_t example_values_ = 0;
+  bool rows_as_schema_ = false;  // a row is laid out as the schema's row
   std::vector<uint32_t> example_shape_;
   uint32_t negative_offset_ = 0;          // the replaced value's index in a row
   std::vector<float> negative_values_;    // its distinct values, ascending
