@@ -4,8 +4,12 @@
 // keeps `prefetch` batches ready.
 #include "systole/record_pipeline.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -41,6 +45,23 @@ std::mt19937_64 buffer_rng(uint64_t seed, uint32_t epoch, uint32_t shard) {
 std::mt19937_64 negatives_rng(uint64_t seed, uint32_t epoch, uint32_t shard) {
   std::seed_seq sequence{uint32_t(seed), uint32_t(seed >> 32), epoch, shard, 2u};
   return std::mt19937_64(sequence);
+}
+
+// The pipeline's threads run kInputNice below the thread that starts
+// them. They work ahead of the consumer (prefetch) and must not take a
+// core from the compute threads in the middle of a step: where both want
+// every core, the scheduler then runs them while the compute threads wait
+// (their barriers, the all-reduce). On 2 cores, the CF model's array
+// waited for input 5.8-6.1 % of the time at the same priority and 1.3-1.4
+// % at 10 (at 19, 12 %: the readers then fall behind). Raising one's own
+// nice value needs no privilege; where it fails, nothing changes.
+constexpr int kInputNice = 10;
+
+void yield_to_compute() {
+  const pid_t thread = gettid();
+  errno = 0;
+  const int current = getpriority(PRIO_PROCESS, id_t(thread));
+  if (errno == 0) setpriority(PRIO_PROCESS, id_t(thread), std::min(19, current + kInputNice));
 }
 
 }  // namespace
@@ -98,8 +119,14 @@ struct RecordPipeline::Epoch {
     const uint32_t threads =
         std::max<uint32_t>(1, std::min<uint32_t>(options.threads, uint32_t(slots.size())));
     for (uint32_t t = 0; t < threads; ++t)
-      workers.emplace_back([this, t, threads] { guarded("a record reader", [&] { read(t, threads); }); });
-    assembler = std::thread([this] { guarded("the batch assembler", [&] { assemble(); }); });
+      workers.emplace_back([this, t, threads] {
+        yield_to_compute();
+        guarded("a record reader", [&] { read(t, threads); });
+      });
+    assembler = std::thread([this] {
+      yield_to_compute();
+      guarded("the batch assembler", [&] { assemble(); });
+    });
   }
 
   ~Epoch() {
