@@ -90,8 +90,9 @@ struct RecordPipeline::Epoch {
   std::size_t cursor = 0;  // the slot whose turn it is
   // Rows taken in interleave order that the assembler has not yet used,
   // and rows it has used (its own: no lock), which take() hands to the
-  // workers as `spare` to parse into: a row is allocated once an epoch,
-  // not once a record.
+  // workers as `spare` to parse into and sampled negatives are copied
+  // into: rows are reused, not allocated once a record. Both are bounded
+  // (a row used while enough are kept is freed).
   std::deque<Row> taken;
   std::vector<Row> used, spare;
   std::deque<Batch> ready;
@@ -276,8 +277,12 @@ struct RecordPipeline::Epoch {
     std::unique_lock<std::mutex> lock(mutex);
     bool woken = false;      // a worker is to be told that a slot has room
     std::size_t passed = 0;  // rows taken off the slots (some another shard's)
-    for (Row& row : used) spare.push_back(std::move(row));
-    used.clear();
+    // The readers get back what they will parse into before the assembler
+    // next comes (the rest stays for sampled negatives, or goes).
+    while (!used.empty() && spare.size() < kChunk * (workers.size() + 1)) {
+      spare.push_back(std::move(used.back()));
+      used.pop_back();
+    }
     for (;;) {
       if (stop) return false;
       bool active = false;
@@ -348,7 +353,7 @@ struct RecordPipeline::Epoch {
       batch.values.insert(batch.values.end(), row.begin(), row.begin() + values);
       batch.labels.insert(batch.labels.end(), row.begin() + values, row.end());
       batch.label_width = pipeline.label_width_;
-      used.push_back(std::move(row));
+      if (used.size() < kChunk * (2 + options.negatives)) used.push_back(std::move(row));
       if (++batch.size < options.batch_size) return true;
       ++emitted;
       if (!deliver(std::move(batch))) return false;
