@@ -603,6 +603,13 @@ RecordPipeline::~RecordPipeline() = default;
 
 void RecordPipeline::start_epoch(uint32_t epoch) {
   epoch_.reset();
+  delivered_ = 0;
+  epoch_number_ = epoch;
+  if (following_ && following_number_ == epoch) {
+    epoch_ = std::move(following_);
+    return;
+  }
+  following_.reset();
   epoch_ = std::make_unique<Epoch>(*this, epoch);
 }
 
@@ -615,6 +622,14 @@ Result<bool> RecordPipeline::next(Batch& batch) {
     batch = std::move(epoch.ready.front());
     epoch.ready.pop_front();
     epoch.batches.notify_all();
+    lock.unlock();
+    // The epoch's last batch: the next epoch starts reading (and filling
+    // its shuffle buffer) while the caller validates, and start_epoch
+    // takes it over. Its order depends on its number only.
+    if (++delivered_ == batches_ && !following_) {
+      following_number_ = epoch_number_ + 1;
+      following_ = std::make_unique<Epoch>(*this, following_number_);
+    }
     return true;
   }
   if (!epoch.failure.ok()) return epoch.failure;

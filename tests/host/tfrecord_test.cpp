@@ -584,6 +584,28 @@ TEST_F(Pipelines, InputsInAnotherOrderThanTheSchemas) {
   EXPECT_EQ(i, 40u);
 }
 
+// The next epoch starts reading when an epoch's last batch goes out; its
+// batches are those of that epoch started afresh, and an epoch asked for
+// out of turn is read anew.
+TEST_F(Pipelines, TheEpochReadAheadIsTheEpochItself) {
+  RecordPipelineOptions options;
+  options.files = write_files({300, 41, 517});
+  options.batch_size = 10;
+  options.shuffle_buffer = 64;
+  options.threads = 2;
+  auto pipeline = RecordPipeline::create(schema_, columns_, options);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+  auto read = [&](uint32_t number) {
+    (*pipeline)->start_epoch(number);
+    std::vector<float> values;
+    Batch batch;
+    while (*(*pipeline)->next(batch)) values.insert(values.end(), batch.values.begin(), batch.values.end());
+    return values;
+  };
+  for (uint32_t number : {0u, 1u, 2u, 5u, 4u})
+    EXPECT_EQ(read(number), epoch(options, number)) << "epoch " << number;
+}
+
 TEST_F(Pipelines, CorruptRecordsAreNamedOrSkippedOnRequest) {
   auto files = write_files({10, 10});
   std::string bytes = read_all(files[1]);

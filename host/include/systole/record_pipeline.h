@@ -54,7 +54,7 @@ struct RecordPipelineOptions {
   uint64_t seed = 1;
   uint32_t batch_size = 1;
   bool drop_remainder = true;
-  uint32_t prefetch = 2;  // batches ready ahead of the consumer
+  uint32_t prefetch = 8;  // batches ready ahead of the consumer
   // Skip records whose data is corrupt (a data CRC mismatch, or not an
   // Example), counting them, instead of ending with the error. A broken
   // frame (a length or its CRC) is found when create() counts the records,
@@ -108,6 +108,7 @@ class RecordPipeline {
   uint32_t label_width() const { return label_width_; }
 
   // Starts an epoch (ending any previous one): shuffles with (seed, epoch).
+  // After an epoch's last batch the next epoch is already being read.
   void start_epoch(uint32_t epoch);
   // The epoch's next batch; false after its last. An error names the file,
   // record, byte offset and feature.
@@ -143,6 +144,11 @@ class RecordPipeline {
   bool by_file_ = false;
   uint64_t total_records_ = 0, shard_records_ = 0, batches_ = 0;
   std::unique_ptr<Epoch> epoch_;
+  uint32_t epoch_number_ = 0;
+  uint64_t delivered_ = 0;  // batches next() has returned this epoch
+  // The next epoch, started when this one's last batch went out.
+  std::unique_ptr<Epoch> following_;
+  uint32_t following_number_ = 0;
 };
 
 // Every record of `files` in order, as an in-memory data set (evaluation

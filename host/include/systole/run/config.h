@@ -53,7 +53,7 @@ struct RunConfig {
   uint32_t shuffle_buffer = 10000;
   uint32_t cycle_length = 4;
   uint32_t data_threads = 2;
-  uint32_t prefetch = 2;
+  uint32_t prefetch = 8;
   bool skip_corrupt = false;
   std::string compression = "auto";  // of the TFRecord files: auto, none, gzip, zlib
   // data.negatives {count, feature}: training files of positives, each
