@@ -4,8 +4,9 @@
 // systole_plugin.cpp opened (card.h): MatMul and Conv2D with its two
 // gradients on the units' arrays, reading the tensors in the units'
 // memory; Sum over leading axes and BiasAddGrad on the units' vector
-// engine; Add, BiasAdd, Relu, ReluGrad and other sums on the host over
-// that memory. A kernel's failure is its op's error, "<op> on SYSTOLE: ...".
+// engine; the elementwise ops (Add, Sub, Mul, DivNoNan, Neg), BiasAdd,
+// Relu, ReluGrad and other sums on the host over that memory. A kernel's failure is its op's error, "<op> on
+// SYSTOLE: ...".
 #include <tensorflow/c/kernels.h>
 #include <tensorflow/c/tf_status.h>
 
@@ -172,7 +173,8 @@ Status invalid(const std::string& message) { return Status(StatusCode::kInvalidA
 constexpr char kMatMul[] = "MatMul", kAdd[] = "Add", kRelu[] = "Relu", kReluGrad[] = "ReluGrad",
                kSum[] = "Sum", kConv2D[] = "Conv2D", kConv2DBackpropInput[] = "Conv2DBackpropInput",
                kConv2DBackpropFilter[] = "Conv2DBackpropFilter", kBiasAdd[] = "BiasAdd",
-               kBiasAddGrad[] = "BiasAddGrad";
+               kBiasAddGrad[] = "BiasAddGrad", kSub[] = "Sub", kMul[] = "Mul", kDivNoNan[] = "DivNoNan",
+               kNeg[] = "Neg";
 
 struct MatMulAttrs {
   bool transpose_a = false, transpose_b = false;
@@ -490,7 +492,51 @@ Result<std::vector<bool>> reduced_axes(const Input& axes, std::size_t rank) {
   return reduced;
 }
 
-Status add(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs);
+// z = x op y elementwise, broadcasting as NumPy and TensorFlow do: Add and
+// AddV2, Sub, Mul, DivNoNan (x / y, +0 where y is 0, as TensorFlow's).
+// Each result is one IEEE operation in fp32, the bits of NumPy's.
+float plus(float x, float y) { return x + y; }
+float minus(float x, float y) { return x - y; }
+float times(float x, float y) { return x * y; }
+float divide_no_nan(float x, float y) { return y == 0.0f ? 0.0f : x / y; }
+
+template <float (*kOp)(float, float)>
+Status elementwise(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  const std::vector<int64_t>&xd = inputs[0].dims, &yd = inputs[1].dims;
+  const std::vector<float>&x = inputs[0].values, &y = inputs[1].values;
+  const std::size_t rank = std::max(xd.size(), yd.size());
+  std::vector<int64_t> zd(rank), xs(rank, 0), ys(rank, 0);  // strides, 0 where broadcast
+  int64_t xstride = 1, ystride = 1;
+  for (std::size_t i = rank; i-- > 0;) {
+    const std::size_t from_end = rank - 1 - i;
+    const int64_t a = from_end < xd.size() ? xd[xd.size() - 1 - from_end] : 1;
+    const int64_t b = from_end < yd.size() ? yd[yd.size() - 1 - from_end] : 1;
+    if (a != b && a != 1 && b != 1)
+      return invalid("shapes " + shape_text(xd) + " and " + shape_text(yd) + " do not broadcast");
+    zd[i] = a == 1 ? b : a;
+    xs[i] = a == 1 ? 0 : xstride;
+    ys[i] = b == 1 ? 0 : ystride;
+    xstride *= a;
+    ystride *= b;
+  }
+  int64_t count = 1;
+  for (int64_t d : zd) count *= d;
+  std::vector<float> z(std::size_t(std::max<int64_t>(count, 0)));
+  std::vector<int64_t> at(rank, 0);
+  int64_t xi = 0, yi = 0;
+  for (std::size_t n = 0; n < z.size(); ++n) {
+    z[n] = kOp(x[std::size_t(xi)], y[std::size_t(yi)]);
+    for (std::size_t i = rank; i-- > 0;) {  // the next index, odometer style
+      xi += xs[i];
+      yi += ys[i];
+      if (++at[i] < zd[i]) break;
+      xi -= xs[i] * zd[i];
+      yi -= ys[i] * zd[i];
+      at[i] = 0;
+    }
+  }
+  return set_output(ctx, zd, z, {0, 1});
+}
 
 // Output 0 = x summed over the axes `reduced` marks (keep_dims: they stay,
 // of size 1).
@@ -568,7 +614,7 @@ Status bias_add(const void* state, TF_OpKernelContext* ctx, std::vector<Input>& 
   if (value.empty() || bias.size() != 1 || bias[0] != value.back())
     return invalid("a bias of shape " + shape_text(bias) + " for a value of shape " + shape_text(value) +
                    " (expected one per channel, the last axis)");
-  return add(state, ctx, inputs);
+  return elementwise<plus>(state, ctx, inputs);
 }
 
 // A bias's gradient: the output gradient summed over every axis but the
@@ -585,41 +631,10 @@ Status bias_add_grad(const void*, TF_OpKernelContext* ctx, std::vector<Input>& i
 
 // z = x + y with NumPy's broadcasting (as TensorFlow's BCast): shapes
 // aligned on the right, each dimension equal or 1; fp32 additions.
-Status add(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
-  const std::vector<int64_t>&xd = inputs[0].dims, &yd = inputs[1].dims;
-  const std::vector<float>&x = inputs[0].values, &y = inputs[1].values;
-  const std::size_t rank = std::max(xd.size(), yd.size());
-  std::vector<int64_t> zd(rank), xs(rank, 0), ys(rank, 0);  // strides, 0 where broadcast
-  int64_t xstride = 1, ystride = 1;
-  for (std::size_t i = rank; i-- > 0;) {
-    const std::size_t from_end = rank - 1 - i;
-    const int64_t a = from_end < xd.size() ? xd[xd.size() - 1 - from_end] : 1;
-    const int64_t b = from_end < yd.size() ? yd[yd.size() - 1 - from_end] : 1;
-    if (a != b && a != 1 && b != 1)
-      return invalid("shapes " + shape_text(xd) + " and " + shape_text(yd) + " do not broadcast");
-    zd[i] = a == 1 ? b : a;
-    xs[i] = a == 1 ? 0 : xstride;
-    ys[i] = b == 1 ? 0 : ystride;
-    xstride *= a;
-    ystride *= b;
-  }
-  int64_t count = 1;
-  for (int64_t d : zd) count *= d;
-  std::vector<float> z(std::size_t(std::max<int64_t>(count, 0)));
-  std::vector<int64_t> at(rank, 0);
-  int64_t xi = 0, yi = 0;
-  for (std::size_t n = 0; n < z.size(); ++n) {
-    z[n] = x[std::size_t(xi)] + y[std::size_t(yi)];
-    for (std::size_t i = rank; i-- > 0;) {  // the next index, odometer style
-      xi += xs[i];
-      yi += ys[i];
-      if (++at[i] < zd[i]) break;
-      xi -= xs[i] * zd[i];
-      yi -= ys[i] * zd[i];
-      at[i] = 0;
-    }
-  }
-  return set_output(ctx, zd, z, {0, 1});
+// Neg: -x, the sign flipped (NaN's too).
+Status neg(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  for (float& v : inputs[0].values) v = -v;
+  return set_output(ctx, inputs[0].dims, inputs[0].values, {0});
 }
 
 // Relu: max(x, 0) as x > 0 ? x : +0; ReluGrad: dy where x > 0, else +0 (the
@@ -664,8 +679,12 @@ extern "C" {
 void TF_InitKernel() {
   if (!card) return;  // SE_InitPlugin failed: no devices to run on
   register_kernel("MatMul", "T", matmul_create, compute<kMatMul, 2, matmul, true>, matmul_delete);
-  register_kernel("AddV2", "T", no_state, compute<kAdd, 2, add>, no_delete);
-  register_kernel("Add", "T", no_state, compute<kAdd, 2, add>, no_delete);
+  register_kernel("AddV2", "T", no_state, compute<kAdd, 2, elementwise<plus>>, no_delete);
+  register_kernel("Add", "T", no_state, compute<kAdd, 2, elementwise<plus>>, no_delete);
+  register_kernel("Sub", "T", no_state, compute<kSub, 2, elementwise<minus>>, no_delete);
+  register_kernel("Mul", "T", no_state, compute<kMul, 2, elementwise<times>>, no_delete);
+  register_kernel("DivNoNan", "T", no_state, compute<kDivNoNan, 2, elementwise<divide_no_nan>>, no_delete);
+  register_kernel("Neg", "T", no_state, compute<kNeg, 1, neg>, no_delete);
   register_kernel("Relu", "T", no_state, compute<kRelu, 1, relu>, no_delete);
   register_kernel("ReluGrad", "T", no_state, compute<kReluGrad, 2, relu_grad>, no_delete);
   register_kernel("Sum", "T", sum_create, compute<kSum, 2, sum, true>, sum_delete, "reduction_indices");

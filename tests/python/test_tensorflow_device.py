@@ -5,8 +5,8 @@ compute unit, tf.matmul on the array to the numerics contract's bits
 (oracle.py) on awkward shapes, transposed or not, on every unit and on
 the RTL (hw_emu); Keras fit
 with its variables and products on SYSTOLE:0 near the CPU run, and under
-MirroredStrategy on two units; Add (broadcasting), Relu and ReluGrad to
-the CPU's bits; and a bad configuration reported at import, with no
+MirroredStrategy on two units; Add, Sub, Mul and DivNoNan (broadcasting),
+Neg, Relu and ReluGrad to the CPU's bits; and a bad configuration reported at import, with no
 devices and no abort."""
 
 import os
@@ -79,13 +79,31 @@ class DeviceTest(unittest.TestCase):
     def test_elementwise_kernels_give_the_cpus_bits(self):
         rng = np.random.default_rng(SEED + 2)
         x = rng.standard_normal((3, 1, 5)).astype(np.float32)
+        x[0, 0, :3] = [1e-40, -0.0, 3e38]  # a subnormal, a signed zero, near overflow
+        ops = {
+            "add": (tf.add, np.add),
+            "subtract": (tf.subtract, np.subtract),
+            "multiply": (tf.multiply, np.multiply),
+            "divide_no_nan": (tf.math.divide_no_nan,
+                              lambda a, b: np.where(b == 0, np.float32(0), a / np.where(b == 0, 1, b))),
+        }
         for y_shape in [(3, 1, 5), (5,), (4, 1), (1, 4, 5), ()]:
-            with self.subTest(y_shape=y_shape):
-                y = rng.standard_normal(y_shape).astype(np.float32)
-                with tf.device("/device:SYSTOLE:1"):
-                    z = tf.add(tf.constant(x), tf.constant(y))
-                self.assertTrue(z.device.endswith("SYSTOLE:1"), z.device)
-                np.testing.assert_array_equal(z.numpy().view(np.uint32), (x + y).view(np.uint32))
+            y = rng.standard_normal(y_shape).astype(np.float32)
+            if y.ndim:
+                y.flat[0] = 0.0  # DivNoNan's zero divisor
+                y.flat[-1] = 1e-39
+            for name, (op, reference) in ops.items():
+                with self.subTest(op=name, y_shape=y_shape):
+                    with tf.device("/device:SYSTOLE:1"):
+                        z = op(tf.constant(x), tf.constant(y))
+                    self.assertTrue(z.device.endswith("SYSTOLE:1"), z.device)
+                    with np.errstate(all="ignore"):
+                        want = reference(x, y).astype(np.float32)
+                    np.testing.assert_array_equal(z.numpy().view(np.uint32), want.view(np.uint32))
+        with tf.device("/device:SYSTOLE:0"):
+            negated = tf.negative(tf.constant(x))
+        self.assertTrue(negated.device.endswith("SYSTOLE:0"), negated.device)
+        np.testing.assert_array_equal(negated.numpy().view(np.uint32), (-x).view(np.uint32))
         with tf.device("/device:SYSTOLE:0"):
             with self.assertRaisesRegex(tf.errors.InvalidArgumentError, r"\[3, 1, 5\] and \[2\] do not broadcast"):
                 tf.add(tf.constant(x), tf.ones((2,)))
