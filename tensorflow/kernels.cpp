@@ -5,7 +5,8 @@
 // gradients on the units' arrays, reading the tensors in the units'
 // memory; Sum over leading axes and BiasAddGrad on the units' vector
 // engine; the elementwise ops (Add, Sub, Mul, DivNoNan, Neg), BiasAdd,
-// Relu, ReluGrad and other sums on the host over that memory. A kernel's failure is its op's error, "<op> on
+// Relu, ReluGrad, the sparse softmax cross-entropy and other sums on the
+// host over that memory. A kernel's failure is its op's error, "<op> on
 // SYSTOLE: ...".
 #include <tensorflow/c/kernels.h>
 #include <tensorflow/c/tf_status.h>
@@ -13,6 +14,7 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -87,14 +89,15 @@ Result<Input> read_input(TF_OpKernelContext* ctx, int index, bool values) {
   return input;
 }
 
-// Output 0 of shape `dims` holding `values`, written to the device: into
-// one of the inputs `forwardable` where TensorFlow lets it (a collective's
-// reduction requires that its Add writes in place), else fresh memory.
+// Output `output` of shape `dims` holding `values`, written to the
+// device: into one of the inputs `forwardable` where TensorFlow lets it (a
+// collective's reduction requires that its Add writes in place), else
+// fresh memory.
 Status set_output(TF_OpKernelContext* ctx, const std::vector<int64_t>& dims, const std::vector<float>& values,
-                  const std::vector<int>& forwardable = {}) {
+                  const std::vector<int>& forwardable = {}, int output = 0) {
   TF_Status* status = TF_NewStatus();
   int forwarded = -1;
-  TF_Tensor* out = TF_ForwardInputOrAllocateOutput(ctx, forwardable.data(), int(forwardable.size()), 0,
+  TF_Tensor* out = TF_ForwardInputOrAllocateOutput(ctx, forwardable.data(), int(forwardable.size()), output,
                                                    dims.data(), int(dims.size()), &forwarded, status);
   Status result =
       TF_GetCode(status) == TF_OK ? systole::ok_status() : Status(StatusCode::kInternal, TF_Message(status));
@@ -174,7 +177,7 @@ constexpr char kMatMul[] = "MatMul", kAdd[] = "Add", kRelu[] = "Relu", kReluGrad
                kSum[] = "Sum", kConv2D[] = "Conv2D", kConv2DBackpropInput[] = "Conv2DBackpropInput",
                kConv2DBackpropFilter[] = "Conv2DBackpropFilter", kBiasAdd[] = "BiasAdd",
                kBiasAddGrad[] = "BiasAddGrad", kSub[] = "Sub", kMul[] = "Mul", kDivNoNan[] = "DivNoNan",
-               kNeg[] = "Neg";
+               kNeg[] = "Neg", kSparseSoftmaxCrossEntropy[] = "SparseSoftmaxCrossEntropyWithLogits";
 
 struct MatMulAttrs {
   bool transpose_a = false, transpose_b = false;
@@ -637,6 +640,43 @@ Status neg(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
   return set_output(ctx, inputs[0].dims, inputs[0].values, {0});
 }
 
+// SparseSoftmaxCrossEntropyWithLogits, row by row of the logits z
+// [batch, classes] with TensorFlow's formula, in fp32: s = z - max(z),
+// loss = log(sum exp(s)) - s[label], backprop = exp(s) / sum - [j ==
+// label], the sum in class order. The labels (int32 or int64) stay in
+// host memory; one outside [0, classes) is an error naming its row, as on
+// TensorFlow's CPU.
+Status sparse_softmax_cross_entropy(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
+  Input &logits = inputs[0], &labels = inputs[1];
+  if (logits.dims.size() != 2)
+    return invalid("logits must be [batch, classes], got " + shape_text(logits.dims));
+  if (labels.dims.size() != 1 || labels.dims[0] != logits.dims[0])
+    return invalid("labels " + shape_text(labels.dims) + " for logits " + shape_text(logits.dims));
+  if (labels.type != TF_INT32 && labels.type != TF_INT64)
+    return invalid("labels must be int32 or int64, got type " + std::to_string(int(labels.type)));
+  const int64_t batch = logits.dims[0], classes = logits.dims[1];
+  if (batch > 0 && classes == 0) return invalid("logits " + shape_text(logits.dims) + " have no classes");
+  SYSTOLE_RETURN_IF_ERROR(read_values(logits));
+  std::vector<float> loss(static_cast<std::size_t>(batch)),
+      backprop(static_cast<std::size_t>(batch * classes));
+  for (int64_t r = 0; r < batch; ++r) {
+    const int64_t label = labels.type == TF_INT32 ? int64_t(static_cast<const int32_t*>(labels.data)[r])
+                                                  : static_cast<const int64_t*>(labels.data)[r];
+    if (label < 0 || label >= classes)
+      return invalid("labels[" + std::to_string(r) + "] is " + std::to_string(label) +
+                     ", outside the valid range of [0, " + std::to_string(classes) + ")");
+    const float* z = logits.values.data() + r * classes;
+    float* g = backprop.data() + r * classes;
+    const float top = *std::max_element(z, z + classes);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < classes; ++j) sum += g[j] = std::exp(z[j] - top);
+    for (int64_t j = 0; j < classes; ++j) g[j] = g[j] / sum - (j == label ? 1.0f : 0.0f);
+    loss[std::size_t(r)] = std::log(sum) - (z[label] - top);
+  }
+  SYSTOLE_RETURN_IF_ERROR(set_output(ctx, {batch}, loss, {}, 0));
+  return set_output(ctx, {batch, classes}, backprop, {}, 1);
+}
+
 // Relu: max(x, 0) as x > 0 ? x : +0; ReluGrad: dy where x > 0, else +0 (the
 // bits of the host's layers and the vector engine's kReluGrad).
 Status relu(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
@@ -685,6 +725,9 @@ void TF_InitKernel() {
   register_kernel("Mul", "T", no_state, compute<kMul, 2, elementwise<times>>, no_delete);
   register_kernel("DivNoNan", "T", no_state, compute<kDivNoNan, 2, elementwise<divide_no_nan>>, no_delete);
   register_kernel("Neg", "T", no_state, compute<kNeg, 1, neg>, no_delete);
+  register_kernel("SparseSoftmaxCrossEntropyWithLogits", "T", no_state,
+                  compute<kSparseSoftmaxCrossEntropy, 2, sparse_softmax_cross_entropy, true>, no_delete,
+                  "labels");
   register_kernel("Relu", "T", no_state, compute<kRelu, 1, relu>, no_delete);
   register_kernel("ReluGrad", "T", no_state, compute<kReluGrad, 2, relu_grad>, no_delete);
   register_kernel("Sum", "T", sum_create, compute<kSum, 2, sum, true>, sum_delete, "reduction_indices");

@@ -6,7 +6,8 @@ compute unit, tf.matmul on the array to the numerics contract's bits
 the RTL (hw_emu); Keras fit
 with its variables and products on SYSTOLE:0 near the CPU run, and under
 MirroredStrategy on two units; Add, Sub, Mul and DivNoNan (broadcasting),
-Neg, Relu and ReluGrad to the CPU's bits; and a bad configuration reported at import, with no
+Neg, Relu and ReluGrad to the CPU's bits; the sparse softmax
+cross-entropy near a float64 statement of it; and a bad configuration reported at import, with no
 devices and no abort."""
 
 import os
@@ -117,6 +118,41 @@ class DeviceTest(unittest.TestCase):
                                       np.array([0, 0, 0, 2.5, 1e-45], np.float32).view(np.uint32))
         np.testing.assert_array_equal(grad.numpy().view(np.uint32),
                                       np.array([0, 0, 0, 3.0, -2.0], np.float32).view(np.uint32))
+
+    def test_sparse_softmax_cross_entropy_on_the_device(self):
+        # exp and log are not one IEEE operation: the device's values are
+        # compared with a float64 statement of TensorFlow's formula, to
+        # within what fp32 rounding of it leaves, and with TensorFlow's
+        # CPU kernel to the same tolerance.
+        rng = np.random.default_rng(SEED + 5)
+        logits = (rng.standard_normal((37, 11)) * 4).astype(np.float32)
+        logits[3] = 0.0  # a uniform row
+        logits[4, 2] = 80.0  # exp of the rest underflows
+        for dtype in (np.int32, np.int64):
+            labels = rng.integers(0, 11, 37).astype(dtype)
+            with self.subTest(labels=dtype.__name__):
+                with tf.device("/device:SYSTOLE:0"):
+                    z = tf.constant(logits)
+                    with tf.GradientTape() as tape:
+                        tape.watch(z)
+                        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.constant(labels), logits=z)
+                    grad = tape.gradient(loss, z)
+                self.assertTrue(loss.device.endswith("SYSTOLE:0"), loss.device)
+                with tf.device("/device:CPU:0"):
+                    cpu_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+                shifted = logits.astype(np.float64) - logits.max(axis=1, keepdims=True)
+                total = np.exp(shifted).sum(axis=1)
+                want_loss = np.log(total) - shifted[np.arange(37), labels]
+                want_grad = np.exp(shifted) / total[:, None]
+                want_grad[np.arange(37), labels] -= 1
+                np.testing.assert_allclose(loss.numpy(), want_loss, rtol=1e-6, atol=1e-6)
+                np.testing.assert_allclose(grad.numpy(), want_grad, rtol=1e-6, atol=1e-7)
+                np.testing.assert_allclose(loss.numpy(), cpu_loss.numpy(), rtol=1e-6, atol=1e-6)
+        with tf.device("/device:SYSTOLE:0"):
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                        r"labels\[2\] is 11, outside the valid range of \[0, 11\)"):
+                tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=tf.constant([0, 1, 11], tf.int32), logits=tf.constant(logits[:3]))
 
     def test_sums_over_leading_axes_run_in_the_arrays_order(self):
         rng = np.random.default_rng(SEED + 4)
