@@ -495,8 +495,9 @@ Result<std::vector<bool>> reduced_axes(const Input& axes, std::size_t rank) {
   return reduced;
 }
 
-// z = x op y elementwise, broadcasting as NumPy and TensorFlow do: Add and
-// AddV2, Sub, Mul, DivNoNan (x / y, +0 where y is 0, as TensorFlow's).
+// z = x op y elementwise, broadcasting as NumPy and TensorFlow's BCast do
+// (shapes aligned on the right, each dimension equal or 1): Add and AddV2,
+// Sub, Mul, DivNoNan (x / y, +0 where y is 0, as TensorFlow's).
 // Each result is one IEEE operation in fp32, the bits of NumPy's.
 float plus(float x, float y) { return x + y; }
 float minus(float x, float y) { return x - y; }
@@ -632,8 +633,6 @@ Status bias_add_grad(const void*, TF_OpKernelContext* ctx, std::vector<Input>& i
 
 // ---- elementwise kernels, on the host over the units' memory ----
 
-// z = x + y with NumPy's broadcasting (as TensorFlow's BCast): shapes
-// aligned on the right, each dimension equal or 1; fp32 additions.
 // Neg: -x, the sign flipped (NaN's too).
 Status neg(const void*, TF_OpKernelContext* ctx, std::vector<Input>& inputs) {
   for (float& v : inputs[0].values) v = -v;

@@ -72,21 +72,21 @@ Status CardStep::allocate(Device device, const std::vector<uint32_t>& units) {
     share_stride_ = std::max(share_stride_, (end - begin + 15) / 16 * 16);
   }
   cards_.resize(replicas_.size());
-  using Port = spec::Operand;  // the kernel port (and bank) of an operand
+  using spec::Operand;
   for (uint32_t r = 0; r < replicas_.size(); ++r) {
     Card& card = cards_[r];
-    auto allocate = [&](Buffer& buffer, std::size_t values, Port bank) -> Status {
+    auto allocate = [&](Buffer& buffer, std::size_t values, Operand bank) -> Status {
       auto made = device.allocate(floats(values), spec::operand_bank(units[r], bank, banks));
       if (!made.ok()) return made.status();
       buffer = std::move(made).value();
       return ok_status();
     };
-    SYSTOLE_RETURN_IF_ERROR(allocate(card.values, n, Port::kC));
-    SYSTOLE_RETURN_IF_ERROR(allocate(card.gradient, n, Port::kA));
+    SYSTOLE_RETURN_IF_ERROR(allocate(card.values, n, Operand::kC));
+    SYSTOLE_RETURN_IF_ERROR(allocate(card.gradient, n, Operand::kA));
     if (shared_)
       SYSTOLE_RETURN_IF_ERROR(
-          allocate(card.rows, share_stride_ * (previous_row_ + replicas_.size()), Port::kCommands));
-    const Port slot_banks[] = {Port::kB, Port::kCommands};
+          allocate(card.rows, share_stride_ * (previous_row_ + replicas_.size()), Operand::kCommands));
+    const Operand slot_banks[] = {Operand::kB, Operand::kCommands};
     std::size_t k = 0;
     if (update_on_card_)
       for (const OptimizerSlot& slot : replicas_[r].optimizer->state())

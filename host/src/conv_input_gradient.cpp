@@ -15,8 +15,6 @@
 
 namespace systole {
 
-using Port = spec::Operand;  // the kernel port (and bank) of an operand
-
 Status DeviceMatmul::conv_input_gradient_on_card(const ConvShape& shape, uint32_t examples, const Operand& dy,
                                                  const Operand& w, float* dx) {
   const std::string what = "conv input gradient on card";

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iterator>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "systole/boards.h"
@@ -15,14 +16,6 @@
 #include "unit_memory.h"
 
 namespace systole {
-namespace {
-
-// Unit u keeps its buffers in banks 4u .. 4u+3 (the banks Makefile.fpga
-// connects to its ports): A, B, C and the command list each in their own
-// (spec::operand_bank).
-using Port = spec::Operand;  // the kernel port (and bank) of an operand
-
-}  // namespace
 
 Result<DeviceTensor> MatmulExecutor::allocate(std::size_t) {
   return Status(StatusCode::kUnavailable, "allocate: this executor keeps no tensors on the card");
@@ -31,6 +24,33 @@ Result<DeviceTensor> MatmulExecutor::allocate(std::size_t) {
 Status MatmulExecutor::relu_mask_on_card(const DeviceTensor&, const DeviceTensor&, const DeviceTensor&,
                                          std::size_t) {
   return Status(StatusCode::kUnavailable, "relu mask: this executor keeps no tensors on the card");
+}
+
+void relu_mask(const float* gradient, const float* output, std::size_t count, float* masked) {
+  const float* __restrict g = gradient;
+  const float* __restrict y = output;
+  float* __restrict out = masked;
+  for (std::size_t i = 0; i < count; ++i) {
+    const float value = g[i];
+    out[i] = y[i] > 0.0f ? value : 0.0f;
+  }
+}
+
+Status MatmulExecutor::relu_mask(const Operand& gradient, const Operand& output, const Destination& masked,
+                                 std::size_t count) {
+  const bool on_card = gradient.card && output.card && masked.card;
+  const bool on_host = gradient.host && output.host && masked.host;
+  if (on_card && (!on_host || supports(Feature::kCardTensors)))
+    return relu_mask_on_card(gradient.card, output.card, masked.card, count);
+  if (on_host) {
+    systole::relu_mask(gradient.host, output.host, count, masked.host);
+    return ok_status();
+  }
+  auto where = [](const Operand& x) { return x.card ? "on the card" : x.host ? "on the host" : "missing"; };
+  return Status(StatusCode::kInvalidArgument, std::string("relu mask: the gradient is ") + where(gradient) +
+                                                  ", the layer's output " + where(output) +
+                                                  " and the masked gradient " + where(masked) +
+                                                  ": all three must be on the host, or all on the card");
 }
 
 Status MatmulExecutor::conv_input_gradient_on_card(const ConvShape&, uint32_t, const Operand&, const Operand&,

@@ -41,33 +41,6 @@ Status MatmulExecutor::sum(const SumCall& call) {
   return ok_status();
 }
 
-void relu_mask(const float* gradient, const float* output, std::size_t count, float* masked) {
-  const float* __restrict g = gradient;
-  const float* __restrict y = output;
-  float* __restrict out = masked;
-  for (std::size_t i = 0; i < count; ++i) {
-    const float value = g[i];
-    out[i] = y[i] > 0.0f ? value : 0.0f;
-  }
-}
-
-Status MatmulExecutor::relu_mask(const Operand& gradient, const Operand& output, const Destination& masked,
-                                 std::size_t count) {
-  const bool on_card = gradient.card && output.card && masked.card;
-  const bool on_host = gradient.host && output.host && masked.host;
-  if (on_card && (!on_host || supports(Feature::kCardTensors)))
-    return relu_mask_on_card(gradient.card, output.card, masked.card, count);
-  if (on_host) {
-    systole::relu_mask(gradient.host, output.host, count, masked.host);
-    return ok_status();
-  }
-  auto where = [](const Operand& x) { return x.card ? "on the card" : x.host ? "on the host" : "missing"; };
-  return Status(StatusCode::kInvalidArgument, std::string("relu mask: the gradient is ") + where(gradient) +
-                                                  ", the layer's output " + where(output) +
-                                                  " and the masked gradient " + where(masked) +
-                                                  ": all three must be on the host, or all on the card");
-}
-
 Status DeviceMatmul::sum(const SumCall& call) {
   if (!call.x || !call.out) return Status(StatusCode::kInvalidArgument, "sum: an operand is missing");
   // Sums made on the host go to out.host, and to out.card too where no host copy

@@ -603,9 +603,10 @@ RecordPipeline::~RecordPipeline() = default;
 
 void RecordPipeline::start_epoch(uint32_t epoch) {
   epoch_.reset();
+  const bool followed = following_ && epoch == epoch_number_ + 1;
   delivered_ = 0;
   epoch_number_ = epoch;
-  if (following_ && following_number_ == epoch) {
+  if (followed) {
     epoch_ = std::move(following_);
     return;
   }
@@ -626,10 +627,8 @@ Result<bool> RecordPipeline::next(Batch& batch) {
     // The epoch's last batch: the next epoch starts reading (and filling
     // its shuffle buffer) while the caller validates, and start_epoch
     // takes it over. Its order depends on its number only.
-    if (++delivered_ == batches_ && !following_) {
-      following_number_ = epoch_number_ + 1;
-      following_ = std::make_unique<Epoch>(*this, following_number_);
-    }
+    if (++delivered_ == batches_ && !following_)
+      following_ = std::make_unique<Epoch>(*this, epoch_number_ + 1);
     return true;
   }
   if (!epoch.failure.ok()) return epoch.failure;

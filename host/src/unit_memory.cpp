@@ -12,8 +12,6 @@
 namespace systole {
 namespace {
 
-using Port = spec::Operand;  // the kernel port (and bank) of an operand
-
 // Before rows are kept in the command lists' bank, the lists' buffer is
 // made for this many descriptors, so that kept rows do not take its room.
 constexpr std::size_t kKeptRowsListDescriptors = 1000;

@@ -22,6 +22,12 @@
 
 namespace systole {
 
+// The kernel port of an operand, A, B, C or the command list, named apart
+// from the Operand a call reads. Unit u keeps its buffers in banks 4u ..
+// 4u+3 (the banks Makefile.fpga connects to its ports), each port's in its
+// own (spec::operand_bank).
+using Port = spec::Operand;
+
 class UnitMemory {
  public:
   // One buffer in one of the unit's banks, reallocated larger when a call
@@ -33,7 +39,7 @@ class UnitMemory {
 
   // The unit's bank for an operand (spec::operand_bank): A, B, C and the
   // command lists each in their own.
-  uint32_t bank(spec::Operand operand) const;
+  uint32_t bank(Port operand) const;
   // The command lists' buffer.
   Slot& commands() { return commands_; }
   // A new launch is being put together: rows kept for it are not given up
@@ -69,8 +75,7 @@ class UnitMemory {
   // evenly), or op(X) = X^T where X's rows are one block's transposed
   // rows. An error names `what` for a read that does not fit x.
   Result<uint64_t> copy(const DeviceTensor& x, uint32_t rows, uint32_t cols, bool transposed, uint32_t stride,
-                        spec::Operand operand, const std::string& what,
-                        std::vector<spec::CommandRecord>& records);
+                        Port operand, const std::string& what, std::vector<spec::CommandRecord>& records);
 
   // The device address of a result written into `c` (count values), which
   // must be a tensor, not a view; c's values are a new version from then
@@ -116,7 +121,7 @@ class UnitMemory {
     std::size_t offset = 0;
     uint32_t rows = 0, cols = 0, stride = 0;
     bool transposed = false;
-    spec::Operand operand = spec::Operand::kB;
+    Port operand = Port::kB;
     Slot slot;
     uint64_t made_from = 0;
   };

@@ -146,9 +146,8 @@ class RecordPipeline {
   std::unique_ptr<Epoch> epoch_;
   uint32_t epoch_number_ = 0;
   uint64_t delivered_ = 0;  // batches next() has returned this epoch
-  // The next epoch, started when this one's last batch went out.
+  // Epoch epoch_number_ + 1, started when this one's last batch went out.
   std::unique_ptr<Epoch> following_;
-  uint32_t following_number_ = 0;
 };
 
 // Every record of `files` in order, as an in-memory data set (evaluation
